@@ -1,0 +1,81 @@
+"""mlsysim: predict data-parallel scale-out of a training job from a one-device profile.
+
+The public API is listed once, in ``__all__`` below; names are imported on
+first use so that ``import mlsysim`` stays fast.
+
+>>> from mlsysim import Scenarios
+>>> case = Scenarios.Gpt2DataParallelOneNode
+>>> type(case.result).__name__
+'DataParallelScaleOutResult'
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # units
+    "ureg": "mlsysim.core.units",
+    "Q_": "mlsysim.core.units",
+    "Quantity": "mlsysim.core.units",
+    # errors
+    "MlsysimError": "mlsysim.core.exceptions",
+    "InputError": "mlsysim.core.exceptions",
+    "UnitsError": "mlsysim.core.exceptions",
+    "UnknownNameError": "mlsysim.core.exceptions",
+    "ScenarioFileError": "mlsysim.core.exceptions",
+    "MissingDependencyError": "mlsysim.core.exceptions",
+    # workloads and hardware
+    "Workload": "mlsysim.models.types",
+    "TransformerWorkload": "mlsysim.models.types",
+    "Models": "mlsysim.models.registry",
+    "Hardware": "mlsysim.hardware.registry",
+    "Systems": "mlsysim.hardware.registry",
+    "Infrastructure": "mlsysim.hardware.registry",
+    # engine
+    "Assumptions": "mlsysim.engine.assumptions",
+    "DataParallelScaleOutScenario": "mlsysim.engine.scenario_types",
+    "DataParallelScaleOutResult": "mlsysim.engine.results",
+    "DataParallelScaleOutModel": "mlsysim.engine.solvers",
+    "Scenarios": "mlsysim.engine.scenarios",
+    "estimate": "mlsysim.engine.shortcuts",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mlsysim' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from mlsysim.core.exceptions import (
+        InputError,
+        MissingDependencyError,
+        MlsysimError,
+        ScenarioFileError,
+        UnitsError,
+        UnknownNameError,
+    )
+    from mlsysim.core.units import Q_, Quantity, ureg
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenarios import Scenarios
+    from mlsysim.engine.shortcuts import estimate
+    from mlsysim.engine.solvers import DataParallelScaleOutModel
+    from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
+    from mlsysim.models.registry import Models
+    from mlsysim.models.types import TransformerWorkload, Workload

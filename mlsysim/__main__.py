@@ -1,0 +1,5 @@
+"""``python -m mlsysim``: the command line."""
+
+from mlsysim.cli import entry
+
+entry()

@@ -1,0 +1,113 @@
+"""Rendering of scenarios and results for the terminal (rich) and as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mlsysim.engine.results import field_unit
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if hasattr(value, "magnitude"):
+        return f"{value:.6g~P}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if hasattr(value, "name") and not isinstance(value, str):
+        return str(value.name)
+    return str(value)
+
+
+def inputs_dict(scenario: Any) -> dict[str, Any]:
+    """The scenario's inputs as plain JSON-able values, Quantities as {value, unit}."""
+    out: dict[str, Any] = {}
+    for key, value in scenario.fields().items():
+        if hasattr(value, "magnitude"):
+            out[key] = {"value": float(value.magnitude), "unit": f"{value.units}"}
+        elif key == "workload":
+            out[key] = value.name
+        elif key == "assumptions":
+            out[key] = {
+                k: (
+                    {"value": float(v.magnitude), "unit": f"{v.units}"}
+                    if hasattr(v, "magnitude")
+                    else v
+                )
+                for k, v in value.fields().items()
+            }
+        else:
+            out[key] = value
+    return out
+
+
+def result_json(scenario: Any) -> str:
+    return json.dumps(
+        {
+            "scenario": scenario.name,
+            "inputs": inputs_dict(scenario),
+            "result": scenario.result.to_dict(),
+        },
+        indent=2,
+    )
+
+
+def print_result(scenario: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    result = scenario.result
+    console = Console()
+    title = scenario.name or "scenario"
+    inputs = Table(title=f"{title}: inputs", show_header=True, header_style="bold")
+    inputs.add_column("input")
+    inputs.add_column("value", justify="right")
+    for key, value in scenario.fields().items():
+        if key in ("name", "description"):
+            continue
+        if key == "assumptions":
+            value = (
+                "seed (default)"
+                if value.is_seed()
+                else ("realistic" if value == type(value).realistic() else "custom")
+            )
+        if value is None:
+            continue
+        inputs.add_row(key, _text(value))
+    console.print(inputs)
+    table = Table(title=f"{title}: results", show_header=True, header_style="bold")
+    table.add_column("result")
+    table.add_column("value", justify="right")
+    seed_only = scenario.assumptions.is_seed()
+    for key, value in result.to_dict().items():
+        if key == "constraint_trace":
+            continue
+        if seed_only and key in (
+            "exposed_communication_time",
+            "hidden_communication_time",
+            "synchronization_time",
+            "synchronization_share",
+            "algorithm",
+        ):
+            continue
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            unit = value["unit"]
+            text = f"{value['value']:.6g} {_short(unit)}"
+        elif key == "cost":
+            text = f"{value:,.2f} USD"
+        else:
+            text = _text(value)
+        table.add_row(key, text)
+    console.print(table)
+    for note in result.constraint_trace:
+        console.print(f"  - {note}")
+
+
+def _short(unit: str) -> str:
+    return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit, unit)
+
+
+__all__ = ["inputs_dict", "print_result", "result_json", "field_unit"]

@@ -1,0 +1,1 @@
+"""Units, exceptions and input validation shared by every layer."""

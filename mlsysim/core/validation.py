@@ -1,0 +1,178 @@
+"""Validators shared by every validated object (scenarios, workloads, assumptions).
+
+Each ``check_*`` function takes a value and returns it normalised, or raises an
+:class:`~mlsysim.core.exceptions.InputError` whose message says what was
+received and what was expected; :func:`validated` turns pydantic's errors into
+one :class:`InputError` that names the field. They are plain functions so the
+solver, the scenario and the sweep run the same checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from numbers import Integral, Real
+from typing import Any, TypeVar
+
+import pint
+import pydantic
+from pydantic_core import PydanticCustomError
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import to_canonical
+
+BYTES_PER_ELEMENT: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "fp16": 2.0,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
+"""Storage width of one element, in bytes, by precision name (SPEC section 4)."""
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, pint.Quantity):
+        return f"{value:~P}"
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_positive_int(value: Any) -> int:
+    """A positive integer: not a bool, a float, or a string."""
+    if type(value) is int:
+        if value > 0:
+            return value
+    elif isinstance(value, Integral) and not isinstance(value, bool):
+        value = int(value)
+        if value > 0:
+            return value
+    raise InputError(f"expected a positive integer, got {_describe(value)}")
+
+
+def check_nonnegative_int(value: Any) -> int:
+    """An integer at or above zero: not a bool, a float, or a string."""
+    if isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= 0:
+        return int(value)
+    raise InputError(f"expected an integer at or above zero, got {_describe(value)}")
+
+
+def check_precision(value: Any) -> str:
+    """A precision name (case-insensitive), returned in lower case."""
+    if isinstance(value, str):
+        key = value.lower()
+        if key in BYTES_PER_ELEMENT:
+            return key
+    raise InputError(f"unknown precision {value!r}; supported: {', '.join(BYTES_PER_ELEMENT)}")
+
+
+def check_fraction(value: Any, *, allow_zero: bool = False) -> float:
+    """A plain number in (0, 1] (or [0, 1] with ``allow_zero``)."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        x = float(value)
+        if (x >= 0.0 if allow_zero else x > 0.0) and x <= 1.0:
+            return x
+    interval = "[0, 1]" if allow_zero else "(0, 1]"
+    raise InputError(f"expected a number in {interval}, got {_describe(value)}")
+
+
+def check_nonnegative_float(value: Any) -> float:
+    """A plain finite number at or above zero."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        x = float(value)
+        if 0.0 <= x < math.inf:
+            return x
+    raise InputError(f"expected a finite number at or above zero, got {_describe(value)}")
+
+
+def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
+    """Validator for a finite Quantity above zero of the given kind; returns the Quantity."""
+
+    def check(value: Any) -> Any:
+        x = to_canonical(value, kind)
+        if not (0.0 < x < math.inf):
+            raise InputError(f"expected a finite value above zero, got {_describe(value)}")
+        return value
+
+    return check
+
+
+def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
+    """Validator for a finite Quantity at or above zero of the given kind."""
+
+    def check(value: Any) -> Any:
+        x = to_canonical(value, kind)
+        if not (0.0 <= x < math.inf):
+            raise InputError(f"expected a finite value at or above zero, got {_describe(value)}")
+        return value
+
+    return check
+
+
+def as_pydantic(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Wrap a ``check_*`` so pydantic reports its message verbatim."""
+
+    def validator(value: Any) -> Any:
+        try:
+            return check(value)
+        except InputError as exc:
+            raise PydanticCustomError("mlsysim", str(exc)) from None
+
+    validator.__name__ = getattr(check, "__name__", "check")
+    return validator
+
+
+def format_pydantic_error(
+    owner: str, exc: pydantic.ValidationError, known: list[str]
+) -> InputError:
+    """One :class:`InputError` from pydantic's errors: ``owner.field: message``."""
+    parts = []
+    first_field = None
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(p) for p in err.get("loc", ())) or "?"
+        first_field = first_field or field
+        kind = err.get("type")
+        if kind == "extra_forbidden":
+            msg = f"unknown field; known fields: {', '.join(known)}"
+        elif kind == "missing":
+            msg = "required field is missing"
+        elif kind == "mlsysim":
+            msg = err["msg"]
+        else:
+            msg = f"{err['msg']}, got {_describe(err.get('input'))}"
+        parts.append(f"{owner}.{field}: {msg}")
+    return InputError("; ".join(parts), field=first_field)
+
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+class Validated(pydantic.BaseModel):
+    """Base of the validated, frozen, keyword-constructed objects.
+
+    Unknown fields are rejected, every value is checked at construction, and
+    pydantic's errors become one :class:`InputError` naming the field.
+    """
+
+    model_config = pydantic.ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, validate_default=False
+    )
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as exc:
+            raise format_pydantic_error(
+                type(self).__name__, exc, list(type(self).model_fields)
+            ) from None
+
+    def fields(self) -> dict[str, Any]:
+        """The declared fields and their values, as a new dict (no copies of the values)."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def variant(self: M, **changes: Any) -> M:
+        """A copy with some fields changed, validated exactly like a new construction."""
+        data = self.fields()  # type: ignore[attr-defined]
+        data.update(changes)
+        return type(self)(**data)

@@ -1,0 +1,1 @@
+"""The scenario / solver / result engine."""

@@ -1,0 +1,153 @@
+"""Modeling choices beyond the seed, bundled in one immutable, validated object.
+
+``Assumptions()`` is the seed's model exactly: a flat ring, full line rate, no
+overlap with the backward pass, no synchronisation cost. Every other value is
+opt-in; :meth:`Assumptions.realistic` is the project's best preset.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import PlainValidator
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import Quantity, quantity, to_canonical
+from mlsysim.core.validation import (
+    Validated,
+    as_pydantic,
+    check_fraction,
+    check_nonnegative_float,
+    check_nonnegative_quantity,
+    check_positive_quantity,
+)
+
+Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
+NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
+
+
+def _check_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise InputError(f"expected True or False, got {value!r} ({type(value).__name__})")
+
+
+def _check_backward_fraction(value: Any) -> float:
+    x = check_fraction(value)
+    if x >= 1.0:
+        raise InputError(f"expected a number in (0, 1), got {value!r}")
+    return x
+
+
+Algorithm = Literal["ring", "hierarchical", "tree", "auto"]
+
+DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
+"""PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
+
+BACKWARD_FRACTION = 2.0 / 3.0
+"""Backward share of a training step: the backward pass costs about twice the
+forward pass in FLOPs (Kaplan et al. 2020, "Scaling Laws for Neural Language
+Models", section 2.1: C_backward ~ 2 C_forward; Narayanan et al. 2021,
+"Efficient Large-Scale Language Model Training on GPU Clusters Using
+Megatron-LM", section 5.1)."""
+
+
+class Assumptions(Validated):
+    """Modeling choices. The defaults reproduce the seed model (SPEC section 4) bit for bit.
+
+    Fields:
+
+    * ``algorithm``: AllReduce across nodes. ``ring`` (the seed: a second flat
+      ring over all devices), ``hierarchical`` (reduce-scatter in the node,
+      AllReduce of each shard across nodes over the NIC rails, all-gather in
+      the node), ``tree`` (double binary tree across nodes, as NCCL), or
+      ``auto`` (the fastest of the three for the message size).
+    * ``intra_efficiency``, ``inter_efficiency``: achieved fraction of the line
+      rate on each link (nccl-tests bus bandwidth / line rate).
+    * ``overlap``: reduce gradient buckets of ``bucket_size`` during the
+      backward pass, which takes ``backward_fraction`` of a step.
+    * ``update_overhead``: fixed time added to every distributed update.
+    * ``straggler_cv``: coefficient of variation of one device's step time;
+      the update waits for the slowest of n devices.
+
+    >>> Assumptions()
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0)
+    """
+
+    algorithm: Algorithm = "ring"
+    intra_efficiency: Fraction = 1.0
+    inter_efficiency: Fraction = 1.0
+    overlap: Annotated[bool, PlainValidator(as_pydantic(_check_bool))] = False
+    bucket_size: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_positive_quantity("data")))
+    ] = DEFAULT_BUCKET_SIZE
+    backward_fraction: Annotated[float, PlainValidator(as_pydantic(_check_backward_fraction))] = (
+        BACKWARD_FRACTION
+    )
+    update_overhead: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
+    ] = quantity(0, "s")
+    straggler_cv: NonNegative = 0.0
+
+    @classmethod
+    def seed(cls) -> Assumptions:
+        """The seed model's choices (the same as ``Assumptions()``)."""
+        return cls()
+
+    @classmethod
+    def realistic(cls) -> Assumptions:
+        """The project's best preset. Each value and its source:
+
+        * ``algorithm="auto"``: NCCL picks ring or tree per message size and
+          topology (NCCL documentation, NCCL_ALGO; NCCL 2.4 blog, 2019); on
+          multi-node jobs the traffic is hierarchical over the NIC rails.
+        * ``intra_efficiency=0.80``: nccl-tests AllReduce bus bandwidth inside
+          one node reaches about 80% of the NVLink line rate: H100 NVLink4
+          ~370 of 450 GB/s (NVIDIA/nccl-tests issue 212), A100 NVLink3 ~230-240
+          of 300 GB/s (NVIDIA/nccl-tests issue 149).
+        * ``inter_efficiency=0.90``: measured inter-node bus bandwidth over
+          InfiniBand reaches 96% of line rate in the best case (DGX A100 8x HDR:
+          192 of 200 GB/s, NVIDIA/nccl issue 812; one HDR NIC: ~24 of 25 GB/s,
+          NVIDIA/nccl issue 412; NDR: 48-49 of 50 GB/s, NVIDIA/nccl-tests issue
+          267), and 16 of 25 GB/s (64%) with a badly placed NIC (nccl issue
+          412); 0.90 sits between a tuned fabric and an ordinary one.
+        * ``overlap=True`` with 25 MiB buckets: PyTorch DDP's default
+          (Li et al. 2020, VLDB, section 3.2.3), as every published DDP and
+          Horovod run does.
+        * ``backward_fraction=2/3``: backward ~ 2x forward (Kaplan et al. 2020).
+        * ``update_overhead=1 ms``: per-update work of a distributed step that a
+          one-device run does not do: DDP's bucket bookkeeping (Li et al. 2020,
+          section 3.2.3), a collective launch and stream synchronisation per
+          bucket and the final wait on the communication stream. Each costs
+          tens of microseconds; 1 ms is an order-of-magnitude assumption for
+          the sum, not fitted to any validation case.
+        * ``straggler_cv=0.03``: step times of identical GPUs in a synchronous
+          job differ by a few percent (clock and thermal variation, input
+          pipeline jitter, OS noise; Dean and Barroso 2013, "The Tail at
+          Scale", on the cost of waiting for the slowest of many). 3% is an
+          assumption of that order, not fitted to any validation case;
+          measure your own with ``mlsysim calibrate step``.
+        """
+        return cls(
+            algorithm="auto",
+            intra_efficiency=0.80,
+            inter_efficiency=0.90,
+            overlap=True,
+            bucket_size=DEFAULT_BUCKET_SIZE,
+            backward_fraction=BACKWARD_FRACTION,
+            update_overhead=quantity(1.0, "ms"),
+            straggler_cv=0.03,
+        )
+
+    def is_seed(self) -> bool:
+        """True when these choices are the seed model's."""
+        return self == _SEED
+
+    def bucket_bytes(self) -> float:
+        return to_canonical(self.bucket_size, "data")
+
+    def update_overhead_seconds(self) -> float:
+        return to_canonical(self.update_overhead, "time")
+
+
+_SEED = Assumptions()

@@ -1,0 +1,1 @@
+"""Named, ready scenarios, defined from the registries."""

@@ -1,0 +1,1 @@
+"""Hardware and price registries (data with provenance)."""

@@ -1,0 +1,1 @@
+"""Workload types and the workload registry (data with provenance)."""

@@ -1,0 +1,96 @@
+"""Workload types: what the model needs to know about a network being trained."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import PlainValidator
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import Quantity, quantity, to_canonical
+from mlsysim.core.validation import (
+    BYTES_PER_ELEMENT,
+    Validated,
+    as_pydantic,
+    check_positive_int,
+    check_positive_quantity,
+    check_precision,
+)
+
+_check_data = check_positive_quantity("data")
+_check_count = check_positive_quantity("count")
+
+
+def _check_parameters(value: Any) -> Any:
+    """A parameter count: a Quantity in ``param``, or a plain positive number of parameters."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = quantity(float(value), "param")
+    return _check_count(value)
+
+
+ParameterCount = Annotated[Quantity, PlainValidator(as_pydantic(_check_parameters))]
+
+
+def _optional(check: Any) -> PlainValidator:
+    """Validator for an optional field: None, or a value that passes ``check``."""
+    return PlainValidator(as_pydantic(lambda v: None if v is None else check(v)))
+
+
+class Workload(Validated):
+    """A model being trained, described by its parameter count.
+
+    ``model_size``, when given, is the size of the weights in a 16-bit format
+    (fp16/bf16) as the source states it, and is used as the gradient size at
+    those precisions (SPEC section 4).
+
+    >>> from mlsysim import Workload, Q_
+    >>> w = Workload(name="x", parameters=Q_(7e9, "param"))
+    >>> w.size_in_bytes("bf16")
+    <Quantity(1.4e+10, 'byte')>
+    """
+
+    name: str
+    parameters: ParameterCount
+    model_size: Annotated[Quantity | None, _optional(_check_data)] = None
+    architecture: str | None = None
+    description: str = ""
+    source: str = ""
+    note: str = ""
+
+    def parameter_count(self) -> float:
+        """The number of parameters as a float."""
+        return to_canonical(self.parameters, "count")
+
+    def gradient_bytes(self, precision: str) -> float:
+        """Bytes of one full gradient (or weight copy) at ``precision``, as a float.
+
+        G = parameters x bytes_per_element(precision); if ``model_size`` is stated
+        and the precision is fp16 or bf16, G = model_size (SPEC section 4).
+        """
+        key = check_precision(precision)
+        if self.model_size is not None and key in ("fp16", "bf16"):
+            return to_canonical(self.model_size, "data")
+        return self.parameter_count() * BYTES_PER_ELEMENT[key]
+
+    def size_in_bytes(self, precision: str = "fp16") -> Any:
+        """The size of the weights at ``precision``, as a Quantity in bytes."""
+        return quantity(self.gradient_bytes(precision), "byte")
+
+
+class TransformerWorkload(Workload):
+    """A transformer, with its shape (all optional; the count of parameters is what the model uses)."""
+
+    layers: Annotated[int | None, _optional(check_positive_int)] = None
+    hidden_dim: Annotated[int | None, _optional(check_positive_int)] = None
+    heads: Annotated[int | None, _optional(check_positive_int)] = None
+    seq_len: Annotated[int | None, _optional(check_positive_int)] = None
+    vocab_size: Annotated[int | None, _optional(check_positive_int)] = None
+
+
+def workload_of(value: Any) -> Workload:
+    """Check that ``value`` is a Workload."""
+    if isinstance(value, Workload):
+        return value
+    raise InputError(
+        f"expected a mlsysim.Workload (e.g. mlsysim.Models.Language.GPT2), got {value!r}"
+    )

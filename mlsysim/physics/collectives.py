@@ -1,0 +1,109 @@
+"""Cost of gradient AllReduce: volume per rank and alpha-beta time, per algorithm.
+
+Every time here is affine in the message size M (bytes):
+``t(M) = L + M * s`` with a startup part L (seconds) and a per-byte part s
+(seconds per byte). Functions return the pair ``(L, s)`` so that callers can
+cost one whole gradient, or many buckets of it, with the same numbers.
+
+Sources:
+* ring AllReduce volume 2(k-1)/k per rank, and the alpha-beta cost model:
+  Thakur, Rabenseifner and Gropp 2005, "Optimization of Collective
+  Communication Operations in MPICH", section 4 (ring/Rabenseifner
+  reduce-scatter + all-gather); Patarasuk and Yuan 2009, "Bandwidth optimal
+  all-reduce algorithms for clusters of workstations".
+* bus bandwidth and the factor 2(n-1)/n: nccl-tests, doc/PERFORMANCE.md.
+* hierarchical (intra reduce-scatter, inter AllReduce of each shard over the
+  NIC rails, intra all-gather): Goyal et al. 2017, "Accurate, Large Minibatch
+  SGD: Training ImageNet in 1 Hour", section 4; Jia et al. 2018, "Highly
+  Scalable Deep Learning Training System with Mixed-Precision" (hierarchical
+  all-reduce).
+* double binary tree: Sanders, Speck and Traeff 2009, "Two-tree algorithms for
+  full bandwidth broadcast, reduction and scan"; NCCL 2.4 (NVIDIA developer
+  blog, "Massively Scale Your Deep Learning Training with NCCL 2.4", 2019).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlsysim.physics._array import ceil, log2, maximum, minimum
+
+ALGORITHMS = ("ring", "hierarchical", "tree")
+"""AllReduce algorithms across nodes; ``auto`` picks the fastest of these."""
+
+
+def ring_allreduce_factor(k: Any) -> Any:
+    """Bytes each rank sends in a ring AllReduce, per byte of buffer: f(k) = 2(k-1)/k.
+
+    A reduce-scatter then an all-gather, each moving (k-1)/k of the buffer per
+    rank; f(1) = 0 (nothing to exchange). (Patarasuk and Yuan 2009.)
+    """
+    return 2.0 * (k - 1) / k
+
+
+def intra_node_cost(
+    devices_per_node: Any, bandwidth: Any, latency: Any = 0.0
+) -> tuple[Any, Any, Any]:
+    """Cost of the AllReduce stage inside a node: ``(L, v, rate)``, the same for every algorithm.
+
+    A ring reduce-scatter + all-gather over d devices moves v = f(d) bytes per
+    byte of message, so ``t(M) = 2(d-1) alpha + M f(d) / B_intra``, zero for d = 1.
+    With alpha = 0 this is the seed's ``intra_time = G * f(d) / intra_bandwidth``.
+    """
+    d = devices_per_node
+    return 2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth
+
+
+def inter_node_cost(
+    algorithm: str,
+    devices_per_node: Any,
+    nodes: Any,
+    bandwidth: Any,
+    nics: Any = 1,
+    latency: Any = 0.0,
+) -> tuple[Any, Any, Any]:
+    """Cost of the AllReduce stage across nodes: ``(L, v, rate)``, zero for one node.
+
+    Each device sends ``M * v`` bytes across nodes and the stage takes
+    ``t(M) = L + M * v / rate``. ``bandwidth`` is one NIC's rate; k = min(nics, d)
+    NICs carry traffic in parallel (one rail per device at most), so
+    rate = k * bandwidth. With n = d * N:
+
+    * ``ring`` (the seed): a second ring over all n devices whose node-crossing
+      edges ride the inter-node link: ``t = 2(n-1) alpha + M f(n) / (k B)``.
+      With k = 1 and alpha = 0 this is the seed's ``G * f(n) / inter_bandwidth``.
+    * ``hierarchical``: each device's 1/d shard is AllReduced over the N nodes,
+      the d shards sharing k NICs: ``t = 2(N-1) alpha + (M/d) f(N) / (k B / d)``,
+      i.e. per device v = f(N)/d and rate = k B / d.
+    * ``tree``: the shard reduced then broadcast along a double binary tree,
+      each half of it on one of the two trees:
+      ``t = 2 ceil(log2 N) alpha + 2 (M/d) / (k B / d)``.
+    """
+    d, big_n = devices_per_node, nodes
+    many = big_n > 1
+    rate = minimum(nics, d) * bandwidth
+    if algorithm == "ring":
+        n = d * big_n
+        return 2.0 * (n - 1) * latency * many, ring_allreduce_factor(n) * many, rate
+    if algorithm == "hierarchical":
+        return 2.0 * (big_n - 1) * latency, ring_allreduce_factor(big_n) / d, rate / d
+    if algorithm == "tree":
+        return 2.0 * ceil(log2(big_n)) * latency, 2.0 * many / d, rate / d
+    raise ValueError(f"unknown AllReduce algorithm {algorithm!r}; expected one of {ALGORITHMS}")
+
+
+def stage_time(message_bytes: Any, cost: tuple[Any, Any, Any]) -> Any:
+    """``t(M) = L + M * v / rate`` for a stage cost ``(L, v, rate)``."""
+    startup, volume, rate = cost
+    return startup + message_bytes * volume / rate
+
+
+def bucket_layout(gradient_bytes: Any, bucket_bytes: Any) -> tuple[Any, Any, Any]:
+    """Split the gradient into DDP buckets: (count m, full bucket size b, last bucket size r).
+
+    m = ceil(G / b); the last bucket holds r = G - (m-1) b. A bucket larger than
+    the gradient is one bucket of size G. (PyTorch DDP, bucket_cap_mb.)
+    """
+    b = minimum(bucket_bytes, gradient_bytes)
+    m = maximum(ceil(gradient_bytes / b), 1.0)
+    return m, b, gradient_bytes - (m - 1.0) * b

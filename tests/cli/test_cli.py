@@ -1,0 +1,116 @@
+"""The command line through its runner (mlsysim.cli.main): exit code, stdout, stderr."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mlsysim.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_prints_one_line_per_scenario(capsys):
+    code, out, err = run(capsys, "list")
+    assert code == 0 and err == ""
+    lines = out.strip().splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("Gpt2DataParallelOneNode")
+
+
+def test_run_prints_inputs_and_results(capsys):
+    code, out, _ = run(capsys, "run", "Gpt2DataParallelFourNodes10GbE")
+    assert code == 0
+    assert "4650 ms" in out and "358.98 USD" in out and "0.278566" in out
+
+
+def test_run_json_has_units_spelled_out(capsys):
+    code, out, _ = run(capsys, "run", "Gpt2DataParallelOneNode", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["result"]["update_time"]["unit"] == "millisecond"
+    assert data["result"]["update_time"]["value"] == pytest.approx(1811.6666666666667)
+    assert data["inputs"]["nodes"] == 1
+
+
+def test_run_with_overrides(capsys):
+    code, out, _ = run(
+        capsys,
+        "run",
+        "Gpt2DataParallelOneNode",
+        "--set",
+        "nodes=4",
+        "--set",
+        "inter_bandwidth=10 Gbps",
+        "--json",
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert data["result"]["inter_time"]["value"] == pytest.approx(4650.0)
+    assert data["result"]["efficiency"] == pytest.approx(0.27856590147)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["run", "NoSuchScenario"], "unknown scenario"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes=0"], "nodes"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes=2.5"], "nodes"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes=True"], "nodes"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes=-3"], "nodes"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "devices_per_node=0"], "devices_per_node"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "per_device_batch=x"], "per_device_batch"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "accumulation_steps=0"], "accumulation_steps"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes=4"], "inter_bandwidth"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "step_time=3 GB"], "step_time"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "step_time=1.8"], "step_time"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "step_time=-1 s"], "step_time"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "step_time=nan s"], "step_time"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "intra_bandwidth=2 s"], "intra_bandwidth"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "intra_bandwidth=0 GB/s"], "intra_bandwidth"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "node_hour_rate=5 USD"], "node_hour_rate"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "precision=fp7"], "fp32"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "bogus=1"], "bogus"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "nodes"], "FIELD=VALUE"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "workload=NoModel"], "workload"),
+        (["run", "Gpt2DataParallelOneNode", "--set", "step_time=1.8 parsecs"], "step_time"),
+        (["run", "--no-such-option"], "no-such-option"),
+        (["no-such-command"], "no-such-command"),
+        (["run"], "name"),
+    ],
+)
+def test_user_mistakes_print_one_line_and_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("mlsysim: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in err
+
+
+def test_help_lists_commands_with_examples(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for word in ("list", "run", "explain", "Examples"):
+        assert word in out
+
+
+def test_run_help_has_examples(capsys):
+    code, out, _ = run(capsys, "run", "--help")
+    assert code == 0 and "--set" in out and "mlsysim run Gpt2DataParallelOneNode" in out
+
+
+def test_console_script_is_installed():
+    out = subprocess.run([sys.executable, "-m", "mlsysim", "list"], capture_output=True, text=True)
+    assert out.returncode == 0 and "Gpt2DataParallelOneNode" in out.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "mlsysim", "run", "Nope"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr

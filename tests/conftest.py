@@ -1,0 +1,24 @@
+import pytest
+
+from mlsysim import Q_, Models, Scenarios
+
+
+@pytest.fixture
+def gpt2_one_node():
+    return Scenarios.Gpt2DataParallelOneNode
+
+
+@pytest.fixture
+def base_inputs():
+    """Valid keyword inputs of a scenario (the spec's one-node GPT-2 case)."""
+    return dict(
+        workload=Models.Language.GPT2,
+        precision="fp16",
+        step_time=Q_(1.8, "s"),
+        training_time=Q_(25, "hour"),
+        per_device_batch=16,
+        devices_per_node=8,
+        nodes=1,
+        intra_bandwidth=Q_(450, "GB/s"),
+        node_hour_rate=Q_(32, "USD/hour"),
+    )

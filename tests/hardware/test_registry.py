@@ -1,0 +1,95 @@
+"""Sanity bounds over every hardware, fabric and price entry; each carries its source and note."""
+
+import pytest
+
+from mlsysim import Hardware, Infrastructure, Systems, ureg
+from mlsysim.core.units import to_canonical
+from mlsysim.hardware.types import Accelerator, Fabric, Node, Price
+
+ACCELERATORS = list(Hardware.walk())
+NODES = list(Systems.Nodes.walk())
+FABRICS = list(Systems.Fabrics.walk())
+PRICES = list(Infrastructure.walk())
+
+
+def test_registries_have_the_contract_entries():
+    for name in ("H100", "A100", "A100_40GB", "V100", "B200", "MI300X"):
+        assert isinstance(getattr(Hardware.Cloud, name), Accelerator)
+    for name in ("DGX_H100", "DGX_A100", "DGX_B200", "DGX1_V100", "DGX2", "HGX_B200"):
+        assert isinstance(getattr(Systems.Nodes, name), Node)
+    for name in (
+        "Ethernet_10G",
+        "Ethernet_25G",
+        "Ethernet_40G",
+        "Ethernet_100G",
+        "Ethernet_200G",
+        "Ethernet_400G",
+        "Ethernet_800G",
+        "InfiniBand_EDR",
+        "InfiniBand_HDR",
+        "InfiniBand_NDR",
+        "InfiniBand_XDR",
+        "NVLink2",
+        "NVLink3",
+        "NVLink4",
+        "NVLink5",
+        "PCIe3_x16",
+        "PCIe4_x16",
+        "PCIe5_x16",
+    ):
+        assert isinstance(getattr(Systems.Fabrics, name), Fabric)
+    assert isinstance(Infrastructure.Pricing.Cloud.GpuTrainingPerHour, Price)
+
+
+def test_contract_figures():
+    assert Hardware.Cloud.H100.nvlink.bandwidth_per_direction == ureg.Quantity(450, "GB/s")
+    assert Hardware.Cloud.H100.nvlink.bandwidth == ureg.Quantity(900, "GB/s")
+    assert Systems.Nodes.DGX_H100.accelerators_per_node == 8
+    assert Systems.Fabrics.Ethernet_10G.bandwidth == ureg.Quantity(10, "Gbps")
+    assert Infrastructure.Pricing.Cloud.GpuTrainingPerHour.rate == ureg.Quantity(4, "USD/hour")
+
+
+@pytest.mark.parametrize("path, entry", ACCELERATORS + NODES + FABRICS + PRICES)
+def test_every_entry_cites_a_source_and_says_what_the_figure_is(path, entry):
+    assert len(entry.source) > 10, path
+    assert len(entry.note) > 10, path
+
+
+@pytest.mark.parametrize("path, gpu", ACCELERATORS)
+def test_accelerator_bounds(path, gpu):
+    assert 8e9 <= to_canonical(gpu.memory.capacity, "data") <= 512e9
+    assert 100e9 <= to_canonical(gpu.memory.bandwidth, "bandwidth") <= 20e12
+    per_dir = to_canonical(gpu.nvlink.bandwidth_per_direction, "bandwidth")
+    assert 10e9 <= per_dir <= 2e12
+    assert to_canonical(gpu.nvlink.bandwidth, "bandwidth") == pytest.approx(2 * per_dir)
+    assert 10e12 <= to_canonical(gpu.peak_flops, "compute_rate") <= 10e15
+
+
+@pytest.mark.parametrize("path, node", NODES)
+def test_node_bounds(path, node):
+    assert 1 <= node.accelerators_per_node <= 72
+    assert 1 <= node.nics_per_node <= 16
+    assert 10e9 <= to_canonical(node.intra_node_bw, "bandwidth") <= 2e12
+    assert 1e9 <= to_canonical(node.nic_bandwidth, "bandwidth") <= 200e9
+    # the node's intra link never beats its accelerators' own link
+    assert node.intra_node_bw <= node.accelerator.nvlink.bandwidth_per_direction
+
+
+@pytest.mark.parametrize("path, fabric", FABRICS)
+def test_fabric_bounds(path, fabric):
+    assert 1e9 <= to_canonical(fabric.bandwidth, "bandwidth") <= 2e12
+    assert 0 <= to_canonical(fabric.latency, "time") <= 100e-6
+
+
+@pytest.mark.parametrize("path, price", PRICES)
+def test_price_bounds(path, price):
+    assert 0.1 <= to_canonical(price.rate, "money_rate") <= 1000
+
+
+def test_lookup_by_name_is_case_insensitive_and_errors_list_names():
+    from mlsysim import UnknownNameError
+
+    assert Hardware.get("h100") is Hardware.Cloud.H100
+    assert Systems.get("Nodes.DGX_H100") is Systems.Nodes.DGX_H100
+    with pytest.raises(UnknownNameError, match="H100"):
+        Hardware.get("Z9000")

@@ -1,0 +1,72 @@
+"""The public names are listed once (mlsysim.__all__) and pinned here."""
+
+import subprocess
+import sys
+
+import mlsysim
+
+EXPECTED = {
+    "Assumptions",
+    "DataParallelScaleOutModel",
+    "DataParallelScaleOutResult",
+    "DataParallelScaleOutScenario",
+    "Hardware",
+    "Infrastructure",
+    "InputError",
+    "MissingDependencyError",
+    "MlsysimError",
+    "Models",
+    "Q_",
+    "Quantity",
+    "ScenarioFileError",
+    "Scenarios",
+    "Systems",
+    "TransformerWorkload",
+    "UnitsError",
+    "UnknownNameError",
+    "Workload",
+    "estimate",
+    "ureg",
+    "__version__",
+}
+
+
+def test_exported_names_are_pinned():
+    assert set(mlsysim.__all__) == EXPECTED
+
+
+def test_every_exported_name_resolves():
+    for name in mlsysim.__all__:
+        assert getattr(mlsysim, name) is not None
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    try:
+        mlsysim.NoSuchThing  # noqa: B018
+    except AttributeError as exc:
+        assert "NoSuchThing" in str(exc)
+    else:
+        raise AssertionError("expected AttributeError")
+
+
+def test_spec_module_paths_resolve():
+    from mlsysim.engine import results, scenario_definitions, scenario_types  # noqa: F401
+    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.scenario_definitions import training
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.solvers import DataParallelScaleOutModel
+
+    assert mlsysim.DataParallelScaleOutScenario is DataParallelScaleOutScenario
+    assert mlsysim.DataParallelScaleOutResult is DataParallelScaleOutResult
+    assert mlsysim.DataParallelScaleOutModel is DataParallelScaleOutModel
+    assert training.Gpt2DataParallelOneNode is mlsysim.Scenarios.Gpt2DataParallelOneNode
+
+
+def test_import_does_not_load_the_cli_plotting_or_torch():
+    code = (
+        "import sys, mlsysim; "
+        "heavy = [m for m in ('typer', 'rich', 'matplotlib', 'torch', 'pandas', 'mlsysim.cli') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
