@@ -25,6 +25,15 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+def _register_sub_apps() -> None:
+    from mlsysim.cli.validate import validate_app
+
+    app.add_typer(validate_app, name="validate")
+
+
+_register_sub_apps()
+
 SET_HELP = (
     "Override a field: FIELD=VALUE, repeatable. Units as text ('inter_bandwidth=100 Gbps'), "
     "workloads by registry name ('workload=Llama2_7B'), 'assumptions=realistic', "

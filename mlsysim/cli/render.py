@@ -111,3 +111,31 @@ def _short(unit: str) -> str:
 
 
 __all__ = ["inputs_dict", "print_result", "result_json", "field_unit"]
+
+
+def print_validation(seed: list[Any], realistic: list[Any]) -> None:
+    """Measured vs predicted efficiency per case, seed and realistic, with median and max errors."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from mlsysim.validation.published import summary
+
+    table = Table(
+        title="Scaling efficiency: published measurements vs the model", header_style="bold"
+    )
+    for column in ("case", "measured", "seed", "error", "realistic", "error"):
+        table.add_column(column, justify="left" if column == "case" else "right", no_wrap=True)
+    for s, r in zip(seed, realistic, strict=True):
+        table.add_row(
+            s.case.id,
+            f"{s.case.measured_eff:.3f}",
+            f"{s.predicted:.3f}",
+            f"{s.error * 100:+.1f} pt",
+            f"{r.predicted:.3f}",
+            f"{r.error * 100:+.1f} pt",
+        )
+    (sm, sx), (rm, rx) = summary(seed), summary(realistic)
+    table.add_section()
+    table.add_row("median |error|", "", "", f"{sm * 100:.1f} pt", "", f"{rm * 100:.1f} pt")
+    table.add_row("max |error|", "", "", f"{sx * 100:.1f} pt", "", f"{rx * 100:.1f} pt")
+    Console().print(table)

@@ -1,0 +1,1 @@
+"""Checks of the model against reality: published scale-out measurements."""
