@@ -70,12 +70,13 @@ KINDS: dict[str, tuple[Any, str]] = {
     "compute_rate": (ureg.flop / ureg.second, "a compute rate (e.g. Q_(989, 'Tflop/s'))"),
 }
 
-_FACTORS: dict[tuple[str, Any], float] = {}
+_FACTORS: dict[str, dict[Any, float]] = {kind: {} for kind in KINDS}
 
 
 def _factor(kind: str, units: Any) -> float:
-    key = (kind, units)
-    factor = _FACTORS.get(key)
+    """Multiplier from ``units`` to the kind's canonical unit (computed once per unit, then cached)."""
+    cache = _FACTORS[kind]
+    factor = cache.get(units)
     if factor is None:
         canonical, what = KINDS[kind]
         try:
@@ -85,7 +86,7 @@ def _factor(kind: str, units: Any) -> float:
             if got.dimensionless:
                 raise UnitsError(f"expected {what}, got a dimensionless number") from None
             raise UnitsError(f"expected {what}, got units of {got!s}") from None
-        _FACTORS[key] = factor
+        cache[units] = factor
     return factor
 
 
@@ -94,6 +95,17 @@ def to_canonical(value: Any, kind: str) -> float:
 
     Raises :class:`UnitsError` for a plain number, a string or a wrong dimension.
     """
+    if type(value) is Quantity:  # the common case, checked without isinstance's ABC machinery
+        magnitude = value._magnitude
+        if type(magnitude) is float or type(magnitude) is int:
+            factor = _FACTORS[kind].get(value._units)
+            if factor is None:
+                factor = _factor(kind, value._units)
+            return magnitude * factor
+    return _to_canonical_slow(value, kind)
+
+
+def _to_canonical_slow(value: Any, kind: str) -> float:
     if not isinstance(value, pint.Quantity):
         what = KINDS[kind][1]
         if isinstance(value, str):
@@ -104,7 +116,7 @@ def to_canonical(value: Any, kind: str) -> float:
     if not isinstance(value, ureg.Quantity):  # from another pint registry
         value = ureg.Quantity(value.magnitude, str(value.units))
     magnitude = value._magnitude
-    if not isinstance(magnitude, Real):
+    if not isinstance(magnitude, Real) or isinstance(magnitude, bool):
         raise UnitsError(f"expected a single number with units, got {value!r}")
     return float(magnitude) * _factor(kind, value._units)
 

@@ -7,6 +7,7 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import PlainValidator
@@ -21,6 +22,7 @@ from mlsysim.core.validation import (
     check_nonnegative_quantity,
     check_positive_quantity,
 )
+from mlsysim.engine.model import Choices
 
 Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
@@ -142,6 +144,20 @@ class Assumptions(Validated):
     def is_seed(self) -> bool:
         """True when these choices are the seed model's."""
         return self == _SEED
+
+    @cached_property
+    def choices(self) -> Choices:
+        """These choices as the plain values :func:`mlsysim.engine.model.evaluate` takes (cached)."""
+        return Choices(
+            algorithm=self.algorithm,
+            intra_efficiency=self.intra_efficiency,
+            inter_efficiency=self.inter_efficiency,
+            overlap=self.overlap,
+            bucket_bytes=self.bucket_bytes(),
+            backward_fraction=self.backward_fraction,
+            update_overhead=self.update_overhead_seconds(),
+            straggler_cv=self.straggler_cv,
+        )
 
     def bucket_bytes(self) -> float:
         return to_canonical(self.bucket_size, "data")

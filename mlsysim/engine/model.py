@@ -27,7 +27,7 @@ from mlsysim.physics.overlap import exposed_communication
 from mlsysim.physics.synchronization import straggler_delay, update_overhead
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Inputs:
     """Numeric inputs in canonical units; each a float or a numpy array (broadcast together).
 

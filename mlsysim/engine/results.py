@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -50,7 +50,6 @@ OTHER_FIELDS = (
     "intra_algorithm",
     "inter_algorithm",
     "bottleneck",
-    "constraint_trace",
 )
 
 SEED_FIELDS = (
@@ -115,12 +114,30 @@ class DataParallelScaleOutResult:
     ``inputs`` holds the inputs that produced it (for :meth:`explain`).
     """
 
-    __slots__ = ("_values", "_cache", "inputs")
+    __slots__ = ("_values", "_cache", "_trace", "inputs")
 
-    def __init__(self, values: Mapping[str, Any], inputs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        trace: Callable[[], tuple[str, ...]] | None = None,
+    ) -> None:
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_trace", trace)
         object.__setattr__(self, "inputs", MappingProxyType(dict(inputs or {})))
+
+    @property
+    def constraint_trace(self) -> tuple[str, ...]:
+        """Short notes on what limits this layout and which choices applied (computed when first read)."""
+        trace = self._cache.get("constraint_trace")
+        if trace is None:
+            trace = self._values.get("constraint_trace")
+            if trace is None:
+                trace = tuple(self._trace()) if self._trace is not None else ()
+            self._cache["constraint_trace"] = trace
+        return trace
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(
@@ -132,7 +149,9 @@ class DataParallelScaleOutResult:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataParallelScaleOutResult):
             return NotImplemented
-        return self._values == other._values
+        mine = {k: v for k, v in self._values.items() if k != "constraint_trace"}
+        theirs = {k: v for k, v in other._values.items() if k != "constraint_trace"}
+        return mine == theirs
 
     def __hash__(self) -> int:
         return hash(

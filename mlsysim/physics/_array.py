@@ -7,36 +7,41 @@ from typing import Any
 
 import numpy as np
 
+_ndarray = np.ndarray
+
 
 def is_array(*values: Any) -> bool:
-    return any(type(v) is np.ndarray for v in values)
+    for v in values:  # noqa: SIM110 - a plain loop; any() over a generator costs more here
+        if type(v) is _ndarray:
+            return True
+    return False
 
 
 def maximum(a: Any, b: Any) -> Any:
-    return np.maximum(a, b) if is_array(a, b) else max(a, b)
+    return np.maximum(a, b) if type(a) is _ndarray or type(b) is _ndarray else max(a, b)
 
 
 def minimum(a: Any, b: Any) -> Any:
-    return np.minimum(a, b) if is_array(a, b) else min(a, b)
+    return np.minimum(a, b) if type(a) is _ndarray or type(b) is _ndarray else min(a, b)
 
 
 def ceil(a: Any) -> Any:
-    return np.ceil(a) if is_array(a) else float(math.ceil(a))
+    return np.ceil(a) if type(a) is _ndarray else float(math.ceil(a))
 
 
 def sqrt(a: Any) -> Any:
-    return np.sqrt(a) if is_array(a) else math.sqrt(a)
+    return np.sqrt(a) if type(a) is _ndarray else math.sqrt(a)
 
 
 def log(a: Any) -> Any:
-    return np.log(a) if is_array(a) else math.log(a)
+    return np.log(a) if type(a) is _ndarray else math.log(a)
 
 
 def log2(a: Any) -> Any:
-    return np.log2(a) if is_array(a) else math.log2(a)
+    return np.log2(a) if type(a) is _ndarray else math.log2(a)
 
 
 def where(condition: Any, a: Any, b: Any) -> Any:
-    if is_array(condition, a, b):
+    if type(condition) is _ndarray or type(a) is _ndarray or type(b) is _ndarray:
         return np.where(condition, a, b)
     return a if condition else b

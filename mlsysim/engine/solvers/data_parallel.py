@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from mlsysim.core.exceptions import InputError
@@ -157,7 +158,7 @@ class DataParallelScaleOutModel:
             else to_canonical(device_memory, "data"),
         )
         c = choices_of(choices, stage)
-        values = evaluate(x, c)
+        values = finish(evaluate(x, c), x, c)
         inputs = {
             "workload": workload,
             "precision": key,
@@ -178,22 +179,15 @@ class DataParallelScaleOutModel:
             "zero_stage": stage,
             "activation_memory": activation_memory,
         }
-        return DataParallelScaleOutResult(finish(values, x, c), inputs)
+        return DataParallelScaleOutResult(
+            values, inputs, trace=lambda: constraint_trace(values, x, c)
+        )
 
 
 def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
-    """The plain-value :class:`Choices` of an :class:`Assumptions` object."""
-    return Choices(
-        algorithm=assumptions.algorithm,
-        intra_efficiency=assumptions.intra_efficiency,
-        inter_efficiency=assumptions.inter_efficiency,
-        overlap=assumptions.overlap,
-        bucket_bytes=assumptions.bucket_bytes(),
-        backward_fraction=assumptions.backward_fraction,
-        update_overhead=assumptions.update_overhead_seconds(),
-        straggler_cv=assumptions.straggler_cv,
-        zero_stage=zero_stage,
-    )
+    """The plain-value :class:`Choices` of an :class:`Assumptions` object and a ZeRO stage."""
+    base = assumptions.choices
+    return base if zero_stage == 0 else replace(base, zero_stage=zero_stage)
 
 
 def finish(values: dict[str, Any], x: Inputs, c: Choices) -> dict[str, Any]:
@@ -211,7 +205,6 @@ def finish(values: dict[str, Any], x: Inputs, c: Choices) -> dict[str, Any]:
     v["intra_algorithm"] = "ring" if x.devices_per_node > 1 else "none"
     v["inter_algorithm"] = inter_name if x.nodes > 1 else "none"
     v["bottleneck"] = BOTTLENECKS[int(v["bottleneck"])]
-    v["constraint_trace"] = constraint_trace(v, x, c)
     return v
 
 
