@@ -125,10 +125,12 @@ class Assumptions(Validated):
           the sum, not fitted to any validation case.
         * ``straggler_cv=0.03``: step times of identical GPUs in a synchronous
           job differ by a few percent (clock and thermal variation, input
-          pipeline jitter, OS noise; Dean and Barroso 2013, "The Tail at
-          Scale", on the cost of waiting for the slowest of many). 3% is an
-          assumption of that order, not fitted to any validation case;
-          measure your own with ``mlsysim calibrate step``.
+          pipeline jitter, OS noise); the cost of waiting for the slowest of
+          many: Dean and Barroso 2013, "The Tail at Scale". 3% is an
+          assumption of that order with no measured source in hand; it was
+          not fitted to any case, but its effect on the validation set was
+          seen (docs/model.md shows the sensitivity: median error 2.4-3.9
+          points for 0.02-0.05). Measure your own with ``mlsysim calibrate``.
         """
         return cls(
             algorithm="auto",
