@@ -19,7 +19,7 @@ import pydantic
 from pydantic_core import PydanticCustomError
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import to_canonical
+from mlsysim.core.units import nonnegative_canonical, positive_canonical
 
 BYTES_PER_ELEMENT: dict[str, float] = {
     "fp32": 4.0,
@@ -90,9 +90,7 @@ def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
     """Validator for a finite Quantity above zero of the given kind; returns the Quantity."""
 
     def check(value: Any) -> Any:
-        x = to_canonical(value, kind)
-        if not (0.0 < x < math.inf):
-            raise InputError(f"expected a finite value above zero, got {_describe(value)}")
+        positive_canonical(value, kind)
         return value
 
     return check
@@ -102,9 +100,7 @@ def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
     """Validator for a finite Quantity at or above zero of the given kind."""
 
     def check(value: Any) -> Any:
-        x = to_canonical(value, kind)
-        if not (0.0 <= x < math.inf):
-            raise InputError(f"expected a finite value at or above zero, got {_describe(value)}")
+        nonnegative_canonical(value, kind)
         return value
 
     return check

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import Quantity, to_canonical
+from mlsysim.core.units import Quantity, nonnegative_canonical, positive_canonical, to_canonical
 from mlsysim.core.validation import (
     check_nonnegative_int,
     check_positive_int,
@@ -33,18 +33,14 @@ def _field(name: str, check: Callable[[Any], Any], value: Any) -> Any:
 
 
 def _si(kind: str, *, allow_zero: bool = False) -> Callable[[Any], float]:
-    def check(value: Any) -> float:
-        x = to_canonical(value, kind)
-        if not ((x >= 0.0 if allow_zero else x > 0.0) and x != math.inf):
-            bound = "at or above" if allow_zero else "above"
-            raise InputError(f"expected a finite value {bound} zero, got {value:~P}")
-        return x
-
-    return check
+    """A check returning the Quantity as a canonical SI float, finite and above (or at) zero."""
+    if allow_zero:
+        return lambda value: nonnegative_canonical(value, kind)
+    return lambda value: positive_canonical(value, kind)
 
 
 _time, _bandwidth, _rate, _data = _si("time"), _si("bandwidth"), _si("money_rate"), _si("data")
-_latency = _si("time", allow_zero=True)
+_latency, _size = _si("time", allow_zero=True), _si("data", allow_zero=True)
 
 
 def check_device_memory(value: Any) -> Any:
@@ -152,7 +148,7 @@ class DataParallelScaleOutModel:
             else _field("inter_latency", _latency, inter_latency),
             activation_bytes=0.0
             if activation_memory is None
-            else _field("activation_memory", _si("data", allow_zero=True), activation_memory),
+            else _field("activation_memory", _size, activation_memory),
             device_memory=math.nan
             if device_memory is None
             else to_canonical(device_memory, "data"),
