@@ -251,7 +251,9 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
         for p in numeric
     }
     for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
-        group = scenario.variant(**{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks)})
+        group = scenario.variant(
+            **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks)}
+        )
         base = _base_inputs(group)
         choices = choices_of(group.assumptions, group.zero_stage)
         fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks)}

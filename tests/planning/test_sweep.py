@@ -124,7 +124,9 @@ def test_quantity_array_and_numpy_axes_are_accepted():
 
 
 def test_several_nodes_without_inter_bandwidth_is_reported_not_dropped():
-    with pytest.raises(InputError, match=r"2 of 3 combinations have nodes > 1 and no inter_bandwidth"):
+    with pytest.raises(
+        InputError, match=r"2 of 3 combinations have nodes > 1 and no inter_bandwidth"
+    ):
         sweep(ONE, nodes=[1, 2, 4])
     with pytest.raises(InputError, match=r"nodes=4, inter_bandwidth=None"):
         sweep(FOUR, inter_bandwidth=[Q_(10, "Gbps"), None])
@@ -168,16 +170,31 @@ def test_every_scenario_field_is_sweepable():
 
 @pytest.mark.parametrize("chunk_rows", [1, 5, 7, 64, 10_000])
 def test_block_size_does_not_change_the_numbers(chunk_rows):
-    axes = {"nodes": range(1, 10), "inter_bandwidth": [Q_(10, "Gbps"), Q_(1, "Tbps")], "accumulation_steps": [1, 2, 3]}
+    axes = {
+        "nodes": range(1, 10),
+        "inter_bandwidth": [Q_(10, "Gbps"), Q_(1, "Tbps")],
+        "accumulation_steps": [1, 2, 3],
+    }
     whole = sweep(FOUR, **axes)
     parts = sweep(FOUR, chunk_rows=chunk_rows, **axes)
     for column in whole.columns:
-        assert np.array_equal(whole[column], parts[column], equal_nan=column not in ("bottleneck", "algorithm", "intra_algorithm", "inter_algorithm")), column
+        assert np.array_equal(
+            whole[column],
+            parts[column],
+            equal_nan=column
+            not in ("bottleneck", "algorithm", "intra_algorithm", "inter_algorithm"),
+        ), column
 
 
 def test_progress_reports_every_block_up_to_the_total():
     calls = []
-    sweep(FOUR, nodes=range(1, 11), accumulation_steps=range(1, 11), chunk_rows=25, progress=lambda d, t: calls.append((d, t)))
+    sweep(
+        FOUR,
+        nodes=range(1, 11),
+        accumulation_steps=range(1, 11),
+        chunk_rows=25,
+        progress=lambda d, t: calls.append((d, t)),
+    )
     assert calls[-1] == (100, 100)
     assert [d for d, _ in calls] == sorted(d for d, _ in calls) and len(calls) > 2
 
@@ -194,7 +211,12 @@ def test_take_and_row_and_pandas_free_export(tmp_path):
     table.to_csv(path)
     lines = path.read_text().splitlines()
     assert len(lines) == 7
-    assert lines[0].split(",")[:4] == ["nodes", "accumulation_steps", "n_devices", "gradient_bytes [byte]"]
+    assert lines[0].split(",")[:4] == [
+        "nodes",
+        "accumulation_steps",
+        "n_devices",
+        "gradient_bytes [byte]",
+    ]
 
 
 def test_to_pandas_has_every_column_and_the_units():
@@ -226,7 +248,9 @@ positive = st.floats(0.5, 500.0)
     parameters=st.floats(1e6, 1e11),
     realistic=st.booleans(),
 )
-def test_random_sweeps_equal_the_scalar_solve(nodes, devices, bandwidths, accumulation, parameters, realistic):
+def test_random_sweeps_equal_the_scalar_solve(
+    nodes, devices, bandwidths, accumulation, parameters, realistic
+):
     base = FOUR.variant(
         workload=Workload(name="w", parameters=Q_(parameters, "param")),
         assumptions=Assumptions.realistic() if realistic else Assumptions(),
