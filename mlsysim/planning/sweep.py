@@ -252,16 +252,16 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
     }
     for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
         group = scenario.variant(
-            **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks)}
+            **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
         )
         base = _base_inputs(group)
         choices = choices_of(group.assumptions, group.zero_stage)
-        fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks)}
+        fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
         sizes = [len(axes[p]) for p in numeric]
         for cut in _numeric_blocks(sizes, chunk_rows):
             index = [fixed.get(p, slice(None)) for p in range(ndim)]
             arrays = dict(base)
-            for p, part in zip(numeric, cut):
+            for p, part in zip(numeric, cut, strict=True):
                 index[p] = part
                 values = canonical[p][part]
                 shape = [1] * ndim

@@ -108,7 +108,7 @@ class SweepTable:
         return data
 
     def _axis_column(self, column: str) -> np.ndarray:
-        for position, axis in enumerate(self.axes):
+        for position, axis in enumerate(self.axes):  # noqa: B007 - used after the loop
             if axis.column == column:
                 break
         else:
@@ -141,7 +141,7 @@ class SweepTable:
         """The swept field values of row ``i`` (validated values, as the scenario holds them)."""
         flat = self.grid_index(i)
         index = np.unravel_index(flat, self.shape) if self.shape else ()
-        return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index)}
+        return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index, strict=True)}
 
     def scenario(self, i: int) -> Any:
         """The scenario of row ``i``: ``base.variant(**axis_values(i))``."""
@@ -197,7 +197,7 @@ class SweepTable:
             writer.writerow(self.header())
             for start in range(0, len(self), chunk_rows):
                 block = [self[c][start : start + chunk_rows].tolist() for c in columns]
-                writer.writerows(zip(*block))
+                writer.writerows(zip(*block, strict=True))
 
     def __repr__(self) -> str:
         axes = ", ".join(f"{a.field}[{len(a)}]" for a in self.axes) or "no axes"

@@ -20,7 +20,7 @@ def scalar_value(result, field):
 
 
 def assert_same(expected, got, *, rel=1e-12, where=""):
-    if isinstance(expected, str) or isinstance(expected, bool):
+    if isinstance(expected, (str, bool)):
         assert expected == got, where
     elif isinstance(expected, float) and math.isnan(expected):
         assert math.isnan(got), where
@@ -33,7 +33,10 @@ def assert_same(expected, got, *, rel=1e-12, where=""):
 def brute_force(base, axes):
     """The scenario of every combination, in itertools.product order."""
     names = list(axes)
-    return [base.variant(**dict(zip(names, combo))) for combo in itertools.product(*axes.values())]
+    return [
+        base.variant(**dict(zip(names, combo, strict=True)))
+        for combo in itertools.product(*axes.values())
+    ]
 
 
 def assert_table_matches_scalar(table, base, axes, *, rel=1e-12):
