@@ -88,7 +88,7 @@ def sweep(
     (6, 'millisecond')
     >>> table["nodes"].tolist()
     [1, 1, 2, 2, 4, 4]
-    >>> [round(e, 4) for e in table["efficiency"]]
+    >>> table["efficiency"].round(4).tolist()
     [0.9936, 0.9936, 0.7959, 0.9355, 0.7906, 0.9337]
     """
     if chunk_rows < 1:
