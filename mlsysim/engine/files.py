@@ -384,8 +384,10 @@ def _assumptions_value(assumptions: Any) -> Any:
 
 
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = None) -> Iterator[IO[str]]:
-    """Open a text file for writing that appears at ``path`` only when complete.
+def atomic_writer(
+    path: str | os.PathLike[str], *, newline: str | None = None, binary: bool = False
+) -> Iterator[IO[Any]]:
+    """Open a file for writing (text, or bytes with ``binary``) that appears at ``path`` only when complete.
 
     Writes go to a temporary file in the same folder, which is flushed, synced
     and renamed over ``path`` (``os.replace``, atomic on POSIX and Windows)
@@ -401,7 +403,10 @@ def atomic_writer(path: str | os.PathLike[str], *, newline: str | None = None) -
     except OSError as exc:
         raise InputError(f"cannot write {str(target)!r}: {exc.strerror}", field="path") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
+        opened = (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        )
+        with opened as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
