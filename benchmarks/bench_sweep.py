@@ -100,8 +100,17 @@ def max_relative_difference(ax: dict, samples: int, seed: int = 0) -> tuple[floa
     rng = np.random.default_rng(seed)
     worst = 0.0
     rows = rng.choice(len(table), size=min(samples, len(table)), replace=False)
-    numeric = [*QUANTITY_FIELDS, "speedup", "efficiency", "compute_share", "communication_share",
-               "communication_overhead", "cost", "n_devices", "global_batch"]
+    numeric = [
+        *QUANTITY_FIELDS,
+        "speedup",
+        "efficiency",
+        "compute_share",
+        "communication_share",
+        "communication_overhead",
+        "cost",
+        "n_devices",
+        "global_batch",
+    ]
     for i in rows:
         result = table.scenario(int(i)).result
         for field in numeric:
@@ -117,7 +126,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="layouts per sweep")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=2000, help="rows checked against the scalar solve")
+    parser.add_argument(
+        "--samples", type=int, default=2000, help="rows checked against the scalar solve"
+    )
     args = parser.parse_args()
     ax = axes(args.rows)
 
@@ -125,22 +136,32 @@ def main() -> None:
     median = statistics.median(times)
     print(f"sweep, every result column: {size:,} layouts")
     print(f"  runs (s): {', '.join(f'{t:.3f}' for t in times)}")
-    print(f"  median {median:.3f} s -> {size / median / 1e6:.2f} M configurations/s "
-          f"(best {size / min(times) / 1e6:.2f} M/s)")
+    print(
+        f"  median {median:.3f} s -> {size / median / 1e6:.2f} M configurations/s "
+        f"(best {size / min(times) / 1e6:.2f} M/s)"
+    )
     few, _ = time_sweep(ax, args.repeats, fields=("efficiency", "training_time", "cost"))
-    print(f"sweep, 3 result columns: median {statistics.median(few):.3f} s -> "
-          f"{size / statistics.median(few) / 1e6:.2f} M configurations/s")
+    print(
+        f"sweep, 3 result columns: median {statistics.median(few):.3f} s -> "
+        f"{size / statistics.median(few) / 1e6:.2f} M configurations/s"
+    )
     base = bare_numpy(ax, args.repeats)
-    print(f"bare numpy, seed formulas on flat arrays: median {statistics.median(base):.3f} s -> "
-          f"{size / statistics.median(base) / 1e6:.2f} M configurations/s")
+    print(
+        f"bare numpy, seed formulas on flat arrays: median {statistics.median(base):.3f} s -> "
+        f"{size / statistics.median(base) / 1e6:.2f} M configurations/s"
+    )
     peak = peak_traced(ax)
-    print(f"peak traced memory of one sweep (tracemalloc): {peak / 2**30:.2f} GiB "
-          f"({peak / size:.0f} bytes per layout)")
+    print(
+        f"peak traced memory of one sweep (tracemalloc): {peak / 2**30:.2f} GiB "
+        f"({peak / size:.0f} bytes per layout)"
+    )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"peak resident memory of this process: {rss / 2**30:.2f} GiB")
     worst, checked = max_relative_difference(ax, args.samples)
-    print(f"max relative difference, sweep vs scalar solve over {checked} random rows: "
-          f"{worst:.3g}{' (identical)' if worst == 0 else ''}")
+    print(
+        f"max relative difference, sweep vs scalar solve over {checked} random rows: "
+        f"{worst:.3g}{' (identical)' if worst == 0 else ''}"
+    )
     if not math.isfinite(worst) or worst > 1e-12:
         print("WARNING: sweep and scalar solve differ by more than 1e-12")
 

@@ -243,8 +243,9 @@ def sweep_command(
     typer.echo(
         f"{len(table):,} layouts of {scenario.name or 'the scenario'} in {elapsed:.3g} s ({rate:,.0f} per second)"
     )
-    shown = np.arange(min(rows, len(table)))
-    _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
+    shown = np.arange(min(max(rows, 0), len(table)))
+    if len(shown):
+        _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
     if len(table) > len(shown):
         typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
     if csv:
