@@ -42,6 +42,15 @@ _EXPORTS: dict[str, str] = {
     "DataParallelScaleOutModel": "mlsysim.engine.solvers",
     "Scenarios": "mlsysim.engine.scenarios",
     "estimate": "mlsysim.engine.shortcuts",
+    # planning
+    "sweep": "mlsysim.planning.sweep",
+    "SweepTable": "mlsysim.planning.table",
+    "plan": "mlsysim.planning.plan",
+    "Plan": "mlsysim.planning.plan",
+    "InfeasiblePlanError": "mlsysim.core.exceptions",
+    # scenario files
+    "load_scenario": "mlsysim.engine.files",
+    "save_scenario": "mlsysim.engine.files",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -62,6 +71,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mlsysim.core.exceptions import (
+        InfeasiblePlanError,
         InputError,
         MissingDependencyError,
         MlsysimError,
@@ -71,6 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from mlsysim.core.units import Q_, Quantity, ureg
     from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.files import load_scenario, save_scenario
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.engine.scenarios import Scenarios
@@ -79,3 +90,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
     from mlsysim.models.registry import Models
     from mlsysim.models.types import TransformerWorkload, Workload
+    from mlsysim.planning.plan import Plan, plan
+    from mlsysim.planning.sweep import sweep
+    from mlsysim.planning.table import SweepTable

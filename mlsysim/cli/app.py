@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import typer
 
+from mlsysim.cli.options import FILE_HELP, SET_HELP
+
 app = typer.Typer(
     name="mlsysim",
     help=(
@@ -17,7 +19,10 @@ app = typer.Typer(
         "  mlsysim list\n\n"
         "  mlsysim run Gpt2DataParallelFourNodes10GbE\n\n"
         '  mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps"\n\n'
-        "  mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic"
+        "  mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic\n\n"
+        '  mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"\n\n'
+        '  mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" --deadline "1 hour"\n\n'
+        "  mlsysim run --file job.toml"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -26,26 +31,10 @@ app = typer.Typer(
 )
 
 
-def _register_sub_apps() -> None:
-    from mlsysim.cli.validate import validate_app
+def _scenario(name: str | None, sets: list[str] | None, file: str | None = None):  # noqa: ANN202
+    from mlsysim.cli.sweep import load
 
-    app.add_typer(validate_app, name="validate")
-
-
-_register_sub_apps()
-
-SET_HELP = (
-    "Override a field: FIELD=VALUE, repeatable. Units as text ('inter_bandwidth=100 Gbps'), "
-    "workloads by registry name ('workload=Llama2_7B'), 'assumptions=realistic', "
-    "'assumptions.overlap=true', 'none' clears an optional field."
-)
-
-
-def _scenario(name: str, sets: list[str] | None):  # noqa: ANN202
-    from mlsysim.engine.overrides import apply_overrides
-    from mlsysim.engine.scenarios import Scenarios
-
-    return apply_overrides(Scenarios.get(name), sets or [])
+    return load(name, file, sets)
 
 
 @app.command("list")
@@ -60,7 +49,8 @@ def list_scenarios() -> None:
 
 @app.command("run")
 def run(
-    name: str = typer.Argument(..., help="Scenario name (see 'mlsysim list')."),
+    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the inputs and results as JSON."),
 ) -> None:
@@ -71,10 +61,12 @@ def run(
       mlsysim run Gpt2DataParallelOneNode
 
       mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps" --json
+
+      mlsysim run --file job.toml
     """
     from mlsysim.cli.render import print_result, result_json
 
-    scenario = _scenario(name, set_)
+    scenario = _scenario(name, set_, file)
     if json_:
         typer.echo(result_json(scenario))
     else:
@@ -83,7 +75,8 @@ def run(
 
 @app.command("explain")
 def explain(
-    name: str = typer.Argument(..., help="Scenario name (see 'mlsysim list')."),
+    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     markdown: bool = typer.Option(False, "--markdown", help="Markdown instead of plain text."),
 ) -> None:
@@ -91,5 +84,18 @@ def explain(
 
     Example: mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic
     """
-    scenario = _scenario(name, set_)
+    scenario = _scenario(name, set_, file)
     typer.echo(scenario.explain(format="markdown" if markdown else "text"), nl=False)
+
+
+def _register_commands() -> None:
+    """Commands defined in their own modules (each light to import)."""
+    from mlsysim.cli.sweep import plan_command, sweep_command
+    from mlsysim.cli.validate import validate_app
+
+    app.command("sweep")(sweep_command)
+    app.command("plan")(plan_command)
+    app.add_typer(validate_app, name="validate")
+
+
+_register_commands()

@@ -11,6 +11,8 @@ keeps working::
      │    └── ScenarioFileError                     a scenario file is malformed (file, line, field)
      ├── UnknownNameError(MlsysimError, LookupError, ValueError)
      │                                              no scenario / registry entry of that name
+     ├── InfeasiblePlanError(MlsysimError, ValueError)
+     │                                              no layout of a plan meets its constraints
      └── MissingDependencyError(MlsysimError, ImportError)
                                                     an optional extra is not installed
 
@@ -60,6 +62,19 @@ class UnknownNameError(MlsysimError, LookupError, ValueError):
 
     def __str__(self) -> str:  # LookupError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class InfeasiblePlanError(MlsysimError, ValueError):
+    """No layout of a :func:`mlsysim.plan` search meets the constraints.
+
+    The message says how many layouts each constraint excluded; ``table``
+    holds the whole sweep and ``excluded`` those counts, for a closer look.
+    """
+
+    def __init__(self, message: str, *, table: object = None, excluded: dict | None = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.excluded = dict(excluded or {})
 
 
 class MissingDependencyError(MlsysimError, ImportError):

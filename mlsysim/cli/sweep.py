@@ -1,0 +1,332 @@
+"""``mlsysim sweep`` and ``mlsysim plan``: many layouts at once, from the command line.
+
+Axes are given as ``--axis FIELD=VALUES``: an inclusive integer range
+``nodes=1..64`` (with a step: ``nodes=1..64:2``), or a comma list spelled as
+``--set`` spells one value (``"inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"``,
+``workload=GPT2,Llama2_7B``, ``assumptions=seed,realistic``,
+``assumptions.inter_efficiency=0.7,0.9``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import typer
+
+from mlsysim.cli.options import FILE_HELP, SET_HELP
+
+AXIS_HELP = (
+    "A field to sweep: FIELD=A..B (integers, inclusive; A..B:STEP), or FIELD=V1,V2,... "
+    "spelled as in --set ('inter_bandwidth=25 Gbps,100 Gbps'). Repeatable; rows follow "
+    "the order of the axes."
+)
+ROWS_HELP = "How many rows to print (all of them go to --csv)."
+PROGRESS_MIN_ROWS = 1_000_000
+"""Sweeps at least this large show a progress bar on a terminal."""
+
+_RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
+
+
+def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
+    """``"nodes=1..8:2"`` -> ``("nodes", [1, 3, 5, 7])``; lists go through ``coerce_field``."""
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.engine.overrides import coerce_assumption, coerce_field
+
+    field, sep, spec = text.partition("=")
+    field = field.strip()
+    if not sep or not field or not spec.strip():
+        raise InputError(f"--axis expects FIELD=VALUES (e.g. nodes=1..64), got {text!r}")
+    found = _RANGE.fullmatch(spec)
+    if found:
+        start, stop, step = int(found[1]), int(found[2]), int(found[3] or 1)
+        values: list[Any] = list(range(start, stop + 1, step)) if step > 0 else []
+        if not values:
+            raise InputError(
+                f"--axis {field}: the range {spec.strip()!r} holds no values", field=field
+            )
+        return field, values
+    parts = [p.strip() for p in spec.split(",")]
+    if field.startswith("assumptions."):
+        sub = field.split(".", 1)[1]
+        return "assumptions", [
+            scenario.assumptions.variant(**{sub: coerce_assumption(sub, p)}) for p in parts
+        ]
+    return field, [coerce_field(field, p) for p in parts]
+
+
+def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
+    """The scenario named, or read from ``--file``, with ``--set`` overrides."""
+    from mlsysim.engine.overrides import apply_overrides
+
+    if name is None and file is None:
+        raise typer.BadParameter("missing the scenario: give its name or --file FILE")
+    if name is not None and file is not None:
+        raise typer.BadParameter(
+            f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
+        )
+    if file is not None:
+        from mlsysim.engine.files import load_scenario
+
+        scenario = load_scenario(file)
+    else:
+        from mlsysim.engine.scenarios import Scenarios
+
+        scenario = Scenarios.get(name)
+    return apply_overrides(scenario, sets or [])
+
+
+def _axes(texts: list[str] | None, scenario: Any) -> dict[str, list[Any]]:
+    from mlsysim.core.exceptions import InputError
+
+    axes: dict[str, list[Any]] = {}
+    for text in texts or []:
+        field, values = parse_axis(text, scenario)
+        if field in axes:
+            raise InputError(f"--axis {field} is given twice", field=field)
+        axes[field] = values
+    return axes
+
+
+def _quantity(option: str, text: str | None, kind: str) -> Any:
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.units import parse_quantity
+
+    if text is None:
+        return None
+    try:
+        return parse_quantity(text, kind)
+    except InputError as exc:
+        raise InputError(f"{option}: {exc}", field=option) from None
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr for long sweeps (a callback for ``sweep(progress=...)``)."""
+
+    def __init__(self, total: int, force: bool) -> None:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+        self.active = force or (total >= PROGRESS_MIN_ROWS and console.is_terminal)
+        self.bar = None
+        if self.active:
+            from rich.progress import Progress
+
+            self.bar = Progress(console=console, transient=True)
+            self.task = self.bar.add_task("evaluating layouts", total=total)
+
+    def __enter__(self) -> _ProgressBar:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done)
+
+
+def _size(axes: dict[str, list[Any]]) -> int:
+    size = 1
+    for values in axes.values():
+        size *= len(values)
+    return size
+
+
+KEY_COLUMNS = (
+    "n_devices",
+    "update_time",
+    "communication_time",
+    "speedup",
+    "efficiency",
+    "global_batch",
+    "training_time",
+    "cost",
+    "fits",
+)
+
+
+HEADERS = {
+    "n_devices": "devices",
+    "update_time": "update",
+    "communication_time": "comm.",
+    "efficiency": "eff.",
+    "global_batch": "global batch",
+    "training_time": "training",
+}
+
+
+def _print_table(table: Any, rows: Any, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    show = [a.column for a in table.axes] + [
+        c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
+    ]
+    out = Table(title=title, header_style="bold")
+    for column in show:
+        unit = _short(table.units.get(column))
+        label = HEADERS.get(column, column)
+        out.add_column(f"{label} ({unit})" if unit else label, justify="right")
+    for i in rows:
+        out.add_row(*(_cell(table, c, int(i)) for c in show))
+    console = Console()
+    if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
+        console = Console(width=max(console.width, 160))
+    console.print(out)
+
+
+def _unknown_memory(table: Any) -> bool:
+    import numpy as np
+
+    return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
+
+
+def _cell(table: Any, column: str, i: int) -> str:
+    value = table.row(i)[column]
+    if value is None:
+        return "-"
+    if column == "cost":
+        return f"{value:,.2f}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _short(unit: str | None) -> str | None:
+    return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit or "", unit)
+
+
+def sweep_command(
+    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
+    axis: list[str] | None = typer.Option(None, "--axis", "-a", help=AXIS_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    csv: str | None = typer.Option(None, "--csv", help="Write every row to this CSV file."),
+    plot: str | None = typer.Option(None, "--plot", help="Draw a plot to this .png or .svg file."),
+    plot_kind: str = typer.Option(
+        "efficiency", "--plot-kind", help="efficiency, speedup or breakdown."
+    ),
+    rows: int = typer.Option(20, "--rows", help=ROWS_HELP),
+    progress: bool = typer.Option(
+        False, "--progress", help="Show a progress bar even for short sweeps."
+    ),
+) -> None:
+    """Evaluate every combination of the --axis values and print the key figures.
+
+    Examples:
+
+      mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps" --plot eff.png
+
+      mlsysim sweep --file job.toml --axis accumulation_steps=1,2,4,8 --csv out.csv
+    """
+    import numpy as np
+
+    from mlsysim.planning.sweep import sweep
+
+    scenario = load(name, file, set_)
+    axes = _axes(axis, scenario)
+    kinds = ("efficiency", "speedup", "breakdown")
+    if plot_kind not in kinds:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(kinds)}, got {plot_kind!r}", param_hint="--plot-kind"
+        )
+    started = time.perf_counter()
+    with _ProgressBar(_size(axes), progress) as bar:
+        table = sweep(scenario, progress=bar, **axes)
+    elapsed = time.perf_counter() - started
+    rate = len(table) / elapsed if elapsed > 0 else float("inf")
+    typer.echo(
+        f"{len(table):,} layouts of {scenario.name or 'the scenario'} in {elapsed:.3g} s ({rate:,.0f} per second)"
+    )
+    shown = np.arange(min(max(rows, 0), len(table)))
+    if len(shown):
+        _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
+    if len(table) > len(shown):
+        typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
+    if csv:
+        table.to_csv(csv)
+        typer.echo(f"wrote {csv}")
+    if plot:
+        from mlsysim.viz import plots
+
+        if plot_kind == "efficiency" and any(a.magnitudes is not None for a in table.axes):
+            plots.efficiency_plot(table, path=plot)
+        elif plot_kind == "speedup":
+            plots.speedup_plot(table, path=plot)
+        else:
+            plots.breakdown_plot(table, path=plot)
+        typer.echo(f"wrote {plot}")
+
+
+def plan_command(
+    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
+    axis: list[str] | None = typer.Option(None, "--axis", "-a", help=AXIS_HELP),
+    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
+    objective: str = typer.Option(
+        "cost", "--objective", help="cost (needs node_hour_rate) or time."
+    ),
+    deadline: str | None = typer.Option(
+        None, "--deadline", help="Longest training time, e.g. '2 day'."
+    ),
+    budget: str | None = typer.Option(None, "--budget", help="Highest cost, e.g. '5000 USD'."),
+    min_efficiency: float | None = typer.Option(
+        None, "--min-efficiency", help="Lowest scaling efficiency, e.g. 0.8."
+    ),
+    max_global_batch: int | None = typer.Option(
+        None, "--max-global-batch", help="Largest global batch."
+    ),
+    csv: str | None = typer.Option(None, "--csv", help="Write the Pareto front to this CSV file."),
+    plot: str | None = typer.Option(
+        None, "--plot", help="Draw time against cost to this .png or .svg file."
+    ),
+    rows: int = typer.Option(20, "--rows", help=ROWS_HELP),
+    progress: bool = typer.Option(
+        False, "--progress", help="Show a progress bar even for short searches."
+    ),
+) -> None:
+    """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
+
+    Prints the plan, then the Pareto front of training time against cost.
+
+    Example:
+
+      mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps" --objective cost --deadline "2 hour" --min-efficiency 0.8
+    """
+    import numpy as np
+
+    from mlsysim.planning.plan import plan
+
+    scenario = load(name, file, set_)
+    axes = _axes(axis, scenario)
+    with _ProgressBar(_size(axes), progress) as bar:
+        result = plan(
+            scenario,
+            objective=objective,
+            deadline=_quantity("--deadline", deadline, "time"),
+            budget=_quantity("--budget", budget, "money"),
+            min_efficiency=min_efficiency,
+            max_global_batch=max_global_batch,
+            progress=bar,
+            **axes,
+        )
+    typer.echo(result.summary())
+    front = result.pareto
+    _print_table(
+        front, np.arange(min(rows, len(front))), "Pareto front: training time against cost"
+    )
+    if len(front) > rows:
+        typer.echo(f"... {len(front) - rows} more layouts on the front (--rows N, or --csv FILE)")
+    if csv:
+        front.to_csv(csv)
+        typer.echo(f"wrote {csv}")
+    if plot:
+        from mlsysim.viz.plots import pareto_plot
+
+        pareto_plot(result, path=plot)
+        typer.echo(f"wrote {plot}")

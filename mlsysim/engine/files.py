@@ -1,0 +1,428 @@
+"""Scenario files: read and write scenarios as TOML (or YAML), with units as text.
+
+A file holds the scenario's fields at the top level, spelled as on the
+command line (``--set``) because both go through
+:func:`mlsysim.engine.overrides.coerce_field`::
+
+    name = "Llama2On16Nodes"
+    base = "Gpt2DataParallelOneNode"   # optional: start from a named scenario
+    workload = "Llama2_7B"             # a registry name, or a [workload] table
+    precision = "bf16"
+    step_time = "2.1 s"
+    training_time = "400 hour"
+    per_device_batch = 4
+    devices_per_node = 8
+    nodes = 16
+    intra_bandwidth = "450 GB/s"
+    inter_bandwidth = "400 Gbps"
+    node_hour_rate = "32 USD/hour"
+    device_memory = "H100"             # an accelerator name, or a size ("80 GB")
+
+    [assumptions]                      # or: assumptions = "realistic"
+    preset = "realistic"
+    overlap = false
+
+An inline workload is a table of :class:`~mlsysim.Workload` fields
+(``[workload]`` with ``name``, ``parameters = "7e9 param"``, optionally
+``model_size``, ``architecture``; ``kind = "transformer"`` and the shape
+fields make a :class:`~mlsysim.TransformerWorkload`).
+
+Every mistake raises :class:`~mlsysim.core.exceptions.ScenarioFileError`
+naming the file, the line and the field. Writing is atomic: the file is
+written beside its destination and renamed over it, so a reader never sees
+half a file and a failed write leaves the old one intact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from mlsysim.core.exceptions import (
+    InputError,
+    MissingDependencyError,
+    ScenarioFileError,
+    UnknownNameError,
+)
+from mlsysim.core.units import Quantity, parse_quantity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
+WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Any:
+    """The scenario described by a TOML or YAML file (chosen by its suffix).
+
+    Raises :class:`ScenarioFileError` (an ``InputError``) naming the file, the
+    line and the field for a syntax error, an unknown field, a bad unit or
+    value, or a missing required field.
+    """
+    file = Path(path)
+    kind = _format(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioFileError(f"cannot read the file ({exc.strerror})", path=str(file)) from None
+    data, lines = _parse_toml(text, file) if kind == "toml" else _parse_yaml(text, file)
+    try:
+        return scenario_from_dict(data)
+    except InputError as exc:
+        where = _field_path(exc)
+        raise ScenarioFileError(
+            _message(exc), path=str(file), line=_line_of(lines, where), field=".".join(where)
+        ) from None
+
+
+def scenario_from_dict(data: dict[str, Any]) -> Any:
+    """A scenario from parsed file contents (strings with units, registry names, tables)."""
+    from mlsysim.engine.overrides import coerce_field
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenarios import Scenarios
+
+    data = dict(data)
+    base_name = data.pop("base", None)
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "workload" and isinstance(value, dict):
+            fields[key] = _inline_workload(value)
+        elif key == "assumptions":
+            fields[key] = _assumptions(value)
+        else:
+            fields[key] = _in_field(key, coerce_field, key, value)
+    if base_name is None:
+        return DataParallelScaleOutScenario(**fields)
+    if not isinstance(base_name, str):
+        raise InputError(f"base: expected a scenario name, got {base_name!r}", field="base")
+    try:
+        base = Scenarios.get(base_name)
+    except UnknownNameError as exc:
+        raise InputError(f"base: {exc}", field="base") from None
+    return base.variant(**fields)
+
+
+def _in_field(field: str, function: Any, *args: Any) -> Any:
+    """Call ``function``, making sure an error names ``field``."""
+    try:
+        return function(*args)
+    except UnknownNameError as exc:
+        message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
+        raise InputError(message, field=field) from None
+    except InputError as exc:
+        if exc.field is None or "." not in exc.field and exc.field != field:
+            message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
+            raise InputError(message, field=field) from None
+        raise
+
+
+def _assumptions(value: Any) -> Any:
+    from mlsysim.engine.overrides import assumptions_from
+
+    try:
+        return assumptions_from(value)
+    except InputError as exc:
+        sub = (exc.field or "").removeprefix("assumptions.")
+        field = f"assumptions.{sub}" if sub and sub != "assumptions" else "assumptions"
+        message = str(exc) if str(exc).startswith("assumptions") else f"assumptions.{exc}"
+        raise InputError(message, field=field) from None
+
+
+def _inline_workload(table: dict[str, Any]) -> Any:
+    from mlsysim.models.types import TransformerWorkload, Workload
+
+    data = dict(table)
+    kind = data.pop("kind", "workload")
+    if kind not in ("workload", "transformer"):
+        raise InputError(
+            f"workload.kind: expected 'workload' or 'transformer', got {kind!r}",
+            field="workload.kind",
+        )
+    for key, unit_kind in WORKLOAD_QUANTITIES.items():
+        if isinstance(data.get(key), str):
+            try:
+                data[key] = parse_quantity(data[key], unit_kind)
+            except InputError as exc:
+                raise InputError(f"workload.{key}: {exc}", field=f"workload.{key}") from None
+    cls = TransformerWorkload if kind == "transformer" else Workload
+    try:
+        return cls(**data)
+    except InputError as exc:
+        raise InputError(f"workload: {exc}", field=f"workload.{exc.field}") from None
+
+
+def _field_path(exc: InputError) -> tuple[str, ...]:
+    field = exc.field or ""
+    return tuple(p for p in field.split(".") if p)
+
+
+def _message(exc: InputError) -> str:
+    return str(exc).removeprefix("DataParallelScaleOutScenario.")
+
+
+def _format(file: Path) -> str:
+    kind = FORMATS.get(file.suffix.lower())
+    if kind is None:
+        raise ScenarioFileError(
+            f"unknown scenario file type {file.suffix!r}; use .toml, .yaml or .yml", path=str(file)
+        )
+    return kind
+
+
+def _parse_toml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        found = re.search(r"at line (\d+)", str(exc))
+        if line is None and found:
+            line = int(found.group(1))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        raise ScenarioFileError(
+            f"TOML syntax error: {message}", path=str(file), line=line
+        ) from None
+    return data, _toml_key_lines(text)
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\- ]+?)\s*\]\s*(#.*)?$")
+_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+(?:\s*\.\s*[A-Za-z0-9_\-]+)*)\s*=")
+
+
+def _toml_key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Line (1-based) of each key path: ``("nodes",)``, ``("assumptions", "overlap")``."""
+    lines: dict[tuple[str, ...], int] = {}
+    section: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TOML_HEADER.match(line)
+        if header:
+            section = tuple(p.strip() for p in header.group(1).split("."))
+            lines.setdefault(section, number)
+            continue
+        key = _TOML_KEY.match(line)
+        if key:
+            path = section + tuple(p.strip() for p in key.group(1).split("."))
+            for i in range(1, len(path) + 1):
+                lines.setdefault(path[:i], number)
+    return lines
+
+
+def _line_of(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | None:
+    """The line of the longest known prefix of ``path`` (the table of an inner field)."""
+    for i in range(len(path), 0, -1):
+        if path[:i] in lines:
+            return lines[path[:i]]
+    if path[:1] == ("inter_bandwidth",):  # several nodes, no link: point at nodes
+        return lines.get(("nodes",))
+    return None
+
+
+def _yaml() -> Any:
+    try:
+        import yaml
+    except ImportError:
+        raise MissingDependencyError(
+            "YAML scenario files need pyyaml: pip install 'mlsysim[yaml]'"
+        ) from None
+    return yaml
+
+
+def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    yaml = _yaml()
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ScenarioFileError(
+            f"YAML syntax error: {problem}",
+            path=str(file),
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
+    if node is None or not isinstance(node, yaml.MappingNode):
+        line = node.start_mark.line + 1 if node is not None else None
+        raise ScenarioFileError("expected a mapping of scenario fields", path=str(file), line=line)
+    lines: dict[tuple[str, ...], int] = {}
+    _yaml_key_lines(yaml, node, (), lines, file)
+    data = yaml.SafeLoader(text).get_single_data()
+    return data, lines
+
+
+def _yaml_key_lines(yaml: Any, node: Any, prefix: tuple, lines: dict, file: Path) -> None:
+    """Record the line of each key; a key given twice is an error (YAML would keep the last)."""
+    for key_node, value_node in node.value:
+        path = (*prefix, str(key_node.value))
+        if path in lines:
+            raise ScenarioFileError(
+                f"duplicate key {'.'.join(path)!r} (first on line {lines[path]})",
+                path=str(file),
+                line=key_node.start_mark.line + 1,
+                field=".".join(path),
+            )
+        lines[path] = key_node.start_mark.line + 1
+        if isinstance(value_node, yaml.MappingNode):
+            _yaml_key_lines(yaml, value_node, path, lines, file)
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def save_scenario(scenario: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
+
+    Units are written as text, registry workloads by name, assumptions as a
+    preset name or a table of the fields that differ from the seed's, and
+    fields that are not set are left out. ``load_scenario`` reads it back to
+    an equal scenario.
+    """
+    file = Path(path)
+    kind = _format(file)
+    data = scenario_to_dict(scenario)
+    if kind == "toml":
+        import tomli_w
+
+        text = tomli_w.dumps(data)
+    else:
+        text = _yaml().safe_dump(data, sort_keys=False, allow_unicode=True)
+    try:
+        with atomic_writer(file) as handle:
+            handle.write(text)
+    except InputError as exc:
+        raise ScenarioFileError(str(exc), path=str(file)) from None
+    return file
+
+
+def scenario_to_dict(scenario: Any) -> dict[str, Any]:
+    """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
+    out: dict[str, Any] = {}
+    tables: dict[str, Any] = {}
+    fields = scenario.fields()
+    ordered = {k: fields.pop(k) for k in ("name", "description")} | fields
+    for key, value in ordered.items():
+        if value is None or (key == "zero_stage" and value == 0):
+            continue
+        if key == "workload":
+            name = _registry_path(value)
+            if name is None:
+                tables[key] = _workload_table(value)
+            else:
+                out[key] = name
+        elif key == "assumptions":
+            preset = _assumptions_value(value)
+            if isinstance(preset, dict):
+                tables[key] = preset
+            elif preset != "seed":
+                out[key] = preset
+        else:
+            out[key] = _plain(value)
+    return out | tables  # tables last, as TOML requires
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Quantity):
+        return quantity_text(value)
+    return value
+
+
+def quantity_text(q: Any) -> str:
+    """``"450 GB/s"``: a Quantity as text that :func:`parse_quantity` reads back exactly."""
+    magnitude = q.magnitude
+    number = str(magnitude) if isinstance(magnitude, int) else repr(float(magnitude))
+    for style in ("~C", "C"):
+        text = f"{number} {q.units:{style}}"
+        with contextlib.suppress(InputError):
+            back = parse_quantity(text)
+            if back.units == q.units and back.magnitude == magnitude:
+                return text
+    return f"{number} {q.units:C}"
+
+
+def _registry_path(workload: Any) -> str | None:
+    from mlsysim.models.registry import Models
+
+    for path, entry in Models.walk():
+        if entry == workload:
+            return path
+    return None
+
+
+def _workload_table(workload: Any) -> dict[str, Any]:
+    from mlsysim.models.types import TransformerWorkload
+
+    table: dict[str, Any] = {}
+    if isinstance(workload, TransformerWorkload):
+        table["kind"] = "transformer"
+    for key, value in workload.fields().items():
+        if value is not None and value != "":
+            table[key] = _plain(value)
+    return table
+
+
+def _assumptions_value(assumptions: Any) -> Any:
+    from mlsysim.engine.assumptions import Assumptions
+
+    if assumptions.is_seed():
+        return "seed"
+    if assumptions == Assumptions.realistic():
+        return "realistic"
+    seed = Assumptions()
+    return {k: _plain(v) for k, v in assumptions.fields().items() if v != getattr(seed, k)}
+
+
+# -- atomic writes -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def atomic_writer(
+    path: str | os.PathLike[str], *, newline: str | None = None, binary: bool = False
+) -> Iterator[IO[Any]]:
+    """Open a file for writing (text, or bytes with ``binary``) that appears at ``path`` only when complete.
+
+    Writes go to a temporary file in the same folder, which is flushed, synced
+    and renamed over ``path`` (``os.replace``, atomic on POSIX and Windows)
+    when the ``with`` block ends without an error; on an error it is removed
+    and ``path`` is left as it was. An unwritable path raises
+    :class:`InputError` naming it.
+    """
+    target = Path(path)
+    try:
+        fd, temp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or "."
+        )
+    except OSError as exc:
+        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}", field="path") from None
+    try:
+        opened = (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+        )
+        with opened as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, _mode_for(target))
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _mode_for(target: Path) -> int:
+    """Keep an existing file's permissions; a new file gets the usual ``0o666 & ~umask``."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask

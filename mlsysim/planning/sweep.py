@@ -1,0 +1,359 @@
+"""``mlsysim.sweep``: every combination of some scenario fields, evaluated on numpy arrays.
+
+The grid of ``len(axis_1) x ... x len(axis_k)`` layouts is never built as
+rows: each numeric axis becomes an array along its own dimension, and
+:func:`mlsysim.engine.model.evaluate` (the scalar solve's equations) runs on
+them with numpy broadcasting, so a term that depends on two axes is computed
+on those two only. Categorical fields (workload, precision, assumptions,
+zero_stage) take one ``evaluate`` call per combination of their values; large
+grids are evaluated in blocks of about ``chunk_rows`` layouts, which keeps
+the temporaries in cache and lets a caller show progress. C order of the grid
+is the order of ``itertools.product`` over the axes as given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import Quantity, ureg
+from mlsysim.engine.model import BOTTLENECKS, Inputs, evaluate
+from mlsysim.engine.results import (
+    FIELDS,
+    FLOAT_FIELDS,
+    INT_FIELDS,
+    QUANTITY_FIELDS,
+    field_unit,
+)
+from mlsysim.engine.solvers.data_parallel import choices_of
+from mlsysim.physics.collectives import ALGORITHMS
+from mlsysim.planning.fields import (
+    CATEGORICAL_FIELDS,
+    NUMERIC_FIELDS,
+    field_validator,
+    sweepable_fields,
+    unsupported_fields,
+)
+from mlsysim.planning.table import Axis, SweepTable
+
+DEFAULT_CHUNK_ROWS = 1 << 16
+"""Layouts per ``evaluate`` call: small enough for the temporaries to stay in cache."""
+
+RESULT_COLUMNS = tuple(f for f in FIELDS if f != "constraint_trace")
+"""Result fields a sweep reports (every scalar field of the result)."""
+
+TEXT_LABELS: dict[str, tuple[str, ...]] = {
+    "algorithm": ("ring", "hierarchical", "tree", "auto"),
+    "intra_algorithm": ("none", "ring"),
+    "inter_algorithm": ("none", *ALGORITHMS),
+    "bottleneck": BOTTLENECKS,
+}
+"""Labels of the text result columns, stored as codes into these tuples."""
+
+Progress = Callable[[int, int], None]
+
+
+def sweep(
+    scenario: Any,
+    *,
+    fields: Iterable[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    **axes: Iterable[Any],
+) -> SweepTable:
+    """Evaluate ``scenario`` at every combination of the values of ``axes``.
+
+    ``axes`` maps a scenario field to the values it takes, e.g.
+    ``nodes=range(1, 257)``, ``inter_bandwidth=[Q_(100, "Gbps"), Q_(400, "Gbps")]``,
+    ``precision=["fp16", "fp8"]``, ``assumptions=[Assumptions(), Assumptions.realistic()]``.
+    Rows follow ``itertools.product(*axes.values())``. Every value is checked
+    once by the scenario's own validator; a combination the scenario would
+    reject (several nodes and no ``inter_bandwidth``) raises an
+    :class:`~mlsysim.core.exceptions.InputError` naming the offending values:
+    nothing is dropped silently.
+
+    ``fields`` limits the result columns (default: every scalar result
+    field), ``chunk_rows`` sets the block size, and ``progress(done, total)``
+    is called after each block.
+
+    >>> from mlsysim import Scenarios, Q_, sweep
+    >>> table = sweep(Scenarios.Gpt2DataParallelOneNode, nodes=[1, 2, 4],
+    ...               inter_bandwidth=[Q_(100, "Gbps"), Q_(400, "Gbps")])
+    >>> len(table), table.units["update_time"]
+    (6, 'millisecond')
+    >>> table["nodes"].tolist()
+    [1, 1, 2, 2, 4, 4]
+    >>> table["efficiency"].round(4).tolist()
+    [0.9936, 0.9936, 0.7959, 0.9355, 0.7906, 0.9337]
+    """
+    if chunk_rows < 1:
+        raise InputError(f"chunk_rows: expected a positive integer, got {chunk_rows!r}")
+    columns = _result_columns(fields)
+    unknown = unsupported_fields(scenario)
+    if unknown:
+        raise InputError(
+            f"sweep cannot vary a scenario whose {', '.join(unknown)} is set: "
+            "that field is not known to the sweep yet",
+            field=unknown[0],
+        )
+    prepared = tuple(_axis(type(scenario), field, values) for field, values in axes.items())
+    _check_combinations(scenario, prepared)
+    shape = tuple(len(a) for a in prepared)
+    size = math.prod(shape)
+    out = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
+    done = 0
+    for group, index, inputs in _blocks(scenario, prepared, chunk_rows):
+        values = evaluate(inputs, group)
+        view = (*index, Ellipsis)
+        for column in columns:
+            _write(column, out[column][view], values, inputs, group.algorithm)
+        done += math.prod(out[columns[0]][view].shape) if columns else 0
+        if progress is not None:
+            progress(min(done, size), size)
+    results = {c: out[c].reshape(-1) for c in columns}
+    units = {a.column: a.unit for a in prepared} | {c: field_unit(c) for c in columns}
+    labels = {c: TEXT_LABELS[c] for c in columns if c in TEXT_LABELS}
+    return SweepTable(base=scenario, axes=prepared, results=results, labels=labels, units=units)
+
+
+# -- axes ------------------------------------------------------------------------------
+
+
+def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
+    """Check an axis and every value on it; the values as the scenario holds them."""
+    allowed = sweepable_fields(scenario_type)
+    if field not in allowed:
+        raise InputError(
+            f"sweep: cannot sweep {field!r}; sweepable fields: {', '.join(allowed)}", field=field
+        )
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InputError(
+            f"sweep axis {field}: expected a list or range of values, got {values!r}", field=field
+        )
+    check = field_validator(scenario_type, field)
+    checked = []
+    for value in _items(values):
+        try:
+            checked.append(check(value))
+        except InputError as exc:
+            raise InputError(f"sweep axis {field}, value {value!r}: {exc}", field=field) from None
+    if not checked:
+        raise InputError(f"sweep axis {field}: no values given", field=field)
+    column = f"input_{field}" if field in RESULT_COLUMNS else field
+    values_t = tuple(checked)
+    if field in ("workload", "precision", "assumptions"):
+        return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
+    return Axis(field, column, values_t, *_magnitudes(values_t))
+
+
+def _items(values: Iterable[Any]) -> Iterator[Any]:
+    if isinstance(values, Quantity) and np.ndim(values.magnitude) == 1:
+        units = values.units
+        return (ureg.Quantity(m, units) for m in values.magnitude.tolist())
+    if isinstance(values, np.ndarray):
+        return iter(values.tolist())
+    return iter(values)
+
+
+def _magnitudes(values: tuple[Any, ...]) -> tuple[str | None, np.ndarray]:
+    """Numbers of a numeric axis: Quantities in the unit of the first one, None as NaN."""
+    first = next((v for v in values if v is not None), None)
+    if isinstance(first, Quantity):
+        units = first.units
+        numbers = [math.nan if v is None else float(v.to(units).magnitude) for v in values]
+        return f"{units}", np.asarray(numbers, dtype=float)
+    if any(v is None for v in values):
+        return None, np.asarray([math.nan if v is None else v for v in values], dtype=float)
+    return None, np.asarray(values, dtype=np.int64)
+
+
+def _label(value: Any) -> str:
+    from mlsysim.engine.assumptions import Assumptions
+
+    if isinstance(value, Assumptions):
+        if value.is_seed():
+            return "seed"
+        if value == Assumptions.realistic():
+            return "realistic"
+        seed = Assumptions()
+        changed = [f"{k}={_text(v)}" for k, v in value.fields().items() if v != getattr(seed, k)]
+        return ", ".join(changed)
+    return str(getattr(value, "name", value))
+
+
+def _text(value: Any) -> str:
+    return f"{value:~P}" if isinstance(value, Quantity) else str(value)
+
+
+def _check_combinations(scenario: Any, axes: tuple[Axis, ...]) -> None:
+    """Several nodes need an inter-node link: name the axis values that break it."""
+    nodes = _grid_values(scenario, axes, "nodes", lambda v: v)
+    missing = _grid_values(scenario, axes, "inter_bandwidth", lambda v: v is None)
+    bad = (np.asarray(nodes[0]) > 1) & np.asarray(missing[0])
+    if not bad.any():
+        return
+    bad = np.broadcast_to(bad, np.broadcast_shapes(np.shape(nodes[0]), np.shape(missing[0])))
+    count = int(bad.sum()) * math.prod(
+        len(a) for a in axes if a.field not in ("nodes", "inter_bandwidth")
+    )
+    where = np.argwhere(bad)[0] if bad.ndim else ()
+    example = _example(scenario, axes, where, bad.ndim)
+    raise InputError(
+        f"sweep: {count} of {math.prod(len(a) for a in axes)} combinations have nodes > 1 "
+        f"and no inter_bandwidth (e.g. {example}); give inter_bandwidth a value, "
+        "or sweep nodes > 1 only with an inter_bandwidth",
+        field="inter_bandwidth",
+    )
+
+
+def _grid_values(scenario: Any, axes: tuple[Axis, ...], field: str, f: Callable) -> tuple:
+    """``f`` of a field over the grid: an array along its axis (others size 1), or a scalar."""
+    for position, axis in enumerate(axes):
+        if axis.field == field:
+            shape = [1] * len(axes)
+            shape[position] = len(axis)
+            return np.asarray([f(v) for v in axis.values]).reshape(shape), position
+    return f(getattr(scenario, field)), None
+
+
+def _example(scenario: Any, axes: tuple[Axis, ...], where: Any, ndim: int) -> str:
+    parts = []
+    for position, axis in enumerate(axes):
+        if axis.field in ("nodes", "inter_bandwidth") and ndim:
+            value = axis.values[int(where[position])]
+            parts.append(f"{axis.field}={_text(value) if value is not None else 'None'}")
+    if not any(p.startswith("nodes=") for p in parts):
+        parts.insert(0, f"nodes={scenario.nodes}")
+    if not any(p.startswith("inter_bandwidth=") for p in parts):
+        parts.append("inter_bandwidth=None")
+    return ", ".join(parts)
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+
+def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[tuple]:
+    """``(choices, grid index, Inputs)`` for each block of the grid.
+
+    One group per combination of categorical values; inside a group the
+    numeric axes are cut into blocks of about ``chunk_rows`` layouts.
+    """
+    ndim = len(axes)
+    categorical = [p for p, a in enumerate(axes) if a.field in CATEGORICAL_FIELDS]
+    numeric = [p for p, a in enumerate(axes) if a.field not in CATEGORICAL_FIELDS]
+    canonical = {
+        p: np.asarray([NUMERIC_FIELDS[axes[p].field].canonical(v) for v in axes[p].values])
+        for p in numeric
+    }
+    for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
+        group = scenario.variant(
+            **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
+        )
+        base = _base_inputs(group)
+        choices = choices_of(group.assumptions, group.zero_stage)
+        fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
+        sizes = [len(axes[p]) for p in numeric]
+        for cut in _numeric_blocks(sizes, chunk_rows):
+            index = [fixed.get(p, slice(None)) for p in range(ndim)]
+            arrays = dict(base)
+            for p, part in zip(numeric, cut, strict=True):
+                index[p] = part
+                values = canonical[p][part]
+                shape = [1] * ndim
+                shape[p] = len(values)
+                arrays[NUMERIC_FIELDS[axes[p].field].attr] = values.reshape(shape)
+            yield choices, tuple(index), Inputs(**arrays)
+
+
+def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]]:
+    """Slices of the numeric dimensions covering their grid in blocks of at most ~``target``.
+
+    The trailing dimensions whose product fits in ``target`` are taken whole,
+    the one before them in steps, and any earlier ones one index at a time.
+    """
+    m = len(sizes)
+    inner, k = 1, m
+    while k > 0 and inner * sizes[k - 1] <= target:
+        k -= 1
+        inner *= sizes[k]
+    if k == 0:
+        yield tuple(slice(None) for _ in sizes)
+        return
+    j = k - 1
+    step = max(1, target // inner)
+    whole = (slice(None),) * (m - j - 1)
+    for prefix in itertools.product(*(range(s) for s in sizes[:j])):
+        head = tuple(slice(i, i + 1) for i in prefix)
+        for start in range(0, sizes[j], step):
+            yield (*head, slice(start, min(start + step, sizes[j])), *whole)
+
+
+def _base_inputs(scenario: Any) -> dict[str, Any]:
+    """The scenario's inputs in canonical units, as the scalar solve builds them."""
+    workload, precision = scenario.workload, scenario.precision
+    inputs = {
+        "gradient_bytes": workload.gradient_bytes(precision),
+        "parameters": workload.parameter_count(),
+    }
+    for field, spec in NUMERIC_FIELDS.items():
+        inputs[spec.attr] = spec.canonical(getattr(scenario, field))
+    return inputs
+
+
+TEXT_COLUMNS = ("algorithm", "intra_algorithm", "inter_algorithm", "bottleneck")
+
+
+def _dtype(column: str) -> Any:
+    if column in INT_FIELDS:
+        return np.int64
+    if column == "fits":
+        return bool
+    if column in TEXT_COLUMNS:
+        return np.int8
+    return float
+
+
+def _write(column: str, out: np.ndarray, v: dict[str, Any], x: Inputs, algorithm: str) -> None:
+    """Write one result column of a block into its place in the grid (``out`` is a view).
+
+    Figures are converted as the scalar result converts them (raw * factor),
+    so both give the same floats.
+    """
+    if column in QUANTITY_FIELDS:
+        np.multiply(v[column], QUANTITY_FIELDS[column][1], out=out)
+    elif column in FLOAT_FIELDS or column in INT_FIELDS or column == "cost":
+        np.copyto(out, v[column], casting="unsafe")
+    elif column == "device_memory":
+        np.copyto(out, x.device_memory)
+    elif column == "fits":  # unknown memory (NaN) excludes nothing
+        np.logical_or(v["fits"], np.isnan(x.device_memory), out=out)
+    elif column == "algorithm":
+        out[...] = TEXT_LABELS["algorithm"].index(algorithm)
+    elif column == "intra_algorithm":
+        np.copyto(out, np.greater(x.devices_per_node, 1), casting="unsafe")
+    elif column == "inter_algorithm":
+        code = v["inter_algorithm"]
+        code = ALGORITHMS.index(code) if isinstance(code, str) else code
+        np.copyto(out, np.where(np.greater(x.nodes, 1), np.add(code, 1), 0), casting="unsafe")
+    elif column == "bottleneck":
+        np.copyto(out, v["bottleneck"], casting="unsafe")
+    else:  # pragma: no cover - RESULT_COLUMNS and this function change together
+        raise AssertionError(f"no writer for result column {column!r}")
+
+
+def _result_columns(fields: Iterable[str] | None) -> tuple[str, ...]:
+    if fields is None:
+        return RESULT_COLUMNS
+    chosen = tuple(fields) if not isinstance(fields, str) else (fields,)
+    unknown = [f for f in chosen if f not in RESULT_COLUMNS]
+    if unknown:
+        raise InputError(
+            f"sweep: unknown result field(s) {', '.join(unknown)}; known: {', '.join(RESULT_COLUMNS)}",
+            field="fields",
+        )
+    return tuple(f for f in RESULT_COLUMNS if f in chosen)

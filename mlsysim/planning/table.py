@@ -1,0 +1,210 @@
+"""``SweepTable``: the columns of a sweep, one row per combination of the axes."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError, MissingDependencyError
+
+
+@dataclass(frozen=True, eq=False)
+class Axis:
+    """One swept field: its validated values and how they show in the table.
+
+    ``magnitudes`` holds the values as numbers (Quantities in ``unit``, the
+    unit of the first value given; None as NaN), or ``labels`` holds them as
+    text (workload names, precisions, assumption presets).
+    """
+
+    field: str
+    column: str
+    values: tuple[Any, ...]
+    unit: str | None = None
+    magnitudes: np.ndarray | None = None
+    labels: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+class SweepTable:
+    """A table of sweep results: ``len(table)`` rows, ``table[column]`` a numpy array.
+
+    Rows come in the order of ``itertools.product`` over the axes as given.
+    Columns: one per swept field (named after it, or ``input_<field>`` when a
+    result field has the same name, as ``training_time``), then every scalar
+    result field of :class:`~mlsysim.engine.results.DataParallelScaleOutResult`
+    in the unit the result reports it (``table.units``): times in millisecond,
+    ``training_time`` in hour, bytes in byte, ``cost`` in US dollars (NaN when
+    no node price is given), ``device_memory`` in byte (NaN when unknown).
+    ``fits`` is False only where ``memory_per_device`` exceeds a known
+    ``device_memory`` (the scalar result says None when the memory is unknown).
+    Text columns (workload, precision, bottleneck, the algorithms) are object
+    arrays of ``str``.
+
+    ``table.scenario(i)`` rebuilds the scenario of row ``i`` (its ``.result``
+    equals the row), ``table.row(i)`` gives the row as a dict, ``take`` selects
+    rows, ``to_pandas`` and ``to_csv`` export.
+    """
+
+    def __init__(
+        self,
+        *,
+        base: Any,
+        axes: tuple[Axis, ...],
+        results: dict[str, np.ndarray],
+        labels: dict[str, tuple[str, ...]],
+        units: dict[str, str | None],
+        rows: np.ndarray | None = None,
+    ) -> None:
+        self.base = base
+        """The scenario the axes vary."""
+        self.axes = axes
+        """The swept fields, in the order given."""
+        self._results = results  # flat arrays; coded text columns hold int codes into labels
+        self._labels = labels
+        self.units: dict[str, str | None] = units
+        """Unit of each column (None for counts, ratios and text)."""
+        self.shape = tuple(len(a) for a in axes)
+        """Number of values of each axis."""
+        self._rows = rows  # flat grid index of each row; None for the full grid in order
+        self._cache: dict[str, np.ndarray] = {}
+
+    # -- shape and columns -------------------------------------------------------------
+
+    def __len__(self) -> int:
+        if self._rows is not None:
+            return len(self._rows)
+        return math.prod(self.shape)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Input axis columns first, then the result fields."""
+        return (*(a.column for a in self.axes), *self._results)
+
+    def __contains__(self, column: object) -> bool:
+        return column in self.columns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.columns)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        cached = self._cache.get(column)
+        if cached is not None:
+            return cached
+        if column in self._results:
+            data = self._results[column]
+            if column in self._labels:
+                data = np.asarray(self._labels[column], dtype=object)[data]
+        else:
+            data = self._axis_column(column)
+        self._cache[column] = data
+        return data
+
+    def _axis_column(self, column: str) -> np.ndarray:
+        for position, axis in enumerate(self.axes):  # noqa: B007 - used after the loop
+            if axis.column == column:
+                break
+        else:
+            raise KeyError(f"no column {column!r}; columns: {', '.join(self.columns)}")
+        index = self.axis_indices(position)
+        if axis.magnitudes is not None:
+            return axis.magnitudes[index]
+        return np.asarray(axis.labels, dtype=object)[index]
+
+    def axis_indices(self, position: int) -> np.ndarray:
+        """For each row, the index into ``axes[position].values``."""
+        if self._rows is not None:
+            return np.unravel_index(self._rows, self.shape)[position]
+        shape = [1] * len(self.shape)
+        shape[position] = self.shape[position]
+        grid = np.arange(self.shape[position]).reshape(shape)
+        return np.broadcast_to(grid, self.shape).reshape(-1)
+
+    def grid_index(self, i: int) -> int:
+        """Index of row ``i`` in the full ``itertools.product`` order."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"row {i} out of range for a table of {n} rows")
+        i %= n
+        return int(self._rows[i]) if self._rows is not None else i
+
+    # -- rows --------------------------------------------------------------------------
+
+    def axis_values(self, i: int) -> dict[str, Any]:
+        """The swept field values of row ``i`` (validated values, as the scenario holds them)."""
+        flat = self.grid_index(i)
+        index = np.unravel_index(flat, self.shape) if self.shape else ()
+        return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index, strict=True)}
+
+    def scenario(self, i: int) -> Any:
+        """The scenario of row ``i``: ``base.variant(**axis_values(i))``."""
+        return self.base.variant(**self.axis_values(i))
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` as plain Python values, column by column; NaN (a figure not given) as None."""
+        self.grid_index(i)  # bounds check
+        return {column: _python(self[column][i]) for column in self.columns}
+
+    def take(self, indices: Sequence[int] | np.ndarray) -> SweepTable:
+        """A table of the selected rows (integer indices or a boolean mask), in that order."""
+        index = np.asarray(indices)
+        if index.dtype == bool:
+            if index.shape != (len(self),):
+                raise InputError(f"a row mask needs {len(self)} entries, got {index.shape}")
+            index = np.flatnonzero(index)
+        rows = self._rows[index] if self._rows is not None else index.astype(np.int64)
+        return SweepTable(
+            base=self.base,
+            axes=self.axes,
+            results={k: v[index] for k, v in self._results.items()},
+            labels=self._labels,
+            units=self.units,
+            rows=rows,
+        )
+
+    # -- export ------------------------------------------------------------------------
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame of every column; ``df.attrs["units"]`` holds the units."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingDependencyError(
+                "SweepTable.to_pandas needs pandas: pip install pandas"
+            ) from None
+        frame = pd.DataFrame({c: self[c] for c in self.columns})
+        frame.attrs["units"] = dict(self.units)
+        return frame
+
+    def header(self) -> list[str]:
+        """Column names with their units, as in :meth:`to_csv`: ``update_time [millisecond]``."""
+        return [f"{c} [{self.units[c]}]" if self.units.get(c) else c for c in self.columns]
+
+    def to_csv(self, path: Any, *, chunk_rows: int = 65536) -> None:
+        """Write every row as CSV (header ``name [unit]``); atomic: never a half-written file."""
+        from mlsysim.engine.files import atomic_writer
+
+        columns = self.columns
+        with atomic_writer(path, newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(self.header())
+            for start in range(0, len(self), chunk_rows):
+                block = [self[c][start : start + chunk_rows].tolist() for c in columns]
+                writer.writerows(zip(*block, strict=True))
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"{a.field}[{len(a)}]" for a in self.axes) or "no axes"
+        label = getattr(self.base, "name", None) or "unnamed"
+        return f"<SweepTable {label!r}: {len(self)} rows over {axes}; {len(self.columns)} columns>"
+
+
+def _python(value: Any) -> Any:
+    value = value.item() if isinstance(value, np.generic) else value
+    return None if isinstance(value, float) and math.isnan(value) else value

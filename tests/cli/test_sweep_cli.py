@@ -1,0 +1,169 @@
+"""``mlsysim sweep`` and ``mlsysim plan`` through the runner: exit code, stdout, stderr, files."""
+
+import csv
+
+import pytest
+
+from mlsysim import Q_, Scenarios, plan, save_scenario, sweep
+from mlsysim.cli import main
+from mlsysim.cli.sweep import parse_axis
+
+ONE = "Gpt2DataParallelOneNode"
+BW = "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "text, field, values",
+    [
+        ("nodes=1..4", "nodes", [1, 2, 3, 4]),
+        ("nodes=1..9:4", "nodes", [1, 5, 9]),
+        ("nodes = 2, 8", "nodes", [2, 8]),
+        ("accumulation_steps=4", "accumulation_steps", [4]),
+        ("precision=fp16,bf16", "precision", ["fp16", "bf16"]),
+    ],
+)
+def test_axis_syntax(text, field, values):
+    assert parse_axis(text, Scenarios.Gpt2DataParallelOneNode) == (field, values)
+
+
+def test_axis_with_units_and_assumption_fields():
+    scenario = Scenarios.Gpt2DataParallelOneNode
+    field, values = parse_axis(BW, scenario)
+    assert field == "inter_bandwidth" and values == [
+        Q_(25, "Gbps"),
+        Q_(100, "Gbps"),
+        Q_(400, "Gbps"),
+    ]
+    field, values = parse_axis("assumptions.inter_efficiency=0.7,0.9", scenario)
+    assert field == "assumptions" and [a.inter_efficiency for a in values] == [0.7, 0.9]
+
+
+def test_sweep_prints_rows_and_writes_csv_and_plot(capsys, tmp_path):
+    out_csv, out_png = tmp_path / "s.csv", tmp_path / "s.png"
+    code, out, err = run(
+        capsys,
+        "sweep",
+        ONE,
+        "--axis",
+        "nodes=1..8",
+        "--axis",
+        BW,
+        "--csv",
+        str(out_csv),
+        "--plot",
+        str(out_png),
+        "--rows",
+        "5",
+        "--progress",
+    )
+    assert code == 0, err
+    assert "24 layouts of Gpt2DataParallelOneNode" in out and "19 more rows" in out
+    assert "inter_bandwidth (Gbps)" in out and "update (ms)" in out
+    with out_csv.open() as handle:
+        rows = list(csv.reader(handle))
+    assert len(rows) == 25 and rows[0][:2] == ["nodes", "inter_bandwidth [Gbps]"]
+    expected = sweep(
+        Scenarios.Gpt2DataParallelOneNode,
+        nodes=range(1, 9),
+        inter_bandwidth=[Q_(25, "Gbps"), Q_(100, "Gbps"), Q_(400, "Gbps")],
+    )
+    column = rows[0].index("efficiency")
+    assert [float(r[column]) for r in rows[1:]] == expected["efficiency"].tolist()
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("kind", ["speedup", "breakdown"])
+def test_sweep_plot_kinds_write_svg(capsys, tmp_path, kind):
+    path = tmp_path / "p.svg"
+    code, _, err = run(
+        capsys,
+        "sweep",
+        ONE,
+        "--axis",
+        "nodes=1..4",
+        "--axis",
+        BW,
+        "--plot",
+        str(path),
+        "--plot-kind",
+        kind,
+    )
+    assert code == 0, err
+    assert path.read_text().lstrip().startswith("<?xml")
+
+
+def test_sweep_reads_a_scenario_file(capsys, tmp_path):
+    path = save_scenario(Scenarios.Gpt2DataParallelFourNodes10GbE, tmp_path / "job.toml")
+    code, out, _ = run(capsys, "sweep", "--file", str(path), "--axis", "accumulation_steps=1,4")
+    assert code == 0 and "2 layouts" in out
+    code, out, _ = run(capsys, "run", "--file", str(path))
+    assert code == 0 and "4650 ms" in out
+
+
+def test_plan_prints_the_plan_and_the_front(capsys, tmp_path):
+    png = tmp_path / "front.png"
+    code, out, err = run(
+        capsys,
+        "plan",
+        ONE,
+        "--axis",
+        "nodes=1..16",
+        "--axis",
+        BW,
+        "--deadline",
+        "2 hour",
+        "--budget",
+        "5000 USD",
+        "--min-efficiency",
+        "0.8",
+        "--plot",
+        str(png),
+    )
+    assert code == 0, err
+    expected = plan(
+        Scenarios.Gpt2DataParallelOneNode,
+        nodes=range(1, 17),
+        inter_bandwidth=[Q_(25, "Gbps"), Q_(100, "Gbps"), Q_(400, "Gbps")],
+        deadline=Q_(2, "hour"),
+        budget=Q_(5000, "USD"),
+        min_efficiency=0.8,
+    )
+    assert expected.summary() in out
+    assert "Pareto front: training time against cost" in out
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["sweep", ONE, "--axis", "nodes=1..4"], "no inter_bandwidth"),
+        (["sweep", ONE, "--axis", "nodes"], "FIELD=VALUES"),
+        (["sweep", ONE, "--axis", "nodes=4..1"], "holds no values"),
+        (["sweep", ONE, "--axis", "nodes=1,x"], "nodes"),
+        (["sweep", ONE, "--axis", "bogus=1"], "cannot sweep 'bogus'"),
+        (["sweep", ONE, "--axis", "nodes=1", "--axis", "nodes=2"], "twice"),
+        (["sweep", ONE, "--axis", "nodes=1", "--plot", "x.gif"], ".png or .svg"),
+        (["sweep", ONE, "--plot-kind", "pie"], "pie"),
+        (["sweep"], "scenario"),
+        (["sweep", ONE, "--file", "x.toml"], "not both"),
+        (["sweep", "--file", "/no/such.toml"], "cannot read"),
+        (
+            ["plan", ONE, "--axis", "nodes=1..2", "--axis", BW, "--deadline", "1 s"],
+            "no layout meets",
+        ),
+        (["plan", ONE, "--deadline", "2 USD"], "--deadline"),
+        (["plan", ONE, "--objective", "speed"], "objective"),
+        (["plan", ONE, "--set", "node_hour_rate=none"], "node_hour_rate"),
+    ],
+)
+def test_mistakes_print_one_line_and_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("mlsysim: error:") and needle in lines[0]
