@@ -25,6 +25,12 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+from mlsysim.cli.calibrate import calibrate_app  # noqa: E402
+from mlsysim.cli.validate import validate_app  # noqa: E402
+
+app.add_typer(calibrate_app, name="calibrate")
+app.add_typer(validate_app, name="validate")
+
 SET_HELP = (
     "Override a field: FIELD=VALUE, repeatable. Units as text ('inter_bandwidth=100 Gbps'), "
     "workloads by registry name ('workload=Llama2_7B'), 'assumptions=realistic', "
