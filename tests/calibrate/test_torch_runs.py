@@ -29,14 +29,14 @@ def test_calibrate_torch_two_processes_gives_a_fit(capsys, tmp_path):
     scenario = tmp_path / "here.toml"
     code, out, err = run(
         capsys,
-        "calibrate", "torch", "--nproc", "2", "-b", "1KiB", "-e", "4MiB", "-f", "4",
+        "calibrate", "torch", "--nproc", "2", "-b", "1KiB", "-e", "16MiB", "-f", "4",
         "--warmup", "1", "--iters", "3", "--json",
         "--write-scenario", str(scenario), "--link", "intra",
     )  # fmt: skip
     assert code == 0, err
     data = json.loads(out)
     assert data["ranks"] == 2 and data["collective"] == "all_reduce"
-    assert [p["size"]["value"] for p in data["points"]] == [1024.0 * 4**k for k in range(7)]
+    assert [p["size"]["value"] for p in data["points"]] == [1024.0 * 4**k for k in range(8)]
     for point in data["points"]:
         assert positive(point["measured"]["value"]) and positive(point["fitted"]["value"])
     assert positive(data["bus_bandwidth"]["value"])

@@ -22,8 +22,8 @@ def test_nccl_tests_prints_the_fit_and_a_row_per_size(capsys):
     code, out, err = run(capsys, "calibrate", "nccl-tests", H100)
     assert code == 0 and err == ""
     assert "all_reduce on 8 ranks, 31 sizes" in out
-    assert "latency (alpha)        18.36 us" in out
-    assert "bus bandwidth (beta)   322.1 GB/s" in out
+    assert "latency (alpha)        18.14 us" in out
+    assert "bus bandwidth (beta)   330.6 GB/s" in out
     assert "peak bus bandwidth     369.8 GB/s" in out
     assert "per ring step" in out
     table = out.split("error\n")[-1].strip().splitlines()
@@ -37,7 +37,7 @@ def test_nccl_tests_json(capsys):
     data = json.loads(out)
     assert data["ranks"] == 8 and data["collective"] == "all_reduce"
     assert data["latency"]["unit"] == "microsecond"
-    assert data["bus_bandwidth"]["value"] == pytest.approx(322.07, rel=1e-4)
+    assert data["bus_bandwidth"]["value"] == pytest.approx(330.57, rel=1e-4)
     assert data["link"]["latency"]["value"] == pytest.approx(data["latency"]["value"] / 14)
     assert len(data["points"]) == 31
     worst = max(abs(p["relative_error"]) for p in data["points"])
@@ -59,9 +59,9 @@ def test_nccl_tests_writes_the_scenario_link(capsys, tmp_path):
         "inter",
     )
     assert code == 0
-    assert "wrote inter_bandwidth = '43.5807 GB/s', inter_latency = '12.3783 us'" in out
+    assert "wrote inter_bandwidth = '45.4178 GB/s', inter_latency = '12.1596 us'" in out
     text = scenario.read_text()
-    assert 'inter_bandwidth = "43.5807 GB/s"' in text and 'inter_latency = "12.3783 us"' in text
+    assert 'inter_bandwidth = "45.4178 GB/s"' in text and 'inter_latency = "12.1596 us"' in text
 
 
 @pytest.mark.parametrize(
