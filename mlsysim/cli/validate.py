@@ -1,4 +1,4 @@
-"""``mlsysim validate ...``: the model against published measurements."""
+"""``mlsysim validate``: check the model's predictions against published measurements and real runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import json
 import typer
 
 validate_app = typer.Typer(
-    help="Check the model against reality: published scale-out measurements.",
+    name="validate",
+    help=(
+        "Check predictions against published measurements and real runs.\n\n"
+        "Examples:\n\n"
+        "  mlsysim validate published\n\n"
+        "  mlsysim validate ddp --nproc 2 --model mlp --steps 20"
+    ),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -55,3 +61,96 @@ def published(
     from mlsysim.cli.render import print_validation
 
     print_validation(seed, realistic)
+
+
+@validate_app.command("ddp")
+def ddp(
+    nproc: int = typer.Option(
+        2, "--nproc", help="Processes (data-parallel ranks) on this machine."
+    ),
+    model: str = typer.Option("mlp", "--model", help="Built-in model: mlp or gpt."),
+    batch: int | None = typer.Option(None, "--batch", help="Per-process batch (mlp 64, gpt 8)."),
+    layers: int | None = typer.Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
+    width: int | None = typer.Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
+    heads: int | None = typer.Option(None, "--heads", help="Attention heads (gpt 4)."),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length (gpt 128)."),
+    vocab: int | None = typer.Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
+    steps: int = typer.Option(20, "--steps", help="Timed steps, alone and under DDP (median)."),
+    warmup: int = typer.Option(3, "--warmup", help="Untimed steps before each timing."),
+    iters: int = typer.Option(20, "--iters", help="Timed iterations per AllReduce size."),
+    backend: str = typer.Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
+    threads: int | None = typer.Option(
+        None, "--threads", help="Threads per process (default: the cores shared out, at least 1)."
+    ),
+    overlap: bool | None = typer.Option(
+        None,
+        "--overlap/--no-overlap",
+        help="Let the prediction hide bucket AllReduces under backward "
+        "(default: yes with nccl or spare cores, no when the processes fill the cores).",
+    ),
+    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Predict DDP's update time from measurements on this machine, run real DDP, and compare.
+
+    Measures AllReduce (fitted) and the one-device step time under the same
+    threads, predicts with the model, then trains the same model with
+    DistributedDataParallel on --nproc processes.
+
+    Example: mlsysim validate ddp --nproc 2 --model gpt --steps 20 --json
+    """
+    from mlsysim.calibrate.ddp import validate_ddp
+    from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec, require_torch
+    from mlsysim.calibrate.torch_measure import Launch
+
+    spec = ModelSpec.sized(
+        model, layers=layers, width=width, heads=heads, seq_len=seq_len, vocab=vocab
+    )
+    config = Launch(nproc=nproc, backend=backend, threads=threads)
+    require_torch()
+    result = validate_ddp(
+        spec,
+        config,
+        batch=DEFAULT_BATCH[spec.name] if batch is None else batch,
+        steps=steps,
+        warmup=warmup,
+        sweep_iters=iters,
+        overlap=overlap,
+    )
+    data = result.to_dict()
+    if json_:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    fit = data["allreduce_fit"]
+    ms = "{:.4g} ms".format
+    typer.echo(
+        f"DDP on {data['nproc']} processes ({data['backend']}, {data['threads_per_process']} "
+        f"thread(s) each): {data['model']}, {data['parameters']:,} parameters, batch {data['batch']}"
+    )
+    typer.echo(
+        f"measured inputs    step time {ms(data['step_time']['value'])} (one device, same threads); "
+        f"AllReduce {fit['bus_bandwidth']['value']:.4g} GB/s, alpha {fit['latency']['value']:.4g} us "
+        f"(worst fit error {fit['worst_relative_error']:.0%})"
+    )
+    typer.echo(
+        f"prediction         overlap={data['overlap']}, communication "
+        f"{ms(data['predicted_communication_time']['value'])}, exposed "
+        f"{ms(data['predicted_exposed_communication_time']['value'])}"
+    )
+    typer.echo("")
+    typer.echo(f"{'':18} {'predicted':>12} {'measured':>12}")
+    typer.echo(
+        f"{'update time':18} {ms(data['predicted_update_time']['value']):>12} "
+        f"{ms(data['measured_update_time']['value']):>12}"
+    )
+    typer.echo(
+        f"{'speedup':18} {data['predicted_speedup']:>12.3f} {data['measured_speedup']:>12.3f}"
+    )
+    typer.echo(
+        f"{'efficiency':18} {data['predicted_efficiency']:>12.1%} "
+        f"{data['measured_efficiency']:>12.1%}"
+    )
+    typer.echo("")
+    typer.echo(
+        f"relative error of the update time: {data['relative_error']:+.1%} "
+        f"(spread of measured steps {data['update_time_spread']:.0%})"
+    )

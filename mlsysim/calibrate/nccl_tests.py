@@ -1,0 +1,321 @@
+"""Read nccl-tests / rccl-tests output as people paste it, and fit it.
+
+The format (nccl-tests, src/common.cu): a header of ``#`` lines (``# nThread 1
+nGpus 8 minBytes ...``, one ``#  Rank  r Group g Pid p on host device d [bus]
+name`` line per rank, the column titles), then one row per message size::
+
+    size  count  type  redop  [root]  time algbw busbw #wrong  [time algbw busbw #wrong]
+
+(time in us, bandwidths in GB/s; the second group is the in-place run), then
+``# Out of bounds values : 0 OK`` and ``# Avg bus bandwidth : x``. rccl-tests
+prints the same. Around it, in real pastes: ``NCCL INFO`` lines from
+``NCCL_DEBUG=INFO``, the shell command, Markdown indentation, code fences and
+quote markers, older versions without the ``root`` column or with ``error``
+for ``#wrong``, and several runs (all_gather_perf then reduce_scatter_perf)
+in one file. All of that is accepted; a line that starts like a data row and
+does not parse is an error naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlsysim.calibrate.fit import COLLECTIVES, CollectiveFit, check_collective, fit_collective
+from mlsysim.core.exceptions import InputError
+
+_LOG_NOISE = re.compile(r"\b(NCCL|RCCL) (INFO|WARN|TRACE|ABORT)\b")
+_TEST_NAME = re.compile(
+    r"\b(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|"
+    r"scatter|gather|hypercube)_perf\b"
+)
+_RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+\d+", re.IGNORECASE)
+_RUN_HEADER = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+_AVERAGE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+_QUOTE = re.compile(r"^(\s*>)+")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured size: ``size`` in bytes, ``time`` in seconds, ``bus_bandwidth`` in bytes/s.
+
+    ``wrong`` is the count of wrong values nccl-tests found (None when it did
+    not check: ``N/A``). ``line`` is the 1-based line number in the file.
+    """
+
+    line: int
+    size: int
+    time: float
+    bus_bandwidth: float
+    wrong: float | None
+    in_place_time: float | None = None
+    in_place_bus_bandwidth: float | None = None
+    in_place_wrong: float | None = None
+
+
+@dataclass
+class Run:
+    """One nccl-tests run found in a file: its collective, ranks and rows."""
+
+    line: int
+    collective: str | None = None
+    ranks: set[int] = field(default_factory=set)
+    rows: list[Row] = field(default_factory=list)
+    started: bool = False
+    has_root: bool | None = None
+    redop: str | None = None
+    average_bus_bandwidth: float | None = None
+
+
+def parse_nccl_tests(text: str, path: str = "<text>") -> list[Run]:
+    """All runs in an nccl-tests output, in order. Raises :class:`InputError` naming ``path:line``.
+
+    A run starts at its ``# nThread`` line (or at the first data row when the
+    paste has no header) and takes the test name (``all_reduce_perf``) last
+    seen before it, or seen in its header.
+    """
+    runs: list[Run] = []
+    pending_name: str | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _clean(raw)
+        if not line or _LOG_NOISE.search(line) or line.startswith("```"):
+            continue
+        current = runs[-1] if runs else None
+        if _is_data(line):
+            if current is None or current.average_bus_bandwidth is not None:
+                current = Run(line=number, collective=pending_name)
+                runs.append(current)
+                pending_name = None
+            current.rows.append(_row(line, current, path, number))
+            continue
+        name = _TEST_NAME.search(line)
+        if name:
+            if current is not None and current.started and not current.rows:
+                current.collective = current.collective or name.group(1)
+            else:
+                pending_name = name.group(1)
+        if _RUN_HEADER.match(line):
+            runs.append(Run(line=number, collective=pending_name, started=True))
+            pending_name = None
+        elif line.startswith("#") and current is not None:
+            _header(line, current)
+    return [run for run in runs if run.rows]
+
+
+def from_nccl_tests(
+    path: str | Path,
+    *,
+    ranks: int | None = None,
+    collective: str | None = None,
+    in_place: bool = False,
+) -> CollectiveFit:
+    """Fit the alpha-beta line to an nccl-tests / rccl-tests output file.
+
+    ``ranks`` defaults to the number of ``# Rank`` lines in the header (when
+    given and the header lists ranks too, they must agree). ``collective``
+    (``all_reduce``, ``all_gather``, ``reduce_scatter``) picks a run when the
+    file holds several, and names the test when the output does not (the
+    binary name, e.g. ``all_reduce_perf``, is read from the pasted command or
+    the ``# Collective test starting`` line; otherwise ``all_reduce`` is
+    assumed for a reduction and ``all_gather`` for ``redop none``, and the
+    fit's ``notes`` say so). ``in_place`` fits the in-place columns instead of
+    the out-of-place ones. Rows whose ``#wrong`` is above zero failed
+    nccl-tests' own check and are left out of the fit (noted).
+
+    The fit is :func:`mlsysim.calibrate.fit.fit_collective` on (size, time).
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
+    runs = parse_nccl_tests(text, str(p))
+    if not runs:
+        raise InputError(
+            f"{p}: no nccl-tests data rows found (expected lines like "
+            "'1048576  262144  float  sum  -1  25.1  41.8  73.1  0 ...')"
+        )
+    run = _pick(runs, collective, str(p))
+    notes: list[str] = []
+    if len(runs) > 1:
+        notes.append(f"the file holds {len(runs)} runs ({_names(runs)}); fitted line {run.line}")
+    name = check_collective(collective) if collective is not None else _collective_of(run, str(p))
+    if collective is None and run.collective is None:
+        notes.append(
+            f"the output does not name its test; assumed {name} from the redop column "
+            "(pass --collective to say which)"
+        )
+    n = _ranks_of(run, ranks, str(p))
+    if in_place and any(row.in_place_time is None for row in run.rows):
+        raise InputError(f"{p}:{run.rows[0].line}: in_place: this output has no in-place columns")
+    points = [_point(row, in_place) for row in run.rows]
+    good = [point for point in points if point is not None]
+    if len(good) < len(points):
+        bad = [row for row, point in zip(run.rows, points, strict=True) if point is None]
+        notes.append(
+            f"{len(bad)} row(s) with wrong values left out of the fit (lines "
+            f"{', '.join(str(row.line) for row in bad)})"
+        )
+    if len({size for size, _, _ in good}) < 2:
+        raise InputError(
+            f"{p}:{run.line}: need rows at two or more sizes with no wrong values to fit, "
+            f"got {len(good)} of {len(points)}"
+        )
+    peak = max(busbw for _, _, busbw in good)
+    try:
+        return fit_collective(
+            [size for size, _, _ in good],
+            [time for _, time, _ in good],
+            collective=name,
+            ranks=n,
+            peak_bus_bandwidth=peak if peak > 0 else None,
+            source=str(p),
+            notes=tuple(notes),
+        )
+    except InputError as exc:
+        raise InputError(f"{p}: {exc}", field=exc.field) from None
+
+
+def _point(row: Row, in_place: bool) -> tuple[int, float, float] | None:
+    """(size, time, bus bandwidth) of the chosen columns, or None when nccl-tests flagged it."""
+    if in_place:
+        wrong, time, busbw = row.in_place_wrong, row.in_place_time, row.in_place_bus_bandwidth
+    else:
+        wrong, time, busbw = row.wrong, row.time, row.bus_bandwidth
+    if (wrong or 0) > 0 or time is None or busbw is None:
+        return None
+    return row.size, time, busbw
+
+
+def _clean(raw: str) -> str:
+    """Strip Markdown quoting and indentation around a line."""
+    return _QUOTE.sub("", raw).strip()
+
+
+def _is_data(line: str) -> bool:
+    head = line.split(None, 1)[0]
+    return head.isdigit()
+
+
+def _header(line: str, run: Run) -> None:
+    rank = _RANK_LINE.match(line)
+    if rank:
+        run.ranks.add(int(rank.group(1)))
+        return
+    average = _AVERAGE.match(line)
+    if average:
+        run.average_bus_bandwidth = float(average.group(1))
+        return
+    words = line.lstrip("#").split()
+    if words[:2] == ["size", "count"]:
+        run.has_root = "root" in words
+
+
+def _row(line: str, run: Run, path: str, number: int) -> Row:
+    """Parse ``size count type redop [root] (time algbw busbw wrong){1,2}``."""
+    where = f"{path}:{number}"
+    tokens = line.split()
+    rest = tokens[4:]
+    has_root = run.has_root if run.has_root is not None else len(rest) % 4 == 1
+    groups = rest[1:] if has_root else rest
+    if len(tokens) < 4 or len(groups) not in (4, 8):
+        raise InputError(
+            f"{where}: cannot read this data row ({len(tokens)} columns; expected "
+            "'size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]'); "
+            f"was the output cut off? line: {line!r}"
+        )
+    size = _number(tokens[0], "size", where, integer=True)
+    if run.redop is None:
+        run.redop = tokens[3].lower()
+    values = [_group(groups[i : i + 4], where) for i in range(0, len(groups), 4)]
+    out, inp = values[0], (values[1] if len(values) > 1 else (None, None, None))
+    return Row(
+        line=number,
+        size=int(size),
+        time=out[0],
+        bus_bandwidth=out[1],
+        wrong=out[2],
+        in_place_time=inp[0],
+        in_place_bus_bandwidth=inp[1],
+        in_place_wrong=inp[2],
+    )
+
+
+def _group(tokens: list[str], where: str) -> tuple[float, float, float | None]:
+    """``time(us) algbw(GB/s) busbw(GB/s) wrong`` -> (seconds, bus bytes/s, wrong)."""
+    time_us = _number(tokens[0], "time", where)
+    if not time_us > 0:
+        raise InputError(f"{where}: time must be above zero, got {tokens[0]!r}")
+    _number(tokens[1], "algbw", where)
+    busbw = _number(tokens[2], "busbw", where)
+    wrong = None if tokens[3].upper() == "N/A" else _number(tokens[3], "#wrong", where)
+    return time_us * 1e-6, busbw * 1e9, wrong
+
+
+def _number(token: str, column: str, where: str, *, integer: bool = False) -> float:
+    try:
+        value = int(token) if integer else float(token)
+    except ValueError:
+        raise InputError(f"{where}: column {column}: cannot read {token!r} as a number") from None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        raise InputError(f"{where}: column {column}: expected a finite value, got {token!r}")
+    return float(value)
+
+
+def _pick(runs: list[Run], collective: str | None, path: str) -> Run:
+    if collective is None:
+        if len(runs) == 1:
+            return runs[0]
+        named = [run for run in runs if run.collective == "all_reduce"]
+        if len(named) == 1:
+            return named[0]
+        raise InputError(
+            f"{path}: the file holds {len(runs)} runs ({_names(runs)}); "
+            "choose one with collective=... (--collective)"
+        )
+    name = check_collective(collective)
+    matches = [run for run in runs if run.collective == name]
+    if not matches and len(runs) == 1 and runs[0].collective is None:
+        return runs[0]
+    if len(matches) != 1:
+        raise InputError(
+            f"{path}: expected one {name} run, found {len(matches)} (runs: {_names(runs)})",
+            field="collective",
+        )
+    return matches[0]
+
+
+def _names(runs: list[Run]) -> str:
+    return ", ".join(f"{run.collective or 'unnamed'} at line {run.line}" for run in runs)
+
+
+def _collective_of(run: Run, path: str) -> str:
+    """The run's collective: named in the log, else assumed from its reduction column."""
+    if run.collective is not None:
+        if run.collective not in COLLECTIVES:
+            raise InputError(
+                f"{path}:{run.line}: {run.collective}_perf output cannot be fitted; "
+                f"expected {', '.join(c + '_perf' for c in COLLECTIVES)}"
+            )
+        return run.collective
+    return "all_gather" if run.redop == "none" else "all_reduce"
+
+
+def _ranks_of(run: Run, ranks: Any, path: str) -> int:
+    listed = len(run.ranks) or None
+    if ranks is None:
+        if listed is None:
+            raise InputError(
+                f"{path}: the output lists no '# Rank' lines, so the number of ranks is unknown; "
+                "pass ranks=... (--ranks)",
+                field="ranks",
+            )
+        return listed
+    if listed is not None and listed != ranks:
+        raise InputError(
+            f"{path}: ranks={ranks} but the output lists {listed} ranks (line {run.line})",
+            field="ranks",
+        )
+    return ranks

@@ -1,0 +1,100 @@
+"""Write a calibrated link into a TOML scenario file.
+
+Kept to one small function so that it can later go through the project's
+shared scenario-file module; it touches only the two keys of one link.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from mlsysim.calibrate.fit import Link
+from mlsysim.core.exceptions import InputError, ScenarioFileError
+from mlsysim.core.units import to_canonical
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+LINKS = ("intra", "inter")
+
+
+def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
+    """Set ``<which>_bandwidth`` and ``<which>_latency`` in the TOML file at ``path``.
+
+    Values are written as text with units (``"371.2 GB/s"``, ``"2.3 us"``), as
+    scenario files spell them. The keys go where the file keeps its inputs: at
+    the top level, or in the one table that already holds ``<which>_bandwidth``
+    or ``devices_per_node``. A missing file is created with just these keys.
+    The file is rewritten atomically (a temporary file in the same folder, then
+    ``os.replace``); comments and formatting are not kept. Returns the values
+    written.
+    """
+    if which not in LINKS:
+        raise InputError(f"link: expected 'intra' or 'inter', got {which!r}", field="link")
+    p = Path(path)
+    data = _read(p)
+    values = {
+        f"{which}_bandwidth": f"{to_canonical(link.bandwidth, 'bandwidth') / 1e9:.6g} GB/s",
+        f"{which}_latency": f"{to_canonical(link.latency, 'time') * 1e6:.6g} us",
+    }
+    _inputs_table(data, which).update(values)
+    _write_atomically(p, tomli_w.dumps(data))
+    return values
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioFileError(
+            f"cannot read the file ({exc.strerror or exc})", path=str(path)
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        raise ScenarioFileError(
+            f"not valid TOML ({exc})",
+            path=str(path),
+            line=int(found.group(1)) if found else None,
+        ) from None
+
+
+def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:
+    """The table holding the scenario's inputs: the top level, or the one table that has them."""
+    markers = (f"{which}_bandwidth", "devices_per_node", "intra_bandwidth")
+    if any(key in data for key in markers):
+        return data
+    tables = [
+        value
+        for value in data.values()
+        if isinstance(value, dict) and any(key in value for key in markers)
+    ]
+    return tables[0] if len(tables) == 1 else data
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise ScenarioFileError(f"folder {folder} does not exist", path=str(path))
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

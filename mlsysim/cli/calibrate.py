@@ -1,0 +1,228 @@
+"""``mlsysim calibrate``: fit link parameters from nccl-tests logs or torch.distributed runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+calibrate_app = typer.Typer(
+    name="calibrate",
+    help=(
+        "Fit the model's link parameters (bandwidth, latency) and step time from measurements.\n\n"
+        "Examples:\n\n"
+        "  mlsysim calibrate nccl-tests all_reduce.log\n\n"
+        "  mlsysim calibrate nccl-tests all_reduce.log --write-scenario my.toml --link intra\n\n"
+        "  mlsysim calibrate torch --nproc 2\n\n"
+        "  mlsysim calibrate step --model gpt --batch 8"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+JSON_HELP = "Print the result as JSON."
+WRITE_HELP = "Write the fitted link into this TOML scenario file (needs --link)."
+LINK_HELP = "Which link of the scenario the fit describes: intra or inter."
+NPROC_HELP = "Processes per node (torchrun's --nproc-per-node)."
+THREADS_HELP = "Threads per process (default: the cores shared out, at least 1)."
+MODEL_HELP = "Built-in model: mlp or gpt (a small GPT-style transformer)."
+
+
+@calibrate_app.command("nccl-tests")
+def nccl_tests(
+    file: Path = typer.Argument(..., help="nccl-tests / rccl-tests output (as pasted)."),
+    ranks: int | None = typer.Option(None, "--ranks", help="Ranks, if the log does not list them."),
+    collective: str | None = typer.Option(
+        None, "--collective", help="all_reduce, all_gather or reduce_scatter."
+    ),
+    in_place: bool = typer.Option(False, "--in-place", help="Fit the in-place columns."),
+    write_scenario: Path | None = typer.Option(None, "--write-scenario", help=WRITE_HELP),
+    link: str | None = typer.Option(None, "--link", help=LINK_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fit t = alpha + S F(n) / busbw to an nccl-tests log; print the fit and measured vs fitted.
+
+    Example: mlsysim calibrate nccl-tests all_reduce.log --write-scenario my.toml --link intra
+    """
+    from mlsysim.calibrate import from_nccl_tests
+
+    which = _check_link(write_scenario, link)
+    fit = from_nccl_tests(file, ranks=ranks, collective=collective, in_place=in_place)
+    _report(fit, write_scenario, which, json_)
+
+
+@calibrate_app.command("torch")
+def torch_allreduce(
+    nproc: int = typer.Option(2, "--nproc", help=NPROC_HELP),
+    nnodes: int = typer.Option(1, "--nnodes", help="Nodes; run the same command on each."),
+    rdzv_endpoint: str | None = typer.Option(
+        None, "--rdzv-endpoint", help="HOST:PORT every node reaches (needed with --nnodes > 1)."
+    ),
+    backend: str = typer.Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
+    threads: int | None = typer.Option(None, "--threads", help=THREADS_HELP),
+    min_size: str = typer.Option("1 KiB", "--min-size", "-b", help="Smallest message."),
+    max_size: str = typer.Option("64 MiB", "--max-size", "-e", help="Largest message."),
+    factor: float = typer.Option(2.0, "--factor", "-f", help="Size multiplier between steps."),
+    warmup: int = typer.Option(5, "--warmup", "-w", help="Untimed iterations per size."),
+    iters: int = typer.Option(20, "--iters", "-n", help="Timed iterations per size (median)."),
+    write_scenario: Path | None = typer.Option(None, "--write-scenario", help=WRITE_HELP),
+    link: str | None = typer.Option(None, "--link", help=LINK_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Time AllReduce with torch.distributed on this machine (as nccl-tests does) and fit it.
+
+    Starts --nproc processes the way torchrun does; under torchrun it runs as one rank.
+
+    Example: mlsysim calibrate torch --nproc 2 -b 1KiB -e 16MiB
+    """
+    from mlsysim.calibrate.models import require_torch
+    from mlsysim.calibrate.torch_measure import Launch, measure_allreduce, message_sizes
+
+    which = _check_link(write_scenario, link)
+    require_torch()
+    config = Launch(
+        nproc=nproc, nnodes=nnodes, backend=backend, threads=threads, rdzv_endpoint=rdzv_endpoint
+    )
+    sizes = message_sizes(_size("min-size", min_size), _size("max-size", max_size), factor)
+    fit = measure_allreduce(config, sizes, warmup=warmup, iters=iters)
+    if fit is not None:  # None on nodes other than rank 0's
+        _report(fit, write_scenario, which, json_)
+
+
+@calibrate_app.command("step")
+def step(
+    model: str = typer.Option("mlp", "--model", help=MODEL_HELP),
+    batch: int | None = typer.Option(None, "--batch", help="Batch (default: mlp 64, gpt 8)."),
+    layers: int | None = typer.Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
+    width: int | None = typer.Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
+    heads: int | None = typer.Option(None, "--heads", help="Attention heads (gpt 4)."),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length (gpt 128)."),
+    vocab: int | None = typer.Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
+    steps: int = typer.Option(20, "--steps", help="Timed steps (median)."),
+    warmup: int = typer.Option(3, "--warmup", help="Untimed steps first."),
+    threads: int | None = typer.Option(None, "--threads", help="Threads (default: all cores)."),
+    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Time one training step (forward, backward, SGD update) of a built-in model on one device.
+
+    Example: mlsysim calibrate step --model gpt --batch 8 --threads 1
+    """
+    from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec, require_torch
+    from mlsysim.calibrate.torch_measure import measure_step
+
+    spec = ModelSpec.sized(
+        model, layers=layers, width=width, heads=heads, seq_len=seq_len, vocab=vocab
+    )
+    require_torch()
+    size = DEFAULT_BATCH[spec.name] if batch is None else batch
+    timing = measure_step(spec, size, steps=steps, warmup=warmup, threads=threads)
+    step_ms = 1e3 * timing.median
+    if json_:
+        typer.echo(
+            json.dumps(
+                {
+                    "model": spec.describe(),
+                    "parameters": timing.parameters,
+                    "batch": size,
+                    "threads": timing.threads,
+                    "step_time": {"value": step_ms, "unit": "millisecond"},
+                    "step_time_spread": timing.spread,
+                    "steps": len(timing.times),
+                },
+                indent=2,
+            )
+        )
+        return
+    typer.echo(f"model        {spec.describe()}, {timing.parameters:,} parameters")
+    typer.echo(f"batch        {size}, {timing.threads} thread(s)")
+    typer.echo(f"step time    {step_ms:.4g} ms (median of {len(timing.times)} steps)")
+    typer.echo(f"spread       {timing.spread:.1%} (max - min) / median")
+    typer.echo(f'use it as    --set "step_time={step_ms:.4g} ms"')
+
+
+def _check_link(write_scenario: Path | None, link: str | None) -> str | None:
+    """``--link`` must be intra or inter, and goes with ``--write-scenario``."""
+    from mlsysim.calibrate.scenario_file import LINKS
+    from mlsysim.core.exceptions import InputError
+
+    if link is not None and link not in LINKS:
+        raise InputError(f"--link: expected intra or inter, got {link!r}")
+    if write_scenario is not None and link is None:
+        raise InputError("--write-scenario needs --link intra or --link inter")
+    if link is not None and write_scenario is None:
+        raise InputError("--link needs --write-scenario FILE")
+    return link
+
+
+def _size(option: str, text: str) -> float:
+    """A message size: '64 MiB', '1KiB', or a plain number of bytes."""
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.units import parse_quantity, to_canonical
+
+    if text.strip().isdigit():
+        return float(text)
+    try:
+        return to_canonical(parse_quantity(text, "data"), "data")
+    except InputError as exc:
+        raise InputError(f"--{option}: {exc}") from None
+
+
+def _report(fit: Any, write_scenario: Path | None, which: str | None, json_: bool) -> None:
+    written = None
+    if write_scenario is not None and which is not None:
+        from mlsysim.calibrate import write_link
+
+        written = write_link(write_scenario, fit.to_link(), which)
+    if json_:
+        data = fit.to_dict()
+        if written is not None:
+            data["written"] = {"file": str(write_scenario), **written}
+        typer.echo(json.dumps(data, indent=2))
+        return
+    typer.echo(fit_text(fit))
+    if written is not None:
+        values = ", ".join(f"{k} = {v!r}" for k, v in written.items())
+        typer.echo(f"wrote {values} to {write_scenario}")
+
+
+def fit_text(fit: Any) -> str:
+    """The fit, then measured against fitted time at every size."""
+    link = fit.to_link()
+    lines = [
+        f"{fit.collective} on {fit.ranks} ranks, {len(fit.message_sizes)} sizes ({fit.source})",
+        f"  latency (alpha)        {fit.latency.to('us').magnitude:.4g} us",
+        f"  bus bandwidth (beta)   {fit.bus_bandwidth.to('GB/s').magnitude:.4g} GB/s",
+        f"  peak bus bandwidth     {fit.peak_bus_bandwidth.to('GB/s').magnitude:.4g} GB/s",
+        f"  worst relative error   {fit.worst_relative_error:.1%}",
+        f"  scenario link          bandwidth {link.bandwidth.to('GB/s').magnitude:.4g} GB/s, "
+        f"latency {link.latency.to('us').magnitude:.4g} us per ring step",
+    ]
+    lines += [f"  note: {note}" for note in fit.notes]
+    lines.append("")
+    lines.append(f"{'size':>10}  {'measured':>12}  {'fitted':>12}  {'error':>7}")
+    fitted = fit.to_dict()["points"]
+    for point in fitted:
+        lines.append(
+            f"{_human_bytes(point['size']['value']):>10}  "
+            f"{_human_time(point['measured']['value']):>12}  "
+            f"{_human_time(point['fitted']['value']):>12}  "
+            f"{point['relative_error']:>+7.1%}"
+        )
+    return "\n".join(lines)
+
+
+def _human_bytes(size: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.4g} {unit}"
+    return f"{size:.0f} B"
+
+
+def _human_time(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.4g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.4g} ms"
+    return f"{us:.4g} us"

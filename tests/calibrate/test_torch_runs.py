@@ -1,0 +1,83 @@
+"""Real torch.distributed runs: 2 gloo processes on this machine, tiny sizes, few steps.
+
+These pin the structure of the output and that every figure is positive and
+finite; the accuracy of the prediction is reported in docs/calibration.md,
+not asserted here (it depends on what else the machine is doing).
+"""
+
+import json
+import math
+
+import pytest
+
+from mlsysim.cli import main
+
+torch = pytest.importorskip("torch")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def positive(value):
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+def test_calibrate_torch_two_processes_gives_a_fit(capsys, tmp_path):
+    scenario = tmp_path / "here.toml"
+    code, out, err = run(
+        capsys,
+        "calibrate", "torch", "--nproc", "2", "-b", "1KiB", "-e", "16MiB", "-f", "4",
+        "--warmup", "1", "--iters", "3", "--json",
+        "--write-scenario", str(scenario), "--link", "intra",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["ranks"] == 2 and data["collective"] == "all_reduce"
+    assert [p["size"]["value"] for p in data["points"]] == [1024.0 * 4**k for k in range(8)]
+    for point in data["points"]:
+        assert positive(point["measured"]["value"]) and positive(point["fitted"]["value"])
+    assert positive(data["bus_bandwidth"]["value"])
+    assert data["latency"]["value"] >= 0
+    assert (
+        "gloo" in data["source"]
+        and "1 thread(s) each" in data["source"]
+        or "thread" in data["source"]
+    )
+    assert "intra_bandwidth" in scenario.read_text()
+
+
+def test_calibrate_step_times_a_small_gpt(capsys):
+    code, out, err = run(
+        capsys, "calibrate", "step", "--model", "gpt", "--batch", "2", "--layers", "1",
+        "--width", "32", "--heads", "2", "--seq-len", "16", "--vocab", "64",
+        "--steps", "3", "--warmup", "1", "--threads", "1", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["parameters"] == 2 * 64 * 32 + 16 * 32 + 12_704 + 2 * 32
+    assert positive(data["step_time"]["value"]) and data["threads"] == 1
+
+
+def test_validate_ddp_two_processes(capsys):
+    code, out, err = run(
+        capsys, "validate", "ddp", "--nproc", "2", "--model", "mlp", "--layers", "2",
+        "--width", "128", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "3",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    for key in ("predicted_update_time", "measured_update_time", "step_time"):
+        assert data[key]["unit"] == "millisecond" and positive(data[key]["value"])
+    assert math.isfinite(data["relative_error"])
+    assert data["relative_error"] == pytest.approx(
+        data["predicted_update_time"]["value"] / data["measured_update_time"]["value"] - 1
+    )
+    assert positive(data["measured_speedup"]) and positive(data["predicted_speedup"])
+    assert data["predicted_speedup"] <= 2
+    assert data["nproc"] == 2 and data["backend"] == "gloo"
+    assert data["parameters"] == 2 * (128 * 128 + 128) + 128 * 10 + 10
+    assert data["gradient_bytes"]["value"] == 4 * data["parameters"]
+    assert data["allreduce_fit"]["ranks"] == 2
