@@ -1,15 +1,12 @@
 """Write a calibrated link into a TOML scenario file.
 
-Kept to one small function so that it can later go through the project's
-shared scenario-file module; it touches only the two keys of one link.
+It touches only the two keys of one link, so it also works on a partial file
+(a cluster's link figures kept apart from any job); parsing and the atomic
+write are the shared ones of :mod:`mlsysim.engine.files`.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +15,7 @@ import tomli_w
 from mlsysim.calibrate.fit import Link
 from mlsysim.core.exceptions import InputError, ScenarioFileError
 from mlsysim.core.units import to_canonical
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from mlsysim.engine.files import atomic_writer, parse_toml
 
 LINKS = ("intra", "inter")
 
@@ -47,7 +40,12 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
         f"{which}_latency": f"{to_canonical(link.latency, 'time') * 1e6:.6g} us",
     }
     _inputs_table(data, which).update(values)
-    _write_atomically(p, tomli_w.dumps(data))
+    text = tomli_w.dumps(data)
+    try:
+        with atomic_writer(p) as handle:
+            handle.write(text)
+    except InputError as exc:
+        raise ScenarioFileError(str(exc), path=str(p)) from None
     return values
 
 
@@ -60,15 +58,7 @@ def _read(path: Path) -> dict[str, Any]:
         raise ScenarioFileError(
             f"cannot read the file ({exc.strerror or exc})", path=str(path)
         ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        found = re.search(r"line (\d+)", str(exc))
-        raise ScenarioFileError(
-            f"not valid TOML ({exc})",
-            path=str(path),
-            line=int(found.group(1)) if found else None,
-        ) from None
+    return parse_toml(text, path)[0]
 
 
 def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:
@@ -82,19 +72,3 @@ def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:
         if isinstance(value, dict) and any(key in value for key in markers)
     ]
     return tables[0] if len(tables) == 1 else data
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise ScenarioFileError(f"folder {folder} does not exist", path=str(path))
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise

@@ -77,7 +77,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Any:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioFileError(f"cannot read the file ({exc.strerror})", path=str(file)) from None
-    data, lines = _parse_toml(text, file) if kind == "toml" else _parse_yaml(text, file)
+    data, lines = parse_toml(text, file) if kind == "toml" else _parse_yaml(text, file)
     try:
         return scenario_from_dict(data)
     except InputError as exc:
@@ -181,7 +181,8 @@ def _format(file: Path) -> str:
     return kind
 
 
-def _parse_toml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+def parse_toml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+    """TOML text of ``file`` -> (data, line of each key); syntax errors name the file and line."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -55,7 +55,7 @@ def test_a_missing_file_is_created(tmp_path):
 def test_malformed_toml_names_file_and_line(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('name = "x"\nnodes = = 2\n')
-    with pytest.raises(ScenarioFileError, match=r"bad\.toml:2: not valid TOML"):
+    with pytest.raises(ScenarioFileError, match=r"bad\.toml:2: TOML syntax error"):
         write_link(path, LINK, "intra")
     assert path.read_text() == 'name = "x"\nnodes = = 2\n'
 
