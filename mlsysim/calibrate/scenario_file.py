@@ -15,7 +15,7 @@ import tomli_w
 from mlsysim.calibrate.fit import Link
 from mlsysim.core.exceptions import InputError, ScenarioFileError
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.files import atomic_writer, parse_toml
+from mlsysim.engine.files import parse_toml, write_text_atomically
 
 LINKS = ("intra", "inter")
 
@@ -40,12 +40,7 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
         f"{which}_latency": f"{to_canonical(link.latency, 'time') * 1e6:.6g} us",
     }
     _inputs_table(data, which).update(values)
-    text = tomli_w.dumps(data)
-    try:
-        with atomic_writer(p) as handle:
-            handle.write(text)
-    except InputError as exc:
-        raise ScenarioFileError(str(exc), path=str(p)) from None
+    write_text_atomically(p, tomli_w.dumps(data))
     return values
 
 

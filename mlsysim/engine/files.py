@@ -296,12 +296,17 @@ def save_scenario(scenario: Any, path: str | os.PathLike[str]) -> Path:
         text = tomli_w.dumps(data)
     else:
         text = _yaml().safe_dump(data, sort_keys=False, allow_unicode=True)
+    write_text_atomically(file, text)
+    return file
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` through :func:`atomic_writer`; failures name the file."""
     try:
-        with atomic_writer(file) as handle:
+        with atomic_writer(path) as handle:
             handle.write(text)
     except InputError as exc:
-        raise ScenarioFileError(str(exc), path=str(file)) from None
-    return file
+        raise ScenarioFileError(str(exc), path=str(path)) from None
 
 
 def scenario_to_dict(scenario: Any) -> dict[str, Any]:
