@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mlsysim.engine.explain import fmt_bytes
 from mlsysim.engine.results import field_unit
 
 
@@ -95,7 +96,11 @@ def print_result(scenario: Any) -> None:
             continue
         if isinstance(value, dict):
             unit = value["unit"]
-            text = f"{value['value']:.6g} {_short(unit)}"
+            text = (
+                fmt_bytes(value["value"])
+                if unit == "byte"
+                else f"{value['value']:.6g} {_short(unit)}"
+            )
         elif key == "cost":
             text = f"{value:,.2f} USD"
         else:

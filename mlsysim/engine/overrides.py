@@ -22,6 +22,13 @@ QUANTITY_KINDS = {
     "device_memory": "data",
     "activation_memory": "data",
 }
+FABRIC_FIELDS = {
+    "intra_bandwidth": "bandwidth",
+    "inter_bandwidth": "bandwidth",
+    "intra_latency": "latency",
+    "inter_latency": "latency",
+}
+"""Fields that also take a fabric's registry name (``inter_bandwidth=InfiniBand_NDR``): its figure."""
 INT_FIELDS = (
     "per_device_batch",
     "devices_per_node",
@@ -77,7 +84,8 @@ def coerce_field(field: str, value: Any) -> Any:
     """The value a scenario field should receive for ``value`` given as text (or a TOML scalar).
 
     Quantities are parsed from strings with units, workloads and accelerators
-    are looked up by registry name, ``assumptions`` takes ``seed`` or
+    are looked up by registry name, link bandwidths and latencies also take a
+    fabric's registry name (``InfiniBand_NDR``), ``assumptions`` takes ``seed`` or
     ``realistic`` (or a table of its fields), and ``none`` clears an optional
     field. Anything else goes to the scenario's validators unchanged, which
     report what is wrong with it.
@@ -96,8 +104,20 @@ def coerce_field(field: str, value: Any) -> Any:
         accelerator = _accelerator_named(value)
         if accelerator is not None:
             return accelerator
+    if field in FABRIC_FIELDS and isinstance(value, str):
+        fabric = _fabric_named(value)
+        if fabric is not None:
+            return getattr(fabric, FABRIC_FIELDS[field])
     if field in QUANTITY_KINDS and isinstance(value, str):
-        return _quantity(field, value, QUANTITY_KINDS[field])
+        try:
+            return _quantity(field, value, QUANTITY_KINDS[field])
+        except InputError as exc:
+            if field not in FABRIC_FIELDS:
+                raise
+            from mlsysim.hardware.registry import Systems
+
+            names = ", ".join(Systems.Fabrics.entries())
+            raise InputError(f"{exc}; or name a fabric: {names}", field=field) from None
     if field in INT_FIELDS:
         return _int(field, value)
     return value
@@ -118,6 +138,16 @@ def workload_named(name: str) -> Any:
         return Models.get(name.strip())
     except UnknownNameError as exc:
         raise UnknownNameError(f"workload: {exc}") from None
+
+
+def _fabric_named(name: str) -> Any:
+    """A fabric registry entry (``InfiniBand_NDR``, ``Fabrics.Ethernet_100G``), or None."""
+    from mlsysim.hardware.registry import Systems
+
+    try:
+        return Systems.Fabrics.get(name.strip().removeprefix("Fabrics."))
+    except UnknownNameError:
+        return None
 
 
 def _accelerator_named(name: str) -> Any:
@@ -194,4 +224,7 @@ def apply_overrides(scenario: Any, assignments: list[str]) -> Any:
     if assumption_changes:
         base = changes.get("assumptions", scenario.assumptions)
         changes["assumptions"] = base.variant(**assumption_changes)
+    if scenario.name and "name" not in changes:
+        # a changed scenario is not the named one any more: say so in tables, JSON and plot titles
+        changes["name"] = f"{scenario.name} [{', '.join(a.strip() for a in assignments)}]"
     return scenario.variant(**changes)
