@@ -7,12 +7,13 @@ steps always appear, so the seed's derivation reads exactly as SPEC section 4.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mlsysim.core.units import to_canonical
 from mlsysim.core.validation import BYTES_PER_ELEMENT
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.physics.collectives import ring_allreduce_factor
+from mlsysim.physics.collectives import bucket_layout, ring_allreduce_factor
 
 
 def fmt_bytes(x: float) -> str:
@@ -180,13 +181,17 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(d))}",
         fmt_bytes(r.raw("intra_bytes")),
     )
-    lat_i = "2(d-1) alpha_intra x buckets + " if a_intra else ""
-    eff_i = " x e_intra" if e_i != 1 else ""
+    buckets = bucket_layout(g, to_canonical(a.bucket_size, "data"))[0] if a.overlap else 1
+    buckets_sym = " x buckets" if a.overlap else ""
+    buckets_num = f" x {buckets:g}" if a.overlap else ""
+    intra_rate_sym = "B_intra e_intra" if e_i != 1 else "B_intra"
+    intra_rate_num = f"{fmt_rate(b_intra)} x {e_i:g}" if e_i != 1 else fmt_rate(b_intra)
+    lat_i_sym = f"2(d-1) alpha_intra{buckets_sym} + " if a_intra else ""
+    lat_i_num = f"2 x {d - 1} x {fmt_time(a_intra)}{buckets_num} + " if a_intra else ""
     s.add(
         "intra time",
-        f"intra_time = {lat_i}intra_bytes / (B_intra{eff_i})",
-        (f"2 x {d - 1} x {fmt_time(a_intra)} x buckets + " if a_intra else "")
-        + f"{fmt_bytes(r.raw('intra_bytes'))} / ({fmt_rate(b_intra)}{f' x {e_i:g}' if e_i != 1 else ''})",
+        f"intra_time = {lat_i_sym}intra_bytes / {_group(intra_rate_sym, ' ')}",
+        f"{lat_i_num}{fmt_bytes(r.raw('intra_bytes'))} / {_group(intra_rate_num, ' x ')}",
         fmt_time(r.raw("intra_time")),
     )
     alg = r.inter_algorithm
@@ -194,49 +199,45 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         s.add("inter bytes and time", "N = 1: no inter-node stage", "", "0 B, 0 ms")
     else:
         rails = min(k, d)
-        rate = f"{rails} x {fmt_rate(b_inter)}" + (f" x {e_o:g}" if e_o != 1 else "")
+        rate_sym = " ".join(
+            part
+            for part, used in (("min(k, d)", k != 1), ("B_inter", True), ("e_inter", e_o != 1))
+            if used
+        )
+        rate_num = " x ".join(
+            part
+            for part, used in (
+                (str(rails), k != 1),
+                (fmt_rate(b_inter), True),
+                (f"{e_o:g}", e_o != 1),
+            )
+            if used
+        )
         if alg == "ring":
-            s.add(
-                "inter bytes",
-                "inter_bytes = G x f(n)  (flat ring over all n devices)",
-                f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(n))}",
-                fmt_bytes(r.raw("inter_bytes")),
-            )
-            lat = "2(n-1) alpha_inter x buckets + " if a_inter else ""
-            s.add(
-                "inter time",
-                f"inter_time = {lat}inter_bytes / (min(k, d) B_inter e_inter)",
-                rate,
-                fmt_time(r.raw("inter_time")),
-            )
+            bytes_eq = "inter_bytes = G x f(n)  (flat ring over all n devices)"
+            bytes_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(n))}"
+            steps_sym, steps = "2(n-1)", 2 * (n - 1)
+            volume_sym, volume_num = "inter_bytes", fmt_bytes(r.raw("inter_bytes"))
         elif alg == "hierarchical":
-            s.add(
-                "inter bytes",
-                "inter_bytes = (G / d) x f(N)  (each device's shard, ring over nodes)",
-                f"({fmt_bytes(g)} / {d}) x {fmt_num(ring_allreduce_factor(big_n))}",
-                fmt_bytes(r.raw("inter_bytes")),
-            )
-            lat = "2(N-1) alpha_inter x buckets + " if a_inter else ""
-            s.add(
-                "inter time",
-                f"inter_time = {lat}G f(N) / (min(k, d) B_inter e_inter)",
-                rate,
-                fmt_time(r.raw("inter_time")),
-            )
+            bytes_eq = "inter_bytes = (G / d) x f(N)  (each device's shard, ring over nodes)"
+            bytes_num = f"({fmt_bytes(g)} / {d}) x {fmt_num(ring_allreduce_factor(big_n))}"
+            steps_sym, steps = "2(N-1)", 2 * (big_n - 1)
+            volume_sym = "G f(N)"
+            volume_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(big_n))}"
         else:
-            s.add(
-                "inter bytes",
-                "inter_bytes = 2 G / d  (shard up and down a double binary tree)",
-                f"2 x {fmt_bytes(g)} / {d}",
-                fmt_bytes(r.raw("inter_bytes")),
-            )
-            lat = "2 ceil(log2 N) alpha_inter x buckets + " if a_inter else ""
-            s.add(
-                "inter time",
-                f"inter_time = {lat}2 G / (min(k, d) B_inter e_inter)",
-                rate,
-                fmt_time(r.raw("inter_time")),
-            )
+            bytes_eq = "inter_bytes = 2 G / d  (shard up and down a double binary tree)"
+            bytes_num = f"2 x {fmt_bytes(g)} / {d}"
+            steps_sym, steps = "2 ceil(log2 N)", 2 * math.ceil(math.log2(big_n))
+            volume_sym, volume_num = "2 G", f"2 x {fmt_bytes(g)}"
+        s.add("inter bytes", bytes_eq, bytes_num, fmt_bytes(r.raw("inter_bytes")))
+        lat_sym = f"{steps_sym} alpha_inter{buckets_sym} + " if a_inter else ""
+        lat_num = f"{steps} x {fmt_time(a_inter)}{buckets_num} + " if a_inter else ""
+        s.add(
+            "inter time",
+            f"inter_time = {lat_sym}{volume_sym} / {_group(rate_sym, ' ')}",
+            f"{lat_num}{volume_num} / {_group(rate_num, ' x ')}",
+            fmt_time(r.raw("inter_time")),
+        )
         if a.algorithm == "auto":
             s.add(
                 "algorithm",
@@ -346,6 +347,11 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         r.bottleneck,
     )
     return s.rows
+
+
+def _group(product: str, separator: str) -> str:
+    """Parenthesise a product of several factors in a denominator."""
+    return f"({product})" if separator in product else product
 
 
 def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
