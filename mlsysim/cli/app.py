@@ -47,6 +47,29 @@ def list_scenarios() -> None:
         typer.echo(f"{scenario.name.ljust(width)}  {scenario.description}")
 
 
+@app.command("registry")
+def registry(
+    group: str | None = typer.Argument(
+        None, help="models, accelerators, nodes, fabrics or prices (default: all)."
+    ),
+    sources: bool = typer.Option(
+        False, "--sources", help="Also print each entry's source and note."
+    ),
+) -> None:
+    """List the registry entries (the names --set and scenario files accept), with their key figures.
+
+    Examples:
+
+      mlsysim registry fabrics
+
+      mlsysim registry models --sources
+    """
+    from mlsysim.cli.render import registry_lines
+
+    for line in registry_lines(group, sources=sources):
+        typer.echo(line)
+
+
 @app.command("run")
 def run(
     name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),

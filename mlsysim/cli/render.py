@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
-from mlsysim.engine.explain import fmt_bytes
+from mlsysim.engine.explain import fmt_bytes, fmt_time
 from mlsysim.engine.results import field_unit
 
 
@@ -144,3 +145,61 @@ def print_validation(seed: list[Any], realistic: list[Any]) -> None:
     table.add_row("median |error|", "", "", f"{sm * 100:.1f} pt", "", f"{rm * 100:.1f} pt")
     table.add_row("max |error|", "", "", f"{sx * 100:.1f} pt", "", f"{rx * 100:.1f} pt")
     Console().print(table)
+
+
+def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
+    from mlsysim.core.units import to_canonical
+    from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
+    from mlsysim.models.registry import Models
+
+    def gb(q: Any) -> str:
+        return fmt_bytes(to_canonical(q, "data"))
+
+    def rate(q: Any) -> str:
+        return f"{to_canonical(q, 'bandwidth') / 1e9:.6g} GB/s"
+
+    return {
+        "models": (Models, lambda w: f"{to_canonical(w.parameters, 'count'):.4g} parameters"),
+        "accelerators": (
+            Hardware,
+            lambda a: (
+                f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} per direction"
+            ),
+        ),
+        "nodes": (
+            Systems.Nodes,
+            lambda n: (
+                f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
+                f"{n.nics_per_node} x {rate(n.nic_bandwidth)} NICs"
+            ),
+        ),
+        "fabrics": (
+            Systems.Fabrics,
+            lambda f: (
+                f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
+            ),
+        ),
+        "prices": (Infrastructure, lambda p: f"{to_canonical(p.rate, 'money_rate'):.6g} USD/hour"),
+    }
+
+
+def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
+    """One line per registry entry (path, name, key figures), optionally with source and note."""
+    from mlsysim.core.exceptions import UnknownNameError
+
+    groups = _registry_groups()
+    if group is not None and group.lower() not in groups:
+        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(groups)}")
+    lines: list[str] = []
+    for name, (registry, figures) in groups.items():
+        if group is not None and name != group.lower():
+            continue
+        lines.append(f"{name}:")
+        entries = list(registry.walk())
+        width = max(len(path) for path, _ in entries)
+        for path, entry in entries:
+            lines.append(f"  {path.ljust(width)}  {entry.name}: {figures(entry)}")
+            if sources:
+                lines.append(f"  {''.ljust(width)}  source: {entry.source}")
+                lines.append(f"  {''.ljust(width)}  note: {entry.note}")
+    return lines

@@ -114,3 +114,19 @@ def test_console_script_is_installed():
         [sys.executable, "-m", "mlsysim", "run", "Nope"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+def test_registry_lists_entries_with_figures_and_sources(capsys):
+    code, out, _ = run(capsys, "registry", "fabrics", "--sources")
+    assert code == 0
+    assert "InfiniBand_NDR" in out and "50 GB/s per direction" in out and "source: IEEE 802.3ae" in out
+    code, out, _ = run(capsys, "registry")
+    assert code == 0
+    for group in ("models:", "accelerators:", "nodes:", "fabrics:", "prices:"):
+        assert group in out
+    assert "Language.GPT2" in out and "DGX_H100" in out and "4 USD/hour" in out
+
+
+def test_registry_unknown_group_is_one_line(capsys):
+    code, out, err = run(capsys, "registry", "gpus")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "accelerators" in err
