@@ -256,11 +256,13 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
     s.add("compute", "compute_time = A x T1", f"{acc} x {fmt_time(t1)}", fmt_time(compute))
     exposed = r.raw("exposed_communication_time")
     if a.overlap:
-        bucket = to_canonical(a.bucket_size, "data")
         s.add(
             "overlap",
-            "exposed = c(last) + max(0, C - c(last) - T_b (1 - b/G)), T_b = backward_fraction x T1 (last micro-step only)",
-            f"buckets of {fmt_bytes(min(bucket, g))}, T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
+            "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G), T_b = backward_fraction x T1 (last micro-step only)",
+            f"m = {r.raw('buckets'):g} buckets of b = {fmt_bytes(r.raw('bucket_bytes'))}, last r = "
+            f"{fmt_bytes(r.raw('last_bucket_bytes'))}; c(b) = {fmt_time(r.raw('bucket_time'))}, "
+            f"c(r) = {fmt_time(r.raw('last_bucket_time'))}, C = {fmt_time(comm)}, "
+            f"T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
             f"exposed {fmt_time(exposed)}, hidden {fmt_time(r.raw('hidden_communication_time'))}",
         )
     sync = r.raw("synchronization_time")

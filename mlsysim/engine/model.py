@@ -134,12 +134,19 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
 
     compute_time = x.accumulation_steps * x.step_time
     if c.overlap:
-        last_time = stage_time(last, intra_cost) + stage_time(last, inter_cost)
+        bucket_time = stage_time(bucket, intra_cost) + stage_time(bucket, inter_cost)
+        last_bucket_time = stage_time(last, intra_cost) + stage_time(last, inter_cost)
         exposed = exposed_communication(
-            communication_time, last_time, c.backward_fraction * x.step_time, bucket / g
+            communication_time,
+            bucket_time,
+            last_bucket_time,
+            c.backward_fraction * x.step_time,
+            buckets,
+            bucket / g,
+            last / g,
         )
     else:
-        exposed = communication_time
+        bucket_time = last_bucket_time = exposed = communication_time
     synchronization = straggler_delay(
         x.step_time, x.accumulation_steps, n, c.straggler_cv
     ) + update_overhead(n, c.update_overhead)
@@ -174,6 +181,12 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
         "memory_per_device": memory,
         "fits": memory <= x.device_memory,  # False when unknown (nan); the solver reports None
         "inter_algorithm": inter_algorithm,
+        # internals of the overlap model, for explain(); not result fields
+        "buckets": buckets,
+        "bucket_bytes": bucket,
+        "last_bucket_bytes": last,
+        "bucket_time": bucket_time,
+        "last_bucket_time": last_bucket_time,
         "bottleneck": _bottleneck(
             compute_time, intra_time, inter_time, communication_time, exposed, synchronization
         ),

@@ -3,34 +3,51 @@
 Model (Li et al. 2020, "PyTorch Distributed: Experiences on Accelerating Data
 Parallel Training", VLDB, sections 3.2.3 and 4: gradient bucketing and overlap).
 The backward pass of the last micro-step lasts T_b and produces gradients at a
-steady rate. The gradient is cut into m buckets (m-1 of size b, the last of
-size r). Bucket j is ready at T_b * j b / G, and buckets are reduced one after
-another on the network, each taking c(x) = L + x s. The last bucket finishes at
-max over j of (ready_j + cost of buckets j..m); the expression is linear in j,
-so the maximum is at j = 1 or j = m, which gives:
+steady rate. The gradient of G bytes is cut into m buckets, m-1 of size b and
+the last of size r = G - (m-1) b. Bucket j is ready at T_b min(j b, G) / G, and
+the buckets are reduced one after another on the network, each taking
+c(x) = L + x s. The last bucket finishes at
 
-    exposed = c(r) + max(0, C - c(r) - T_b (1 - b / G))
+    F = max over j of (ready_j + c(bucket j) + ... + c(bucket m)).
 
-where C = (m-1) c(b) + c(r) is the total communication time. The last bucket
-is always exposed (the first/last-bucket effect); the rest hides under the
-backward time left after the first bucket is ready. With gradient accumulation
-only the last micro-step overlaps: the others run under ``no_sync`` and do not
-communicate.
+For j = 1 .. m-1 the expression is linear in j, so its maximum there is at
+j = 1 or j = m-1; j = m (ready at T_b) stands apart when the last bucket is
+partial. With C = (m-1) c(b) + c(r) the total communication time:
+
+    exposed = F - T_b = max( c(r),                          (j = m: the last bucket)
+                             C - T_b (1 - b/G),             (j = 1: all of it after the first)
+                             c(b) + c(r) - T_b r/G )        (j = m-1, when m >= 2)
+
+The last bucket is always exposed, the rest hides under the backward time
+left after the first bucket is ready, and when the last bucket is small the
+one before it, ready just before the backward pass ends, is exposed too. With
+gradient accumulation only the last micro-step overlaps: the others run under
+``no_sync`` and do not communicate. ``tests/physics/test_overlap.py`` checks
+the closed form against a direct simulation of the schedule.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mlsysim.physics._array import maximum
+from mlsysim.physics._array import maximum, where
 
 
 def exposed_communication(
-    total_time: Any, last_bucket_time: Any, backward_time: Any, first_bucket_fraction: Any
+    total_time: Any,
+    full_bucket_time: Any,
+    last_bucket_time: Any,
+    backward_time: Any,
+    buckets: Any,
+    full_bucket_fraction: Any,
+    last_bucket_fraction: Any,
 ) -> Any:
-    """Communication time left on the critical path after overlap.
+    """Communication time left on the critical path after overlap (see the module docstring).
 
-    ``exposed = c_last + max(0, C - c_last - T_b (1 - b/G))``; see the module docstring.
+    ``total_time`` is C, ``full_bucket_time`` c(b), ``last_bucket_time`` c(r),
+    ``backward_time`` T_b, ``buckets`` m, and the fractions are b/G and r/G.
     """
-    window = backward_time * (1.0 - first_bucket_fraction)
-    return last_bucket_time + maximum(0.0, total_time - last_bucket_time - window)
+    after_first = total_time - backward_time * (1.0 - full_bucket_fraction)
+    last_two = full_bucket_time + last_bucket_time - backward_time * last_bucket_fraction
+    exposed = maximum(last_bucket_time, after_first)
+    return maximum(exposed, where(buckets >= 2, last_two, last_bucket_time))

@@ -119,7 +119,9 @@ def test_console_script_is_installed():
 def test_registry_lists_entries_with_figures_and_sources(capsys):
     code, out, _ = run(capsys, "registry", "fabrics", "--sources")
     assert code == 0
-    assert "InfiniBand_NDR" in out and "50 GB/s per direction" in out and "source: IEEE 802.3ae" in out
+    assert (
+        "InfiniBand_NDR" in out and "50 GB/s per direction" in out and "source: IEEE 802.3ae" in out
+    )
     code, out, _ = run(capsys, "registry")
     assert code == 0
     for group in ("models:", "accelerators:", "nodes:", "fabrics:", "prices:"):

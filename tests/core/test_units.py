@@ -1,0 +1,87 @@
+"""The unit registry: the spec's units, information as a dimension, fast and exact conversion."""
+
+import math
+
+import pytest
+
+from mlsysim import Q_, UnitsError, ureg
+from mlsysim.core.units import parse_quantity, to_canonical
+
+SPEC_UNITS = [
+    "byte",
+    "B",
+    "kB",
+    "MB",
+    "GB",
+    "TB",
+    "KiB",
+    "MiB",
+    "GiB",
+    "bit",
+    "Gbit",
+    "Gbps",
+    "GB/s",
+    "s",
+    "ms",
+    "us",
+    "hour",
+    "day",
+    "param",
+    "flop",
+    "USD",
+    "dollar",
+]
+
+
+@pytest.mark.parametrize("name", SPEC_UNITS)
+def test_the_spec_units_are_understood(name):
+    assert Q_(1, name).magnitude == 1
+
+
+@pytest.mark.parametrize(
+    "text, kind, expected",
+    [
+        ("10 Gbps", "bandwidth", 1.25e9),
+        ("450 GB/s", "bandwidth", 450e9),
+        ("1 GiB", "data", 2**30),
+        ("8 bit", "data", 1.0),
+        ("2 hour", "time", 7200.0),
+        ("250 us", "time", 250e-6),
+        ("32 USD/hour", "money_rate", 32.0),
+        ("1 day", "time", 86400.0),
+    ],
+)
+def test_canonical_values(text, kind, expected):
+    assert to_canonical(Q_(text), kind) == pytest.approx(expected, rel=1e-15)
+
+
+def test_information_is_a_dimension_not_a_plain_number():
+    assert Q_(1, "GB").dimensionality == ureg.bit.dimensionality != Q_(1, "").dimensionality
+    with pytest.raises(UnitsError, match="dimensionless"):
+        to_canonical(Q_(3, ""), "data")
+    with pytest.raises(UnitsError):
+        to_canonical(Q_(5, "1/s"), "bandwidth")
+
+
+def test_bps_prints_as_bits_per_second_not_baud():
+    assert f"{Q_(10, 'Gbps'):~P}" == "10 Gbps"
+    assert Q_(10, "Gbps") == Q_(1.25, "GB/s")
+
+
+@pytest.mark.parametrize("bad", [1.8, "1.8 s", None, True])
+def test_plain_numbers_and_strings_are_not_quantities(bad):
+    with pytest.raises(UnitsError):
+        to_canonical(bad, "time")
+
+
+def test_quantities_from_another_registry_are_converted():
+    import pint
+
+    other = pint.UnitRegistry()
+    assert to_canonical(other.Quantity(2, "second"), "time") == 2.0
+
+
+def test_parse_quantity_names_the_text():
+    with pytest.raises(UnitsError, match="blorps"):
+        parse_quantity("3 blorps")
+    assert math.isnan(to_canonical(parse_quantity("nan s"), "time"))
