@@ -15,7 +15,7 @@ sweep against the scalar solve row by row.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +25,8 @@ import pydantic
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import to_canonical
+from mlsysim.engine.model import Inputs
+from mlsysim.engine.solvers.data_parallel import OPTIONAL_INPUTS
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class NumericField:
     """A scenario field that enters ``Inputs.<attr>`` as a number (or a numpy array)."""
 
     attr: str
-    kind: str | None  # a unit kind of :func:`to_canonical`, or None for an integer
+    convert: Callable[[Any], float]  # a validated field value -> its canonical number
     missing: float | None = None  # the Inputs value when the field is None
 
     def canonical(self, value: Any) -> float:
@@ -41,28 +43,32 @@ class NumericField:
             if self.missing is None:
                 raise InputError(f"{self.attr}: a value is required")
             return self.missing
-        if self.kind is None:
-            return value
-        return to_canonical(value, self.kind)
+        return self.convert(value)
+
+
+def _neutral(attr: str) -> float:
+    """The :class:`Inputs` default of an attribute: the value of an omitted optional field."""
+    return next(f.default for f in dataclasses.fields(Inputs) if f.name == attr)
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 NUMERIC_FIELDS: dict[str, NumericField] = {
-    "step_time": NumericField("step_time", "time"),
-    "training_time": NumericField("training_time", "time"),
-    "per_device_batch": NumericField("per_device_batch", None),
-    "devices_per_node": NumericField("devices_per_node", None),
-    "nodes": NumericField("nodes", None),
-    "intra_bandwidth": NumericField("intra_bandwidth", "bandwidth"),
-    "inter_bandwidth": NumericField("inter_bandwidth", "bandwidth", math.inf),
-    "accumulation_steps": NumericField("accumulation_steps", None),
-    "node_hour_rate": NumericField("node_hour_rate", "money_rate", math.nan),
-    "nics_per_node": NumericField("nics", None, 1.0),
-    "intra_latency": NumericField("intra_latency", "time", 0.0),
-    "inter_latency": NumericField("inter_latency", "time", 0.0),
-    "activation_memory": NumericField("activation_bytes", "data", 0.0),
-    "device_memory": NumericField("device_memory", "data", math.nan),
+    "step_time": NumericField("step_time", lambda v: to_canonical(v, "time")),
+    "training_time": NumericField("training_time", lambda v: to_canonical(v, "time")),
+    "per_device_batch": NumericField("per_device_batch", _unchanged),
+    "devices_per_node": NumericField("devices_per_node", _unchanged),
+    "nodes": NumericField("nodes", _unchanged),
+    "intra_bandwidth": NumericField("intra_bandwidth", lambda v: to_canonical(v, "bandwidth")),
+    "accumulation_steps": NumericField("accumulation_steps", _unchanged),
+    **{
+        field: NumericField(attr, convert, _neutral(attr))
+        for field, (attr, convert) in OPTIONAL_INPUTS.items()
+    },
 }
-"""Scenario field -> how it enters ``Inputs`` (as the solver converts it)."""
+"""Scenario field -> how it enters ``Inputs``: the optional ones exactly as the solver converts them."""
 
 CATEGORICAL_FIELDS = ("workload", "precision", "assumptions", "zero_stage")
 """Fields that change ``gradient_bytes``/``parameters`` or the :class:`Choices`: one evaluate call per value."""

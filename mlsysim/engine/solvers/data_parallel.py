@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import Quantity, nonnegative_canonical, positive_canonical, to_canonical
+from mlsysim.core.units import Quantity, nonnegative_canonical, positive_canonical
 from mlsysim.core.validation import (
     check_nonnegative_int,
     check_positive_int,
@@ -41,6 +40,31 @@ def _si(kind: str, *, allow_zero: bool = False) -> Callable[[Any], float]:
 
 _time, _bandwidth, _rate, _data = _si("time"), _si("bandwidth"), _si("money_rate"), _si("data")
 _latency, _size = _si("time", allow_zero=True), _si("data", allow_zero=True)
+
+
+OPTIONAL_INPUTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "inter_bandwidth": ("inter_bandwidth", _bandwidth),
+    "node_hour_rate": ("node_hour_rate", _rate),
+    "nics_per_node": ("nics", check_positive_int),
+    "intra_latency": ("intra_latency", _latency),
+    "inter_latency": ("inter_latency", _latency),
+    "activation_memory": ("activation_bytes", _size),
+    "device_memory": ("device_memory", _data),
+}
+"""Optional scenario field -> (``Inputs`` attribute, check returning its canonical value).
+
+An omitted field keeps the attribute's default in :class:`Inputs`, the value
+that leaves the seed model unchanged (no inter link, no price, one NIC, ...).
+"""
+
+
+def _optional_inputs(**given: Any) -> dict[str, Any]:
+    """The ``Inputs`` attributes of the optional fields that were given."""
+    return {
+        OPTIONAL_INPUTS[name][0]: _field(name, OPTIONAL_INPUTS[name][1], value)
+        for name, value in given.items()
+        if value is not None
+    }
 
 
 def check_device_memory(value: Any) -> Any:
@@ -131,27 +155,15 @@ class DataParallelScaleOutModel:
             training_time=_field("training_time", _time, training_time),
             per_device_batch=batch,
             intra_bandwidth=_field("intra_bandwidth", _bandwidth, intra_bandwidth),
-            inter_bandwidth=math.inf
-            if inter_bandwidth is None
-            else _field("inter_bandwidth", _bandwidth, inter_bandwidth),
-            node_hour_rate=math.nan
-            if node_hour_rate is None
-            else _field("node_hour_rate", _rate, node_hour_rate),
-            nics=1
-            if nics_per_node is None
-            else _field("nics_per_node", check_positive_int, nics_per_node),
-            intra_latency=0.0
-            if intra_latency is None
-            else _field("intra_latency", _latency, intra_latency),
-            inter_latency=0.0
-            if inter_latency is None
-            else _field("inter_latency", _latency, inter_latency),
-            activation_bytes=0.0
-            if activation_memory is None
-            else _field("activation_memory", _size, activation_memory),
-            device_memory=math.nan
-            if device_memory is None
-            else to_canonical(device_memory, "data"),
+            **_optional_inputs(
+                inter_bandwidth=inter_bandwidth,
+                node_hour_rate=node_hour_rate,
+                nics_per_node=nics_per_node,
+                intra_latency=intra_latency,
+                inter_latency=inter_latency,
+                activation_memory=activation_memory,
+                device_memory=device_memory,
+            ),
         )
         c = choices_of(choices, stage)
         values = finish(evaluate(x, c), x, c)
