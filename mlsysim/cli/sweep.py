@@ -56,6 +56,22 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     return field, [coerce_field(field, p) for p in parts]
 
 
+def check_outputs(csv: str | None, plot: str | None) -> None:
+    """Refuse unusable output paths before any work is done."""
+    from pathlib import Path
+
+    from mlsysim.core.exceptions import InputError
+
+    for option, path in (("--csv", csv), ("--plot", plot)):
+        if path is None:
+            continue
+        folder = Path(path).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise InputError(f"{option} {path!r}: the folder {str(folder)!r} does not exist")
+    if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
+        raise InputError(f"--plot {plot!r}: expected a .png or .svg file")
+
+
 def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     """The scenario named, or read from ``--file``, with ``--set`` overrides."""
     from mlsysim.engine.overrides import apply_overrides
@@ -228,6 +244,7 @@ def sweep_command(
 
     from mlsysim.planning.sweep import sweep
 
+    check_outputs(csv, plot)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     kinds = ("efficiency", "speedup", "breakdown")
@@ -302,6 +319,7 @@ def plan_command(
 
     from mlsysim.planning.plan import plan
 
+    check_outputs(csv, plot)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     with _ProgressBar(_size(axes), progress) as bar:

@@ -167,3 +167,20 @@ def test_mistakes_print_one_line_and_exit_2(capsys, argv, needle):
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("mlsysim: error:") and needle in lines[0]
+
+
+@pytest.mark.parametrize("command", ["sweep", "plan"])
+@pytest.mark.parametrize(
+    "option, path, needle",
+    [
+        ("--plot", "out.gif", ".png or .svg"),
+        ("--plot", "/no/such/dir/x.png", "does not exist"),
+        ("--csv", "/no/such/dir/x.csv", "does not exist"),
+    ],
+)
+def test_bad_output_paths_fail_before_any_work(capsys, command, option, path, needle):
+    from mlsysim.cli import main
+
+    code = main([command, "Gpt2DataParallelFourNodes10GbE", "--axis", "nodes=1..3", option, path])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and needle in err and err.count("\n") == 1
