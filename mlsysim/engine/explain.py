@@ -8,6 +8,7 @@ steps always appear, so the seed's derivation reads exactly as SPEC section 4.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from mlsysim.core.units import to_canonical
@@ -130,25 +131,71 @@ def _heading(
     }
 
 
-def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, str]]:
-    s = _Steps()
+@dataclass(frozen=True)
+class _Context:
+    """The inputs of a derivation as plain floats, shared by its sections."""
+
+    r: DataParallelScaleOutResult
+    i: Any
+    a: Any
+    d: int
+    big_n: int
+    acc: int
+    n: int
+    g: float  # gradient bytes moved per AllReduce (x 1.5 under ZeRO-3)
+    t1: float
+    b_intra: float
+    b_inter: float | None
+    a_intra: float
+    a_inter: float
+    k: int
+    zero: int
+    buckets_sym: str
+    buckets_num: str
+
+
+def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
     a = i["assumptions"]
-    d, big_n, acc = i["devices_per_node"], i["nodes"], i["accumulation_steps"]
-    n = r.n_devices
-    prec = i["precision"]
-    w = i["workload"]
+    zero = i.get("zero_stage") or 0
+    g = r.raw("gradient_bytes") * (1.5 if zero == 3 else 1.0)
+    buckets = bucket_layout(g, to_canonical(a.bucket_size, "data"))[0] if a.overlap else 1
+    return _Context(
+        r=r,
+        i=i,
+        a=a,
+        d=i["devices_per_node"],
+        big_n=i["nodes"],
+        acc=i["accumulation_steps"],
+        n=r.n_devices,
+        g=g,
+        t1=to_canonical(i["step_time"], "time"),
+        b_intra=to_canonical(i["intra_bandwidth"], "bandwidth"),
+        b_inter=None
+        if i["inter_bandwidth"] is None
+        else to_canonical(i["inter_bandwidth"], "bandwidth"),
+        a_intra=0.0 if i.get("intra_latency") is None else to_canonical(i["intra_latency"], "time"),
+        a_inter=0.0 if i.get("inter_latency") is None else to_canonical(i["inter_latency"], "time"),
+        k=i.get("nics_per_node") or 1,
+        zero=zero,
+        buckets_sym=" x buckets" if a.overlap else "",
+        buckets_num=f" x {buckets:g}" if a.overlap else "",
+    )
+
+
+def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, str]]:
+    """Every step of the derivation, section by section."""
+    s, c = _Steps(), _context(r, i)
+    for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
+        section(s, c)
+    return s.rows
+
+
+def _gradient_steps(s: _Steps, c: _Context) -> None:
+    """Devices, gradient bytes, the ZeRO-3 volume, the ring factor."""
+    r, i, d, big_n, n, zero = c.r, c.i, c.d, c.big_n, c.n, c.zero
+    prec, w = i["precision"], i["workload"]
     params = to_canonical(w.parameters, "count")
     g = r.raw("gradient_bytes")
-    t1 = to_canonical(i["step_time"], "time")
-    b_intra = to_canonical(i["intra_bandwidth"], "bandwidth")
-    b_inter = (
-        None if i["inter_bandwidth"] is None else to_canonical(i["inter_bandwidth"], "bandwidth")
-    )
-    a_intra = 0.0 if i.get("intra_latency") is None else to_canonical(i["intra_latency"], "time")
-    a_inter = 0.0 if i.get("inter_latency") is None else to_canonical(i["inter_latency"], "time")
-    k = i.get("nics_per_node") or 1
-    zero = i.get("zero_stage") or 0
-
     s.add("devices", "n = d x N", f"{d} x {big_n}", str(n))
     if w.model_size is not None and prec in ("fp16", "bf16"):
         s.add("gradient bytes", "G = model_size (stated, 16-bit)", fmt_bytes(g), fmt_bytes(g))
@@ -166,7 +213,6 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
             f"1.5 x {fmt_bytes(g)}",
             fmt_bytes(1.5 * g),
         )
-        g = 1.5 * g
     s.add(
         "ring factor",
         "f(k) = 2(k-1)/k",
@@ -174,16 +220,18 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         "",
     )
 
-    e_i, e_o = a.intra_efficiency, a.inter_efficiency
+
+def _intra_steps(s: _Steps, c: _Context) -> None:
+    """Bytes and time of the AllReduce stage inside a node."""
+    r, a, d, g, b_intra, a_intra = c.r, c.a, c.d, c.g, c.b_intra, c.a_intra
+    buckets_sym, buckets_num = c.buckets_sym, c.buckets_num
+    e_i = a.intra_efficiency
     s.add(
         "intra bytes",
         "intra_bytes = G x f(d)",
         f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(d))}",
         fmt_bytes(r.raw("intra_bytes")),
     )
-    buckets = bucket_layout(g, to_canonical(a.bucket_size, "data"))[0] if a.overlap else 1
-    buckets_sym = " x buckets" if a.overlap else ""
-    buckets_num = f" x {buckets:g}" if a.overlap else ""
     intra_rate_sym = "B_intra e_intra" if e_i != 1 else "B_intra"
     intra_rate_num = f"{fmt_rate(b_intra)} x {e_i:g}" if e_i != 1 else fmt_rate(b_intra)
     lat_i_sym = f"2(d-1) alpha_intra{buckets_sym} + " if a_intra else ""
@@ -194,6 +242,13 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         f"{lat_i_num}{fmt_bytes(r.raw('intra_bytes'))} / {_group(intra_rate_num, ' x ')}",
         fmt_time(r.raw("intra_time")),
     )
+
+
+def _inter_steps(s: _Steps, c: _Context) -> None:
+    """Bytes and time of the AllReduce stage across nodes, per algorithm."""
+    r, a, d, big_n, n, g, k = c.r, c.a, c.d, c.big_n, c.n, c.g, c.k
+    b_inter, a_inter, buckets_sym, buckets_num = c.b_inter, c.a_inter, c.buckets_sym, c.buckets_num
+    e_o = a.inter_efficiency
     alg = r.inter_algorithm
     if big_n == 1:
         s.add("inter bytes and time", "N = 1: no inter-node stage", "", "0 B, 0 ms")
@@ -245,6 +300,11 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
                 "",
                 alg,
             )
+
+
+def _update_steps(s: _Steps, c: _Context) -> None:
+    """Communication, compute, overlap, synchronisation, and the update time."""
+    r, a, acc, n, t1 = c.r, c.a, c.acc, c.n, c.t1
     comm = r.raw("communication_time")
     s.add(
         "communication",
@@ -293,6 +353,12 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
             f"{fmt_time(compute)} + {fmt_time(comm)}",
             fmt_time(r.raw("update_time")),
         )
+
+
+def _scaling_steps(s: _Steps, c: _Context) -> None:
+    """Speedup, efficiency, batch, training time, cost, memory and the bottleneck."""
+    r, i, big_n, acc, n, zero = c.r, c.i, c.big_n, c.acc, c.n, c.zero
+    comm, compute = r.raw("communication_time"), r.raw("compute_time")
     s.add(
         "speedup",
         "speedup = n x compute_time / update_time",
@@ -348,7 +414,6 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
         "",
         r.bottleneck,
     )
-    return s.rows
 
 
 def _group(product: str, separator: str) -> str:
