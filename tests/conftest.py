@@ -1,11 +1,11 @@
 import pytest
 from hypothesis import settings
 
+from mlsysim import Q_, Models, Scenarios
+
 # Shared, noisy machines: no per-example time limit (speed is measured in benchmarks/).
 settings.register_profile("mlsysim", deadline=None)
 settings.load_profile("mlsysim")
-
-from mlsysim import Q_, Models, Scenarios
 
 
 @pytest.fixture
