@@ -224,7 +224,6 @@ def _gradient_steps(s: _Steps, c: _Context) -> None:
 def _intra_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage inside a node."""
     r, a, d, g, b_intra, a_intra = c.r, c.a, c.d, c.g, c.b_intra, c.a_intra
-    buckets_sym, buckets_num = c.buckets_sym, c.buckets_num
     e_i = a.intra_efficiency
     s.add(
         "intra bytes",
@@ -232,42 +231,25 @@ def _intra_steps(s: _Steps, c: _Context) -> None:
         f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(d))}",
         fmt_bytes(r.raw("intra_bytes")),
     )
-    intra_rate_sym = "B_intra e_intra" if e_i != 1 else "B_intra"
-    intra_rate_num = f"{fmt_rate(b_intra)} x {e_i:g}" if e_i != 1 else fmt_rate(b_intra)
-    lat_i_sym = f"2(d-1) alpha_intra{buckets_sym} + " if a_intra else ""
-    lat_i_num = f"2 x {d - 1} x {fmt_time(a_intra)}{buckets_num} + " if a_intra else ""
-    s.add(
-        "intra time",
-        f"intra_time = {lat_i_sym}intra_bytes / {_group(intra_rate_sym, ' ')}",
-        f"{lat_i_num}{fmt_bytes(r.raw('intra_bytes'))} / {_group(intra_rate_num, ' x ')}",
-        fmt_time(r.raw("intra_time")),
+    _time_step(
+        s,
+        c,
+        "intra",
+        ("2(d-1)", f"2 x {d - 1}", a_intra),
+        ("intra_bytes", fmt_bytes(r.raw("intra_bytes"))),
+        [("B_intra", fmt_rate(b_intra), True), ("e_intra", f"{e_i:g}", e_i != 1)],
     )
 
 
 def _inter_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage across nodes, per algorithm."""
     r, a, d, big_n, n, g, k = c.r, c.a, c.d, c.big_n, c.n, c.g, c.k
-    b_inter, a_inter, buckets_sym, buckets_num = c.b_inter, c.a_inter, c.buckets_sym, c.buckets_num
+    b_inter, a_inter = c.b_inter, c.a_inter
     e_o = a.inter_efficiency
     alg = r.inter_algorithm
     if big_n == 1:
         s.add("inter bytes and time", "N = 1: no inter-node stage", "", "0 B, 0 ms")
     else:
-        rails = min(k, d)
-        rate_sym = " ".join(
-            part
-            for part, used in (("min(k, d)", k != 1), ("B_inter", True), ("e_inter", e_o != 1))
-            if used
-        )
-        rate_num = " x ".join(
-            part
-            for part, used in (
-                (str(rails), k != 1),
-                (fmt_rate(b_inter), True),
-                (f"{e_o:g}", e_o != 1),
-            )
-            if used
-        )
         if alg == "ring":
             bytes_eq = "inter_bytes = G x f(n)  (flat ring over all n devices)"
             bytes_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(n))}"
@@ -285,13 +267,17 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
             steps_sym, steps = "2 ceil(log2 N)", 2 * math.ceil(math.log2(big_n))
             volume_sym, volume_num = "2 G", f"2 x {fmt_bytes(g)}"
         s.add("inter bytes", bytes_eq, bytes_num, fmt_bytes(r.raw("inter_bytes")))
-        lat_sym = f"{steps_sym} alpha_inter{buckets_sym} + " if a_inter else ""
-        lat_num = f"{steps} x {fmt_time(a_inter)}{buckets_num} + " if a_inter else ""
-        s.add(
-            "inter time",
-            f"inter_time = {lat_sym}{volume_sym} / {_group(rate_sym, ' ')}",
-            f"{lat_num}{volume_num} / {_group(rate_num, ' x ')}",
-            fmt_time(r.raw("inter_time")),
+        _time_step(
+            s,
+            c,
+            "inter",
+            (steps_sym, str(steps), a_inter),
+            (volume_sym, volume_num),
+            [
+                ("min(k, d)", str(min(k, d)), k != 1),
+                ("B_inter", fmt_rate(b_inter), True),
+                ("e_inter", f"{e_o:g}", e_o != 1),
+            ],
         )
         if a.algorithm == "auto":
             s.add(
@@ -416,9 +402,33 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
     )
 
 
-def _group(product: str, separator: str) -> str:
-    """Parenthesise a product of several factors in a denominator."""
-    return f"({product})" if separator in product else product
+def _time_step(
+    s: _Steps,
+    c: _Context,
+    link: str,
+    latency: tuple[str, str, float],
+    volume: tuple[str, str],
+    rate: list[tuple[str, str, bool]],
+) -> None:
+    """One stage's time, ``t = steps alpha [x buckets] + volume / rate``, in symbols and numbers.
+
+    ``latency`` is (steps in symbols, in numbers, alpha), ``volume`` (symbol, number),
+    ``rate`` the factors of the denominator as (symbol, number, shown?).
+    """
+    steps_sym, steps, alpha = latency
+    factors = [(sym, num) for sym, num, shown in rate if shown]
+    rate_sym = " ".join(sym for sym, _ in factors)
+    rate_num = " x ".join(num for _, num in factors)
+    if len(factors) > 1:
+        rate_sym, rate_num = f"({rate_sym})", f"({rate_num})"
+    lat_sym = f"{steps_sym} alpha_{link}{c.buckets_sym} + " if alpha else ""
+    lat_num = f"{steps} x {fmt_time(alpha)}{c.buckets_num} + " if alpha else ""
+    s.add(
+        f"{link} time",
+        f"{link}_time = {lat_sym}{volume[0]} / {rate_sym}",
+        f"{lat_num}{volume[1]} / {rate_num}",
+        fmt_time(c.r.raw(f"{link}_time")),
+    )
 
 
 def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
