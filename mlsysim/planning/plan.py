@@ -1,7 +1,7 @@
 """``mlsysim.plan``: the best layout of a sweep under deadline, budget, efficiency and memory.
 
-The plan evaluates the sweep, keeps the layouts that fit in device memory and
-meet every constraint given, and answers three questions:
+The plan walks the sweep's grid block by block, keeps the layouts that fit in
+device memory and meet every constraint given, and answers three questions:
 
 * ``best``: the cheapest (``objective="cost"``) or fastest (``"time"``)
   feasible layout, ties broken by the other figure, then by sweep order;
@@ -11,12 +11,20 @@ meet every constraint given, and answers three questions:
   devices; ties to the higher efficiency), i.e. how far the job scales before
   communication pulls efficiency under the bar.
 
+Nothing proportional to the size of the space is kept (see
+:mod:`mlsysim.planning.reduce`): each block computes the few columns the
+constraints need and is folded into a running reduction, so a plan over a
+billion layouts runs in bounded memory, on every core (``workers``) or on a
+Dask cluster (``scheduler``). ``plan.table`` (every layout) is rebuilt on
+demand for spaces that fit in memory.
+
 When nothing is feasible, :class:`~mlsysim.core.exceptions.InfeasiblePlanError`
 says how many layouts each constraint excluded and what the sweep can reach.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +33,31 @@ import numpy as np
 from mlsysim.core.exceptions import InfeasiblePlanError, InputError
 from mlsysim.core.units import Quantity, to_canonical
 from mlsysim.core.validation import check_fraction, check_positive_int, check_positive_quantity
-from mlsysim.planning.pareto import pareto_mask
-from mlsysim.planning.sweep import DEFAULT_CHUNK_ROWS, Progress, sweep
+from mlsysim.planning.reduce import Criteria, Partial, describe_reach
+from mlsysim.planning.run import Outcome, run
+from mlsysim.planning.space import Space
+from mlsysim.planning.sweep import (
+    MAX_STREAM_LAYOUTS,
+    MAX_SWEEP_LAYOUTS,
+    Progress,
+    check_size,
+    declared_size,
+    prepare_space,
+    sweep,
+    take_rows,
+)
 from mlsysim.planning.table import SweepTable
 
 OBJECTIVES = ("cost", "time")
+
+PLAN_CHUNK_ROWS = 1 << 18
+"""Layouts per block of a plan (one block's columns stay well under 100 MB)."""
+
+PARALLEL_MIN_LAYOUTS = 4_000_000
+"""With ``workers=None``, smaller plans run in this process (starting processes costs ~1 s)."""
+
+INFEASIBLE_TABLE_LAYOUTS = 1_000_000
+"""An infeasible plan this small carries its whole table in the error, for a closer look."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +103,19 @@ class Constraints:
             masks["max_global_batch"] = table["global_batch"] <= self.max_global_batch
         return masks
 
+    def criteria(self, objective: str, top: int = 0) -> Criteria:
+        """The limits as plain numbers in the table's units, for the streamed reduction."""
+        return Criteria(
+            objective=objective,
+            deadline_hours=None
+            if self.deadline is None
+            else to_canonical(self.deadline, "time") / 3600.0,
+            budget=None if self.budget is None else to_canonical(self.budget, "money"),
+            min_efficiency=self.min_efficiency,
+            max_global_batch=self.max_global_batch,
+            top=top,
+        )
+
     def describe(self) -> str:
         parts = []
         if self.deadline is not None:
@@ -95,17 +136,52 @@ class Plan:
 
     objective: str
     constraints: Constraints
-    table: SweepTable
-    """Every layout of the sweep."""
-    feasible: np.ndarray
-    """Boolean mask over ``table``: the layouts that meet every constraint."""
+    space: Space
+    """The scenario and axes searched."""
     excluded: dict[str, int]
     """Per constraint, how many layouts break it (a layout can break several)."""
     best_row: int
+    """Row of the best layout in the sweep (its index in ``itertools.product`` order)."""
     pareto: SweepTable
     """Feasible layouts non-dominated in (training time, cost), by training time."""
     knee_row: int | None = None
+    top: SweepTable | None = None
+    """With ``top=k``: the k best feasible layouts, best first (the best's order)."""
+    feasible_count: int = 0
+    """How many layouts meet every constraint."""
+    evaluated: int = 0
+    """How many layouts were evaluated (all of them unless ``partial``)."""
+    partial: bool = False
+    """True when the search was interrupted: the answers cover the layouts evaluated so far."""
+    peak_rss: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Peak resident memory (bytes) of this process and of each worker that took part."""
+    _picked: SweepTable | None = field(default=None, repr=False, compare=False)
     _scenarios: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        """Number of layouts in the sweep."""
+        return self.space.size
+
+    @property
+    def table(self) -> SweepTable:
+        """Every layout of the sweep, evaluated again on first use (spaces that fit in memory)."""
+        if "table" not in self._cache:
+            self._cache["table"] = sweep(
+                self.space.base, max_layouts=MAX_SWEEP_LAYOUTS, **self.space.axis_values()
+            )
+        table: SweepTable = self._cache["table"]
+        return table
+
+    @property
+    def feasible(self) -> np.ndarray:
+        """Boolean mask over ``table``: the layouts that meet every constraint."""
+        if "feasible" not in self._cache:
+            masks = self.constraints.masks(self.table)
+            self._cache["feasible"] = np.logical_and.reduce(list(masks.values()))
+        mask: np.ndarray = self._cache["feasible"]
+        return mask
 
     @property
     def best(self) -> Any:
@@ -119,21 +195,37 @@ class Plan:
 
     def _scenario(self, row: int) -> Any:
         if row not in self._scenarios:
-            self._scenarios[row] = self.table.scenario(row)
+            self._scenarios[row] = self._rows().scenario(self._position(row))
         return self._scenarios[row]
+
+    def _rows(self) -> SweepTable:
+        assert self._picked is not None
+        return self._picked
+
+    def _position(self, row: int) -> int:
+        rows = self._rows()._rows
+        assert rows is not None
+        return int(np.searchsorted(rows, row))
 
     def summary(self) -> str:
         """A few lines: the search, the constraints, the best layout, the front, the knee."""
-        t = self.table
-        axes = " x ".join(f"{a.field}[{len(a)}]" for a in t.axes) or "the scenario alone"
-        name = getattr(t.base, "name", None) or "unnamed scenario"
+        t = self._rows()
+        axes = " x ".join(f"{a.field}[{len(a)}]" for a in self.space.axes) or "the scenario alone"
+        name = getattr(self.space.base, "name", None) or "unnamed scenario"
         drop = ", ".join(f"{n} by {k}" for k, n in self.excluded.items() if n)
         lines = [
-            f"Plan for {name!r} over {axes}: {len(t)} layouts, objective: {self.objective}",
+            f"Plan for {name!r} over {axes}: {self.size} layouts, objective: {self.objective}",
+        ]
+        if self.partial:
+            lines.append(
+                f"PARTIAL: interrupted after {self.evaluated:,} of {self.size:,} layouts; "
+                "the answers below are the best found so far"
+            )
+        lines += [
             f"Constraints: {self.constraints.describe()}",
-            f"Feasible: {int(self.feasible.sum())} of {len(t)}"
+            f"Feasible: {self.feasible_count} of {self.evaluated}"
             + (f" (excluded: {drop})" if drop else ""),
-            f"Best: {describe_row(t, self.best_row)}",
+            f"Best: {describe_row(t, self._position(self.best_row))}",
         ]
         front = self.pareto
         if len(front):
@@ -145,12 +237,26 @@ class Plan:
         if self.knee_row is not None:
             lines.append(
                 f"Knee (largest layout with efficiency >= {self.constraints.min_efficiency:g}): "
-                f"{describe_row(t, self.knee_row)}"
+                f"{describe_row(t, self._position(self.knee_row))}"
             )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
+
+
+class PlanInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`plan`: the workers are stopped; ``plan`` holds the best found so far.
+
+    ``plan`` is a :class:`Plan` with ``partial=True``, or None when no
+    feasible layout had been found yet.
+    """
+
+    def __init__(self, plan: Plan | None, evaluated: int, size: int) -> None:
+        super().__init__(f"plan interrupted after {evaluated:,} of {size:,} layouts")
+        self.plan = plan
+        self.evaluated = evaluated
+        self.size = size
 
 
 def plan(
@@ -161,7 +267,11 @@ def plan(
     budget: Quantity | None = None,
     min_efficiency: float | None = None,
     max_global_batch: int | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    top: int = 0,
+    workers: int | None = None,
+    scheduler: Any = None,
+    max_layouts: int = MAX_STREAM_LAYOUTS,
+    chunk_rows: int = PLAN_CHUNK_ROWS,
     progress: Progress | None = None,
     **axes: Any,
 ) -> Plan:
@@ -171,7 +281,17 @@ def plan(
     ``deadline`` (a time) bounds the training time, ``budget`` (money) the
     cost, ``min_efficiency`` the scaling efficiency from below and
     ``max_global_batch`` the global batch. Layouts that do not fit in a known
-    ``device_memory`` are always excluded.
+    ``device_memory`` are always excluded. ``top=k`` also keeps the k best
+    layouts (``plan.top``).
+
+    The space is streamed in blocks of ``chunk_rows`` layouts and never held
+    in memory. ``workers=N`` spreads the blocks over N processes (default:
+    every core for spaces of at least :data:`PARALLEL_MIN_LAYOUTS`, else this
+    process); ``scheduler="tcp://host:8786"`` (or a
+    ``dask.distributed.Client``) runs them on a Dask cluster (``pip install
+    "mlsysim[dask]"``). A space of more than ``max_layouts`` layouts is
+    refused up front with an estimate of its run time. Ctrl-C stops the
+    workers and raises :class:`PlanInterrupted` carrying the best so far.
 
     >>> from mlsysim import Scenarios, Q_, plan
     >>> p = plan(Scenarios.Gpt2DataParallelOneNode, objective="time",
@@ -193,42 +313,89 @@ def plan(
         min_efficiency=min_efficiency,
         max_global_batch=max_global_batch,
     )
-    table = sweep(scenario, chunk_rows=chunk_rows, progress=progress, **axes)
-    _require_cost(table, objective, constraints)
-    masks = constraints.masks(table)
-    feasible = np.logical_and.reduce(list(masks.values()))
-    excluded = {name: int((~mask).sum()) for name, mask in masks.items()}
-    rows = np.flatnonzero(feasible)
-    if rows.size == 0:
-        raise InfeasiblePlanError(
-            _infeasible_message(table, constraints, excluded), table=table, excluded=excluded
+    top = _count_option("top", top, minimum=0)
+    chunk_rows = _count_option("chunk_rows", chunk_rows, minimum=1)
+    max_layouts = _count_option("max_layouts", max_layouts, minimum=1)
+    if workers is not None:
+        workers = _count_option("workers", workers, minimum=1)
+    check_size(declared_size(axes), max_layouts, what="plan", workers=workers or _cores())
+    space = prepare_space(scenario, axes)
+    n_workers = workers or (_cores() if space.size >= PARALLEL_MIN_LAYOUTS else 1)
+    check_size(space.size, max_layouts, what="plan", workers=n_workers)
+    _require_cost(space, objective, constraints)
+    criteria = constraints.criteria(objective, top)
+    outcome = run(
+        space,
+        criteria,
+        chunk_rows=chunk_rows,
+        workers=n_workers,
+        scheduler=scheduler,
+        progress=progress,
+    )
+    state = outcome.partial
+    if not outcome.complete:
+        found = _build(space, objective, constraints, outcome) if state.best else None
+        raise PlanInterrupted(found, state.evaluated, space.size)
+    if state.best is None:
+        table = (
+            sweep(scenario, **space.axis_values())
+            if space.size <= INFEASIBLE_TABLE_LAYOUTS
+            else None
         )
-    time, cost = table["training_time"], table["cost"]
-    known_cost = np.where(np.isnan(cost), np.inf, cost)
-    primary, secondary = (known_cost, time) if objective == "cost" else (time, known_cost)
-    best = int(rows[np.lexsort((secondary[rows], primary[rows]))[0]])
-    front = rows[pareto_mask(time[rows], cost[rows])]
-    front = front[np.lexsort((known_cost[front], time[front]))]
-    knee = None
-    if constraints.min_efficiency is not None:
-        n, eff = table["n_devices"], table["efficiency"]
-        knee = int(rows[np.lexsort((primary[rows], -eff[rows], -n[rows]))[0]])
+        raise InfeasiblePlanError(
+            _infeasible_message(space, constraints, state), table=table, excluded=state.excluded
+        )
+    return _build(space, objective, constraints, outcome)
+
+
+def _build(space: Space, objective: str, constraints: Constraints, outcome: Outcome) -> Plan:
+    """The plan of a reduction: the rows it names, evaluated again with every column."""
+    state = outcome.partial
+    front = state.front_indices()
+    wanted = [state.best_index, state.knee_index, *front.tolist(), *state.top_indices()]
+    rows = np.unique(np.asarray([r for r in wanted if r is not None], dtype=np.int64))
+    picked = take_rows(space, rows)
+    top = picked.take(np.searchsorted(rows, state.top_indices())) if state.criteria.top else None
+    best = state.best_index
+    assert best is not None
     return Plan(
         objective=objective,
         constraints=constraints,
-        table=table,
-        feasible=feasible,
-        excluded=excluded,
+        space=space,
+        excluded=dict(state.excluded),
         best_row=best,
-        pareto=table.take(front),
-        knee_row=knee,
+        pareto=picked.take(np.searchsorted(rows, front)),
+        knee_row=state.knee_index,
+        top=top,
+        feasible_count=state.feasible,
+        evaluated=state.evaluated,
+        partial=not outcome.complete,
+        peak_rss=dict(outcome.peak_rss),
+        _picked=picked,
     )
 
 
-def _require_cost(table: SweepTable, objective: str, constraints: Constraints) -> None:
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _count_option(name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(
+            f"plan {name}: expected an integer >= {minimum}, got {value!r}", field=name
+        )
+    return int(value)
+
+
+def _require_cost(space: Space, objective: str, constraints: Constraints) -> None:
+    """Cost is unknown exactly where ``node_hour_rate`` is not given: check that before any work."""
     if objective != "cost" and constraints.budget is None:
         return
-    if np.isnan(table["cost"]).any():
+    rates = next(
+        (a.values for a in space.axes if a.field == "node_hour_rate"),
+        (getattr(space.base, "node_hour_rate", None),),
+    )
+    if any(rate is None for rate in rates):
         need = "objective 'cost'" if objective == "cost" else "a budget"
         raise InputError(
             f"plan: {need} needs a price for every layout; give node_hour_rate "
@@ -237,23 +404,11 @@ def _require_cost(table: SweepTable, objective: str, constraints: Constraints) -
         )
 
 
-def _infeasible_message(table: SweepTable, constraints: Constraints, excluded: dict) -> str:
-    fits = table["fits"]
-    parts = [f"{n} break {k}" for k, n in excluded.items() if n]
-    reach = []
-    if fits.any():
-        reach.append(f"fastest {table['training_time'][fits].min():.4g} h")
-        cost = table["cost"][fits]
-        if not np.isnan(cost).all():
-            reach.append(f"cheapest {np.nanmin(cost):,.2f} USD")
-        reach.append(f"best efficiency {table['efficiency'][fits].max():.3g}")
-        reach.append(f"smallest global batch {table['global_batch'][fits].min()}")
-    else:
-        reach.append(
-            f"least memory needed {table['memory_per_device'].min() / 1e9:.4g} GB per device"
-        )
+def _infeasible_message(space: Space, constraints: Constraints, state: Partial) -> str:
+    parts = [f"{n} break {k}" for k, n in state.excluded.items() if n]
+    reach = describe_reach(state.reach)
     return (
-        f"no layout meets the constraints ({constraints.describe()}): of {len(table)} layouts, "
+        f"no layout meets the constraints ({constraints.describe()}): of {space.size} layouts, "
         f"{'; '.join(parts)}. The sweep reaches: {', '.join(reach)}. "
         "Relax a constraint or widen the axes."
     )

@@ -39,6 +39,7 @@ from mlsysim.planning.fields import (
     sweepable_fields,
     unsupported_fields,
 )
+from mlsysim.planning.space import Space, base_inputs
 from mlsysim.planning.table import Axis, SweepTable
 
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -64,8 +65,10 @@ def sweep(
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Progress | None = None,
+    out: Any = None,
+    max_layouts: int | None = None,
     **axes: Iterable[Any],
-) -> SweepTable:
+) -> Any:
     """Evaluate ``scenario`` at every combination of the values of ``axes``.
 
     ``axes`` maps a scenario field to the values it takes, e.g.
@@ -81,6 +84,14 @@ def sweep(
     field), ``chunk_rows`` sets the block size, and ``progress(done, total)``
     is called after each block.
 
+    The table is held in memory: a sweep of more than ``max_layouts``
+    layouts (default :data:`MAX_SWEEP_LAYOUTS`) is refused before anything is
+    allocated, with the memory it would need. ``out="rows.parquet"`` streams
+    the rows to a Parquet file instead, block by block (needs pyarrow:
+    ``pip install "mlsysim[parquet]"``), in bounded memory and atomically (a
+    temporary file renamed when complete), up to :data:`MAX_STREAM_LAYOUTS`
+    by default; it returns the path written.
+
     >>> from mlsysim import Scenarios, Q_, sweep
     >>> table = sweep(Scenarios.Gpt2DataParallelOneNode, nodes=[1, 2, 4],
     ...               inter_bandwidth=[Q_(100, "Gbps"), Q_(400, "Gbps")])
@@ -94,6 +105,49 @@ def sweep(
     if chunk_rows < 1:
         raise InputError(f"chunk_rows: expected a positive integer, got {chunk_rows!r}")
     columns = _result_columns(fields)
+    if out is not None:
+        from mlsysim.planning.parquet import write_parquet
+
+        limit = MAX_STREAM_LAYOUTS if max_layouts is None else max_layouts
+        check_size(declared_size(axes), limit, what="sweep", columns=columns, to_file=True)
+        space = prepare_space(scenario, axes)
+        check_size(space.size, limit, what="sweep", columns=columns, to_file=True)
+        return write_parquet(space, columns, out, chunk_rows=chunk_rows, progress=progress)
+    limit = MAX_SWEEP_LAYOUTS if max_layouts is None else max_layouts
+    check_size(declared_size(axes), limit, what="sweep", columns=columns)
+    space = prepare_space(scenario, axes)
+    check_size(space.size, limit, what="sweep", columns=columns)
+    prepared = space.axes
+    shape = space.shape
+    size = space.size
+    out_ = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
+    done = 0
+    for group, index, inputs in _blocks(scenario, prepared, chunk_rows):
+        values = evaluate(inputs, group)
+        view = (*index, Ellipsis)
+        for column in columns:
+            _write(column, out_[column][view], values, inputs, group.algorithm)
+        done += math.prod(out_[columns[0]][view].shape) if columns else 0
+        if progress is not None:
+            progress(min(done, size), size)
+    results = {c: out_[c].reshape(-1) for c in columns}
+    units = {a.column: a.unit for a in prepared} | {c: field_unit(c) for c in columns}
+    labels = {c: TEXT_LABELS[c] for c in columns if c in TEXT_LABELS}
+    return SweepTable(base=scenario, axes=prepared, results=results, labels=labels, units=units)
+
+
+MAX_SWEEP_LAYOUTS = 20_000_000
+"""Default limit of an in-memory sweep (about 4 GiB with every column); raise it with ``max_layouts``."""
+
+MAX_STREAM_LAYOUTS = 2_000_000_000
+"""Default limit of a streamed sweep or plan (minutes on a few cores); raise it with ``max_layouts``."""
+
+STREAM_RATE_PER_WORKER = 5e6
+"""Layouts per second one worker streams (plan or Parquet), roughly: for the run-time estimate only."""
+
+
+def prepare_space(scenario: Any, axes: dict[str, Any]) -> Space:
+    """The checked axes of a sweep: every value validated, every combination possible."""
     unknown = unsupported_fields(scenario)
     if unknown:
         raise InputError(
@@ -103,22 +157,80 @@ def sweep(
         )
     prepared = tuple(_axis(type(scenario), field, values) for field, values in axes.items())
     _check_combinations(scenario, prepared)
-    shape = tuple(len(a) for a in prepared)
-    size = math.prod(shape)
-    out = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
-    done = 0
-    for group, index, inputs in _blocks(scenario, prepared, chunk_rows):
-        values = evaluate(inputs, group)
-        view = (*index, Ellipsis)
-        for column in columns:
-            _write(column, out[column][view], values, inputs, group.algorithm)
-        done += math.prod(out[columns[0]][view].shape) if columns else 0
-        if progress is not None:
-            progress(min(done, size), size)
-    results = {c: out[c].reshape(-1) for c in columns}
-    units = {a.column: a.unit for a in prepared} | {c: field_unit(c) for c in columns}
-    labels = {c: TEXT_LABELS[c] for c in columns if c in TEXT_LABELS}
-    return SweepTable(base=scenario, axes=prepared, results=results, labels=labels, units=units)
+    return Space(scenario, prepared)
+
+
+def declared_size(axes: dict[str, Any]) -> int:
+    """The number of layouts, from the lengths of the axes that have one (before checking values)."""
+    size = 1
+    for values in axes.values():
+        if isinstance(values, (str, bytes)):
+            continue
+        try:
+            size *= len(values)
+        except TypeError:
+            continue
+    return size
+
+
+def bytes_per_row(columns: Iterable[str]) -> int:
+    """Memory of one row of an in-memory sweep table (result columns, at their dtypes)."""
+    return sum(np.dtype(_dtype(c)).itemsize for c in columns)
+
+
+def check_size(
+    size: int,
+    limit: int,
+    *,
+    what: str,
+    columns: Iterable[str] = (),
+    to_file: bool = False,
+    workers: int = 1,
+) -> None:
+    """Refuse a sweep or plan of more than ``limit`` layouts, saying what it would cost.
+
+    In memory the estimate is the table's size; streamed (a plan or a
+    Parquet file) it is the run time at :data:`STREAM_RATE_PER_WORKER`.
+    """
+    if size <= limit:
+        return
+    if what == "sweep" and not to_file:
+        need = size * bytes_per_row(columns)
+        raise InputError(
+            f"sweep: {size:,} layouts would need about {_bytes(need)} of memory "
+            f"(more than the limit of {limit:,} layouts); write the rows to a file instead "
+            "(out='rows.parquet', or --parquet FILE), keep fewer columns (fields=...), "
+            "or raise the limit (max_layouts=..., or --max-layouts N)",
+            field="max_layouts",
+        )
+    seconds = size / (STREAM_RATE_PER_WORKER * max(workers, 1))
+    disk = f" and about {_bytes(size * bytes_per_row(columns))} of disk" if to_file else ""
+    raise InputError(
+        f"{what}: {size:,} layouts would take about {_duration(seconds)} "
+        f"on {max(workers, 1)} worker(s){disk} (more than the limit of {limit:,} layouts); "
+        "narrow the axes or raise the limit (max_layouts=..., or --max-layouts N)",
+        field="max_layouts",
+    )
+
+
+def _bytes(n: float) -> str:
+    if n < 1024:
+        return f"{n:,.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            break
+    return f"{n:,.3g} {unit}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} days"
 
 
 # -- axes ------------------------------------------------------------------------------
@@ -254,7 +366,7 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
         group = scenario.variant(
             **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
         )
-        base = _base_inputs(group)
+        base = base_inputs(group)
         choices = choices_of(group.assumptions, group.zero_stage)
         fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
         sizes = [len(axes[p]) for p in numeric]
@@ -291,18 +403,6 @@ def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]
         head = tuple(slice(i, i + 1) for i in prefix)
         for start in range(0, sizes[j], step):
             yield (*head, slice(start, min(start + step, sizes[j])), *whole)
-
-
-def _base_inputs(scenario: Any) -> dict[str, Any]:
-    """The scenario's inputs in canonical units, as the scalar solve builds them."""
-    workload, precision = scenario.workload, scenario.precision
-    inputs = {
-        "gradient_bytes": workload.gradient_bytes(precision),
-        "parameters": workload.parameter_count(),
-    }
-    for field, spec in NUMERIC_FIELDS.items():
-        inputs[spec.attr] = spec.canonical(getattr(scenario, field))
-    return inputs
 
 
 TEXT_COLUMNS = ("algorithm", "intra_algorithm", "inter_algorithm", "bottleneck")
@@ -357,3 +457,27 @@ def _result_columns(fields: Iterable[str] | None) -> tuple[str, ...]:
             field="fields",
         )
     return tuple(f for f in RESULT_COLUMNS if f in chosen)
+
+
+def take_rows(space: Space, indices: Iterable[int] | np.ndarray) -> SweepTable:
+    """A table of some layouts of ``space`` (sorted grid indices), every result column.
+
+    The layouts are evaluated again, as 1-D arrays grouped by categorical
+    values: the same ``evaluate`` and the same conversions as :func:`sweep`,
+    so each row equals the row the full sweep would have.
+    """
+    rows = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices)
+    rows = rows.astype(np.int64)
+    columns = RESULT_COLUMNS
+    results = {c: np.empty(rows.size, dtype=_dtype(c)) for c in columns}
+    for selected, sub in space.rows(rows):
+        values = evaluate(sub.inputs, sub.choices)
+        for column in columns:
+            part = np.empty(selected.size, dtype=_dtype(column))
+            _write(column, part, values, sub.inputs, sub.algorithm)
+            results[column][selected] = part
+    units = {a.column: a.unit for a in space.axes} | {c: field_unit(c) for c in columns}
+    labels = {c: TEXT_LABELS[c] for c in columns if c in TEXT_LABELS}
+    return SweepTable(
+        base=space.base, axes=space.axes, results=results, labels=labels, units=units, rows=rows
+    )

@@ -1,0 +1,347 @@
+"""What a plan keeps of a design space, reduced block by block and merged across processes.
+
+:class:`Partial` holds everything :func:`mlsysim.plan` answers, in memory
+independent of the size of the space: per constraint how many layouts it
+excluded, the best layout per objective, the knee, the Pareto front of
+(training time, cost), the top k, and the reach of the space (for the
+message when nothing is feasible). :func:`reduce_block` builds one from a
+block of the grid; :func:`merge` combines two (associative and commutative,
+so any split of the space across workers gives the same answer).
+
+Tie rules (the same as the plan over a materialised table):
+
+* best: lowest primary figure (cost, or training time), then the other
+  figure, then sweep order (lowest grid index); an unknown cost counts as
+  infinite;
+* knee: most devices, then highest efficiency, then the best's order;
+* Pareto front: every feasible layout that no feasible layout beats on both
+  training time and cost (equal points all kept);
+* top k: the first k layouts in the best's order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mlsysim.planning.pareto import pareto_mask
+from mlsysim.planning.space import Block, Space, SubBlock, figure, figures
+
+Key = tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """A plan's objective and limits as plain numbers in the table's units (picklable, small)."""
+
+    objective: str = "cost"
+    deadline_hours: float | None = None
+    budget: float | None = None
+    min_efficiency: float | None = None
+    max_global_batch: int | None = None
+    top: int = 0
+
+    def constraint_names(self) -> tuple[str, ...]:
+        """The constraints in force, memory first, in the order a plan reports them."""
+        names = ["memory"]
+        for name, limit in (
+            ("deadline", self.deadline_hours),
+            ("budget", self.budget),
+            ("min_efficiency", self.min_efficiency),
+            ("max_global_batch", self.max_global_batch),
+        ):
+            if limit is not None:
+                names.append(name)
+        return tuple(names)
+
+
+@dataclass
+class Reach:
+    """What the space can reach among the layouts that fit in memory (for an infeasible plan)."""
+
+    fits: int = 0
+    fastest: float = math.inf
+    cheapest: float = math.inf  # inf while no known cost
+    best_efficiency: float = -math.inf
+    smallest_global_batch: float = math.inf
+    least_memory: float = math.inf
+
+    def merged(self, other: Reach) -> Reach:
+        return Reach(
+            self.fits + other.fits,
+            min(self.fastest, other.fastest),
+            min(self.cheapest, other.cheapest),
+            max(self.best_efficiency, other.best_efficiency),
+            min(self.smallest_global_batch, other.smallest_global_batch),
+            min(self.least_memory, other.least_memory),
+        )
+
+
+def _empty_front() -> dict[str, np.ndarray]:
+    return {
+        "time": np.empty(0),
+        "cost": np.empty(0),
+        "index": np.empty(0, dtype=np.int64),
+    }
+
+
+@dataclass
+class Partial:
+    """A plan's reduction of part of a space; :func:`merge` two of them for their union."""
+
+    criteria: Criteria
+    evaluated: int = 0
+    feasible: int = 0
+    excluded: dict[str, int] = field(default_factory=dict)
+    best: Key | None = None  # (primary, secondary, grid index)
+    knee: Key | None = None  # (-devices, -efficiency, primary, grid index)
+    front: dict[str, np.ndarray] = field(default_factory=_empty_front)
+    top: list[Key] = field(default_factory=list)  # sorted, at most criteria.top
+    reach: Reach = field(default_factory=Reach)
+
+    def __post_init__(self) -> None:
+        for name in self.criteria.constraint_names():
+            self.excluded.setdefault(name, 0)
+
+    @property
+    def best_index(self) -> int | None:
+        return None if self.best is None else int(self.best[-1])
+
+    @property
+    def knee_index(self) -> int | None:
+        return None if self.knee is None else int(self.knee[-1])
+
+    def front_indices(self) -> np.ndarray:
+        """Grid indices of the front, by training time, then cost, then sweep order."""
+        f = self.front
+        cost = np.where(np.isnan(f["cost"]), np.inf, f["cost"])
+        return f["index"][np.lexsort((f["index"], cost, f["time"]))]
+
+    def top_indices(self) -> list[int]:
+        return [int(k[-1]) for k in self.top]
+
+
+def merge(a: Partial, b: Partial) -> Partial:
+    """The reduction of the union of two disjoint parts of a space."""
+    out = Partial(a.criteria)
+    out.evaluated = a.evaluated + b.evaluated
+    out.feasible = a.feasible + b.feasible
+    out.excluded = {k: a.excluded.get(k, 0) + b.excluded.get(k, 0) for k in a.excluded}
+    out.best = _least(a.best, b.best)
+    out.knee = _least(a.knee, b.knee)
+    out.front = merge_fronts(a.front, b.front)
+    out.top = sorted(a.top + b.top)[: a.criteria.top]
+    out.reach = a.reach.merged(b.reach)
+    return out
+
+
+def merge_fronts(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The Pareto front of the union of two sets, from their two fronts."""
+    both = {k: np.concatenate([a[k], b[k]]) for k in a}
+    keep = pareto_mask(both["time"], both["cost"])
+    return {k: v[keep] for k, v in both.items()}
+
+
+def _least(a: Key | None, b: Key | None) -> Key | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+# -- one block --------------------------------------------------------------------------
+
+
+def reduce_blocks(space: Space, criteria: Criteria, blocks: list[Block]) -> Partial:
+    """The reduction of some blocks of ``space`` (what one worker task computes)."""
+    state = Partial(criteria)
+    for block in blocks:
+        for sub in space.sub_blocks(block):
+            reduce_sub_block(state, sub, space.shape, criteria)
+    return state
+
+
+def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np.ndarray]:
+    """The table columns a plan needs for one sub-block, in the table's units.
+
+    Conversions are those of the sweep table (``training_time`` in hours,
+    ``fits`` True where the device memory is unknown), so a streamed plan
+    compares exactly the numbers a materialised one does.
+    """
+    v = figures(sub)
+    x = sub.inputs
+    out = {
+        "training_time": np.multiply(figure(v, "training_time"), 1.0 / 3600.0),
+        "cost": np.asarray(figure(v, "cost"), dtype=float),
+        "fits": np.logical_or(figure(v, "fits"), np.isnan(x.device_memory)),
+    }
+    if criteria.min_efficiency is not None or reach:
+        out["efficiency"] = np.asarray(figure(v, "efficiency"), dtype=float)
+    if criteria.min_efficiency is not None:
+        out["n_devices"] = np.asarray(figure(v, "n_devices")).astype(np.int64)
+    if criteria.max_global_batch is not None or reach:
+        out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
+    if reach:
+        out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)
+    return out
+
+
+def _count(mask: np.ndarray, size: int) -> int:
+    """True entries of ``mask`` once broadcast to ``size`` entries (without broadcasting it)."""
+    return int(np.count_nonzero(mask)) * (size // max(int(np.size(mask)), 1))
+
+
+def reduce_sub_block(
+    state: Partial, sub: SubBlock, grid_shape: tuple[int, ...], criteria: Criteria
+) -> None:
+    """Fold one sub-block into ``state``."""
+    shape, size = sub.shape, sub.size
+    need_reach = state.feasible == 0
+    col = plan_columns(sub, criteria, need_reach)
+    masks = {"memory": col["fits"]}
+    if criteria.deadline_hours is not None:
+        masks["deadline"] = col["training_time"] <= criteria.deadline_hours
+    if criteria.budget is not None:
+        masks["budget"] = col["cost"] <= criteria.budget
+    if criteria.min_efficiency is not None:
+        masks["min_efficiency"] = col["efficiency"] >= criteria.min_efficiency
+    if criteria.max_global_batch is not None:
+        masks["max_global_batch"] = col["global_batch"] <= criteria.max_global_batch
+    for name, mask in masks.items():
+        state.excluded[name] += size - _count(mask, size)
+    state.evaluated += size
+    if need_reach:
+        _fold_reach(state.reach, col, shape)
+    feasible = np.ones(shape, dtype=bool)
+    for mask in sorted(masks.values(), key=np.size):
+        feasible &= mask
+    positions = np.flatnonzero(feasible)
+    if positions.size == 0:
+        return
+    state.feasible += int(positions.size)
+
+    def pick(column: str) -> np.ndarray:
+        return np.broadcast_to(col[column], shape)[feasible]
+
+    time, cost = pick("training_time"), pick("cost")
+    known = np.where(np.isnan(cost), np.inf, cost)
+    primary, secondary = (known, time) if criteria.objective == "cost" else (time, known)
+
+    def index(i: int) -> float:
+        return float(sub.grid_index(positions[i : i + 1], grid_shape)[0])
+
+    i = _first_min(primary, secondary)
+    state.best = _least(state.best, (float(primary[i]), float(secondary[i]), index(i)))
+    if criteria.min_efficiency is not None:
+        devices, efficiency = pick("n_devices"), pick("efficiency")
+        i = _first_min(-devices.astype(float), -efficiency, primary)
+        knee = (-float(devices[i]), -float(efficiency[i]), float(primary[i]), index(i))
+        state.knee = _least(state.knee, knee)
+    _fold_front(state, sub, grid_shape, positions, time, cost)
+    if criteria.top:
+        _fold_top(state, sub, grid_shape, positions, primary, secondary, criteria.top)
+
+
+def _first_min(*keys: np.ndarray) -> int:
+    """Position of the least entry by ``keys`` in turn, the first one on ties (as a stable lexsort)."""
+    candidates = np.arange(keys[0].size)
+    for k in keys:
+        values = k[candidates]
+        candidates = candidates[values == values.min()]
+        if candidates.size == 1:
+            break
+    return int(candidates[0])
+
+
+def _fold_front(
+    state: Partial,
+    sub: SubBlock,
+    grid_shape: tuple[int, ...],
+    positions: np.ndarray,
+    time: np.ndarray,
+    cost: np.ndarray,
+) -> None:
+    """Merge the sub-block's candidates into the front, after a cheap box filter.
+
+    A point slower than the cheapest layout and no cheaper, or dearer than
+    the fastest layout and no faster, is dominated; only the rest are sorted.
+    """
+    known = np.where(np.isnan(cost), np.inf, cost)
+    f = state.front
+    times = np.concatenate([f["time"], time])
+    costs = np.concatenate([np.where(np.isnan(f["cost"]), np.inf, f["cost"]), known])
+    fastest = times.min()
+    fast_cost = costs[times == fastest].min()  # the fastest layout's cost
+    cheapest = costs.min()
+    if np.isinf(cheapest):  # no cost known: the front is the fastest layouts
+        keep = time == fastest
+    else:
+        cheap_time = times[costs == cheapest].min()  # the cheapest layout's time
+        keep = (known <= fast_cost) & (time <= cheap_time)
+    chosen = np.flatnonzero(keep)
+    if chosen.size == 0:
+        return
+    new = {
+        "time": time[chosen],
+        "cost": cost[chosen],
+        "index": sub.grid_index(positions[chosen], grid_shape),
+    }
+    state.front = merge_fronts(f, new)
+
+
+def _fold_top(
+    state: Partial,
+    sub: SubBlock,
+    grid_shape: tuple[int, ...],
+    positions: np.ndarray,
+    primary: np.ndarray,
+    secondary: np.ndarray,
+    k: int,
+) -> None:
+    if primary.size > k:
+        cut = np.partition(primary, k - 1)[k - 1]
+        chosen = np.flatnonzero(primary <= cut)
+    else:
+        chosen = np.arange(primary.size)
+    index = sub.grid_index(positions[chosen], grid_shape)
+    order = np.lexsort((index, secondary[chosen], primary[chosen]))[:k]
+    keys = [
+        (float(primary[chosen[i]]), float(secondary[chosen[i]]), float(index[i])) for i in order
+    ]
+    state.top = sorted(state.top + keys)[:k]
+
+
+def _fold_reach(reach: Reach, col: dict[str, np.ndarray], shape: tuple[int, ...]) -> None:
+    fits = np.broadcast_to(col["fits"], shape)
+    reach.least_memory = min(reach.least_memory, float(np.min(col["memory_per_device"])))
+    if not fits.any():
+        return
+    reach.fits += int(np.count_nonzero(fits))
+
+    def among(column: str) -> np.ndarray:
+        return np.broadcast_to(col[column], shape)[fits]
+
+    reach.fastest = min(reach.fastest, float(among("training_time").min()))
+    cost = among("cost")
+    known = cost[~np.isnan(cost)]
+    if known.size:
+        reach.cheapest = min(reach.cheapest, float(known.min()))
+    reach.best_efficiency = max(reach.best_efficiency, float(among("efficiency").max()))
+    reach.smallest_global_batch = min(
+        reach.smallest_global_batch, float(among("global_batch").min())
+    )
+
+
+def describe_reach(reach: Reach) -> list[str]:
+    """What the space reaches, as the infeasible-plan message says it."""
+    if reach.fits:
+        out = [f"fastest {reach.fastest:.4g} h"]
+        if not math.isinf(reach.cheapest):
+            out.append(f"cheapest {reach.cheapest:,.2f} USD")
+        out.append(f"best efficiency {reach.best_efficiency:.3g}")
+        out.append(f"smallest global batch {int(reach.smallest_global_batch)}")
+        return out
+    return [f"least memory needed {reach.least_memory / 1e9:.4g} GB per device"]

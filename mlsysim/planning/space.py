@@ -1,0 +1,244 @@
+"""The design space of a sweep, cut into contiguous blocks that any process can evaluate alone.
+
+A :class:`Space` is a scenario and its checked axes; its grid has
+``prod(len(axis))`` layouts in ``itertools.product`` order (C order). A
+:class:`Block` is a contiguous run of that order which is also a box of the
+grid: single indices on the leading dimensions, a range on one dimension and
+the trailing dimensions whole, so a block is described by a few integers and
+can be sent to a worker process or a Dask worker as it is.
+
+Inside a block, each combination of categorical values (workload, precision,
+assumptions, zero_stage) is one :func:`mlsysim.engine.model.evaluate` call on
+numpy arrays: the numeric axes enter as arrays along their own dimensions and
+broadcast, so a term that depends on two axes is computed on those two only.
+These are the equations of the scalar solve; nothing here repeats them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mlsysim.engine.model import Choices, Inputs, evaluate
+from mlsysim.engine.solvers.data_parallel import choices_of
+from mlsysim.planning.fields import CATEGORICAL_FIELDS, NUMERIC_FIELDS
+from mlsysim.planning.table import Axis
+
+
+@dataclass(frozen=True)
+class Block:
+    """Layouts ``start <= i < stop`` of the grid; ``index`` is the same box as one slice per axis."""
+
+    start: int
+    stop: int
+    index: tuple[slice, ...]
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass(frozen=True)
+class SubBlock:
+    """One ``evaluate`` call inside a block: fixed categorical values, numeric ranges.
+
+    ``offset`` and ``shape`` place it in the grid (one entry per axis); the
+    arrays ``figures`` returns broadcast to ``shape``.
+    """
+
+    offset: tuple[int, ...]
+    shape: tuple[int, ...]
+    choices: Choices
+    algorithm: str
+    inputs: Inputs
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def grid_index(self, positions: np.ndarray, grid_shape: tuple[int, ...]) -> np.ndarray:
+        """Flat grid indices of flat (C order) positions inside this sub-block."""
+        if not self.shape:
+            return np.zeros(np.shape(positions), dtype=np.int64)
+        local = np.unravel_index(np.asarray(positions, dtype=np.int64), self.shape)
+        coords = tuple(c + o for c, o in zip(local, self.offset, strict=True))
+        return np.ravel_multi_index(coords, grid_shape).astype(np.int64)
+
+
+@dataclass
+class Space:
+    """A scenario and its checked axes: the grid a sweep or a plan walks through.
+
+    Build it with :func:`mlsysim.planning.sweep.prepare_space` (which checks
+    every value); it pickles, so worker processes and Dask workers rebuild
+    the same blocks from it.
+    """
+
+    base: Any
+    axes: tuple[Axis, ...]
+    _groups: dict[tuple[int, ...], tuple[dict[str, Any], Choices, str]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"base": self.base, "axes": self.axes}  # caches are rebuilt where used
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.base, self.axes = state["base"], state["axes"]
+        self._groups, self._canonical = {}, {}
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(a) for a in self.axes)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def axis_values(self) -> dict[str, tuple[Any, ...]]:
+        """The axes as ``field -> values``, as :func:`mlsysim.sweep` takes them."""
+        return {a.field: a.values for a in self.axes}
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def blocks(self, target: int) -> list[Block]:
+        """The grid in contiguous blocks of at most about ``target`` layouts, in order."""
+        return list(_contiguous_blocks(self.shape, target))
+
+    def sub_blocks(self, block: Block) -> Iterator[SubBlock]:
+        """The ``evaluate`` calls of a block: one per combination of its categorical values."""
+        categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
+        ranges = [range(*block.index[p].indices(self.shape[p])) for p in categorical]
+        for picks in itertools.product(*ranges):
+            yield self._sub_block(block.index, dict(zip(categorical, picks, strict=True)))
+
+    def _sub_block(self, index: tuple[slice, ...], picks: dict[int, int]) -> SubBlock:
+        key = tuple(picks[p] for p in sorted(picks))
+        base, choices, algorithm = self._group(key, picks)
+        arrays = dict(base)
+        ndim = len(self.axes)
+        offset, shape = [], []
+        for p, axis in enumerate(self.axes):
+            if p in picks:
+                offset.append(picks[p])
+                shape.append(1)
+                continue
+            start, stop, _ = index[p].indices(self.shape[p])
+            values = self._numeric(p)[start:stop]
+            dims = [1] * ndim
+            dims[p] = len(values)
+            arrays[NUMERIC_FIELDS[axis.field].attr] = values.reshape(dims)
+            offset.append(start)
+            shape.append(stop - start)
+        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, Inputs(**arrays))
+
+    def _group(
+        self, key: tuple[int, ...], picks: dict[int, int]
+    ) -> tuple[dict[str, Any], Choices, str]:
+        found = self._groups.get(key)
+        if found is None:
+            group = self.base.variant(
+                **{self.axes[p].field: self.axes[p].values[i] for p, i in picks.items()}
+            )
+            choices = choices_of(group.assumptions, group.zero_stage)
+            found = (base_inputs(group), choices, choices.algorithm)
+            self._groups[key] = found
+        return found
+
+    def _numeric(self, position: int) -> np.ndarray:
+        values = self._canonical.get(position)
+        if values is None:
+            axis = self.axes[position]
+            spec = NUMERIC_FIELDS[axis.field]
+            values = np.asarray([spec.canonical(v) for v in axis.values])
+            self._canonical[position] = values
+        return values
+
+    # -- single rows ---------------------------------------------------------------------
+
+    def rows(
+        self, grid_indices: Sequence[int] | np.ndarray
+    ) -> Iterator[tuple[np.ndarray, SubBlock]]:
+        """``(positions, sub-block)`` evaluating the given layouts, grouped by categorical values.
+
+        Each sub-block holds its layouts as 1-D arrays (no broadcasting), so
+        its figures come back in the order of ``grid_indices[positions]``.
+        """
+        flat = np.asarray(grid_indices, dtype=np.int64)
+        if flat.size == 0:
+            return
+        coords = np.unravel_index(flat, self.shape) if self.shape else ()
+        categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
+        keys = np.stack([coords[p] for p in categorical], axis=1) if categorical else None
+        groups = np.unique(keys, axis=0) if keys is not None else [()]
+        for key in groups:
+            selected = (
+                np.flatnonzero((keys == key).all(axis=1))
+                if keys is not None
+                else np.arange(flat.size)
+            )
+            picks = {p: int(i) for p, i in zip(categorical, key, strict=True)}
+            base, choices, algorithm = self._group(tuple(picks[p] for p in sorted(picks)), picks)
+            arrays = dict(base)
+            for p, axis in enumerate(self.axes):
+                if p not in picks:
+                    arrays[NUMERIC_FIELDS[axis.field].attr] = self._numeric(p)[coords[p][selected]]
+            yield selected, SubBlock((), (len(selected),), choices, algorithm, Inputs(**arrays))
+
+
+def figures(sub: SubBlock) -> Any:
+    """The figures of a sub-block: :func:`mlsysim.engine.model.evaluate`, the scalar solve's equations."""
+    return evaluate(sub.inputs, sub.choices)
+
+
+def figure(values: Any, name: str) -> Any:
+    """One figure out of what :func:`figures` returned (a mapping today)."""
+    return values[name]
+
+
+def base_inputs(scenario: Any) -> dict[str, Any]:
+    """The scenario's inputs in canonical units, as the scalar solve builds them."""
+    workload, precision = scenario.workload, scenario.precision
+    inputs = {
+        "gradient_bytes": workload.gradient_bytes(precision),
+        "parameters": workload.parameter_count(),
+    }
+    for name, spec in NUMERIC_FIELDS.items():
+        inputs[spec.attr] = spec.canonical(getattr(scenario, name))
+    return inputs
+
+
+def _contiguous_blocks(shape: tuple[int, ...], target: int) -> Iterator[Block]:
+    """Boxes of the grid that are also contiguous runs of its C order, each about ``target``.
+
+    The trailing dimensions whose product fits in ``target`` are taken whole,
+    the one before them in steps, and any earlier ones one index at a time.
+    """
+    m = len(shape)
+    if m == 0:
+        yield Block(0, 1, ())
+        return
+    if math.prod(shape) == 0:
+        return
+    inner, k = 1, m
+    while k > 0 and inner * shape[k - 1] <= target:
+        k -= 1
+        inner *= shape[k]
+    if k == 0:
+        yield Block(0, inner, tuple(slice(0, s) for s in shape))
+        return
+    j = k - 1
+    step = max(1, target // inner)
+    whole = tuple(slice(0, s) for s in shape[j + 1 :])
+    stride = inner * shape[j]
+    for number, prefix in enumerate(itertools.product(*(range(s) for s in shape[:j]))):
+        head = tuple(slice(i, i + 1) for i in prefix)
+        for start in range(0, shape[j], step):
+            stop = min(start + step, shape[j])
+            first = number * stride + start * inner
+            yield Block(first, first + (stop - start) * inner, (*head, slice(start, stop), *whole))
