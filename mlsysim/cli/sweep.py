@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -23,14 +24,21 @@ AXIS_HELP = (
     "the order of the axes."
 )
 ROWS_HELP = "How many rows to print (all of them go to --csv)."
+MAX_LAYOUTS_HELP = (
+    "Refuse a search larger than this many layouts, up front, with an estimate of what it "
+    "would take (defaults: 20,000,000 for a sweep in memory, 2,000,000,000 streamed)."
+)
 PROGRESS_MIN_ROWS = 1_000_000
 """Sweeps at least this large show a progress bar on a terminal."""
 
 _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
 
 
-def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
-    """``"nodes=1..8:2"`` -> ``("nodes", [1, 3, 5, 7])``; lists go through ``coerce_field``."""
+def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
+    """``"nodes=1..8:2"`` -> ``("nodes", range(1, 9, 2))``; lists go through ``coerce_field``.
+
+    A range stays a ``range`` (its size is known before any value is made).
+    """
     from mlsysim.core.exceptions import InputError
     from mlsysim.engine.overrides import coerce_assumption, coerce_field
 
@@ -41,7 +49,7 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     found = _RANGE.fullmatch(spec)
     if found:
         start, stop, step = int(found[1]), int(found[2]), int(found[3] or 1)
-        values: list[Any] = list(range(start, stop + 1, step)) if step > 0 else []
+        values = range(start, stop + 1, step) if step > 0 else range(0)
         if not values:
             raise InputError(
                 f"--axis {field}: the range {spec.strip()!r} holds no values", field=field
@@ -56,13 +64,13 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     return field, [coerce_field(field, p) for p in parts]
 
 
-def check_outputs(csv: str | None, plot: str | None) -> None:
+def check_outputs(csv: str | None, plot: str | None, parquet: str | None = None) -> None:
     """Refuse unusable output paths before any work is done."""
     from pathlib import Path
 
     from mlsysim.core.exceptions import InputError
 
-    for option, path in (("--csv", csv), ("--plot", plot)):
+    for option, path in (("--csv", csv), ("--plot", plot), ("--parquet", parquet)):
         if path is None:
             continue
         folder = Path(path).expanduser().resolve().parent
@@ -93,10 +101,10 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     return apply_overrides(scenario, sets or [])
 
 
-def _axes(texts: list[str] | None, scenario: Any) -> dict[str, list[Any]]:
+def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Sequence[Any]]:
     from mlsysim.core.exceptions import InputError
 
-    axes: dict[str, list[Any]] = {}
+    axes: dict[str, Sequence[Any]] = {}
     for text in texts or []:
         field, values = parse_axis(text, scenario)
         if field in axes:
@@ -118,19 +126,41 @@ def _quantity(option: str, text: str | None, kind: str) -> Any:
 
 
 class _ProgressBar:
-    """A rich progress bar on stderr for long sweeps (a callback for ``sweep(progress=...)``)."""
+    """A progress bar on stderr with the rate and the time left (a ``progress(done, total)`` callback).
+
+    Shown on a terminal for long runs, or always with ``--progress``.
+    """
 
     def __init__(self, total: int, force: bool) -> None:
         from rich.console import Console
 
         console = Console(stderr=True)
         self.active = force or (total >= PROGRESS_MIN_ROWS and console.is_terminal)
-        self.bar = None
+        self.bar: Any = None
         if self.active:
-            from rich.progress import Progress
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self.bar = Progress(console=console, transient=True)
-            self.task = self.bar.add_task("evaluating layouts", total=total)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                MofNCompleteColumn(),
+                _RateColumn(),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self.task = self.bar.add_task("layouts", total=total)
 
     def __enter__(self) -> _ProgressBar:
         if self.bar is not None:
@@ -146,7 +176,24 @@ class _ProgressBar:
             self.bar.update(self.task, completed=done)
 
 
-def _size(axes: dict[str, list[Any]]) -> int:
+def _rate_column() -> Any:
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Layouts per second."""
+
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed / 1e6:,.1f} M/s")
+
+    return RateColumn()
+
+
+_RateColumn = _rate_column
+
+
+def _size(axes: dict[str, Sequence[Any]]) -> int:
     size = 1
     for values in axes.values():
         size *= len(values)
@@ -231,6 +278,12 @@ def sweep_command(
     progress: bool = typer.Option(
         False, "--progress", help="Show a progress bar even for short sweeps."
     ),
+    parquet: str | None = typer.Option(
+        None,
+        "--parquet",
+        help="Stream every row to this Parquet file in bounded memory (pip install 'mlsysim[parquet]'); for sweeps bigger than memory.",
+    ),
+    max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
 ) -> None:
     """Evaluate every combination of the --axis values and print the key figures.
 
@@ -239,12 +292,17 @@ def sweep_command(
       mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps" --plot eff.png
 
       mlsysim sweep --file job.toml --axis accumulation_steps=1,2,4,8 --csv out.csv
+
+      mlsysim sweep Gpt2DataParallelOneNode --set "inter_bandwidth=100 Gbps" --axis nodes=1..4096 --axis accumulation_steps=1..64 --parquet rows.parquet
     """
     import numpy as np
 
+    from mlsysim.core.exceptions import InputError
     from mlsysim.planning.sweep import sweep
 
-    check_outputs(csv, plot)
+    check_outputs(csv, plot, parquet)
+    if parquet is not None and (csv is not None or plot is not None):
+        raise InputError("--parquet writes every row to a file: give --csv/--plot without it")
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     kinds = ("efficiency", "speedup", "breakdown")
@@ -253,13 +311,15 @@ def sweep_command(
             f"expected one of {', '.join(kinds)}, got {plot_kind!r}", param_hint="--plot-kind"
         )
     started = time.perf_counter()
+    if parquet is not None:
+        with _ProgressBar(_size(axes), progress) as bar:
+            sweep(scenario, progress=bar, out=parquet, max_layouts=max_layouts, **axes)
+        _report_rate(_size(axes), scenario, time.perf_counter() - started)
+        typer.echo(f"wrote {parquet}")
+        return
     with _ProgressBar(_size(axes), progress) as bar:
-        table = sweep(scenario, progress=bar, **axes)
-    elapsed = time.perf_counter() - started
-    rate = len(table) / elapsed if elapsed > 0 else float("inf")
-    typer.echo(
-        f"{len(table):,} layouts of {scenario.name or 'the scenario'} in {elapsed:.3g} s ({rate:,.0f} per second)"
-    )
+        table = sweep(scenario, progress=bar, max_layouts=max_layouts, **axes)
+    _report_rate(len(table), scenario, time.perf_counter() - started)
     shown = np.arange(min(max(rows, 0), len(table)))
     if len(shown):
         _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
@@ -278,6 +338,13 @@ def sweep_command(
         else:
             plots.breakdown_plot(table, path=plot)
         typer.echo(f"wrote {plot}")
+
+
+def _report_rate(size: int, scenario: Any, elapsed: float) -> None:
+    rate = size / elapsed if elapsed > 0 else float("inf")
+    typer.echo(
+        f"{size:,} layouts of {scenario.name or 'the scenario'} in {elapsed:.3g} s ({rate:,.0f} per second)"
+    )
 
 
 def plan_command(
@@ -306,6 +373,16 @@ def plan_command(
     progress: bool = typer.Option(
         False, "--progress", help="Show a progress bar even for short searches."
     ),
+    workers: int | None = typer.Option(
+        None, "--workers", "-j", help="Processes to use (default: every core for large spaces)."
+    ),
+    scheduler: str | None = typer.Option(
+        None,
+        "--scheduler",
+        help="Run on a Dask cluster: the scheduler's address, e.g. tcp://10.0.0.1:8786 (pip install 'mlsysim[dask]').",
+    ),
+    top: int = typer.Option(0, "--top", help="Also list the K best layouts."),
+    max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
@@ -317,23 +394,41 @@ def plan_command(
     """
     import numpy as np
 
-    from mlsysim.planning.plan import plan
+    from mlsysim.planning.plan import PlanInterrupted, plan
 
     check_outputs(csv, plot)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
-    with _ProgressBar(_size(axes), progress) as bar:
-        result = plan(
-            scenario,
-            objective=objective,
-            deadline=_quantity("--deadline", deadline, "time"),
-            budget=_quantity("--budget", budget, "money"),
-            min_efficiency=min_efficiency,
-            max_global_batch=max_global_batch,
-            progress=bar,
-            **axes,
-        )
+    limits: dict[str, Any] = {} if max_layouts is None else {"max_layouts": max_layouts}
+    try:
+        with _ProgressBar(_size(axes), progress) as bar:
+            result = plan(
+                scenario,
+                objective=objective,
+                deadline=_quantity("--deadline", deadline, "time"),
+                budget=_quantity("--budget", budget, "money"),
+                min_efficiency=min_efficiency,
+                max_global_batch=max_global_batch,
+                top=top,
+                workers=workers,
+                scheduler=scheduler,
+                progress=bar,
+                **limits,
+                **axes,
+            )
+    except PlanInterrupted as stop:
+        typer.echo("mlsysim: interrupted; the workers are stopped", err=True)
+        if stop.plan is not None:
+            typer.echo(stop.plan.summary())
+        else:
+            typer.echo(
+                f"Interrupted after {stop.evaluated:,} of {stop.size:,} layouts: "
+                "no feasible layout found so far"
+            )
+        raise typer.Exit(130) from None
     typer.echo(result.summary())
+    if result.top is not None and len(result.top):
+        _print_table(result.top, np.arange(len(result.top)), f"Top {len(result.top)} layouts")
     front = result.pareto
     _print_table(
         front, np.arange(min(rows, len(front))), "Pareto front: training time against cost"

@@ -139,6 +139,9 @@ def sweep(
 MAX_SWEEP_LAYOUTS = 20_000_000
 """Default limit of an in-memory sweep (about 4 GiB with every column); raise it with ``max_layouts``."""
 
+MAX_AXIS_VALUES = 1_000_000
+"""Most values one axis may hold (each is validated on its own: about a second per million)."""
+
 MAX_STREAM_LAYOUTS = 2_000_000_000
 """Default limit of a streamed sweep or plan (minutes on a few cores); raise it with ``max_layouts``."""
 
@@ -246,6 +249,16 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InputError(
             f"sweep axis {field}: expected a list or range of values, got {values!r}", field=field
+        )
+    try:
+        count = len(values)  # type: ignore[arg-type]
+    except TypeError:
+        count = 0
+    if count > MAX_AXIS_VALUES:
+        raise InputError(
+            f"sweep axis {field}: {count:,} values, more than the {MAX_AXIS_VALUES:,} an axis "
+            "may hold (each value is checked one by one); use a coarser step",
+            field=field,
         )
     check = field_validator(scenario_type, field)
     checked = []

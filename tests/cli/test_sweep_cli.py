@@ -29,7 +29,8 @@ def run(capsys, *argv):
     ],
 )
 def test_axis_syntax(text, field, values):
-    assert parse_axis(text, Scenarios.Gpt2DataParallelOneNode) == (field, values)
+    got_field, got = parse_axis(text, Scenarios.Gpt2DataParallelOneNode)
+    assert (got_field, list(got)) == (field, values)
 
 
 def test_axis_with_units_and_assumption_fields():
