@@ -14,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     click = _click_exceptions()
     command = _command(app)
     try:
-        command.main(
+        code = command.main(
             args=argv if argv is not None else sys.argv[1:],
             prog_name="mlsysim",
             standalone_mode=False,
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except MlsysimError as exc:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
-    return 0
+    return code if isinstance(code, int) else 0  # typer.Exit(n) inside a command returns n
 
 
 def _click_exceptions():  # noqa: ANN202

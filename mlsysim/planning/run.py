@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlsysim.core.exceptions import InputError, MissingDependencyError
+from mlsysim.core.exceptions import InputError, MissingDependencyError, MlsysimError
 from mlsysim.planning.reduce import Criteria, Partial, merge, reduce_blocks
 from mlsysim.planning.space import Block, Space
 
@@ -115,20 +115,41 @@ def _pool_task(blocks: list[Block]) -> tuple[Partial, str, int]:
 def _pool(
     space: Space, criteria: Criteria, groups: list[list[Block]], workers: int
 ) -> Iterator[tuple[Partial, str, int]]:
-    import multiprocessing
+    """Tasks on ``workers`` fresh processes (spawned: no inherited threads or locks).
 
-    context = multiprocessing.get_context("spawn")  # no inherited threads or locks
-    pool = context.Pool(workers, initializer=_init_worker, initargs=(space, criteria))
+    A worker that cannot start or dies ends the run with an error instead of
+    a hang; an interruption terminates every worker before returning.
+    """
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(space, criteria),
+    )
+    pending = {pool.submit(_pool_task, g) for g in groups}
     finished = False
     try:
-        yield from pool.imap_unordered(_pool_task, groups)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
         finished = True
+    except BrokenProcessPool:
+        raise MlsysimError(
+            "plan: a worker process failed to start or died; a script that calls "
+            "plan(workers=N) must do so under `if __name__ == '__main__':`, or use workers=1"
+        ) from None
     finally:
-        if finished:
-            pool.close()
-        else:
-            pool.terminate()  # interrupted: stop the workers now
-        pool.join()
+        if not finished:
+            for future in pending:
+                future.cancel()
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()  # interrupted: stop the workers now, not after their task
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- Dask ---------------------------------------------------------------------------------
@@ -174,7 +195,7 @@ def _dask(
         futures = client.map(
             _dask_task, [shared] * len(groups), [criteria] * len(groups), groups, pure=False
         )
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             yield future.result()
     finally:
         pending = [f for f in futures if not f.done()]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,12 +86,9 @@ class Space:
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"base": self.base, "axes": self.axes}  # caches are rebuilt where used
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.base, self.axes = state["base"], state["axes"]
-        self._groups, self._canonical = {}, {}
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # caches are rebuilt where used; Quantities must come back in mlsysim's registry
+        return _restore_space, (pickle.dumps((self.base, self.axes)),)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -189,6 +187,26 @@ class Space:
                 if p not in picks:
                     arrays[NUMERIC_FIELDS[axis.field].attr] = self._numeric(p)[coords[p][selected]]
             yield selected, SubBlock((), (len(selected),), choices, algorithm, Inputs(**arrays))
+
+
+def _restore_space(payload: bytes) -> Space:
+    """Unpickle a :class:`Space` with its Quantities in mlsysim's unit registry.
+
+    pint rebuilds a pickled Quantity in its *application* registry, which does
+    not know mlsysim's units (``param``); it is set to mlsysim's for the load
+    only (in a worker process or on a Dask worker) and restored after.
+    """
+    import pint
+
+    from mlsysim.core.units import ureg
+
+    previous = pint.application_registry.get()
+    pint.application_registry.set(ureg)
+    try:
+        base, axes = pickle.loads(payload)
+    finally:
+        pint.application_registry.set(previous)
+    return Space(base, axes)
 
 
 def figures(sub: SubBlock) -> Any:
