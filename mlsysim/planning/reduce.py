@@ -21,6 +21,7 @@ Tie rules (the same as the plan over a materialised table):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -197,7 +198,16 @@ def _count(mask: np.ndarray, size: int) -> int:
 def reduce_sub_block(
     state: Partial, sub: SubBlock, grid_shape: tuple[int, ...], criteria: Criteria
 ) -> None:
-    """Fold one sub-block into ``state``."""
+    """Fold one sub-block into ``state``.
+
+    The figures that rank layouts (training time, cost; devices and
+    efficiency for the knee) often do not depend on every axis (the
+    per-device batch changes only the global batch): those axes are folded
+    first, so the ranking runs on *cells* (one per combination of the other
+    axes) that hold at least one feasible layout, and only the few cells
+    chosen are expanded back to their feasible layouts. Equal points share a
+    cell, so the tie rules are unchanged.
+    """
     shape, size = sub.shape, sub.size
     need_reach = state.feasible == 0
     col = plan_columns(sub, criteria, need_reach)
@@ -215,61 +225,112 @@ def reduce_sub_block(
     state.evaluated += size
     if need_reach:
         _fold_reach(state.reach, col, shape)
-    feasible = np.ones(shape, dtype=bool)
-    for mask in sorted(masks.values(), key=np.size):
-        feasible &= mask
-    positions = np.flatnonzero(feasible)
-    if positions.size == 0:
+    combined = functools.reduce(np.logical_and, sorted(masks.values(), key=np.size))
+    feasible = np.broadcast_to(combined, shape)
+    count = _count(combined, size)
+    if count == 0:
         return
-    state.feasible += int(positions.size)
+    state.feasible += count
+    ranking = ["training_time", "cost"]
+    if criteria.min_efficiency is not None:
+        ranking += ["n_devices", "efficiency"]
+    cells = _Cells(feasible, [col[c] for c in ranking], sub, grid_shape)
 
-    def pick(column: str) -> np.ndarray:
-        return np.broadcast_to(col[column], shape)[feasible]
-
-    time, cost = pick("training_time"), pick("cost")
+    time, cost = cells.pick(col["training_time"]), cells.pick(col["cost"])
     known = np.where(np.isnan(cost), np.inf, cost)
     primary, secondary = (known, time) if criteria.objective == "cost" else (time, known)
 
-    def index(i: int) -> float:
-        return float(sub.grid_index(positions[i : i + 1], grid_shape)[0])
-
     i = _first_min(primary, secondary)
-    state.best = _least(state.best, (float(primary[i]), float(secondary[i]), index(i)))
+    ties = np.flatnonzero((primary == primary[i]) & (secondary == secondary[i]))
+    best = (float(primary[i]), float(secondary[i]), float(cells.expand(ties)[0].min()))
+    state.best = _least(state.best, best)
     if criteria.min_efficiency is not None:
-        devices, efficiency = pick("n_devices"), pick("efficiency")
-        i = _first_min(-devices.astype(float), -efficiency, primary)
-        knee = (-float(devices[i]), -float(efficiency[i]), float(primary[i]), index(i))
+        devices = cells.pick(col["n_devices"]).astype(float)
+        efficiency = cells.pick(col["efficiency"])
+        i = _first_min(-devices, -efficiency, primary)
+        ties = np.flatnonzero(
+            (devices == devices[i]) & (efficiency == efficiency[i]) & (primary == primary[i])
+        )
+        knee = (
+            -float(devices[i]),
+            -float(efficiency[i]),
+            float(primary[i]),
+            float(cells.expand(ties)[0].min()),
+        )
         state.knee = _least(state.knee, knee)
-    _fold_front(state, sub, grid_shape, positions, time, cost)
+    _fold_front(state, cells, time, cost, known)
     if criteria.top:
-        _fold_top(state, sub, grid_shape, positions, primary, secondary, criteria.top)
+        _fold_top(state, cells, primary, secondary, criteria.top)
+
+
+class _Cells:
+    """The feasible cells of a sub-block: its layouts with the axes the ranking ignores folded."""
+
+    def __init__(
+        self,
+        feasible: np.ndarray,
+        ranking: list[np.ndarray],
+        sub: SubBlock,
+        grid_shape: tuple[int, ...],
+    ) -> None:
+        shape = feasible.shape
+        self.folded = tuple(
+            d
+            for d in range(len(shape))
+            if shape[d] > 1 and all(np.ndim(r) == 0 or np.shape(r)[d] == 1 for r in ranking)
+        )
+        self.feasible, self.sub, self.grid_shape = feasible, sub, grid_shape
+        self.mask = feasible.any(axis=self.folded, keepdims=True) if self.folded else feasible
+        self.positions = np.flatnonzero(self.mask)
+
+    def pick(self, column: np.ndarray) -> np.ndarray:
+        """A column at each feasible cell, in grid order."""
+        return np.broadcast_to(column, self.mask.shape)[self.mask]
+
+    def expand(self, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Grid indices of the feasible layouts of some cells, and the cell of each (sorted by index)."""
+        shape = self.feasible.shape
+        if not self.folded:
+            index = self.sub.grid_index(self.positions[chosen], self.grid_shape)
+            return index, np.arange(len(chosen))
+        local = np.unravel_index(self.positions[chosen], self.mask.shape)
+        spans = np.meshgrid(*(np.arange(shape[d]) for d in self.folded), indexing="ij")
+        replicas = [s.reshape(-1) for s in spans]
+        coords = []
+        for d in range(len(shape)):
+            if d in self.folded:
+                coords.append(replicas[self.folded.index(d)][None, :])
+            else:
+                coords.append(local[d][:, None])
+        coords_b = np.broadcast_arrays(*coords)
+        ok = self.feasible[tuple(coords_b)]
+        owner = np.broadcast_to(np.arange(len(chosen))[:, None], ok.shape)[ok]
+        flat = np.ravel_multi_index(tuple(c[ok] for c in coords_b), shape)
+        index = self.sub.grid_index(flat, self.grid_shape)
+        order = np.argsort(index, kind="stable")
+        return index[order], owner[order]
 
 
 def _first_min(*keys: np.ndarray) -> int:
     """Position of the least entry by ``keys`` in turn, the first one on ties (as a stable lexsort)."""
-    candidates = np.arange(keys[0].size)
-    for k in keys:
-        values = k[candidates]
-        candidates = candidates[values == values.min()]
+    first = keys[0]
+    candidates = np.flatnonzero(first == first.min())
+    for k in keys[1:]:
         if candidates.size == 1:
             break
+        values = k[candidates]
+        candidates = candidates[values == values.min()]
     return int(candidates[0])
 
 
 def _fold_front(
-    state: Partial,
-    sub: SubBlock,
-    grid_shape: tuple[int, ...],
-    positions: np.ndarray,
-    time: np.ndarray,
-    cost: np.ndarray,
+    state: Partial, cells: _Cells, time: np.ndarray, cost: np.ndarray, known: np.ndarray
 ) -> None:
-    """Merge the sub-block's candidates into the front, after a cheap box filter.
+    """Merge the sub-block's candidate cells into the front, after a cheap box filter.
 
     A point slower than the cheapest layout and no cheaper, or dearer than
     the fastest layout and no faster, is dominated; only the rest are sorted.
     """
-    known = np.where(np.isnan(cost), np.inf, cost)
     f = state.front
     times = np.concatenate([f["time"], time])
     costs = np.concatenate([np.where(np.isnan(f["cost"]), np.inf, f["cost"]), known])
@@ -284,33 +345,32 @@ def _fold_front(
     chosen = np.flatnonzero(keep)
     if chosen.size == 0:
         return
-    new = {
-        "time": time[chosen],
-        "cost": cost[chosen],
-        "index": sub.grid_index(positions[chosen], grid_shape),
+    n_old = f["time"].size
+    on_front = pareto_mask(
+        np.concatenate([f["time"], time[chosen]]), np.concatenate([f["cost"], cost[chosen]])
+    )
+    old = {k: v[on_front[:n_old]] for k, v in f.items()}
+    index, owner = cells.expand(chosen[on_front[n_old:]])
+    cell = chosen[on_front[n_old:]][owner]
+    state.front = {
+        "time": np.concatenate([old["time"], time[cell]]),
+        "cost": np.concatenate([old["cost"], cost[cell]]),
+        "index": np.concatenate([old["index"], index]),
     }
-    state.front = merge_fronts(f, new)
 
 
 def _fold_top(
-    state: Partial,
-    sub: SubBlock,
-    grid_shape: tuple[int, ...],
-    positions: np.ndarray,
-    primary: np.ndarray,
-    secondary: np.ndarray,
-    k: int,
+    state: Partial, cells: _Cells, primary: np.ndarray, secondary: np.ndarray, k: int
 ) -> None:
     if primary.size > k:
         cut = np.partition(primary, k - 1)[k - 1]
         chosen = np.flatnonzero(primary <= cut)
     else:
         chosen = np.arange(primary.size)
-    index = sub.grid_index(positions[chosen], grid_shape)
-    order = np.lexsort((index, secondary[chosen], primary[chosen]))[:k]
-    keys = [
-        (float(primary[chosen[i]]), float(secondary[chosen[i]]), float(index[i])) for i in order
-    ]
+    index, owner = cells.expand(chosen)
+    cell = chosen[owner]
+    order = np.lexsort((index, secondary[cell], primary[cell]))[:k]
+    keys = [(float(primary[cell[i]]), float(secondary[cell[i]]), float(index[i])) for i in order]
     state.top = sorted(state.top + keys)[:k]
 
 
