@@ -47,6 +47,7 @@ _EXPORTS: dict[str, str] = {
     "SweepTable": "mlsysim.planning.table",
     "plan": "mlsysim.planning.plan",
     "Plan": "mlsysim.planning.plan",
+    "PlanInterrupted": "mlsysim.planning.plan",
     "InfeasiblePlanError": "mlsysim.core.exceptions",
     # scenario files
     "load_scenario": "mlsysim.engine.files",
@@ -90,6 +91,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
     from mlsysim.models.registry import Models
     from mlsysim.models.types import TransformerWorkload, Workload
-    from mlsysim.planning.plan import Plan, plan
+    from mlsysim.planning.plan import Plan, PlanInterrupted, plan
     from mlsysim.planning.sweep import sweep
     from mlsysim.planning.table import SweepTable

@@ -20,6 +20,7 @@ EXPECTED = {
     "Q_",
     "Quantity",
     "Plan",
+    "PlanInterrupted",
     "ScenarioFileError",
     "Scenarios",
     "Systems",

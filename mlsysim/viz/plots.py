@@ -176,15 +176,26 @@ def efficiency_plot(
     return _finish(figure, path)
 
 
+PARETO_PLOT_MAX_POINTS = 200_000
+"""A plan over more layouts draws its front, plan and knee only (every layout would be a blur)."""
+
+
 def pareto_plot(plan: Any, path: Any = None) -> Any:
-    """Training time against cost for every layout, the Pareto front, the chosen plan and the knee."""
-    table = plan.table
-    time, cost = table["training_time"], table["cost"]
+    """Training time against cost for every layout, the Pareto front, the chosen plan and the knee.
+
+    Plans over more than :data:`PARETO_PLOT_MAX_POINTS` layouts draw the
+    front, the plan and the knee only (their layouts are not kept).
+    """
     figure = _figure()
     ax = figure.add_subplot()
-    ok = plan.feasible
-    ax.scatter(time[~ok], cost[~ok], s=8, color="lightgrey", label="breaks a constraint")
-    ax.scatter(time[ok], cost[ok], s=10, color="tab:blue", alpha=0.6, label="feasible")
+    if plan.size <= PARETO_PLOT_MAX_POINTS and not plan.partial:
+        table = plan.table
+        time, cost = table["training_time"], table["cost"]
+        ok = plan.feasible
+        ax.scatter(time[~ok], cost[~ok], s=8, color="lightgrey", label="breaks a constraint")
+        ax.scatter(time[ok], cost[ok], s=10, color="tab:blue", alpha=0.6, label="feasible")
+    else:
+        table = plan.pareto
     front = plan.pareto
     ax.plot(
         front["training_time"],
@@ -194,19 +205,21 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
         markersize=4,
         label="Pareto front",
     )
+    best = plan.best.result
     ax.scatter(
-        [time[plan.best_row]],
-        [cost[plan.best_row]],
+        [best.training_time.magnitude],
+        [best.cost],
         marker="*",
         s=250,
         color="tab:red",
         zorder=5,
         label=f"plan (best {plan.objective})",
     )
-    if plan.knee_row is not None:
+    if plan.knee is not None:
+        knee = plan.knee.result
         ax.scatter(
-            [time[plan.knee_row]],
-            [cost[plan.knee_row]],
+            [knee.training_time.magnitude],
+            [knee.cost],
             marker="D",
             s=60,
             facecolors="none",

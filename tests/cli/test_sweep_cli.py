@@ -185,3 +185,77 @@ def test_bad_output_paths_fail_before_any_work(capsys, command, option, path, ne
     code = main([command, "Gpt2DataParallelFourNodes10GbE", "--axis", "nodes=1..3", option, path])
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and needle in err and err.count("\n") == 1
+
+
+def test_a_sweep_too_big_for_memory_is_refused_up_front(capsys):
+    code, out, err = run(
+        capsys,
+        "sweep",
+        "Gpt2DataParallelFourNodes10GbE",
+        "--axis",
+        "nodes=1..1000000",
+        "--axis",
+        "accumulation_steps=1..1000",
+    )
+    assert code == 2 and out == ""
+    assert "1,000,000,000 layouts would need about" in err and "--max-layouts" in err
+    assert "--parquet" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_huge_axis_is_refused_without_building_it(capsys):
+    code, _, err = run(
+        capsys, "plan", "Gpt2DataParallelFourNodes10GbE", "--axis", "nodes=1..1000000000000"
+    )
+    assert code == 2 and "--max-layouts" in err and "would take about" in err
+
+
+def test_sweep_streams_to_parquet(capsys, tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "rows.parquet"
+    code, out, _ = run(
+        capsys,
+        "sweep",
+        "Gpt2DataParallelFourNodes10GbE",
+        "--axis",
+        "nodes=1..40",
+        "--axis",
+        "precision=fp16,fp32",
+        "--parquet",
+        str(path),
+    )
+    assert code == 0 and f"wrote {path}" in out
+    frame = pd.read_parquet(path)
+    table = sweep(
+        Scenarios.Gpt2DataParallelFourNodes10GbE, nodes=range(1, 41), precision=["fp16", "fp32"]
+    )
+    assert frame["efficiency"].tolist() == table["efficiency"].tolist()
+    code, _, err = run(
+        capsys,
+        "sweep",
+        "Gpt2DataParallelFourNodes10GbE",
+        "--axis",
+        "nodes=1..4",
+        "--parquet",
+        str(path),
+        "--csv",
+        str(tmp_path / "x.csv"),
+    )
+    assert code == 2 and "--parquet" in err
+
+
+def test_plan_with_workers_top_and_a_layout_limit(capsys):
+    args = [
+        "plan",
+        "Gpt2DataParallelFourNodes10GbE",
+        "--axis",
+        "nodes=1..32",
+        "--axis",
+        "accumulation_steps=1,2,4",
+        "--objective",
+        "cost",
+    ]
+    code, out, _ = run(capsys, *args, "--workers", "1", "--top", "3")
+    assert code == 0 and "Top 3 layouts" in out and "Best:" in out
+    code, _, err = run(capsys, *args, "--max-layouts", "50")
+    assert code == 2 and "96 layouts would take about" in err and "--max-layouts" in err
