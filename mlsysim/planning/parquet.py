@@ -72,11 +72,11 @@ def block_table(space: Space, block: Block, columns: tuple[str, ...], arrow_sche
     out = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
     for sub in space.sub_blocks(block):
         values = figures(sub)
-        view = tuple(
+        view: tuple[Any, ...] = tuple(
             slice(o - s, o - s + n) for o, s, n in zip(sub.offset, starts, sub.shape, strict=True)
         )
         for column in columns:
-            _write(column, out[column][(*view, Ellipsis)], values, sub.inputs, sub.algorithm)
+            _write(column, out[column][view + (Ellipsis,)], values, sub.inputs, sub.algorithm)
     arrays = []
     for position, axis in enumerate(space.axes):
         index = _axis_index(shape, position, starts[position])

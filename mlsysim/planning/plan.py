@@ -78,7 +78,7 @@ class Constraints:
             "min_efficiency": check_fraction,
             "max_global_batch": check_positive_int,
         }
-        out = {}
+        out: dict[str, Any] = {}
         for name, value in limits.items():
             if value is None:
                 out[name] = None

@@ -370,7 +370,9 @@ def _fold_top(
     index, owner = cells.expand(chosen)
     cell = chosen[owner]
     order = np.lexsort((index, secondary[cell], primary[cell]))[:k]
-    keys = [(float(primary[cell[i]]), float(secondary[cell[i]]), float(index[i])) for i in order]
+    keys: list[Key] = [
+        (float(primary[cell[i]]), float(secondary[cell[i]]), float(index[i])) for i in order
+    ]
     state.top = sorted(state.top + keys)[:k]
 
 

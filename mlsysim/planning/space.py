@@ -98,7 +98,7 @@ class Space:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def axis_values(self) -> dict[str, tuple[Any, ...]]:
+    def axis_values(self) -> dict[str, Any]:
         """The axes as ``field -> values``, as :func:`mlsysim.sweep` takes them."""
         return {a.field: a.values for a in self.axes}
 
