@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.core.validation import BYTES_PER_ELEMENT
 from mlsysim.engine.fields import FIELDS
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.physics.collectives import (
@@ -35,34 +35,8 @@ from mlsysim.physics.memory import (
     communication_volume_factor,
 )
 from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import STRAGGLER_EQUATION
-
-
-def fmt_bytes(x: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.6g} {unit}"
-    return f"{x:.6g} B"
-
-
-def fmt_time(x: float) -> str:
-    if x == 0:
-        return "0 ms"
-    if abs(x) >= 3600 * 10:
-        return f"{x / 3600:.6g} h"
-    if abs(x) >= 10:
-        return f"{x:.6g} s"
-    if abs(x) >= 1e-3:
-        return f"{x * 1e3:.6g} ms"
-    return f"{x * 1e6:.6g} us"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
-
-
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
 
 
 class _Steps:
