@@ -159,8 +159,8 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
         big_n=i["nodes"],
         acc=i["accumulation_steps"],
         n=r.n_devices,
-        g=g,
-        t1=r.model_inputs.step_time,
+        g=float(g),
+        t1=float(r.model_inputs.step_time),
         zero=zero,
         buckets_sym=" x m" if a.overlap else "",
         buckets_num=f" x {f.buckets.number:g}" if a.overlap else "",
@@ -217,7 +217,7 @@ def _intra_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "intra",
-        (steps_sym, f"2 x {d - 1}", c.r.model_inputs.intra_latency),
+        (steps_sym, f"2 x {d - 1}", float(c.r.model_inputs.intra_latency)),
         ("intra_bytes", fmt_bytes(f.intra_bytes)),
         [("B_intra", fmt_rate(c.r.model_inputs.intra_bandwidth), True), ("e_intra", f"{e_i:g}", e_i != 1)],
     )
@@ -251,7 +251,7 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "inter",
-        (steps_sym, str(steps), x.inter_latency),
+        (steps_sym, str(steps), float(x.inter_latency)),
         (volume_sym, volume_num),
         [
             ("min(k, d)", str(min(k, d)), k != 1),

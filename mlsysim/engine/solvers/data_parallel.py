@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.equations import Choices, Inputs, evaluate
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER
+from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER, Value
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.models.types import Workload
 
 
 class DataParallelScaleOutModel:
@@ -26,7 +27,7 @@ class DataParallelScaleOutModel:
 
     def solve(
         self,
-        model: Any,
+        model: object,
         precision: str,
         step_time: Quantity,
         training_time: Quantity,
@@ -37,7 +38,7 @@ class DataParallelScaleOutModel:
         inter_bandwidth: Quantity | None = None,
         accumulation_steps: int = 1,
         node_hour_rate: Quantity | None = None,
-        **opt_in: Any,
+        **opt_in: object,
     ) -> DataParallelScaleOutResult:
         """Evaluate one layout. ``model`` is the workload.
 
@@ -81,14 +82,15 @@ OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)
 inputs beyond the seed contract's."""
 
 
-def model_inputs(values: Mapping[str, Any], numbers: Mapping[str, float] | None = None) -> Inputs:
+def model_inputs(values: Mapping[str, Value], numbers: Mapping[str, float] | None = None) -> Inputs:
     """The numeric :class:`Inputs` of checked input values (canonical SI floats).
 
     ``numbers`` are the model numbers the check already computed; without them
     they are computed here. An input not given keeps its Inputs default, its
     neutral value.
     """
-    workload, precision = values["workload"], values["precision"]
+    workload = cast(Workload, values["workload"])
+    precision = cast(str, values["precision"])
     if numbers is None:
         numbers = {
             name: FIELDS[name].to_model(value)
@@ -109,11 +111,11 @@ def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
 
 
 def solve_checked(
-    values: Mapping[str, Any], numbers: Mapping[str, float] | None = None
+    values: Mapping[str, Value], numbers: Mapping[str, float] | None = None
 ) -> DataParallelScaleOutResult:
     """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again."""
     x = model_inputs(values, numbers)
-    c = choices_of(values["assumptions"], values["zero_stage"])
+    c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
     return DataParallelScaleOutResult(evaluate(x, c), values, c, x, trace=constraint_trace)
 
 
