@@ -40,7 +40,8 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
     A range stays a ``range`` (its size is known before any value is made).
     """
     from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.overrides import coerce_assumption, coerce_field
+    from mlsysim.engine.assumptions import assumption_from_text
+    from mlsysim.engine.overrides import coerce_field
 
     field, sep, spec = text.partition("=")
     field = field.strip()
@@ -59,7 +60,7 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
     if field.startswith("assumptions."):
         sub = field.split(".", 1)[1]
         return "assumptions", [
-            scenario.assumptions.variant(**{sub: coerce_assumption(sub, p)}) for p in parts
+            scenario.assumptions.variant(**{sub: assumption_from_text(sub, p)}) for p in parts
         ]
     return field, [coerce_field(field, p) for p in parts]
 

@@ -173,11 +173,10 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
     compares exactly the numbers a materialised one does.
     """
     v = figures(sub)
-    x = sub.inputs
     out = {
         "training_time": np.multiply(figure(v, "training_time"), 1.0 / 3600.0),
         "cost": np.asarray(figure(v, "cost"), dtype=float),
-        "fits": np.logical_or(figure(v, "fits"), np.isnan(x.device_memory)),
+        "fits": np.asarray(figure(v, "fits")),  # True where the device memory is unknown
     }
     if criteria.min_efficiency is not None or reach:
         out["efficiency"] = np.asarray(figure(v, "efficiency"), dtype=float)

@@ -8,7 +8,7 @@ the trailing dimensions whole, so a block is described by a few integers and
 can be sent to a worker process or a Dask worker as it is.
 
 Inside a block, each combination of categorical values (workload, precision,
-assumptions, zero_stage) is one :func:`mlsysim.engine.model.evaluate` call on
+assumptions, zero_stage) is one :func:`mlsysim.engine.equations.evaluate` call on
 numpy arrays: the numeric axes enter as arrays along their own dimensions and
 broadcast, so a term that depends on two axes is computed on those two only.
 These are the equations of the scalar solve; nothing here repeats them.
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from mlsysim.engine.model import Choices, Inputs, evaluate
-from mlsysim.engine.solvers.data_parallel import choices_of
-from mlsysim.planning.fields import CATEGORICAL_FIELDS, NUMERIC_FIELDS
+from mlsysim.engine.equations import Choices, Inputs, evaluate
+from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS
+from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.planning.table import Axis
 
 
@@ -130,7 +130,7 @@ class Space:
             values = self._numeric(p)[start:stop]
             dims = [1] * ndim
             dims[p] = len(values)
-            arrays[NUMERIC_FIELDS[axis.field].attr] = values.reshape(dims)
+            arrays[axis.field] = values.reshape(dims)
             offset.append(start)
             shape.append(stop - start)
         return SubBlock(tuple(offset), tuple(shape), choices, algorithm, Inputs(**arrays))
@@ -152,8 +152,7 @@ class Space:
         values = self._canonical.get(position)
         if values is None:
             axis = self.axes[position]
-            spec = NUMERIC_FIELDS[axis.field]
-            values = np.asarray([spec.canonical(v) for v in axis.values])
+            values = np.asarray([FIELDS[axis.field].to_model(v) for v in axis.values])
             self._canonical[position] = values
         return values
 
@@ -185,7 +184,7 @@ class Space:
             arrays = dict(base)
             for p, axis in enumerate(self.axes):
                 if p not in picks:
-                    arrays[NUMERIC_FIELDS[axis.field].attr] = self._numeric(p)[coords[p][selected]]
+                    arrays[axis.field] = self._numeric(p)[coords[p][selected]]
             yield selected, SubBlock((), (len(selected),), choices, algorithm, Inputs(**arrays))
 
 
@@ -210,25 +209,19 @@ def _restore_space(payload: bytes) -> Space:
 
 
 def figures(sub: SubBlock) -> Any:
-    """The figures of a sub-block: :func:`mlsysim.engine.model.evaluate`, the scalar solve's equations."""
+    """The figures of a sub-block: :func:`mlsysim.engine.equations.evaluate`, the scalar solve's equations."""
     return evaluate(sub.inputs, sub.choices)
 
 
 def figure(values: Any, name: str) -> Any:
-    """One figure out of what :func:`figures` returned (a mapping today)."""
-    return values[name]
+    """One figure out of what :func:`figures` returned (a :class:`Figures` tuple)."""
+    return getattr(values, name)
 
 
 def base_inputs(scenario: Any) -> dict[str, Any]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
-    workload, precision = scenario.workload, scenario.precision
-    inputs = {
-        "gradient_bytes": workload.gradient_bytes(precision),
-        "parameters": workload.parameter_count(),
-    }
-    for name, spec in NUMERIC_FIELDS.items():
-        inputs[spec.attr] = spec.canonical(getattr(scenario, name))
-    return inputs
+    x = model_inputs(scenario.inputs())
+    return {name: getattr(x, name) for name in Inputs.__dataclass_fields__}
 
 
 def _contiguous_blocks(shape: tuple[int, ...], target: int) -> Iterator[Block]:
