@@ -126,7 +126,8 @@ class InfeasiblePlanError(MlsysimError, ValueError):
     """No layout of a :func:`mlsysim.plan` search meets the constraints.
 
     The message says how many layouts each constraint excluded; ``table``
-    holds the whole sweep and ``excluded`` those counts, for a closer look.
+    holds the whole sweep (spaces up to a million layouts; else None) and
+    ``excluded`` those counts, for a closer look.
     """
 
     def __init__(self, message: str, *, table: object = None, excluded: dict | None = None) -> None:
