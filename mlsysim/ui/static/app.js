@@ -404,7 +404,7 @@ function chartButtons() {
 const LAYOUT = {
   margin: { l: 56, r: 56, t: 40, b: 48 }, font: { family: "system-ui, -apple-system, Segoe UI, sans-serif", size: 12, color: "#1e293b" },
   paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", hovermode: "x unified",
-  legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 },
+  legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0, font: { size: 11 }, traceorder: "normal" },
 };
 
 // The sweep's axis (nodes; devices_per_node when there is no inter-node link) and its current value.
@@ -428,7 +428,7 @@ function renderScaling(sweep, current) {
   const traces = [
     { x: nodes, y: c.efficiency.values, name: "efficiency", line: { color: COLORS.efficiency, width: 3 }, hovertemplate: "%{y:.1%}" },
     { x: nodes, y: c.speedup.values, name: "speedup", yaxis: "y2", line: { color: COLORS.speedup, width: 2 }, hovertemplate: "%{y:.3g}×" },
-    { x: nodes, y: c.n_devices.values, name: "ideal speedup (n devices)", yaxis: "y2", line: { color: COLORS.ideal, dash: "dot", width: 1.5 }, hovertemplate: "%{y}" },
+    { x: nodes, y: c.n_devices.values, name: "ideal speedup", yaxis: "y2", line: { color: COLORS.ideal, dash: "dot", width: 1.5 }, hovertemplate: "%{y}" },
     { x: [nowNodes], y: [now.efficiency], name: "this layout", mode: "markers", marker: { color: COLORS.now, size: 13, symbol: "diamond", line: { color: "white", width: 2 } }, hovertemplate: "this layout: %{y:.1%}" },
     { x: [nowNodes], y: [now.speedup], name: "this layout (speedup)", yaxis: "y2", mode: "markers", showlegend: false, marker: { color: COLORS.now, size: 11, symbol: "circle", line: { color: "white", width: 2 } }, hovertemplate: "this layout: %{y:.3g}×" },
   ];
@@ -455,8 +455,8 @@ function renderBreakdown(sweep, current) {
   const col = (name) => picks.map((i) => c[name].values[i] / 1000);
   const overlap = picks.some((i) => c.hidden_communication_time.values[i] > 0);
   const parts = overlap
-    ? [["compute_time", "compute", COLORS.compute], ["exposed_communication_time", "AllReduce not hidden by backward", COLORS.exposed], ["synchronization_time", "synchronisation", COLORS.sync]]
-    : [["compute_time", "compute", COLORS.compute], ["intra_time", "AllReduce inside the node", COLORS.intra], ["inter_time", "AllReduce across nodes", COLORS.inter], ["synchronization_time", "synchronisation", COLORS.sync]];
+    ? [["compute_time", "compute", COLORS.compute], ["exposed_communication_time", "AllReduce not hidden", COLORS.exposed], ["synchronization_time", "synchronisation", COLORS.sync]]
+    : [["compute_time", "compute", COLORS.compute], ["intra_time", "AllReduce in node", COLORS.intra], ["inter_time", "AllReduce across nodes", COLORS.inter], ["synchronization_time", "synchronisation", COLORS.sync]];
   const traces = parts.filter(([name]) => name === "compute_time" || picks.some((i) => c[name].values[i] > 0))
     .map(([name, title, color]) => ({ type: "bar", x, y: col(name), name: title, marker: { color }, hovertemplate: `${title}: %{y:.3g} s<extra></extra>` }));
   const layout = {
@@ -496,7 +496,8 @@ function renderPlan(plan, current) {
     xaxis: { title: { text: "training time (hours, log scale)" }, type: "log", gridcolor: "#e2e8f0" },
     yaxis: { title: { text: "cost (USD, log scale)" }, type: "log", gridcolor: "#e2e8f0" } };
   Plotly.react(el_, traces, layout, PLOT_CONFIG);
-  $("#plan-summary").textContent = plan.infeasible ? plan.infeasible : plan.summary.split("\n").slice(1).join(" · ");
+  const text = plan.infeasible ? plan.infeasible : plan.summary.split("\n").slice(1).join(" · ");
+  $("#plan-summary").textContent = text.replace(/<=/g, "≤").replace(/>=/g, "≥");
 }
 
 function hours(text) {
