@@ -1,9 +1,10 @@
-"""The UI's JSON encoding of library values, in one function.
+"""The UI's JSON encoding of library values, in one function, on top of :mod:`mlsysim.core.jsonio`.
 
 A quantity is ``{"value": x, "unit": "<pint-parsable unit>"}`` (money included),
-NaN and infinities are ``null``, numpy scalars and arrays become plain numbers
-and lists, a workload is its registry name, assumptions are a table of their
-fields. When ``mlsysim.core.jsonio`` lands, :func:`json_value` becomes a call to it.
+spelled by :func:`mlsysim.core.jsonio.encode`. What the UI adds: a figure that
+is not known (NaN: the cost without a price, a sweep's unknown device memory)
+is ``null`` rather than an error, numpy arrays become lists, a workload or
+other registry entry is its name, and assumptions are a table of their fields.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-SCHEMA_VERSION = 1
-"""Top-level ``schema_version`` of every JSON answer of the UI's API."""
+from mlsysim.core.jsonio import SCHEMA_VERSION, encode
+
+__all__ = ["SCHEMA_VERSION", "json_value"]
 
 
 def json_value(value: Any) -> Any:
@@ -22,14 +24,15 @@ def json_value(value: Any) -> Any:
     >>> json_value({"t": Q_(4650.0, "ms"), "eff": float("nan"), "n": (1, 2)})
     {'t': {'value': 4650.0, 'unit': 'millisecond'}, 'eff': None, 'n': [1, 2]}
     """
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, int):
+    if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if hasattr(value, "magnitude") and hasattr(value, "units"):
-        return {"value": json_value(float(value.magnitude)), "unit": f"{value.units:D}"}
+        magnitude = value.magnitude
+        if isinstance(magnitude, float) and not math.isfinite(magnitude):
+            return None
+        return encode(value)
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return json_value(value.tolist())
     if isinstance(value, dict):
@@ -42,4 +45,4 @@ def json_value(value: Any) -> Any:
     name = getattr(value, "name", None)
     if isinstance(name, str):  # a registry entry (workload, accelerator, fabric)
         return name
-    return str(value)
+    return encode(value)

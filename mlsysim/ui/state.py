@@ -215,30 +215,54 @@ def text_values(scenario: Any) -> dict[str, str]:
 
 @cache
 def form_fields() -> tuple[dict[str, Any], ...]:
-    """One entry per input of the page, in the scenario class's order, then the assumptions.
+    """One entry per input of the page: the field table's inputs in its order, then the assumptions.
 
-    Each entry: ``name`` (the field, as ``--set`` names it), ``group``, ``kind``
-    (``int``, ``quantity``, ``choice`` or ``text``), ``required``, ``choices``
-    (a select's options), ``suggestions`` (registry names the field also takes)
-    and ``example`` (a text the field accepts, for the placeholder).
+    Each entry: ``name`` (the field, as ``--set`` names it), ``label``, ``symbol``
+    and ``unit`` (from the field table), ``group``, ``kind`` (``int``,
+    ``quantity``, ``choice``, ``number`` or ``text``), ``required``, ``optional``
+    (may be empty: none), ``choices`` (a select's options), ``suggestions``
+    (registry names the field also takes) and ``example`` (a text it accepts).
     """
     from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.fields import FIELDS
 
-    cls = scenario_type()
     base = base_scenario(None)
     grouped = {f: g for g, fields in GROUPS.items() for f in fields}
     out: list[dict[str, Any]] = []
-    for name, info in cls.model_fields.items():
-        if name in NOT_IN_FORM:
+    for f in FIELDS.values():
+        if f.name in NOT_IN_FORM or f.kind == "text":
             continue
-        entry = _describe(name, info.annotation, base)
-        entry["group"] = grouped.get(name, "More" if name != ASSUMPTIONS else "Model assumptions")
-        entry["required"] = info.is_required()
+        entry: dict[str, Any] = {
+            "name": f.name,
+            "label": f.label,
+            "symbol": f.symbol,
+            "unit": f.display_unit,
+            "group": grouped.get(f.name, "Model assumptions" if f.name == ASSUMPTIONS else "More"),
+            "required": f.required,
+            "optional": f.optional,
+            "choices": [],
+            "suggestions": [],
+            "example": "",
+        }
+        if f.kind == "workload":
+            entry.update(kind="choice", choices=_registry_names("models"))
+        elif f.kind == "assumptions":
+            entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
+        elif f.choices:
+            entry.update(kind="choice", choices=[str(c) for c in f.choices])
+        elif f.kind == "count":
+            entry.update(kind="int", example="1")
+        elif f.kind == "quantity":
+            entry.update(kind="quantity", **_accepted_texts(f.name, base, f.display_unit))
+        else:
+            entry.update(kind="text")
         out.append(entry)
     for name, info in Assumptions.model_fields.items():
         entry = _describe(f"{ASSUMPTIONS}.{name}", info.annotation, base)
-        entry["group"] = "Model assumptions"
-        entry["required"] = True
+        entry.update(
+            group="Model assumptions", required=True, optional=False, label="", symbol=None
+        )
+        entry.setdefault("unit", None)
         out.append(entry)
     return tuple(out)
 
@@ -262,7 +286,7 @@ def _describe(name: str, annotation: Any, base: Any) -> dict[str, Any]:
     elif int in kinds:
         entry.update(kind="int", example="1")
     elif any(getattr(a, "__name__", "") == "Quantity" for a in kinds):
-        entry.update(kind="quantity", **_accepted_texts(name, base))
+        entry.update(kind="quantity", **_accepted_texts(name, base, None))
     elif float in kinds:
         entry.update(kind="number", example="0.9")
     else:
@@ -274,10 +298,11 @@ EXAMPLES = ("100 Gbps", "5 us", "80 GB", "32 USD/hour")
 """Candidate example texts; a quantity field's placeholder is the first it accepts."""
 
 
-def _accepted_texts(name: str, base: Any) -> dict[str, Any]:
+def _accepted_texts(name: str, base: Any, unit: str | None) -> dict[str, Any]:
     """A quantity field's example and the registry names it takes, both found by asking the parser."""
     own = text_values(base).get(name, "")
-    example = own or next((t for t in EXAMPLES if _accepts(base, name, t)), "")
+    candidates = (*EXAMPLES, f"1 {unit}") if unit else EXAMPLES
+    example = own or next((t for t in candidates if _accepts(base, name, t)), "")
     suggestions: list[str] = []
     for group in ("fabrics", "accelerators"):
         names = _registry_names(group)

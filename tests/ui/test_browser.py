@@ -249,9 +249,7 @@ def test_the_plan_follows_the_deadline_and_budget(server, browser):
     deadline.send_keys("1 hour")
     browser.find_element(By.ID, "budget").send_keys("400 USD")
     settle(browser)
-    wait(
-        browser, lambda: "training time ≤ 1 h" in browser.find_element(By.ID, "plan-summary").text
-    )
+    wait(browser, lambda: "training time ≤ 1 h" in browser.find_element(By.ID, "plan-summary").text)
     traces = browser.execute_script(
         "return document.querySelector('[data-plot=plan]').data.map(t => [t.name, t.x.length])"
     )

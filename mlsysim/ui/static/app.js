@@ -109,12 +109,20 @@ function buildForm() {
   form.addEventListener("change", onInput);
 }
 
+// The field's name as --set spells it (spaces for underscores), its label and symbol from the field table.
+function fieldLabel(f, id) {
+  const hint = el("span", { class: "field-hint", text: f.label || "" });
+  if (f.symbol) hint.append(" (", el("span", { class: "symbol", html: prettyEquation(f.symbol) }), ")");
+  return el("label", { for: id, title: `${f.name}${f.label ? ": " + f.label : ""}` },
+    el("span", { class: "field-name", text: label(f.name) }), f.label || f.symbol ? hint : null);
+}
+
 function fieldRow(f) {
   const id = `f-${f.name.replace(".", "-")}`;
   let input;
   if (f.kind === "choice") {
     input = el("select", { id, name: f.name });
-    if (!f.required && f.name !== "assumptions" && !f.name.startsWith("assumptions.")) input.append(el("option", { value: "", text: "(none)" }));
+    if (f.optional) input.append(el("option", { value: "", text: "(none)" }));
     for (const c of f.choices) input.append(el("option", { value: c, text: c }));
   } else {
     const list = f.suggestions.length ? `dl-${id}` : null;
@@ -128,11 +136,11 @@ function fieldRow(f) {
       const dl = el("datalist", { id: list });
       for (const s of f.suggestions) dl.append(el("option", { value: s }));
       input.after(dl);
-      return el("div", { class: "field" }, el("label", { for: id, text: label(f.name), title: f.name }), input, dl,
+      return el("div", { class: "field" }, fieldLabel(f, id), input, dl,
         el("div", { class: "error", id: `err-${id}`, "data-error-for": f.name }));
     }
   }
-  return el("div", { class: "field" }, el("label", { for: id, text: label(f.name), title: f.name }), input,
+  return el("div", { class: "field" }, fieldLabel(f, id), input,
     el("div", { class: "error", id: `err-${id}`, "data-error-for": f.name }));
 }
 
