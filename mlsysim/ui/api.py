@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
+from mlsysim.core.jsonio import document
 from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
 from mlsysim.ui.state import (
     PAGE_PARAMS,
@@ -175,15 +176,17 @@ def evaluate(request: Request) -> dict[str, Any]:
     """The scenario's inputs (as text) and every result figure."""
     scenario = scenario_of(request)
     result = scenario.result
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "scenario": request.scenario or scenario_from(None, {}).name,
-        "name": scenario.name,
-        "description": scenario.description,
-        "values": text_values(scenario),
-        "result": result_values(result),
-        "notes": list(result.constraint_trace),
-    }
+    return document(
+        "evaluate",
+        {
+            "scenario": request.scenario or scenario_from(None, {}).name,
+            "name": scenario.name,
+            "description": scenario.description,
+            "values": text_values(scenario),
+            "result": result_values(result),
+            "notes": list(result.constraint_trace),
+        },
+    )
 
 
 # -- sweep and plan ----------------------------------------------------------------------
@@ -264,12 +267,14 @@ def sweep_payload(request: Request) -> dict[str, Any]:
     scenario = scenario_of(request)
     texts = request.axes or default_axes(scenario)
     table = _table(request, scenario, texts, "axis")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "axes": [{"field": a.field, "column": a.column, "unit": a.unit} for a in table.axes],
-        "rows": len(table),
-        "columns": _columns(table),
-    }
+    return document(
+        "sweep",
+        {
+            "axes": [{"field": a.field, "column": a.column, "unit": a.unit} for a in table.axes],
+            "rows": len(table),
+            "columns": _columns(table),
+        },
+    )
 
 
 def sweep_csv(request: Request) -> str:
@@ -341,19 +346,21 @@ def _plan_rows(table: Any, found: Any, objective: str, message: str | None) -> d
     pareto: list[int] = []
     if found is not None:  # the plan's table is the full grid: grid index = row
         pareto = [found.pareto.grid_index(i) for i in range(len(found.pareto))]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "objective": objective,
-        "rows": len(table),
-        "columns": _columns(table),
-        "labels": labels,
-        "feasible": json_value(feasible),
-        "pareto": pareto,
-        "best": None if found is None else found.best_row,
-        "knee": None if found is None else found.knee_row,
-        "summary": message if found is None else found.summary(),
-        "infeasible": message,
-    }
+    return document(
+        "plan",
+        {
+            "objective": objective,
+            "rows": len(table),
+            "columns": _columns(table),
+            "labels": labels,
+            "feasible": json_value(feasible),
+            "pareto": pareto,
+            "best": None if found is None else found.best_row,
+            "knee": None if found is None else found.knee_row,
+            "summary": message if found is None else found.summary(),
+            "infeasible": message,
+        },
+    )
 
 
 def _row_labels(table: Any) -> list[str]:
@@ -374,7 +381,7 @@ def explain_payload(request: Request) -> dict[str, Any]:
     scenario = scenario_of(request)
     markdown = scenario.explain(format="markdown")
     parsed = parse_explain_markdown(markdown)
-    return {"schema_version": SCHEMA_VERSION, **parsed, "text": scenario.explain()}
+    return document("explain", {**parsed, "text": scenario.explain()})
 
 
 def parse_explain_markdown(markdown: str) -> dict[str, Any]:
@@ -437,50 +444,59 @@ def registry_payload() -> dict[str, Any]:
         return path.rsplit(".", 1)[-1]
 
     accelerators = {id(a): short(p) for p, a in Hardware.walk()}
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "fields": list(form_fields()),
-        "scenarios": [
-            {"name": s.name, "description": s.description, "values": text_values(s)}
-            for s in Scenarios
-        ],
-        "models": [
-            {"name": short(p), "label": w.name, "parameters": to_canonical(w.parameters, "count")}
-            for p, w in Models.walk()
-        ],
-        "fabrics": [
-            {
-                "name": short(p),
-                "bandwidth": text_of(f.bandwidth),
-                "latency": text_of(f.latency),
-                "source": getattr(f, "source", None),
-            }
-            for p, f in Systems.Fabrics.walk()
-        ],
-        "accelerators": [
-            {"name": short(p), "memory": text_of(a.memory.capacity)} for p, a in Hardware.walk()
-        ],
-        "nodes": [
-            {
-                "name": short(p),
-                "values": {
-                    "devices_per_node": str(n.accelerators_per_node),
-                    "intra_bandwidth": text_of(n.accelerator.nvlink.bandwidth_per_direction),
-                    "device_memory": accelerators.get(id(n.accelerator), ""),
-                },
-            }
-            for p, n in Systems.Nodes.walk()
-        ],
-        "presets": {
-            name: {f"assumptions.{k}": text_of(v) for k, v in preset.fields().items()}
-            for name, preset in (("seed", Assumptions()), ("realistic", Assumptions.realistic()))
+    return document(
+        "registry",
+        {
+            "fields": list(form_fields()),
+            "scenarios": [
+                {"name": s.name, "description": s.description, "values": text_values(s)}
+                for s in Scenarios
+            ],
+            "models": [
+                {
+                    "name": short(p),
+                    "label": w.name,
+                    "parameters": to_canonical(w.parameters, "count"),
+                }
+                for p, w in Models.walk()
+            ],
+            "fabrics": [
+                {
+                    "name": short(p),
+                    "bandwidth": text_of(f.bandwidth),
+                    "latency": text_of(f.latency),
+                    "source": getattr(f, "source", None),
+                }
+                for p, f in Systems.Fabrics.walk()
+            ],
+            "accelerators": [
+                {"name": short(p), "memory": text_of(a.memory.capacity)} for p, a in Hardware.walk()
+            ],
+            "nodes": [
+                {
+                    "name": short(p),
+                    "values": {
+                        "devices_per_node": str(n.accelerators_per_node),
+                        "intra_bandwidth": text_of(n.accelerator.nvlink.bandwidth_per_direction),
+                        "device_memory": accelerators.get(id(n.accelerator), ""),
+                    },
+                }
+                for p, n in Systems.Nodes.walk()
+            ],
+            "presets": {
+                name: {f"assumptions.{k}": text_of(v) for k, v in preset.fields().items()}
+                for name, preset in (
+                    ("seed", Assumptions()),
+                    ("realistic", Assumptions.realistic()),
+                )
+            },
+            "limits": {
+                "max_sweep_rows": MAX_SWEEP_ROWS,
+                "max_params": MAX_PARAMS,
+                "max_text": MAX_TEXT,
+            },
         },
-        "limits": {
-            "max_sweep_rows": MAX_SWEEP_ROWS,
-            "max_params": MAX_PARAMS,
-            "max_text": MAX_TEXT,
-        },
-    }
+    )
 
 
 def toml_text(request: Request) -> str:

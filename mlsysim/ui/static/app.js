@@ -469,7 +469,7 @@ function renderBreakdown(sweep, current) {
     .map(([name, title, color]) => ({ type: "bar", x, y: col(name), name: title, marker: { color }, hovertemplate: `${title}: %{y:.3g} s<extra></extra>` }));
   const layout = {
     ...LAYOUT, barmode: "stack", hovermode: "closest",
-    xaxis: { title: { text: axis.title }, type: "category" },
+    xaxis: { title: { text: axis.title }, type: "category", tickangle: window.innerWidth < 760 ? -45 : 0 },
     yaxis: { title: { text: "seconds per update" }, gridcolor: "#e2e8f0", rangemode: "tozero" },
   };
   Plotly.react($('[data-plot="breakdown"]'), traces, layout, PLOT_CONFIG);
