@@ -4,7 +4,7 @@ Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of
-:class:`~mlsysim.engine.model.Inputs` of the same name, or a categorical
+:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
 choice that selects one model evaluation per value). Everything else reads
 this table: the scenario class (its pydantic fields), the solver, ``--set``,
 scenario files, sweep axes, explain's input section and the JSON schema.
@@ -43,15 +43,14 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
-    BYTES_PER_ELEMENT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 
 class _Required:
@@ -481,7 +480,7 @@ MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
-"""Inputs that enter :class:`~mlsysim.engine.model.Inputs` as numbers (and can be array axes)."""
+"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
 
 CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
 """Inputs that select one model evaluation per value."""
@@ -522,10 +521,10 @@ def _neutral(name: str) -> float:
 
 @functools.cache
 def _neutrals() -> dict[str, float]:
-    from mlsysim.engine.model import Inputs
+    from mlsysim.engine.equations import Inputs
 
     return {
-        f.name: float(f.default)  # type: ignore[arg-type]
+        f.name: float(f.default)
         for f in dataclasses.fields(Inputs)
         if f.default is not dataclasses.MISSING
     }

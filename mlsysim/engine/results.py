@@ -2,7 +2,7 @@
 
 Each result field is declared once in the body of
 :class:`DataParallelScaleOutResult`, with the unit it is reported in. The
-figures are held as a :class:`~mlsysim.engine.model.Figures` of floats in
+figures are held as a :class:`~mlsysim.engine.equations.Figures` of floats in
 canonical SI units and turned into Quantities when read (and cached), so a
 solve costs no more pint work than the fields a caller actually reads. The
 sweep's columns use the same declarations (:func:`result_fields`).
@@ -16,11 +16,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mlsysim.core.units import Quantity, unit, ureg
-from mlsysim.engine.model import BOTTLENECKS, Figures
+from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
-    from mlsysim.engine.model import Choices, Inputs
+    from mlsysim.engine.equations import Choices, Inputs
 
 T = TypeVar("T")
 
@@ -167,6 +167,12 @@ class DataParallelScaleOutResult:
     __slots__ = ("figures", "inputs", "choices", "model_inputs", "_cache", "_trace_of")
 
     _declared: list[str] = []
+    figures: Figures
+    inputs: Mapping[str, Any]
+    choices: Choices
+    model_inputs: Inputs
+    _cache: dict[str, Any]
+    _trace_of: Callable[[DataParallelScaleOutResult], tuple[str, ...]]
 
     # the seed's result fields, in the order of the seed contract
     n_devices = IntField(seed=True, doc="n = devices_per_node x nodes")

@@ -1,4 +1,4 @@
-"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.model.evaluate` -> result."""
+"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.equations.evaluate` -> result."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.equations import Choices, Inputs, evaluate
 from mlsysim.engine.fields import FIELDS, NUMERIC_FIELDS
-from mlsysim.engine.model import Choices, Inputs, evaluate
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.hardware.types import Accelerator
 
@@ -17,7 +17,7 @@ from mlsysim.hardware.types import Accelerator
 class DataParallelScaleOutModel:
     """Data-parallel training over ``nodes`` nodes of ``devices_per_node`` devices.
 
-    Equations: :func:`mlsysim.engine.model.evaluate` (the seed model, and the
+    Equations: :func:`mlsysim.engine.equations.evaluate` (the seed model, and the
     opt-in terms of docs/model.md); the keyword-only inputs and
     ``assumptions`` switch on the opt-in model. With those at their defaults,
     results are the seed's exactly. Each input is checked by its entry in the
@@ -124,7 +124,7 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         notes.append("one node: no inter-node traffic")
     else:
         notes.append(
-            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes} nodes, {x.nics_per_node:g} NIC(s) per node"
+            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes:g} nodes, {x.nics_per_node:g} NIC(s) per node"
         )
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
