@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -377,59 +378,16 @@ def _row_labels(table: Any) -> list[str]:
 
 
 def explain_payload(request: Request) -> dict[str, Any]:
-    """The derivation as steps (quantity, equation, numbers, value), the inputs, the model and notes."""
-    scenario = scenario_of(request)
-    markdown = scenario.explain(format="markdown")
-    parsed = parse_explain_markdown(markdown)
-    return document("explain", {**parsed, "text": scenario.explain()})
-
-
-def parse_explain_markdown(markdown: str) -> dict[str, Any]:
-    """The parts of ``scenario.explain(format="markdown")``: inputs, model, steps, notes.
-
-    >>> from mlsysim import Scenarios
-    >>> parts = parse_explain_markdown(Scenarios.Gpt2DataParallelOneNode.explain(format="markdown"))
-    >>> parts["steps"][0]["quantity"], parts["steps"][0]["equation"]
-    ('devices', 'n = d x N')
+    """The derivation (``scenario.explain(format="json")``): ``steps`` (each numbered, with
+    ``quantity``, ``equation``, ``numbers``, ``value``), ``inputs``, ``model``, ``notes``;
+    plus ``text``, the plain-text derivation of ``mlsysim explain``.
     """
-    inputs: list[list[str]] = []
-    steps: list[dict[str, str]] = []
-    notes: list[str] = []
-    model = ""
-    section = ""
-    for line in markdown.splitlines():
-        if line.startswith("| input |"):
-            section = "inputs"
-        elif line.startswith("| # |"):
-            section = "steps"
-        elif line.startswith("**Model:**"):
-            model = line.removeprefix("**Model:**").strip()
-        elif line.startswith("**Notes**"):
-            section = "notes"
-        elif line.startswith("|---"):
-            continue
-        elif line.startswith("| ") and section == "inputs":
-            cells = [c.strip() for c in line.strip("|").split(" | ")]
-            inputs.append([cells[0], " | ".join(cells[1:])])
-        elif line.startswith("| ") and section == "steps":
-            cells = [
-                c.strip() for c in line.strip().removeprefix("|").removesuffix("|").split(" | ")
-            ]
-            if len(cells) >= 5:
-                number, quantity, equation, value = cells[0], cells[1], cells[2], cells[-1]
-                numbers = " | ".join(cells[3:-1])
-                steps.append(
-                    {
-                        "number": number,
-                        "quantity": quantity,
-                        "equation": equation.strip("`"),
-                        "numbers": numbers,
-                        "value": value.strip("*"),
-                    }
-                )
-        elif line.startswith("- ") and section == "notes":
-            notes.append(line[2:])
-    return {"inputs": inputs, "model": model, "steps": steps, "notes": notes}
+    scenario = scenario_of(request)
+    explanation = json.loads(scenario.explain(format="json"))
+    for number, step in enumerate(explanation["steps"], 1):
+        step["number"] = str(number)
+    explanation["text"] = scenario.explain()
+    return dict(explanation)
 
 
 def registry_payload() -> dict[str, Any]:

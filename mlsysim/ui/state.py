@@ -268,18 +268,11 @@ def form_fields() -> tuple[dict[str, Any], ...]:
 
 
 def _describe(name: str, annotation: Any, base: Any) -> dict[str, Any]:
+    """The form entry of one :class:`~mlsysim.Assumptions` field, from its annotation."""
     entry: dict[str, Any] = {"name": name, "choices": [], "suggestions": [], "example": ""}
     kinds = {a for a in typing.get_args(annotation) if a is not type(None)} or {annotation}
     literal = [a for a in kinds if typing.get_origin(a) is typing.Literal]
-    if name == "workload":
-        entry.update(kind="choice", choices=_registry_names("models"))
-    elif name == "precision":
-        from mlsysim.core.validation import BYTES_PER_ELEMENT
-
-        entry.update(kind="choice", choices=list(BYTES_PER_ELEMENT))
-    elif name == ASSUMPTIONS:
-        entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
-    elif literal:
+    if literal:
         entry.update(kind="choice", choices=list(typing.get_args(literal[0])))
     elif bool in kinds:
         entry.update(kind="choice", choices=["false", "true"])

@@ -224,6 +224,7 @@ def test_explain_has_the_derivation_steps(client):
         str(i) for i in range(1, len(body["steps"]) + 1)
     ]
     assert body["model"].startswith("seed")
+    assert body["kind"] == "explanation" and body["schema_version"] == 1
 
 
 def test_registry_lists_a_form_field_per_scenario_field(client):
