@@ -290,14 +290,17 @@ def sweep_csv(request: Request) -> str:
 
 
 def default_plan_axes(scenario: Any) -> tuple[str, ...]:
-    """The plan's search: nodes 1..64 (or 2 x nodes) by the registry's Ethernet and InfiniBand fabrics and the current link."""
+    """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
+    Ethernet and InfiniBand fabrics and the current link.
+    """
     from mlsysim.ui.state import _registry_names
 
     links = [n for n in _registry_names("fabrics") if n.startswith(SCALE_OUT_FABRICS)]
     current = text_of(scenario.inter_bandwidth)
     if current and current not in links:
         links.append(current)
-    return (*default_axes(scenario), "inter_bandwidth=" + ",".join(links))
+    top = min(max(DEFAULT_MAX_NODES, 2 * scenario.nodes), MAX_SWEEP_ROWS // len(links))
+    return (f"nodes=1..{top}", "inter_bandwidth=" + ",".join(links))
 
 
 def plan_payload(request: Request) -> dict[str, Any]:

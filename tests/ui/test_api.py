@@ -302,3 +302,14 @@ def test_json_values_are_finite():
     text = json.dumps(body, allow_nan=False)
     assert body["result"]["inter_time"] == {"value": 0.0, "unit": "millisecond"}
     assert not math.isnan(json.loads(text)["result"]["efficiency"])
+
+
+def test_the_default_plan_searches_nodes_and_links_within_the_limit(client):
+    body = client.get(f"/api/plan?scenario={ONE}").json()  # one node: still a search over nodes
+    from mlsysim import Systems
+
+    links = [n for n in Systems.Fabrics.entries() if n.startswith(api.SCALE_OUT_FABRICS)]
+    assert body["rows"] == 64 * len(links)
+    assert body["labels"][0].startswith("nodes=1, inter_bandwidth=")
+    big = client.get(f"/api/plan?scenario={ONE}&nodes=100000&inter_bandwidth=100%20Gbps")
+    assert big.status_code == 200 and big.json()["rows"] <= api.MAX_SWEEP_ROWS
