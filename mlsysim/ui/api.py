@@ -149,6 +149,11 @@ def _text(key: str, value: Any) -> str:
     return value
 
 
+def _document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A top-level answer: :func:`mlsysim.core.jsonio.document` (``schema_version``, ``kind``)."""
+    return dict(document(kind, body))
+
+
 def scenario_of(request: Request) -> Any:
     """The request's scenario; :class:`ApiError` (422) naming each bad field."""
     try:
@@ -177,7 +182,7 @@ def evaluate(request: Request) -> dict[str, Any]:
     """The scenario's inputs (as text) and every result figure."""
     scenario = scenario_of(request)
     result = scenario.result
-    return document(
+    return _document(
         "evaluate",
         {
             "scenario": request.scenario or scenario_from(None, {}).name,
@@ -268,7 +273,7 @@ def sweep_payload(request: Request) -> dict[str, Any]:
     scenario = scenario_of(request)
     texts = request.axes or default_axes(scenario)
     table = _table(request, scenario, texts, "axis")
-    return document(
+    return _document(
         "sweep",
         {
             "axes": [{"field": a.field, "column": a.column, "unit": a.unit} for a in table.axes],
@@ -350,7 +355,7 @@ def _plan_rows(table: Any, found: Any, objective: str, message: str | None) -> d
     pareto: list[int] = []
     if found is not None:  # the plan's table is the full grid: grid index = row
         pareto = [found.pareto.grid_index(i) for i in range(len(found.pareto))]
-    return document(
+    return _document(
         "plan",
         {
             "objective": objective,
@@ -405,7 +410,7 @@ def registry_payload() -> dict[str, Any]:
         return path.rsplit(".", 1)[-1]
 
     accelerators = {id(a): short(p) for p, a in Hardware.walk()}
-    return document(
+    return _document(
         "registry",
         {
             "fields": list(form_fields()),
