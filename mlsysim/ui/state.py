@@ -5,7 +5,8 @@ and the API's requests carry a named scenario and ``FIELD=TEXT`` changes to it.
 Every text value is parsed by :func:`apply_text_values`, the one place where the
 UI calls the command line's parser, so the page, the API and ``--set`` accept the
 same spellings and report the same errors. The form's fields come from the
-scenario class (:func:`form_fields`), never from a list written here.
+field table (:data:`mlsysim.engine.fields.FIELDS`) and the fields of
+:class:`~mlsysim.Assumptions` (:func:`form_fields`), never from a list written here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Any
 
-from mlsysim.core.exceptions import InputError, MlsysimError
+from mlsysim.core.exceptions import MlsysimError
 
 SCENARIO_PARAM = "scenario"
 """Query parameter naming the scenario the changes apply to (default: the first named one)."""
@@ -58,12 +59,6 @@ class FieldErrors(MlsysimError):
     def __init__(self, errors: dict[str, str]) -> None:
         super().__init__("; ".join(errors.values()))
         self.errors = errors
-
-
-def scenario_type() -> Any:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
-
-    return DataParallelScaleOutScenario
 
 
 def apply_text_values(base: Any, values: Mapping[str, str]) -> Any:
@@ -307,7 +302,7 @@ def _accepted_texts(name: str, base: Any, unit: str | None) -> dict[str, Any]:
 def _accepts(base: Any, name: str, text: str) -> bool:
     try:
         apply_text_values(base, {name: text})
-    except (MlsysimError, InputError):
+    except MlsysimError:
         return False
     return True
 
