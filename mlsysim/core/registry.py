@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import import_module
@@ -34,11 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError, UnknownNameError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 
 class Registry:
@@ -380,7 +374,7 @@ def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
             raise ScenarioFileError(
                 f"{kind_name}: unknown kind of registry entry; known: {', '.join(KINDS)}",
                 path=path,
-                line=lines.get((kind_name,)),
+                line=_first_line(lines, (kind_name,)),
                 field=kind_name,
             )
         for entry_path, table in _entry_tables(kind, (), groups, path, lines):
@@ -397,9 +391,9 @@ def _entry_tables(
     shape = ".".join((kind.name, *(["<group>"] * kind.group_depth), "<Name>"))
     if not isinstance(value, dict):
         raise ScenarioFileError(
-            f"{where}: expected a table [{shape}], got {value!r}",
+            f"{where}: expected tables [{shape}] below it, got {value!r}",
             path=path,
-            line=_line(lines, (kind.name, *above)),
+            line=_first_line(lines, (kind.name, *above)),
             field=where,
         )
     for name, inner in value.items():
@@ -408,7 +402,7 @@ def _entry_tables(
             raise ScenarioFileError(
                 f"{where}.{name}: a registry name must be a Python identifier (letters, digits, _)",
                 path=path,
-                line=_line(lines, (kind.name, *here)),
+                line=_first_line(lines, (kind.name, *here)),
                 field=f"{where}.{name}",
             )
         if len(above) < kind.group_depth:
@@ -417,11 +411,17 @@ def _entry_tables(
             yield here, inner
         else:
             raise ScenarioFileError(
-                f"{where}.{name}: expected a table [{shape}], got {inner!r}",
+                f"{where}: an entry is a table [{shape}]; got {name} = {inner!r} at this level",
                 path=path,
-                line=_line(lines, (kind.name, *here)),
+                line=_first_line(lines, (kind.name, *here)),
                 field=f"{where}.{name}",
             )
+
+
+def _first_line(lines: dict[tuple[str, ...], int], prefix: tuple[str, ...]) -> int | None:
+    """The first line that names ``prefix`` or a key below it."""
+    found = [n for path, n in lines.items() if path[: len(prefix)] == prefix]
+    return min(found) if found else None
 
 
 def _line(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | None:
@@ -468,7 +468,7 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
     """Validate one entry's table into its type; errors name the file, line and field."""
     kind = raw.kind
     table = dict(raw.table)
-    choice = table.pop("kind", "default")
+    choice = table.pop("kind", "default") if len(kind.types) > 1 else "default"
     if choice not in kind.types:
         names = ", ".join(k for k in kind.types if k != "default")
         raise _error(raw, ("kind",), f"expected one of {names}, got {choice!r}")
@@ -476,7 +476,9 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
     for key, target in kind.references.items():
         if key in table:
             if not isinstance(table[key], str):
-                raise _error(raw, (key,), f"expected the name of a {target} entry, got {table[key]!r}")
+                raise _error(
+                    raw, (key,), f"expected the name of a {target} entry, got {table[key]!r}"
+                )
             try:
                 table[key] = catalog.entry(target, table[key])
             except UnknownNameError as exc:
@@ -487,14 +489,11 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
             for part in attribute.split("."):
                 value = getattr(value, part)
             table[key] = value
+    declared = getattr(cls, "model_fields", {})
     text_fields = _text_fields(cls)
     for key, value in list(table.items()):
-        if key in text_fields or key in kind.references:
-            continue
-        try:
-            table[key] = _quantities(value, parse_figure)
-        except InputError as exc:
-            raise _error(raw, (key,), str(exc)) from None
+        if key in declared and key not in text_fields and key not in kind.references:
+            table[key] = _figures(raw, (key,), value)
     table.setdefault("name", raw.path[-1])
     try:
         return cls(**table)
@@ -505,16 +504,22 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
         raise _error(raw, field_path, message) from None
 
 
-def _quantities(value: Any, parse: Callable[[str], Any]) -> Any:
+def _figures(raw: _Raw, where: tuple[str, ...], value: Any) -> Any:
     """Text figures (``"450 GB/s"``) as Quantities, inside tables too; other values as they are."""
     if isinstance(value, str):
-        return parse(value)
+        try:
+            return parse_figure(value)
+        except InputError as exc:
+            raise _error(raw, where, str(exc)) from None
     if isinstance(value, dict):
         return {
-            k: v if k in ("name", "source", "note") else _quantities(v, parse)
-            for k, v in value.items()
+            k: v if k in _TEXT_KEYS else _figures(raw, (*where, k), v) for k, v in value.items()
         }
     return value
+
+
+_TEXT_KEYS = frozenset(("name", "source", "note"))
+"""Keys of inner tables (an accelerator's ``nvlink``) that hold text, not figures."""
 
 
 def _text_fields(cls: type) -> set[str]:

@@ -85,7 +85,9 @@ class Accelerator(Sourced):
 
     memory: Memory
     nvlink: Interconnect
-    dense_flops: Annotated[dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))] = {}
+    dense_flops: Annotated[
+        dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))
+    ] = {}
 
     def peak_flops(self, precision: str) -> Any:
         """Dense peak compute rate at ``precision`` (a Quantity in flop/s).
@@ -137,4 +139,3 @@ class Node(Sourced):
     intra_fabric: Fabric | None = None
     intra_latency: Latency | None = None
     price: Price | None = None
-
