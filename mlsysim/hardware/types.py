@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import PlainValidator
 
+from mlsysim.core import validation
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.core.validation import (
@@ -14,7 +15,6 @@ from mlsysim.core.validation import (
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
 
 
@@ -65,7 +65,7 @@ def _check_flops_table(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, rate in value.items():
         try:
-            out[check_precision(key)] = check(rate)
+            out[validation.check_precision(key)] = check(rate)
         except InputError as exc:
             raise InputError(f"{key}: {exc}") from None
     return out
