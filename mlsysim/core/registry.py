@@ -372,10 +372,10 @@ def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
         kind = KINDS.get(kind_name)
         if kind is None:
             raise ScenarioFileError(
-                f"{kind_name}: unknown kind of registry entry; known: {', '.join(KINDS)}",
+                f"unknown kind of registry entry; known: {', '.join(KINDS)}",
                 path=path,
                 line=_first_line(lines, (kind_name,)),
-                field=kind_name,
+                loc=(kind_name,),
             )
         for entry_path, table in _entry_tables(kind, (), groups, path, lines):
             line = lines.get((kind_name, *entry_path))
@@ -387,23 +387,22 @@ def _entry_tables(
     kind: Kind, above: tuple[str, ...], value: Any, path: str, lines: dict[tuple[str, ...], int]
 ) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
     """(path, table) of each entry below ``kind.name``, at its kind's depth."""
-    where = ".".join((kind.name, *above))
     shape = ".".join((kind.name, *(["<group>"] * kind.group_depth), "<Name>"))
     if not isinstance(value, dict):
         raise ScenarioFileError(
-            f"{where}: expected tables [{shape}] below it, got {value!r}",
+            f"expected tables [{shape}] below it, got {value!r}",
             path=path,
             line=_first_line(lines, (kind.name, *above)),
-            field=where,
+            loc=(kind.name, *above),
         )
     for name, inner in value.items():
         here = (*above, name)
         if not name.isidentifier():
             raise ScenarioFileError(
-                f"{where}.{name}: a registry name must be a Python identifier (letters, digits, _)",
+                "a registry name must be a Python identifier (letters, digits, _)",
                 path=path,
                 line=_first_line(lines, (kind.name, *here)),
-                field=f"{where}.{name}",
+                loc=(kind.name, *here),
             )
         if len(above) < kind.group_depth:
             yield from _entry_tables(kind, here, inner, path, lines)
@@ -411,10 +410,10 @@ def _entry_tables(
             yield here, inner
         else:
             raise ScenarioFileError(
-                f"{where}: an entry is a table [{shape}]; got {name} = {inner!r} at this level",
+                f"an entry is a table [{shape}]; got {name} = {inner!r} at this level",
                 path=path,
-                line=_first_line(lines, (kind.name, *here)),
-                field=f"{where}.{name}",
+                line=_first_line(lines, (kind.name, *above)),
+                loc=(kind.name, *above),
             )
 
 
@@ -433,13 +432,9 @@ def _line(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | Non
 
 
 def _error(raw: _Raw, field_path: tuple[str, ...], message: str) -> ScenarioFileError:
-    where = ".".join((raw.kind.name, *raw.path, *field_path))
-    return ScenarioFileError(
-        f"{where}: {message}",
-        path=raw.origin.path,
-        line=_line(raw.lines, (raw.kind.name, *raw.path, *field_path)),
-        field=where,
-    )
+    """``file:line: kind.entry.field: message`` for a mistake in one entry."""
+    loc = (raw.kind.name, *raw.path, *field_path)
+    return ScenarioFileError(message, path=raw.origin.path, line=_line(raw.lines, loc), loc=loc)
 
 
 _FIGURE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+(\S.*?)\s*$")
@@ -498,10 +493,7 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
     try:
         return cls(**table)
     except InputError as exc:
-        field_path = tuple(p for p in (exc.field or "").split(".") if p)
-        message = str(exc).removeprefix(f"{cls.__name__}.")
-        message = message.removeprefix(f"{'.'.join(field_path)}: ") if field_path else message
-        raise _error(raw, field_path, message) from None
+        raise _error(raw, exc.loc, exc.message) from None
 
 
 def _figures(raw: _Raw, where: tuple[str, ...], value: Any) -> Any:
@@ -510,7 +502,7 @@ def _figures(raw: _Raw, where: tuple[str, ...], value: Any) -> Any:
         try:
             return parse_figure(value)
         except InputError as exc:
-            raise _error(raw, where, str(exc)) from None
+            raise _error(raw, where, exc.message) from None
     if isinstance(value, dict):
         return {
             k: v if k in _TEXT_KEYS else _figures(raw, (*where, k), v) for k, v in value.items()

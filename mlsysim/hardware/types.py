@@ -67,7 +67,7 @@ def _check_flops_table(value: Any) -> dict[str, Any]:
         try:
             out[validation.check_precision(key)] = check(rate)
         except InputError as exc:
-            raise InputError(f"{key}: {exc}") from None
+            raise exc.at(str(key)) from None
     return out
 
 

@@ -120,7 +120,7 @@ def test_models_can_be_added_as_transformers_with_their_shape(tmp_path):
     "text, where, message",
     [
         ("[gpus.X]\nname = 'x'\n", ":1: gpus:", "unknown kind of registry entry"),
-        ("[accelerators.H100x]\nname = 'x'\n", ":2: accelerators.H100x:", "an entry is a table"),
+        ("[accelerators.H100x]\nname = 'x'\n", ":1: accelerators.H100x:", "an entry is a table"),
         (
             "[fabrics.Slow]\nname = 'x'\nbandwidth = '10 GB'\nlatency = '1 us'\nsource = 'x'\nnote = 'y'\n",
             ":3: fabrics.Slow.bandwidth:",
