@@ -296,7 +296,10 @@ class Catalog:
                 )
 
     def reset(self) -> None:
-        """Back to the built-in entries only (users' files forgotten)."""
+        """Back to the built-in entries only (users' files forgotten); a no-op when none was loaded."""
+        raw = self._raw
+        if raw is None or all(e.origin.builtin for t in raw.values() for e in t.values()):
+            return
         self._raw = None
         self._forget()
 
