@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import PlainValidator
 
@@ -18,16 +18,18 @@ from mlsysim.core.validation import (
 )
 
 
-def _q(kind: str) -> Any:
-    return Annotated[Quantity, PlainValidator(as_pydantic(check_positive_quantity(kind)))]
+def _positive(kind: str) -> PlainValidator:
+    return PlainValidator(as_pydantic(check_positive_quantity(kind)))
 
 
-Bandwidth = _q("bandwidth")
-DataSize = _q("data")
-PositiveInt = Annotated[int, PlainValidator(as_pydantic(check_positive_int))]
-ComputeRate = _q("compute_rate")
-MoneyRate = _q("money_rate")
-Latency = Annotated[Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))]
+Bandwidth: TypeAlias = Annotated[Quantity, _positive("bandwidth")]
+DataSize: TypeAlias = Annotated[Quantity, _positive("data")]
+PositiveInt: TypeAlias = Annotated[int, PlainValidator(as_pydantic(check_positive_int))]
+ComputeRate: TypeAlias = Annotated[Quantity, _positive("compute_rate")]
+MoneyRate: TypeAlias = Annotated[Quantity, _positive("money_rate")]
+Latency: TypeAlias = Annotated[
+    Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
+]
 
 
 class Sourced(Validated):
@@ -89,7 +91,7 @@ class Accelerator(Sourced):
         dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))
     ] = {}
 
-    def peak_flops(self, precision: str) -> Any:
+    def peak_flops(self, precision: str) -> Quantity:
         """Dense peak compute rate at ``precision`` (a Quantity in flop/s).
 
         Raises :class:`~mlsysim.InputError` naming the precision and listing

@@ -1,5 +1,6 @@
 """The global --registry option and 'mlsysim registry' through the CLI's runner."""
 
+import json
 import textwrap
 
 import pytest
@@ -72,8 +73,10 @@ def test_a_users_entries_are_names_that_set_accepts(capsys, my_cluster):
         "--json",
     )
     assert code == 0, err
-    assert '"workload": "Tiny"' in out
-    assert '"value": 9.4' in out  # the user's measured 10 GbE, not the nominal 10 Gbps
+    inputs = json.loads(out)["inputs"]
+    assert inputs["workload"].endswith("Tiny")
+    # the user's measured 10 GbE, not the nominal 10 Gbps
+    assert inputs["inter_bandwidth"] == {"value": 9.4, "unit": "Gbps"}
 
 
 def test_a_bad_registry_file_is_one_line_and_exit_2(capsys, tmp_path):
