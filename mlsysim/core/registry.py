@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError, UnknownNameError
 
@@ -252,22 +252,16 @@ class Catalog:
             raw: dict[str, dict[tuple[str, ...], _Raw]] = {name: {} for name in KINDS}
             folder = files("mlsysim.data").joinpath("registry")
             for name in BUILTIN_FILES:
-                text = folder.joinpath(name).read_text(encoding="utf-8")
-                for entry in _read(text, f"mlsysim/data/registry/{name}", builtin=True):
+                shown = f"mlsysim/data/registry/{name}"
+                text = _text_of(folder.joinpath(name), shown)
+                for entry in _read(text, shown, builtin=True):
                     raw[entry.kind.name][entry.path] = entry
             self._raw = raw
         return self._raw
 
     def load(self, path: str | os.PathLike[str]) -> list[str]:
         """Add or replace entries from a user's TOML file; validate them all; their names."""
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ScenarioFileError(
-                f"cannot read the registry file ({exc.strerror})", path=str(file)
-            ) from None
-        entries = _read(text, str(file), builtin=False)
+        entries = _read(_text_of(Path(path), str(path)), str(path), builtin=False)
         raw = self._tables()
         saved = {name: dict(tables) for name, tables in raw.items()}
         try:
@@ -363,6 +357,21 @@ class Catalog:
             for path in self.paths(kind):
                 dotted = ".".join(path)
                 yield kind, dotted, self.entry(kind, dotted), self.origin(kind, path)
+
+
+class _Readable(Protocol):
+    """A file in the package (``importlib.resources``) or on disk (``pathlib.Path``)."""
+
+    def read_text(self, encoding: str | None = None) -> str: ...
+
+
+def _text_of(source: _Readable, shown: str) -> str:
+    """The text of a registry file; an unreadable one is named (``shown``) with the reason."""
+    try:
+        return source.read_text(encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ScenarioFileError(f"cannot read the registry file ({reason})", path=shown) from None
 
 
 def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
