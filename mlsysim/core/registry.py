@@ -80,7 +80,7 @@ class Registry:
             raise AttributeError(name)
         self._ensure()
         try:
-            return self._children[name]
+            return self._resolved(name)
         except KeyError:
             raise AttributeError(
                 f"registry {self.__name__} has no entry {name!r}; known: {', '.join(self._children)}"
@@ -93,10 +93,17 @@ class Registry:
     def __repr__(self) -> str:
         return f"<registry {self.__name__}>"
 
+    def _resolved(self, name: str) -> Any:
+        """The child ``name``, validated now if it was only announced (see :class:`Pending`)."""
+        child = self._children[name]
+        if isinstance(child, Pending):
+            child = self._children[name] = child.build()
+        return child
+
     def entries(self) -> dict[str, Any]:
         """The entries (and sub-groups) of this group, by attribute name, in file order."""
         self._ensure()
-        return dict(self._children)
+        return {name: self._resolved(name) for name in self._children}
 
     def walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
         """Every leaf entry, with its dotted path (``"Language.GPT2"``)."""
@@ -124,6 +131,19 @@ class Registry:
         raise UnknownNameError(
             f"unknown {self.__name__} entry {path!r}; known: {', '.join(leaves)}"
         )
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An entry announced in a group and validated on first access (so one look-up validates
+    that entry and what it refers to, not the whole registry)."""
+
+    catalog: Catalog
+    kind: str
+    path: tuple[str, ...]
+
+    def build(self) -> Any:
+        return self.catalog.entry(self.kind, ".".join(self.path))
 
 
 # -- the kinds of entries --------------------------------------------------------------------
@@ -346,7 +366,7 @@ class Catalog:
             for kind in KINDS.values():
                 if kind.root == name:
                     for path in self.paths(kind.name):
-                        registry._put(kind.prefix + path, self.entry(kind.name, ".".join(path)))
+                        registry._put(kind.prefix + path, Pending(self, kind.name, path))
 
         root = self.roots[name] = Registry(name, doc, fill)
         return root
