@@ -6,7 +6,6 @@ from typing import Annotated, Any, TypeAlias
 
 from pydantic import PlainValidator
 
-from mlsysim.core import validation
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.core.validation import (
@@ -16,6 +15,7 @@ from mlsysim.core.validation import (
     check_positive_int,
     check_positive_quantity,
 )
+from mlsysim.physics.precision import check_precision
 
 
 def _positive(kind: str) -> PlainValidator:
@@ -67,7 +67,7 @@ def _check_flops_table(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, rate in value.items():
         try:
-            out[validation.check_precision(key)] = check(rate)
+            out[check_precision(key)] = check(rate)
         except InputError as exc:
             raise exc.at(str(key)) from None
     return out
