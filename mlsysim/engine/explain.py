@@ -44,6 +44,40 @@ def fmt_num(x: float) -> str:
     return f"{x:.6g}"
 
 
+def fmt_hours(hours: float) -> str:
+    """A training time for people: ``2.80 h``, ``3.1 min``, ``4.2 days``."""
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    if hours >= 1:
+        return f"{hours:.2f} h"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.1f} min"
+    return f"{hours * 3600:.1f} s"
+
+
+def headline(result: DataParallelScaleOutResult) -> str:
+    """The answer in one line: devices, efficiency, update time, training time, cost, bottleneck.
+
+    ``32 devices (4 nodes x 8): efficiency 27.9%, update time 6.46 s, training time on
+    32 devices 2.80 h, cost 358.98 USD; bottleneck: inter-node link``
+    """
+    i = result.inputs or {}
+    n = result.n_devices
+    nodes = i.get("nodes")
+    layout = f" ({nodes} node{'s' if nodes != 1 else ''} x {i['devices_per_node']})" if i else ""
+    update = fmt_time(result.raw("update_time"))
+    if result.raw("update_time") >= 1:
+        update = f"{result.raw('update_time'):.2f} s"
+    hours = result.raw("training_time") / 3600
+    cost = "no price given" if result.cost is None else f"{result.cost:,.2f} USD"
+    fits = "" if result.fits in (None, True) else "; does NOT fit in device memory"
+    return (
+        f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
+        f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
+        f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+    )
+
+
 class _Steps:
     def __init__(self) -> None:
         self.rows: list[tuple[str, str, str, str]] = []
@@ -80,7 +114,9 @@ def _heading(
         "workload": f"{i['workload'].name} ({to_canonical(i['workload'].parameters, 'count'):.6g} parameters)",
         "precision": i["precision"],
         "step_time (T1, one device, one step)": fmt_time(to_canonical(i["step_time"], "time")),
-        "training_time (one device, whole run)": fmt_time(to_canonical(i["training_time"], "time")),
+        "training_time (T_train, one device, whole run)": fmt_time(
+            to_canonical(i["training_time"], "time")
+        ),
         "per_device_batch (b)": str(i["per_device_batch"]),
         "devices_per_node (d)": str(i["devices_per_node"]),
         "nodes (N)": str(i["nodes"]),
@@ -108,7 +144,8 @@ def _heading(
         inputs["activation_memory"] = fmt_bytes(to_canonical(i["activation_memory"], "data"))
     if a.is_seed():
         model = (
-            "seed (SPEC section 4): flat ring, full line rate, no overlap, no synchronisation cost"
+            "seed: one flat ring over all n devices, full line rate, no overlap, "
+            "no synchronisation cost"
         )
     else:
         model = (
@@ -256,13 +293,13 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
             steps_sym, steps = "2(n-1)", 2 * (n - 1)
             volume_sym, volume_num = "inter_bytes", fmt_bytes(r.raw("inter_bytes"))
         elif alg == "hierarchical":
-            bytes_eq = "inter_bytes = (G / d) x f(N)  (each device's shard, ring over nodes)"
+            bytes_eq = "inter_bytes = (G / d) x f(N)  (hierarchical: each device's 1/d shard, ring over the N nodes)"
             bytes_num = f"({fmt_bytes(g)} / {d}) x {fmt_num(ring_allreduce_factor(big_n))}"
             steps_sym, steps = "2(N-1)", 2 * (big_n - 1)
             volume_sym = "G f(N)"
             volume_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(big_n))}"
         else:
-            bytes_eq = "inter_bytes = 2 G / d  (shard up and down a double binary tree)"
+            bytes_eq = "inter_bytes = 2 G / d  (each device's 1/d shard up and down a double binary tree over the N nodes)"
             bytes_num = f"2 x {fmt_bytes(g)} / {d}"
             steps_sym, steps = "2 ceil(log2 N)", 2 * math.ceil(math.log2(big_n))
             volume_sym, volume_num = "2 G", f"2 x {fmt_bytes(g)}"
@@ -371,8 +408,8 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
     )
     t_train = to_canonical(i["training_time"], "time")
     s.add(
-        "training time",
-        "training_time = T_train(1 device) / speedup",
+        f"training time on {n} devices",
+        "training_time = T_train(one device) / speedup",
         f"{fmt_time(t_train)} / {fmt_num(r.speedup)}",
         f"{r.raw('training_time') / 3600:.6g} h",
     )
@@ -435,6 +472,7 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     out = [head["title"]]
     if head["description"]:
         out.append(head["description"])
+    out.append(headline(head["result"]))
     out.append("")
     out.append("Inputs")
     width = max(len(k) for k in head["inputs"])
@@ -461,6 +499,7 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     out = [f"## {head['title']}", ""]
     if head["description"]:
         out += [head["description"], ""]
+    out += [f"**{headline(head['result'])}**", ""]
     out += ["| input | value |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in head["inputs"].items()]
     out += [

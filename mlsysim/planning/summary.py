@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.engine.explain import fmt_hours
 
 RESULT_FIGURES = (
     "n_devices",
@@ -55,20 +56,6 @@ SIGNIFICANT = 12
 
 
 # -- formatting ------------------------------------------------------------------------------
-
-
-def fmt_duration(hours: float) -> str:
-    """A training time for people: ``2.80 h``, ``3.1 min``, ``4.2 days``."""
-    if hours != hours:
-        return "unknown"
-    if hours >= 48:
-        return f"{hours / 24:.1f} days"
-    if hours >= 1:
-        return f"{hours:.2f} h"
-    minutes = hours * 60
-    if minutes >= 1:
-        return f"{minutes:.1f} min"
-    return f"{minutes * 60:.1f} s"
 
 
 def fmt_money(usd: float | None) -> str:
@@ -295,7 +282,7 @@ def knee_of(plan: Any) -> Knee | None:
 def _figures(scenario: Any) -> str:
     r = scenario.result
     return (
-        f"{r.n_devices} devices, {fmt_duration(r.training_time.magnitude)}, "
+        f"{r.n_devices} devices, {fmt_hours(r.training_time.magnitude)}, "
         f"{fmt_money(r.cost)}, efficiency {r.efficiency:.3f}"
     )
 
@@ -322,19 +309,17 @@ def _runner_up(plan: Any, groups: list[ResultGroup], best_layout: Layout) -> str
         return (
             f"{name} is {_percent(o_cost - b_cost, o_cost)} cheaper than {other_name} "
             f"({fmt_money(o_cost)}), which finishes {_percent(b_time - o_time, b_time)} sooner "
-            f"({fmt_duration(o_time)})."
+            f"({fmt_hours(o_time)})."
         )
     saved = _percent(o_time - b_time, o_time)
     if b_cost is None or o_cost != o_cost:
-        return f"{name} finishes {saved} sooner than {other_name} ({fmt_duration(o_time)})."
+        return f"{name} finishes {saved} sooner than {other_name} ({fmt_hours(o_time)})."
     cost_note = (
         "which costs the same"
         if o_cost == b_cost
         else f"which costs {_percent(b_cost - o_cost, b_cost)} less ({fmt_money(o_cost)})"
     )
-    return (
-        f"{name} finishes {saved} sooner than {other_name} ({fmt_duration(o_time)}), {cost_note}."
-    )
+    return f"{name} finishes {saved} sooner than {other_name} ({fmt_hours(o_time)}), {cost_note}."
 
 
 def _knee_line(plan: Any) -> str | None:
@@ -404,7 +389,7 @@ def _front_line(groups: list[ResultGroup], front: Any) -> str:
     if len(groups) == 1:
         return (
             f"Pareto front (training time against cost): {n:,} layout{'s' if n != 1 else ''}, "
-            f"one result: {fmt_duration(float(front['training_time'][first]))} for "
+            f"one result: {fmt_hours(float(front['training_time'][first]))} for "
             f"{fmt_money(float(front['cost'][first]))}"
         )
     distinct = f"{len(groups)} distinct result{'s' if len(groups) != 1 else ''}"
@@ -412,9 +397,9 @@ def _front_line(groups: list[ResultGroup], front: Any) -> str:
         f"{n:,} layouts, {distinct}" if n != len(groups) else f"{n:,} layout{'s' if n != 1 else ''}"
     )
     ends = (
-        f"from {fmt_duration(float(front['training_time'][first]))} for "
+        f"from {fmt_hours(float(front['training_time'][first]))} for "
         f"{fmt_money(float(front['cost'][first]))} to "
-        f"{fmt_duration(float(front['training_time'][last]))} for "
+        f"{fmt_hours(float(front['training_time'][last]))} for "
         f"{fmt_money(float(front['cost'][last]))}"
     )
     return f"Pareto front (training time against cost): {span}, {ends}"
@@ -443,7 +428,6 @@ __all__ = [
     "Layout",
     "ResultGroup",
     "equivalent_values",
-    "fmt_duration",
     "fmt_money",
     "fmt_value",
     "group_results",

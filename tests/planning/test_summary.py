@@ -3,8 +3,8 @@
 import pytest
 
 from mlsysim import Q_, Assumptions, Hardware, Models, Scenarios, plan
+from mlsysim.engine.explain import fmt_hours
 from mlsysim.planning.summary import (
-    fmt_duration,
     group_results,
     knee_of,
     layout_of,
@@ -114,7 +114,7 @@ def test_runner_up_sentence_compares_with_the_next_faster_layout_on_the_front(ze
     assert line == (
         f"Runner-up: nodes=1 is {cheaper:.1f}% cheaper than nodes=2, inter_bandwidth=400 Gbps "
         f"({cost:,.2f} USD), which finishes {sooner:.0f}% sooner "
-        f"({fmt_duration(float(front['training_time'][neighbour]))})."
+        f"({fmt_hours(float(front['training_time'][neighbour]))})."
     )
 
 
@@ -122,4 +122,4 @@ def test_runner_up_sentence_compares_with_the_next_faster_layout_on_the_front(ze
     "hours, text", [(0.05, "3.0 min"), (2.8045, "2.80 h"), (100.0, "4.2 days"), (0.0001, "0.4 s")]
 )
 def test_durations_read_in_the_unit_a_person_would_use(hours, text):
-    assert fmt_duration(hours) == text
+    assert fmt_hours(hours) == text

@@ -222,15 +222,19 @@ def constraint_trace(v: dict[str, Any], x: Inputs, c: Choices) -> tuple[str, ...
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")
     else:
-        notes.append(
-            f"inter-node AllReduce: {v['inter_algorithm']} over {x.nodes} nodes, {x.nics:g} NIC(s) per node"
-        )
+        nics = f"{x.nics:g} NIC{'s' if x.nics != 1 else ''} per node"
+        over = {
+            "ring": f"one flat ring over all {v['n_devices']} devices ({x.nodes} nodes x {x.devices_per_node})",
+            "hierarchical": f"hierarchical: each device's 1/{x.devices_per_node} shard on a ring over the {x.nodes} nodes",
+            "tree": f"double binary tree over the {x.nodes} nodes, each device's 1/{x.devices_per_node} shard",
+        }[v["inter_algorithm"]]
+        notes.append(f"inter-node AllReduce: {over}, {nics}")
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
     comm = v["communication_time"]
-    if comm > 0:
+    if comm > 0 and x.nodes > 1:
         inter_share = v["inter_time"] / comm
-        notes.append(f"inter-node link carries {inter_share:.1%} of the communication time")
+        notes.append(f"the inter-node stage takes {inter_share:.1%} of the communication time")
     notes.append(f"bottleneck: {v['bottleneck']}")
     if c.overlap:
         notes.append(
