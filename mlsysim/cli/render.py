@@ -200,23 +200,28 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
     console = _console()
     title = scenario.name or "scenario"
     console.print(f"{title}: {headline(result)}", markup=False)
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    console.print()
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     table.add_column("result")
     table.add_column("value", justify="right")
     table.add_column("unit")
     for label, text, unit in result_rows(scenario):
         table.add_row(label, text, unit)
     console.print(table)
-    inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    console.print()
+    inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     inputs.add_column("input")
     inputs.add_column("value", justify="right")
     for label, text in input_rows(scenario):
         inputs.add_row(label, text)
     console.print(inputs)
     if result.constraint_trace:
+        console.print()
         console.print("Notes", style="bold")
         for note in result.constraint_trace:
             console.print(f"  - {note}", markup=False)
+    if next_steps:
+        console.print()
     for step in next_steps or []:
         console.print(step, markup=False)
 

@@ -164,3 +164,15 @@ def test_plan_on_the_edge_of_the_range_asks_to_widen_it(runner):
         ).result.efficiency
         >= 0.8
     )
+
+
+def test_readme_shows_the_real_output_of_run(runner):
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    command = "$ mlsysim run Gpt2DataParallelFourNodes10GbE\n"
+    shown = readme.split(command, 1)[1].split("```", 1)[0]
+    out = invoke(runner, "run", FOUR)
+    assert [line.rstrip() for line in shown.splitlines()] == [
+        line.rstrip() for line in out.splitlines()
+    ]
