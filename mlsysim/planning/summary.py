@@ -78,6 +78,17 @@ def _preset(assumptions: Any) -> str:
     return "realistic" if assumptions == type(assumptions).realistic() else "custom"
 
 
+def _time_and_cost(hours: float, usd: float | None) -> str:
+    """``3.15 h for 100.65 USD``, or ``50.2 min (cost unknown)``."""
+    if usd is None or usd != usd:
+        return f"{fmt_hours(hours)} (cost unknown)"
+    return f"{fmt_hours(hours)} for {fmt_money(usd)}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def _percent(part: float, whole: float) -> str:
     share = abs(part) / whole * 100 if whole else math.inf
     if share < 0.1:
@@ -169,7 +180,7 @@ class Layout:
     def describe(self) -> str:
         """``nodes=2, inter_bandwidth=400 Gbps``; ``zero_stage=1 or 2``; ``any layout`` if nothing matters."""
         parts = [f"{f}={_join([fmt_value(v) for v in vs])}" for f, vs in self.named.items()]
-        return ", ".join(parts) or "any layout"
+        return ", ".join(parts) or ("any layout" if self.free else "the scenario as given")
 
     def free_note(self) -> str:
         """`` (inter_bandwidth, zero_stage: no difference here)`` or an empty string."""
@@ -184,6 +195,8 @@ def layout_of(scenario: Any, axes: Sequence[Any]) -> Layout:
     free: list[str] = []
     equivalent = equivalent_values(scenario, axes)
     for axis in axes:
+        if len(axis.values) == 1:  # a constant of the search, not a choice
+            continue
         same = equivalent[axis.field]
         if len(axis.values) > 1 and len(same) == len(axis.values):
             free.append(axis.field)
@@ -202,13 +215,15 @@ class ResultGroup:
     """Per swept field, the distinct values among the rows, in axis order."""
     free: tuple[str, ...]
     """Swept fields (of several values) whose every value appears in the group."""
+    fixed: tuple[str, ...] = ()
+    """Axes of a single value (constants of the search, not named)."""
 
     def describe(self) -> str:
         """The group's layout, fields that make no difference left out."""
         parts = [
             f"{f}={_join([fmt_value(v) for v in vs])}"
             for f, vs in self.values.items()
-            if f not in self.free
+            if f not in self.free and f not in self.fixed
         ]
         return ", ".join(parts) or "any layout"
 
@@ -227,7 +242,8 @@ def group_results(table: Any) -> list[ResultGroup]:
             values[axis.field] = tuple(axis.values[j] for j in seen)
             if len(axis.values) > 1 and len(seen) == len(axis.values):
                 free.append(axis.field)
-        groups.append(ResultGroup(tuple(rows), values, tuple(free)))
+        fixed = tuple(a.field for a in table.axes if len(a.values) == 1)
+        groups.append(ResultGroup(tuple(rows), values, tuple(free), fixed))
     return groups
 
 
@@ -358,7 +374,7 @@ def _search_line(plan: Any) -> str:
     axes = " x ".join(_axis_text(a) for a in front.axes) or "the scenario alone"
     name = getattr(front.base, "name", None) or "unnamed scenario"
     goal = "cheapest" if plan.objective == "cost" else "fastest"
-    return f"Plan for {name!r}: the {goal} of {size:,} layouts ({axes})"
+    return f"Plan for {name!r}: the {goal} of {_plural(size, 'layout')} ({axes})"
 
 
 def _axis_text(axis: Any) -> str:
@@ -377,7 +393,7 @@ def _constraint_line(plan: Any) -> str:
     count = int(np.count_nonzero(feasible)) if isinstance(feasible, np.ndarray) else None
     line = f"Constraints: {plan.constraints.describe()}"
     if count is not None:
-        line += f"; {count:,} layouts meet them"
+        line += f"; {_plural(count, 'layout')} {'meets' if count == 1 else 'meet'} them"
     return line + (f" ({drop})" if drop else "")
 
 
@@ -387,20 +403,17 @@ def _front_line(groups: list[ResultGroup], front: Any) -> str:
         return "Pareto front: empty"
     first, last = groups[0].rows[0], groups[-1].rows[0]
     if len(groups) == 1:
+        one = _time_and_cost(float(front["training_time"][first]), float(front["cost"][first]))
         return (
-            f"Pareto front (training time against cost): {n:,} layout{'s' if n != 1 else ''}, "
-            f"one result: {fmt_hours(float(front['training_time'][first]))} for "
-            f"{fmt_money(float(front['cost'][first]))}"
+            f"Pareto front (training time against cost): {_plural(n, 'layout')}, one result: {one}"
         )
     distinct = f"{len(groups)} distinct result{'s' if len(groups) != 1 else ''}"
     span = (
         f"{n:,} layouts, {distinct}" if n != len(groups) else f"{n:,} layout{'s' if n != 1 else ''}"
     )
     ends = (
-        f"from {fmt_hours(float(front['training_time'][first]))} for "
-        f"{fmt_money(float(front['cost'][first]))} to "
-        f"{fmt_hours(float(front['training_time'][last]))} for "
-        f"{fmt_money(float(front['cost'][last]))}"
+        f"from {_time_and_cost(float(front['training_time'][first]), float(front['cost'][first]))}"
+        f" to {_time_and_cost(float(front['training_time'][last]), float(front['cost'][last]))}"
     )
     return f"Pareto front (training time against cost): {span}, {ends}"
 

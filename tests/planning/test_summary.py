@@ -123,3 +123,15 @@ def test_runner_up_sentence_compares_with_the_next_faster_layout_on_the_front(ze
 )
 def test_durations_read_in_the_unit_a_person_would_use(hours, text):
     assert fmt_hours(hours) == text
+
+
+def test_an_axis_of_one_value_is_a_constant_not_a_choice():
+    p = plan(ONE, nodes=[1, 2, 4], inter_bandwidth=[Q_(100, "Gbps")], accumulation_steps=[1, 2])
+    best_line = p.summary().splitlines()[0]
+    assert "inter_bandwidth" not in best_line
+    assert all("inter_bandwidth" not in g.describe() for g in group_results(p.pareto))
+
+
+def test_without_a_price_the_front_says_cost_unknown():
+    p = plan(ONE.variant(node_hour_rate=None), objective="time", nodes=[1, 2], inter_bandwidth=BW)
+    assert "(cost unknown)" in p.summary() and "cost unknown" in p.summary().splitlines()[0]
