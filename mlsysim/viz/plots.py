@@ -364,12 +364,17 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
     """
     from mlsysim.planning.summary import knee_of
 
-    table = plan.table
+    table = getattr(plan, "table", None)
+    ok = getattr(plan, "feasible", None)
+    if table is None or not isinstance(ok, np.ndarray):  # a plan that kept only its front
+        table, ok = plan.pareto, np.ones(len(plan.pareto), dtype=bool)
     time, cost = table["training_time"], table["cost"]
     figure = _figure(9.0, 5.0)
     ax = figure.add_subplot()
-    ok = plan.feasible
-    ax.scatter(time[~ok], cost[~ok], s=8, color="#d0d0d0", label="breaks a constraint", zorder=1)
+    if not ok.all():
+        ax.scatter(
+            time[~ok], cost[~ok], s=8, color="#d0d0d0", label="breaks a constraint", zorder=1
+        )
     swept = _series_axes(table, ("nodes",)) or _series_axes(table, ())
     if swept:
         _scatter_by_value(ax, figure, table.take(ok), swept[0], time[ok], cost[ok])
@@ -385,8 +390,7 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
         zorder=4,
     )
     ax.scatter(
-        [time[plan.best_row]],
-        [cost[plan.best_row]],
+        *_point(plan.best),
         marker="*",
         s=260,
         color="tab:red",
@@ -396,11 +400,10 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
         label=f"plan: best {plan.objective}",
     )
     knee = knee_of(plan)
-    if knee is not None and plan.knee_row is not None:
+    if knee is not None:
         label = "knee" if knee.kind == "found" else "largest feasible layout (no knee in range)"
         ax.scatter(
-            [time[plan.knee_row]],
-            [cost[plan.knee_row]],
+            *_point(knee.layout),
             marker="D",
             s=70,
             facecolors="none",
@@ -420,6 +423,12 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
     ax.grid(True, alpha=0.3, which="both")
     _legend(ax)
     return _finish(figure, path)
+
+
+def _point(scenario: Any) -> tuple[list[float], list[float]]:
+    """A layout's (training time, cost) as one-point lists for ``scatter``."""
+    r = scenario.result
+    return [r.training_time.magnitude], [np.nan if r.cost is None else r.cost]
 
 
 def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:

@@ -153,3 +153,19 @@ def test_missing_matplotlib_says_what_to_install(monkeypatch, table):
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(MissingDependencyError, match=r"mlsysim\[plot\]"):
         plots.speedup_plot(table)
+
+
+def test_pareto_plot_needs_only_the_plans_front_best_and_knee():
+    """A plan that keeps no full table (a streaming plan) still draws its front."""
+    from types import SimpleNamespace
+
+    p = plan(BASE, nodes=[1, 2, 4, 8], inter_bandwidth=BW, min_efficiency=0.5)
+    kept = SimpleNamespace(
+        pareto=p.pareto, best=p.best, knee=p.knee, objective=p.objective, constraints=p.constraints
+    )
+    ax = plots.pareto_plot(kept).axes[0]
+    star = next(c for c in ax.collections if c.get_label() == "plan: best cost")
+    assert star.get_offsets()[0].tolist() == [
+        p.best.result.training_time.magnitude,
+        p.best.result.cost,
+    ]
