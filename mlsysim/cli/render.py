@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,36 +22,16 @@ def _text(value: Any) -> str:
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
-    """The scenario's inputs as plain JSON-able values, Quantities as {value, unit}."""
-    out: dict[str, Any] = {}
-    for key, value in scenario.fields().items():
-        if hasattr(value, "magnitude"):
-            out[key] = {"value": float(value.magnitude), "unit": f"{value.units}"}
-        elif key == "workload":
-            out[key] = value.name
-        elif key == "assumptions":
-            out[key] = {
-                k: (
-                    {"value": float(v.magnitude), "unit": f"{v.units}"}
-                    if hasattr(v, "magnitude")
-                    else v
-                )
-                for k, v in value.fields().items()
-            }
-        else:
-            out[key] = value
-    return out
+    """The scenario's inputs in the project's JSON encoding."""
+    return dict(scenario.to_dict()["inputs"])
 
 
 def result_json(scenario: Any) -> str:
-    return json.dumps(
-        {
-            "scenario": scenario.name,
-            "inputs": inputs_dict(scenario),
-            "result": scenario.result.to_dict(),
-        },
-        indent=2,
-    )
+    """``run --json``: the scenario's inputs and its result, one JSON document."""
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {**scenario.to_dict(), "result": scenario.result.to_dict()}
+    return dumps(document("result", body), indent=2)
 
 
 RESULT_ROWS: dict[str, str] = {
@@ -92,28 +71,6 @@ OPT_IN_ROWS = (
 )
 """Rows shown only when the opt-in model is switched on (they equal the seed's figures otherwise)."""
 
-INPUT_ROWS: dict[str, str] = {
-    "workload": "workload",
-    "precision": "precision",
-    "step_time": "one-device step time (T1)",
-    "training_time": "one-device training time (whole run)",
-    "per_device_batch": "batch per device",
-    "devices_per_node": "devices per node (d)",
-    "nodes": "nodes (N)",
-    "intra_bandwidth": "intra-node bandwidth, per direction",
-    "inter_bandwidth": "inter-node bandwidth, per direction",
-    "accumulation_steps": "accumulation steps (A)",
-    "node_hour_rate": "price per node-hour",
-    "nics_per_node": "NICs per node",
-    "intra_latency": "intra-node latency per step",
-    "inter_latency": "inter-node latency per step",
-    "assumptions": "model",
-    "zero_stage": "ZeRO stage",
-    "device_memory": "device memory",
-    "activation_memory": "activation memory",
-}
-"""Input field -> its label on the terminal (one-device figures say so)."""
-
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
     """A figure in fixed point with its unit: bytes scaled to kB..TB, times in ms or s."""
@@ -132,17 +89,16 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
 def result_rows(scenario: Any) -> list[tuple[str, str, str]]:
     """The result as (label, value, unit) rows, fixed point, the answer first."""
     result = scenario.result
-    data = result.to_dict()
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
     rows = []
     for key, label in RESULT_ROWS.items():
-        value = data.get(key)
+        value = getattr(result, key)
         if value is None or (seed_only and key in OPT_IN_ROWS):
             continue
         label = label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
-        if isinstance(value, dict):
-            text, unit = _fixed(value["value"], value["unit"])
+        if hasattr(value, "magnitude"):
+            text, unit = _fixed(float(value.magnitude), field_unit(key) or "")
         elif key == "cost":
             text, unit = f"{value:,.2f}", "USD"
         elif key == "efficiency":
@@ -161,21 +117,24 @@ def result_rows(scenario: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
-def input_rows(scenario: Any) -> list[tuple[str, str]]:
-    """The inputs as (label, value) rows, as given."""
-    fields = scenario.fields()
+def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
+    """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
+    from mlsysim.engine.fields import FIELDS
+
+    values = scenario.fields()
     rows = []
-    for key, label in INPUT_ROWS.items():
-        value = fields.get(key)
-        if key == "assumptions":
+    for name, f in FIELDS.items():
+        value = values.get(name)
+        if name == "assumptions":
             value = (
                 "seed (default)"
                 if value.is_seed()
                 else ("realistic" if value == type(value).realistic() else "custom")
             )
-        if value is None or (key == "zero_stage" and value == 0):
+        if value is None or name in ("name", "description") or (name == "zero_stage" and not value):
             continue
-        rows.append((label, _text(value)))
+        label = f"{name} ({f.symbol})" if f.symbol else name
+        rows.append((label, _text(value), f.label))
     return rows
 
 
@@ -212,8 +171,9 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
     inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     inputs.add_column("input")
     inputs.add_column("value", justify="right")
-    for label, text in input_rows(scenario):
-        inputs.add_row(label, text)
+    inputs.add_column("meaning")
+    for label, text, meaning in input_rows(scenario):
+        inputs.add_row(label, text, meaning)
     console.print(inputs)
     if result.constraint_trace:
         console.print()
