@@ -86,10 +86,9 @@ def headline(result: DataParallelScaleOutResult) -> str:
     n = result.n_devices
     nodes = i.get("nodes")
     layout = f" ({nodes} node{'s' if nodes != 1 else ''} x {i['devices_per_node']})" if i else ""
-    update = fmt_time(result.figures.update_time)
-    if result.figures.update_time >= 1:
-        update = f"{result.figures.update_time:.2f} s"
-    hours = result.figures.training_time / 3600
+    seconds = float(result.figures.update_time)
+    update = f"{seconds:.2f} s" if seconds >= 1 else fmt_time(seconds)
+    hours = float(result.figures.training_time) / 3600
     cost = "no price given" if result.cost is None else f"{result.cost:,.2f} USD"
     fits = "" if result.fits in (None, True) else "; does NOT fit in device memory"
     return (
