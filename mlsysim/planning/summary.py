@@ -51,6 +51,10 @@ RESULT_FIGURES = (
 SIZE_FIELDS = ("nodes", "devices_per_node")
 """Fields that set the device count (always part of the result)."""
 
+KNEE_CHECK_MAX_LAYOUTS = 1_000_000
+"""At most this many layouts are evaluated at the next node count to place the knee;
+beyond, only the knee's own values of the other fields are tried."""
+
 SIGNIFICANT = 12
 """Figures are compared at this many significant digits (rounding noise aside, exactly)."""
 
@@ -283,6 +287,8 @@ def knee_of(plan: Any) -> Knee | None:
     if not larger:
         return Knee("edge", knee)
     others = {f: a.values for f, a in axes.items() if f != "nodes"}
+    if math.prod(len(v) for v in others.values()) > KNEE_CHECK_MAX_LAYOUTS:
+        others = {}  # too many combinations to check: the knee's own values only
     try:
         table = sweep(knee.variant(nodes=larger[0]), fields=("efficiency",), **others)
     except InputError:
