@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.core.validation import BYTES_PER_ELEMENT
+from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.fields import FIELDS
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.physics.collectives import (
@@ -35,34 +36,8 @@ from mlsysim.physics.memory import (
     communication_volume_factor,
 )
 from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import STRAGGLER_EQUATION
-
-
-def fmt_bytes(x: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.6g} {unit}"
-    return f"{x:.6g} B"
-
-
-def fmt_time(x: float) -> str:
-    if x == 0:
-        return "0 ms"
-    if abs(x) >= 3600 * 10:
-        return f"{x / 3600:.6g} h"
-    if abs(x) >= 10:
-        return f"{x:.6g} s"
-    if abs(x) >= 1e-3:
-        return f"{x * 1e3:.6g} ms"
-    return f"{x * 1e6:.6g} us"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
-
-
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
 
 
 def fmt_hours(hours: float) -> str:
@@ -113,17 +88,18 @@ def explain_result(
     title: str | None = None,
     description: str | None = None,
 ) -> str:
-    """Render the derivation of ``result`` as ``"text"`` or ``"markdown"``."""
-    if format not in ("text", "markdown"):
+    """Render the derivation of ``result`` as ``"text"``, ``"markdown"`` or ``"json"``."""
+    renderers = {"text": _render_text, "markdown": _render_markdown, "json": _render_json}
+    if format not in renderers:
         from mlsysim.core.exceptions import InputError
 
-        raise InputError(f"format: expected 'text' or 'markdown', got {format!r}", field="format")
+        raise InputError(
+            f"expected one of {', '.join(renderers)}, got {format!r}", loc=("format",)
+        )
     inputs = result.inputs
-    if not inputs:
-        raise ValueError("this result carries no inputs to explain")
     steps = _derive(result, inputs)
     head = _heading(result, inputs, title, description)
-    return _render_markdown(head, steps) if format == "markdown" else _render_text(head, steps)
+    return renderers[format](head, steps)
 
 
 def _heading(
@@ -216,8 +192,8 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
         big_n=i["nodes"],
         acc=i["accumulation_steps"],
         n=r.n_devices,
-        g=g,
-        t1=r.model_inputs.step_time,
+        g=float(g),
+        t1=float(r.model_inputs.step_time),
         zero=zero,
         buckets_sym=" x m" if a.overlap else "",
         buckets_num=f" x {f.buckets.number:g}" if a.overlap else "",
@@ -274,7 +250,7 @@ def _intra_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "intra",
-        (steps_sym, f"2 x {d - 1}", c.r.model_inputs.intra_latency),
+        (steps_sym, f"2 x {d - 1}", float(c.r.model_inputs.intra_latency)),
         ("intra_bytes", fmt_bytes(f.intra_bytes)),
         [("B_intra", fmt_rate(c.r.model_inputs.intra_bandwidth), True), ("e_intra", f"{e_i:g}", e_i != 1)],
     )
@@ -308,7 +284,7 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "inter",
-        (steps_sym, str(steps), x.inter_latency),
+        (steps_sym, str(steps), float(x.inter_latency)),
         (volume_sym, volume_num),
         [
             ("min(k, d)", str(min(k, d)), k != 1),
@@ -364,35 +340,32 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             f"{fmt_time(comm)} - {fmt_time(exposed)}",
             fmt_time(f.hidden_communication_time),
         )
-    sync = f.synchronization_time
     overhead = a.update_overhead_seconds() if n > 1 else 0.0
     if a.straggler_cv or a.update_overhead_seconds():
         s.add(
             "synchronization",
             STRAGGLER_EQUATION,
             f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
-            fmt_time(sync),
+            fmt_time(f.synchronization_time),
         )
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication + sync",
-            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}",
-            fmt_time(f.update_time),
-        )
-    elif a.overlap:
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication",
-            f"{fmt_time(compute)} + {fmt_time(exposed)}",
-            fmt_time(f.update_time),
-        )
+    _update_step(s, f)
+
+
+def _update_step(s: _Steps, f: Any) -> None:
+    """``update_time`` as the sum of :data:`UPDATE_TERMS` (the terms that are not zero)."""
+    terms = [t for t in UPDATE_TERMS if t == "compute_time" or getattr(f, t) != 0]
+    if terms == ["compute_time", "exposed_communication_time"] and (
+        f.exposed_communication_time == f.communication_time
+    ):
+        names = ["compute_time", "communication_time"]  # no overlap: the seed's equation
     else:
-        s.add(
-            "update",
-            "update_time = compute_time + communication_time",
-            f"{fmt_time(compute)} + {fmt_time(comm)}",
-            fmt_time(f.update_time),
-        )
+        names = terms
+    s.add(
+        "update",
+        "update_time = " + " + ".join(names),
+        " + ".join(fmt_time(getattr(f, t)) for t in names),
+        fmt_time(f.update_time),
+    )
 
 
 def _scaling_steps(s: _Steps, c: _Context) -> None:
@@ -543,3 +516,20 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     if trace:
         out += ["", "**Notes**", ""] + [f"- {note}" for note in trace]
     return "\n".join(out) + "\n"
+
+
+def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {
+        "scenario": head["title"],
+        "description": head["description"],
+        "inputs": {k: {"value": v, "meaning": label} for k, (v, label) in head["inputs"].items()},
+        "model": head["model"],
+        "steps": [
+            {"quantity": what, "equation": eq, "numbers": numbers, "value": value}
+            for what, eq, numbers, value in rows
+        ],
+        "notes": list(head["result"].constraint_trace),
+    }
+    return dumps(document("explanation", body), indent=2) + "\n"

@@ -4,7 +4,7 @@ Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of
-:class:`~mlsysim.engine.model.Inputs` of the same name, or a categorical
+:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
 choice that selects one model evaluation per value). Everything else reads
 this table: the scenario class (its pydantic fields), the solver, ``--set``,
 scenario files, sweep axes, explain's input section and the JSON schema.
@@ -31,7 +31,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import (
@@ -43,15 +43,14 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
-    BYTES_PER_ELEMENT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 
 class _Required:
@@ -60,6 +59,9 @@ class _Required:
 
 
 REQUIRED: Final = _Required()
+
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | None"
+"""A checked input value: what a scenario holds in a field."""
 """The default of an input that must be given."""
 
 NONE_WORDS = ("none", "null")
@@ -80,18 +82,18 @@ class InputField:
     name: str
     label: str
     kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
-    check: Callable[[Any], Any]
-    parse: Callable[[str], Any]
-    default: Any = REQUIRED
+    check: Callable[[object], Value]
+    parse: Callable[[str], object]
+    default: Value | _Required = REQUIRED
     optional: bool = False
     dimension: str | None = None
     display_unit: str | None = None
     symbol: str | None = None
     numeric: bool = False
     seed: bool = False
-    canonical: Callable[[Any], float] | None = None
-    choices: tuple[Any, ...] = ()
-    checked_canonical: Callable[[Any], float] | None = None
+    canonical: Callable[[Value], float] | None = None
+    choices: tuple[str | int, ...] = ()
+    checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
 
     @property
@@ -103,7 +105,7 @@ class InputField:
         """Selects one model evaluation per value (workload, precision, assumptions, ZeRO stage)."""
         return not self.numeric and self.kind != "text"
 
-    def validate(self, value: Any) -> Any:
+    def validate(self, value: object) -> Value:
         """The checked value of a Python value, or an :class:`InputError` located at this field."""
         if value is None and (self.optional or self.kind == "text"):
             return None
@@ -114,7 +116,7 @@ class InputField:
         except UnknownNameError as exc:
             raise InputError(str(exc), loc=(self.name,)) from None
 
-    def from_text(self, text: str) -> Any:
+    def from_text(self, text: str) -> Value:
         """The checked value of ``text`` as typed on the command line or in a file."""
         if self.optional and text.strip().lower() in NONE_WORDS:
             return None
@@ -126,28 +128,31 @@ class InputField:
             raise InputError(str(exc), loc=(self.name,)) from None
         return self.validate(value)
 
-    def normalize(self, value: Any) -> tuple[Any, float | None]:
+    def normalize(self, value: object) -> tuple[Value, float | None]:
         """``(checked value, model number)``: :meth:`validate` and :meth:`to_model` in one pass.
 
         The number is None for an input that is not numeric or not given.
         """
         kind = type(value)
-        if kind is Quantity and self.checked_canonical is not None:
+        if kind is Quantity and self.checked_canonical is not None and self.dimension:
+            q = cast(Quantity, value)
             try:
-                x = to_canonical(value, self.dimension)  # type: ignore[arg-type]
+                x = to_canonical(q, self.dimension)
                 if not 0.0 < x < math.inf:
-                    x = self.checked_canonical(value)  # zero where allowed, else the error
+                    x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
                 raise exc.at(self.name) from None
-            return value, x
-        elif kind is int and value > 0 and self.kind == "count":
-            return value, float(value)
+            return q, x
+        if kind is int and self.kind == "count":
+            count = cast(int, value)
+            if count > 0:
+                return count, float(count)
         checked = self.validate(value)
         if checked is None or not self.numeric:
             return checked, None
         return checked, self.to_model(checked)
 
-    def to_model(self, value: Any) -> float:
+    def to_model(self, value: Value) -> float:
         """The float the model computes with: the canonical value, or the neutral one when None."""
         if value is None:
             return _neutral(self.name)
@@ -167,30 +172,36 @@ def parse_int(text: str) -> int:
     return int(body)
 
 
-def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[Any], Any]:
+def _count_number(value: Value) -> float:
+    """The model number of a checked count."""
+    return float(cast(int, value))
+
+
+def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[object], Value]:
     bounded = check_nonnegative_quantity if allow_zero else check_positive_quantity
     inner = bounded(dimension)
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse_quantity(value, dimension)
-        return inner(value)
+        checked: Quantity = inner(value)
+        return checked
 
     return check
 
 
-def _quantity_parse(dimension: str) -> Callable[[str], Any]:
+def _quantity_parse(dimension: str) -> Callable[[str], object]:
     return lambda text: parse_quantity(text, dimension)
 
 
-def _canonical(dimension: str) -> Callable[[Any], float]:
+def _canonical(dimension: str) -> Callable[[Value], float]:
     return lambda value: to_canonical(value, dimension)
 
 
-def _fabric_figure(attribute: str) -> Callable[[str], Any | None]:
+def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
     """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
 
-    def lookup(text: str) -> Any | None:
+    def lookup(text: str) -> Quantity | None:
         from mlsysim.hardware.registry import Systems
 
         try:
@@ -207,7 +218,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
     fabric = _fabric_figure(attribute)
 
-    def parse(text: str) -> Any:
+    def parse(text: str) -> Quantity:
         figure = fabric(text)
         if figure is not None:
             return figure
@@ -219,7 +230,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
             names = ", ".join(Systems.Fabrics.entries())
             raise InputError(f"{exc.message}; or name a fabric: {names}") from None
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse(value)
         return quantity_check(value)
@@ -227,7 +238,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     return check, parse
 
 
-def _device_memory(value: Any) -> Any:
+def _device_memory(value: object) -> Value:
     """A memory size, or an accelerator (its memory capacity is taken), by entry or by name."""
     from mlsysim.hardware.types import Accelerator
 
@@ -238,7 +249,7 @@ def _device_memory(value: Any) -> Any:
     return check_positive_quantity("data")(value)
 
 
-def _parse_device_memory(text: str) -> Any:
+def _parse_device_memory(text: str) -> object:
     from mlsysim.hardware.registry import Hardware
 
     try:
@@ -247,7 +258,7 @@ def _parse_device_memory(text: str) -> Any:
         return parse_quantity(text, "data")
 
 
-def _workload(value: Any) -> Any:
+def _workload(value: object) -> Workload:
     if isinstance(value, Workload):
         return value
     if isinstance(value, str):
@@ -255,38 +266,38 @@ def _workload(value: Any) -> Any:
     return workload_of(value)
 
 
-def _workload_named(text: str) -> Any:
+def _workload_named(text: str) -> Workload:
     from mlsysim.models.registry import Models
 
     return Models.get(text.strip())
 
 
-def _assumptions(value: Any) -> Any:
+def _assumptions(value: object) -> Assumptions:
     return assumptions_of(value)
 
 
-def _assumptions_text(text: str) -> Any:
+def _assumptions_text(text: str) -> object:
     return text
 
 
 ZERO_STAGES: Final = (0, 1, 2, 3)
 
 
-def _zero_stage(value: Any) -> int:
+def _zero_stage(value: object) -> int:
     stage = check_nonnegative_int(value)
     if stage not in ZERO_STAGES:
         raise InputError(f"expected a ZeRO stage in {ZERO_STAGES}, got {value!r}")
     return stage
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
 
 
 def _count(
-    name: str, label: str, symbol: str | None, *, default: Any = REQUIRED, seed: bool = True
+    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
 ) -> InputField:
     return InputField(
         name,
@@ -298,7 +309,7 @@ def _count(
         symbol=symbol,
         numeric=True,
         seed=seed,
-        canonical=float,
+        canonical=_count_number,
     )
 
 
@@ -309,7 +320,7 @@ def _quantity(
     display_unit: str,
     symbol: str | None,
     *,
-    default: Any = REQUIRED,
+    default: Value | _Required = REQUIRED,
     optional: bool = False,
     allow_zero: bool = False,
     seed: bool = True,
@@ -403,7 +414,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         symbol="k",
         numeric=True,
-        canonical=float,
+        canonical=_count_number,
     ),
     _quantity(
         "intra_latency",
@@ -481,7 +492,7 @@ MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
-"""Inputs that enter :class:`~mlsysim.engine.model.Inputs` as numbers (and can be array axes)."""
+"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
 
 CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
 """Inputs that select one model evaluation per value."""
@@ -522,7 +533,7 @@ def _neutral(name: str) -> float:
 
 @functools.cache
 def _neutrals() -> dict[str, float]:
-    from mlsysim.engine.model import Inputs
+    from mlsysim.engine.equations import Inputs
 
     return {
         f.name: float(f.default)
@@ -534,9 +545,9 @@ def _neutrals() -> dict[str, float]:
 # -- cross-field rules --------------------------------------------------------------------
 
 
-def check_together(values: Mapping[str, Any]) -> None:
+def check_together(values: Mapping[str, Value]) -> None:
     """Rules between inputs, applied after each input is checked on its own."""
-    nodes = values.get("nodes", 1)
+    nodes = cast(int, values.get("nodes", 1))
     if nodes > 1 and values.get("inter_bandwidth") is None:
         raise InputError(
             f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "

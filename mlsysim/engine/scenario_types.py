@@ -10,21 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import pydantic
 from pydantic import WithJsonSchema
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.validation import input_error
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, REQUIRED, InputField, check_together
+from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.fields import (
+    FIELDS,
+    MODEL_FIELDS,
+    REQUIRED,
+    InputField,
+    Value,
+    check_together,
+)
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.models.types import Workload
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
 
 
-def _json_schema(f: InputField) -> dict[str, Any]:
+def _json_schema(f: InputField) -> dict[str, object]:
     """The JSON Schema of one input in the project's JSON encoding (see docs/json.md)."""
     if f.kind in ("count", "index"):
-        schema: dict[str, Any] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
+        schema: dict[str, object] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
         if f.choices:
             schema["enum"] = list(f.choices)
     elif f.kind == "quantity":
@@ -63,11 +75,16 @@ def _json_schema(f: InputField) -> dict[str, Any]:
 
 
 def _pydantic_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # pydantic's (annotation, FieldInfo) pairs
     for f in FIELDS.values():
         annotation = Annotated[Any, WithJsonSchema(_json_schema(f))]
-        default = ... if f.default is REQUIRED else f.default
-        fields[f.name] = (annotation, pydantic.Field(default=default, description=f.label))
+        if f.default is REQUIRED:
+            spec = pydantic.Field(description=f.label)
+        elif f.default is None or isinstance(f.default, (int, float, str)):
+            spec = pydantic.Field(default=f.default, description=f.label)
+        else:  # an object (the seed Assumptions): not a JSON default
+            spec = pydantic.Field(default_factory=lambda d=f.default: d, description=f.label)
+        fields[f.name] = (annotation, spec)
     return fields
 
 
@@ -78,7 +95,9 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 )
 
 
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS.values() if not f.required}
+_DEFAULTS: dict[str, Value] = {
+    f.name: cast(Value, f.default) for f in FIELDS.values() if not f.required
+}
 _DEFAULT_NUMBERS: dict[str, float] = {
     name: FIELDS[name].to_model(value)
     for name, value in _DEFAULTS.items()
@@ -88,16 +107,16 @@ _REQUIRED: tuple[str, ...] = tuple(f.name for f in FIELDS.values() if f.required
 
 
 def checked_inputs(
-    data: Mapping[str, Any],
+    data: Mapping[str, object],
     owner: str,
-    base: Mapping[str, Any] | None = None,
+    base: Mapping[str, Value] | None = None,
     base_numbers: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], dict[str, float]]:
+) -> tuple[dict[str, Value], dict[str, float]]:
     """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
 
     Returns the checked values and the model numbers of the numeric inputs that
     are given (canonical SI floats; an input not given keeps its neutral value
-    in :class:`~mlsysim.engine.model.Inputs`). Unknown names, missing required
+    in :class:`~mlsysim.engine.equations.Inputs`). Unknown names, missing required
     inputs and bad values are reported together, located at their fields; then
     the cross-field rules run.
     """
@@ -175,25 +194,25 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         values, numbers = checked_inputs(data, type(self).__name__)
         super().__init__(**values)
         self._numbers = numbers
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Value]:
         """Every input and its value, as a new dict (no copies of the values)."""
         return {name: getattr(self, name) for name in FIELDS}
 
-    def variant(self, **changes: Any) -> DataParallelScaleOutScenario:
+    def variant(self, **changes: object) -> DataParallelScaleOutScenario:
         """A copy with some inputs changed; only those are checked (the rest already were)."""
         values, numbers = checked_inputs(
             changes, type(self).__name__, base=self.fields(), base_numbers=self._numbers
         )
-        copy = type(self).model_construct(**values)
+        copy = type(self).model_construct(**cast("dict[str, Any]", values))
         copy._numbers = numbers
         return copy
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> dict[str, Value]:
         """The solver's inputs (every field but ``name`` and ``description``)."""
         return {name: getattr(self, name) for name in MODEL_FIELDS}
 
@@ -212,20 +231,22 @@ class DataParallelScaleOutScenario(_ScenarioFields):
             self.result, format=format, title=self.name, description=self.description
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}}``.
 
         Quantities are ``{"value", "unit"}``, the workload its registry name (or
         its figures), the assumptions their fields.
         """
         from mlsysim.core.jsonio import encode
+        from mlsysim.engine.files import registry_name
 
-        inputs: dict[str, Any] = {}
+        inputs: dict[str, JSONValue] = {}
         for name, value in self.inputs().items():
             if name == "workload":
-                inputs[name] = value.name
+                workload = cast(Workload, value)
+                inputs[name] = registry_name(workload) or workload.name
             elif name == "assumptions":
-                inputs[name] = encode(value.fields())
+                inputs[name] = encode(cast(Assumptions, value).fields())
             else:
                 inputs[name] = encode(value)
         return {"scenario": self.name, "description": self.description, "inputs": inputs}
