@@ -71,6 +71,15 @@ class Assumptions(Validated):
     * ``update_overhead``: fixed time added to every distributed update.
     * ``straggler_cv``: coefficient of variation of one device's step time;
       the update waits for the slowest of n devices.
+    * ``host_jitter``: absolute standard deviation of a micro-step from the
+      host (OS noise, Python loop, data loader); adds to ``straggler_cv`` in
+      quadrature, so fast steps lose most.
+    * ``interference``: fractional slowdown of compute that runs beside
+      communication (applied to the hidden communication time).
+    * ``bucket_copies``: DDP copies gradients into its buckets and back, 4 G
+      bytes of memory traffic at the scenario's ``memory_bandwidth``.
+    * ``first_bucket_size``: DDP caps its first bucket (1 MiB): one more
+      collective startup, exposed when the AllReduce is not overlapped.
 
     >>> Assumptions()
     Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0)
@@ -90,6 +99,14 @@ class Assumptions(Validated):
         Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
     ] = quantity(0, "s")
     straggler_cv: NonNegative = 0.0
+    interference: NonNegative = 0.0
+    host_jitter: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
+    ] = quantity(0, "s")
+    bucket_copies: Annotated[bool, PlainValidator(as_pydantic(_check_bool))] = False
+    first_bucket_size: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("data")))
+    ] = quantity(0, "B")
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -159,6 +176,10 @@ class Assumptions(Validated):
             backward_fraction=self.backward_fraction,
             update_overhead=self.update_overhead_seconds(),
             straggler_cv=self.straggler_cv,
+            interference=self.interference,
+            host_jitter=to_canonical(self.host_jitter, "time"),
+            bucket_copies=self.bucket_copies,
+            first_bucket_bytes=to_canonical(self.first_bucket_size, "data"),
         )
 
     def bucket_bytes(self) -> float:

@@ -23,8 +23,13 @@ from mlsysim.physics.collectives import (
     stage_time,
 )
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
-from mlsysim.physics.overlap import exposed_communication
-from mlsysim.physics.synchronization import straggler_delay, update_overhead
+from mlsysim.physics.optimizer import optimizer_step_time
+from mlsysim.physics.overlap import exposed_communication, interference_delay
+from mlsysim.physics.synchronization import (
+    jittered_straggler_delay,
+    straggler_delay,
+    update_overhead,
+)
 
 
 @dataclass(slots=True)
@@ -52,6 +57,11 @@ class Inputs:
     inter_latency: Any = 0.0
     activation_bytes: Any = 0.0
     device_memory: Any = math.nan
+    # opt-in costs (docs/model.md section 2.9); neutral defaults leave the seed unchanged
+    optimizer_time: Any = 0.0
+    optimizer_bytes: Any = 0.0
+    inter_transport: Any = 1.0
+    memory_bandwidth: Any = math.inf
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,10 @@ class Choices:
     update_overhead: float = 0.0
     straggler_cv: float = 0.0
     zero_stage: int = 0
+    interference: float = 0.0
+    host_jitter: float = 0.0
+    bucket_copies: bool = False
+    first_bucket_bytes: float = 0.0
 
 
 SEED_CHOICES = Choices()
@@ -76,7 +90,7 @@ BOTTLENECKS = ("compute", "intra-node link", "inter-node link", "synchronization
 
 def _inter_costs(x: Inputs, c: Choices, message_bytes: Any) -> tuple[tuple[Any, Any, Any], Any]:
     """The inter-node stage cost and the algorithm used (a string, or an array of codes for ``auto``)."""
-    bandwidth = x.inter_bandwidth * c.inter_efficiency
+    bandwidth = x.inter_bandwidth * x.inter_transport * c.inter_efficiency
     if c.algorithm != "auto":
         cost = inter_node_cost(
             c.algorithm, x.devices_per_node, x.nodes, bandwidth, x.nics, x.inter_latency
@@ -108,8 +122,10 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
         inter_bytes = G_c v_o;   inter_time = L_o + inter_bytes / rate_o
         communication_time = intra_time + inter_time
         compute_time = A T1
-        update_time = compute_time + exposed_communication + synchronization
-        speedup = n compute_time / update_time;  efficiency = speedup / n
+        update_time = compute_time + exposed_communication + synchronization + extra
+        speedup = n (compute_time + t_opt) / update_time;  efficiency = speedup / n
+
+    (``extra`` and ``t_opt``: the opt-in costs of :func:`_extra_costs`, 0 by default.)
         training_time = T_train / speedup;  cost = hours(training_time) N rate
     """
     d, big_n = x.devices_per_node, x.nodes
@@ -147,12 +163,13 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
         )
     else:
         bucket_time = last_bucket_time = exposed = communication_time
-    synchronization = straggler_delay(
-        x.step_time, x.accumulation_steps, n, c.straggler_cv
-    ) + update_overhead(n, c.update_overhead)
-    update_time = compute_time + exposed + synchronization
+    synchronization = _straggler(x, c, n) + update_overhead(n, c.update_overhead)
+    extra = _extra_costs(x, c, n, g, intra_cost, inter_cost, communication_time - exposed)
+    communication_time = communication_time + extra["first_bucket_time"]
+    exposed = exposed + extra["first_bucket_time"]
+    update_time = compute_time + exposed + synchronization + extra["extra_time"]
 
-    speedup = n * compute_time / update_time
+    speedup = n * (compute_time + extra["optimizer_time"]) / update_time
     training_time = x.training_time / speedup
     memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_bytes
 
@@ -190,6 +207,52 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
         "bottleneck": _bottleneck(
             compute_time, intra_time, inter_time, communication_time, exposed, synchronization
         ),
+        **extra,
+    }
+
+
+def _straggler(x: Inputs, c: Choices, n: Any) -> Any:
+    """The straggler wait: proportional variation only, or with absolute host jitter."""
+    if c.host_jitter:
+        return jittered_straggler_delay(
+            x.step_time, x.accumulation_steps, n, c.straggler_cv, c.host_jitter
+        )
+    return straggler_delay(x.step_time, x.accumulation_steps, n, c.straggler_cv)
+
+
+def _extra_costs(
+    x: Inputs,
+    c: Choices,
+    n: Any,
+    g: Any,
+    intra_cost: tuple[Any, Any, Any],
+    inter_cost: tuple[Any, Any, Any],
+    hidden: Any,
+) -> dict[str, Any]:
+    """The opt-in per-update costs beyond the seed (each 0 at its neutral input):
+
+        optimizer_time    = t_opt = given + P beta / B_mem (one optimizer step per update)
+        interference_time = s x hidden communication (compute slowed beside it)
+        bucket_copy_time  = 4 G / B_mem (DDP copies gradients into buckets and back)
+        first_bucket_time = L_intra + L_inter (DDP's 1 MiB first bucket: one more
+                            collective; exposed without overlap, hidden with it)
+        extra_time        = optimizer_time + interference_time + bucket_copy_time
+    """
+    distributed = n > 1
+    optimizer = x.optimizer_time + optimizer_step_time(
+        x.parameters, x.optimizer_bytes, x.memory_bandwidth
+    )
+    interference = interference_delay(hidden, c.interference)
+    copies = 4.0 * x.gradient_bytes / x.memory_bandwidth * distributed if c.bucket_copies else 0.0
+    first = 0.0
+    if c.first_bucket_bytes and not c.overlap:
+        first = where(g > c.first_bucket_bytes, intra_cost[0] + inter_cost[0], 0.0) * distributed
+    return {
+        "optimizer_time": optimizer,
+        "interference_time": interference,
+        "bucket_copy_time": copies,
+        "first_bucket_time": first,
+        "extra_time": optimizer + interference + copies,
     }
 
 

@@ -24,6 +24,10 @@ from mlsysim.engine.solvers.data_parallel import (
     check_assumptions,
     check_device_memory,
     check_inter_bandwidth_for_nodes,
+    check_memory_bandwidth,
+    check_optimizer,
+    check_optimizer_inputs,
+    check_transport,
     check_zero_stage,
 )
 from mlsysim.models.types import Workload, workload_of
@@ -67,7 +71,12 @@ class DataParallelScaleOutScenario(Validated):
     (None = one inter-node link of inter_bandwidth), ``intra_latency`` and
     ``inter_latency`` (per-step startup alpha, default none = 0 s),
     ``assumptions`` (:class:`mlsysim.Assumptions`), ``device_memory`` (a size
-    or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
+    or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``,
+    ``gradient_precision`` (the gradient's dtype on the wire; default: the
+    seed's rule from ``precision``), ``optimizer`` (``sgd``, ``adam``,
+    ``lamb``; its step's bytes at ``memory_bandwidth``, a bandwidth or an
+    accelerator entry) or ``optimizer_step_time`` (given), and
+    ``inter_transport`` (``rdma``, the default, or ``tcp``).
 
     >>> from mlsysim import Scenarios
     >>> case = Scenarios.Gpt2DataParallelOneNode
@@ -93,6 +102,11 @@ class DataParallelScaleOutScenario(Validated):
     device_memory: Annotated[Quantity | None, _optional(check_device_memory)] = None
     zero_stage: Annotated[int, _v(check_zero_stage)] = 0
     activation_memory: OptionalData = None
+    gradient_precision: Annotated[str | None, _optional(check_precision)] = None
+    optimizer: Annotated[str | None, _optional(check_optimizer)] = None
+    optimizer_step_time: OptionalLatency = None
+    memory_bandwidth: Annotated[Quantity | None, _optional(check_memory_bandwidth)] = None
+    inter_transport: Annotated[str | None, _optional(check_transport)] = None
     name: str | None = None
     description: str | None = None
 
@@ -100,6 +114,7 @@ class DataParallelScaleOutScenario(Validated):
         super().__init__(**data)
         try:
             check_inter_bandwidth_for_nodes(self.nodes, self.inter_bandwidth)
+            check_optimizer_inputs(self.optimizer, self.optimizer_step_time, self.memory_bandwidth)
         except InputError as exc:
             raise InputError(f"{type(self).__name__}.{exc}", field=exc.field) from None
 
@@ -131,6 +146,11 @@ class DataParallelScaleOutScenario(Validated):
             device_memory=self.device_memory,
             zero_stage=self.zero_stage,
             activation_memory=self.activation_memory,
+            gradient_precision=self.gradient_precision,
+            optimizer=self.optimizer,
+            optimizer_step_time=self.optimizer_step_time,
+            memory_bandwidth=self.memory_bandwidth,
+            inter_transport=self.inter_transport,
         )
 
     def explain(self, format: str = "text") -> str:

@@ -70,7 +70,15 @@ NUMERIC_FIELDS: dict[str, NumericField] = {
 }
 """Scenario field -> how it enters ``Inputs``: the optional ones exactly as the solver converts them."""
 
-CATEGORICAL_FIELDS = ("workload", "precision", "assumptions", "zero_stage")
+CATEGORICAL_FIELDS = (
+    "workload",
+    "precision",
+    "assumptions",
+    "zero_stage",
+    "gradient_precision",
+    "optimizer",
+    "inter_transport",
+)
 """Fields that change ``gradient_bytes``/``parameters`` or the :class:`Choices`: one evaluate call per value."""
 
 NOT_SWEPT = ("name", "description")

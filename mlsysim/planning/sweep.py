@@ -146,7 +146,7 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
-    if field in ("workload", "precision", "assumptions"):
+    if field in CATEGORICAL_FIELDS and field != "zero_stage":
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 
@@ -297,7 +297,7 @@ def _base_inputs(scenario: Any) -> dict[str, Any]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
     workload, precision = scenario.workload, scenario.precision
     inputs = {
-        "gradient_bytes": workload.gradient_bytes(precision),
+        "gradient_bytes": workload.gradient_bytes(scenario.gradient_precision or precision),
         "parameters": workload.parameter_count(),
     }
     for field, spec in NUMERIC_FIELDS.items():

@@ -18,8 +18,9 @@ from mlsysim.engine.model import BOTTLENECKS, Choices, Inputs, evaluate
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.hardware.types import Accelerator
 from mlsysim.models.types import workload_of
-from mlsysim.physics.collectives import ALGORITHMS
+from mlsysim.physics.collectives import ALGORITHMS, TRANSPORT_EFFICIENCY
 from mlsysim.physics.memory import ZERO_STAGES
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 
 _SEED_ASSUMPTIONS = Assumptions()
 
@@ -50,6 +51,10 @@ OPTIONAL_INPUTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "inter_latency": ("inter_latency", _latency),
     "activation_memory": ("activation_bytes", _size),
     "device_memory": ("device_memory", _data),
+    "optimizer_step_time": ("optimizer_time", _latency),
+    "memory_bandwidth": ("memory_bandwidth", lambda v: _bandwidth(check_memory_bandwidth(v))),
+    "inter_transport": ("inter_transport", lambda v: TRANSPORT_EFFICIENCY[check_transport(v)]),
+    "optimizer": ("optimizer_bytes", lambda v: OPTIMIZER_BYTES_PER_PARAMETER[check_optimizer(v)]),
 }
 """Optional scenario field -> (``Inputs`` attribute, check returning its canonical value).
 
@@ -73,6 +78,49 @@ def check_device_memory(value: Any) -> Any:
         return value.memory.capacity
     _data(value)
     return value
+
+
+def check_memory_bandwidth(value: Any) -> Any:
+    """A bandwidth, or an accelerator registry entry (its peak memory bandwidth is taken)."""
+    if isinstance(value, Accelerator):
+        return value.memory.bandwidth
+    _bandwidth(value)
+    return value
+
+
+def check_transport(value: Any) -> str:
+    """``"rdma"`` or ``"tcp"`` (case-insensitive)."""
+    if isinstance(value, str) and value.lower() in TRANSPORT_EFFICIENCY:
+        return value.lower()
+    raise InputError(f"expected one of {', '.join(TRANSPORT_EFFICIENCY)}, got {value!r}")
+
+
+def check_optimizer(value: Any) -> str:
+    """An optimizer name of :data:`OPTIMIZER_BYTES_PER_PARAMETER` (case-insensitive)."""
+    if isinstance(value, str) and value.lower() in OPTIMIZER_BYTES_PER_PARAMETER:
+        return value.lower()
+    raise InputError(
+        f"expected one of {', '.join(OPTIMIZER_BYTES_PER_PARAMETER)}, got {value!r}"
+    )
+
+
+def check_optimizer_inputs(
+    optimizer: str | None, step_time: Any, memory_bandwidth: Any
+) -> None:
+    """An optimizer by name needs the memory bandwidth, and excludes a given step time."""
+    if optimizer is None:
+        return
+    if step_time is not None:
+        raise InputError(
+            "optimizer: give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
+            field="optimizer",
+        )
+    if memory_bandwidth is None:
+        raise InputError(
+            f"memory_bandwidth: required with optimizer={optimizer!r} (the step's bytes are "
+            "moved at the device's memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s')",
+            field="memory_bandwidth",
+        )
 
 
 def check_zero_stage(value: Any) -> int:
@@ -132,6 +180,11 @@ class DataParallelScaleOutModel:
         device_memory: Quantity | Accelerator | None = None,
         zero_stage: int = 0,
         activation_memory: Quantity | None = None,
+        gradient_precision: str | None = None,
+        optimizer: str | None = None,
+        optimizer_step_time: Quantity | None = None,
+        memory_bandwidth: Quantity | Accelerator | None = None,
+        inter_transport: str | None = None,
     ) -> DataParallelScaleOutResult:
         """Evaluate one layout. ``model`` is the workload; see :class:`DataParallelScaleOutScenario` for each field."""
         workload = _field("workload", workload_of, model)
@@ -145,8 +198,12 @@ class DataParallelScaleOutModel:
         stage = _field("zero_stage", check_zero_stage, zero_stage)
         if device_memory is not None:
             device_memory = _field("device_memory", check_device_memory, device_memory)
+        wire = key if gradient_precision is None else _field(
+            "gradient_precision", check_precision, gradient_precision
+        )
+        check_optimizer_inputs(optimizer, optimizer_step_time, memory_bandwidth)
         x = Inputs(
-            gradient_bytes=workload.gradient_bytes(key),
+            gradient_bytes=workload.gradient_bytes(wire),
             parameters=workload.parameter_count(),
             devices_per_node=d,
             nodes=big_n,
@@ -163,6 +220,10 @@ class DataParallelScaleOutModel:
                 inter_latency=inter_latency,
                 activation_memory=activation_memory,
                 device_memory=device_memory,
+                optimizer_step_time=optimizer_step_time,
+                memory_bandwidth=memory_bandwidth,
+                inter_transport=inter_transport,
+                optimizer=optimizer,
             ),
         )
         c = choices_of(choices, stage)
@@ -186,6 +247,11 @@ class DataParallelScaleOutModel:
             "device_memory": device_memory,
             "zero_stage": stage,
             "activation_memory": activation_memory,
+            "gradient_precision": gradient_precision,
+            "optimizer": optimizer,
+            "optimizer_step_time": optimizer_step_time,
+            "memory_bandwidth": memory_bandwidth,
+            "inter_transport": inter_transport,
         }
         return DataParallelScaleOutResult(
             values, inputs, trace=lambda: constraint_trace(values, x, c)
