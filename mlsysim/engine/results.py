@@ -184,6 +184,18 @@ class DataParallelScaleOutResult:
                 out[name] = value
         return out
 
+    def interval(self, name: str, level: float = 0.8) -> tuple[Any, Any]:
+        """The (low, high) central prediction interval of ``efficiency``, ``speedup``,
+        ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
+
+        Conformal, from the model's residuals on the published cases under these
+        same assumptions (:mod:`mlsysim.validation.intervals`). The seed model
+        has none: use ``Assumptions.realistic()``.
+        """
+        from mlsysim.validation.intervals import interval
+
+        return interval(self, name, level)
+
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as JSON."""
         return json.dumps(self.to_dict(), **kwargs)

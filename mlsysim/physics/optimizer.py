@@ -21,6 +21,9 @@ multi-tensor kernels of NVIDIA apex, FusedAdam / FusedLAMB, do one pass):
   momentum: 5 x 4 = 20 B.
 * ``adam`` / ``adamw`` (Kingma and Ba 2015): read weight, gradient, m, v;
   write weight, m, v: 7 x 4 = 28 B.
+* ``rmsprop`` (with momentum, as TensorFlow and timm run it): read weight,
+  gradient, mean square, momentum; write weight, mean square, momentum:
+  7 x 4 = 28 B.
 * ``lamb`` (You et al. 2020, "Large Batch Optimization for Deep Learning:
   Training BERT in 76 minutes", algorithm 2): the Adam moments pass (read
   gradient, m, v, weight; write m, v and the update: 28 B), then the
@@ -40,6 +43,7 @@ OPTIMIZER_BYTES_PER_PARAMETER: dict[str, float] = {
     "sgd": 20.0,
     "adam": 28.0,
     "adamw": 28.0,
+    "rmsprop": 28.0,
     "lamb": 48.0,
 }
 """Bytes read plus written per parameter by one optimizer step (fp32 state; see the module)."""
