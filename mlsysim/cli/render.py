@@ -119,32 +119,80 @@ def _short(unit: str) -> str:
 __all__ = ["inputs_dict", "print_result", "result_json", "field_unit"]
 
 
-def print_validation(seed: list[Any], realistic: list[Any]) -> None:
-    """Measured vs predicted efficiency per case, seed and realistic, with median and max errors."""
+def print_validation(
+    seed: list[Any],
+    realistic: list[Any],
+    *,
+    band: tuple[float, float],
+    families: dict[str, dict[str, Any]],
+    totals: dict[str, Any],
+    coverage: tuple[float, float],
+    lofo: Any = None,
+) -> None:
+    """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
+    errors per family, the overall figures, and the leave-one-family-out ones when given."""
     from rich.console import Console
     from rich.table import Table
 
-    from mlsysim.validation.published import summary
-
+    pt = "{:+.1f} pt".format
+    console = Console()
     table = Table(
         title="Scaling efficiency: published measurements vs the model", header_style="bold"
     )
-    for column in ("case", "measured", "seed", "error", "realistic", "error"):
+    columns = ["case", "meas.", "seed", "err", "real.", "80% int.", "err"]
+    if lofo is not None:
+        columns += ["CV", "err"]
+    for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right", no_wrap=True)
+    held = {c.case.id: c for c in lofo.comparisons} if lofo is not None else {}
     for s, r in zip(seed, realistic, strict=True):
-        table.add_row(
+        low = max(r.predicted + band[0], 0.001)
+        high = min(r.predicted + band[1], 1.0)
+        inside = "" if low <= r.case.measured_eff <= high else "*"
+        row = [
             s.case.id,
             f"{s.case.measured_eff:.3f}",
             f"{s.predicted:.3f}",
-            f"{s.error * 100:+.1f} pt",
+            f"{s.error * 100:+.1f}",
             f"{r.predicted:.3f}",
-            f"{r.error * 100:+.1f} pt",
+            f"{low:.2f}-{high:.2f}{inside}",
+            f"{r.error * 100:+.1f}",
+        ]
+        if lofo is not None:
+            h = held[s.case.id]
+            row += [f"{h.predicted:.3f}", f"{h.error * 100:+.1f}"]
+        table.add_row(*row)
+    console.print(table)
+
+    fam = Table(
+        title="Error per family, points: median |e| / worst |e| / mean e", header_style="bold"
+    )
+    for column in ("family", "cases", "seed", "realistic"):
+        fam.add_column(column, justify="left" if column == "family" else "right", no_wrap=True)
+
+    def three(x: Any) -> str:
+        return f"{x.median_abs * 100:.1f} / {x.max_abs * 100:.1f} / {x.mean * 100:+.1f}"
+
+    for name, s_ in families["seed"].items():
+        fam.add_row(name, str(s_.count), three(s_), three(families["realistic"][name]))
+    fam.add_section()
+    fam.add_row("all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"]))
+    console.print(fam)
+    covered, width = coverage
+    console.print(
+        f"realistic 80% interval: predicted {pt(band[0] * 100)} .. {pt(band[1] * 100)} "
+        f"(conformal, from these residuals); covers {covered:.0%} of cases, width "
+        f"{width * 100:.1f} pt  (* = measured outside)"
+    )
+    if lofo is not None:
+        h = lofo.summary
+        jitters = [v * 1e3 for v in lofo.jitters.values()]
+        console.print(
+            f"leave one family out: median |error| {h.median_abs * 100:.1f} pt, worst "
+            f"{h.max_abs * 100:.1f} pt, mean {pt(h.mean * 100)}; 80% interval from the other "
+            f"families covers {lofo.coverage:.0%} (median width {lofo.median_width * 100:.1f} pt); "
+            f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
         )
-    (sm, sx), (rm, rx) = summary(seed), summary(realistic)
-    table.add_section()
-    table.add_row("median |error|", "", "", f"{sm * 100:.1f} pt", "", f"{rm * 100:.1f} pt")
-    table.add_row("max |error|", "", "", f"{sx * 100:.1f} pt", "", f"{rx * 100:.1f} pt")
-    Console().print(table)
 
 
 def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
