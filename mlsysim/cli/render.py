@@ -45,14 +45,30 @@ def inputs_dict(scenario: Any) -> dict[str, Any]:
 
 
 def result_json(scenario: Any) -> str:
-    return json.dumps(
-        {
-            "scenario": scenario.name,
-            "inputs": inputs_dict(scenario),
-            "result": scenario.result.to_dict(),
-        },
-        indent=2,
-    )
+    data = {
+        "scenario": scenario.name,
+        "inputs": inputs_dict(scenario),
+        "result": scenario.result.to_dict(),
+    }
+    if not scenario.assumptions.is_seed():
+        data["intervals_80"] = intervals_dict(scenario.result)
+    return json.dumps(data, indent=2)
+
+
+def intervals_dict(result: Any, level: float = 0.8) -> dict[str, Any]:
+    """The prediction intervals of a (non-seed) result: [low, high], Quantities as {value, unit}."""
+    from mlsysim.validation.intervals import INTERVAL_FIELDS
+
+    out: dict[str, Any] = {}
+    for name in INTERVAL_FIELDS:
+        if name == "cost" and result.cost is None:
+            continue
+        bounds = result.interval(name, level)
+        out[name] = [
+            {"value": float(b.magnitude), "unit": f"{b.units}"} if hasattr(b, "magnitude") else b
+            for b in bounds
+        ]
+    return out
 
 
 def print_result(scenario: Any) -> None:
@@ -82,6 +98,9 @@ def print_result(scenario: Any) -> None:
     table.add_column("result")
     table.add_column("value", justify="right")
     seed_only = scenario.assumptions.is_seed()
+    bands = {} if seed_only else intervals_dict(result)
+    if bands:
+        table.add_column("80% interval", justify="right")
     for key, value in result.to_dict().items():
         if key == "constraint_trace":
             continue
@@ -90,6 +109,10 @@ def print_result(scenario: Any) -> None:
             "hidden_communication_time",
             "synchronization_time",
             "synchronization_share",
+            "extra_share",
+            "optimizer_time",
+            "interference_time",
+            "bucket_copy_time",
             "algorithm",
         ):
             continue
@@ -106,10 +129,24 @@ def print_result(scenario: Any) -> None:
             text = f"{value:,.2f} USD"
         else:
             text = _text(value)
-        table.add_row(key, text)
+        if bands:
+            table.add_row(key, text, _band_text(key, bands.get(key)))
+        else:
+            table.add_row(key, text)
     console.print(table)
     for note in result.constraint_trace:
         console.print(f"  - {note}")
+
+
+def _band_text(key: str, band: Any) -> str:
+    if band is None:
+        return ""
+    if isinstance(band[0], dict):
+        unit = _short(band[0]["unit"])
+        return f"{band[0]['value']:.4g} - {band[1]['value']:.4g} {unit}"
+    if key == "cost":
+        return f"{band[0]:,.2f} - {band[1]:,.2f} USD"
+    return f"{band[0]:.4g} - {band[1]:.4g}"
 
 
 def _short(unit: str) -> str:

@@ -106,6 +106,13 @@ def _heading(
         inputs["device_memory"] = fmt_bytes(to_canonical(i["device_memory"], "data"))
     if i.get("activation_memory") is not None:
         inputs["activation_memory"] = fmt_bytes(to_canonical(i["activation_memory"], "data"))
+    for key in ("gradient_precision", "optimizer", "inter_transport"):
+        if i.get(key) is not None:
+            inputs[key] = str(i[key])
+    if i.get("optimizer_step_time") is not None:
+        inputs["optimizer_step_time"] = fmt_time(to_canonical(i["optimizer_step_time"], "time"))
+    if i.get("memory_bandwidth") is not None:
+        inputs["memory_bandwidth (B_mem)"] = fmt_rate(r.raw("memory_bandwidth_used"))
     if a.is_seed():
         model = (
             "seed (SPEC section 4): flat ring, full line rate, no overlap, no synchronisation cost"
@@ -120,6 +127,18 @@ def _heading(
                 else ""
             )
             + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
+            + (
+                f", host_jitter={fmt_time(to_canonical(a.host_jitter, 'time'))}"
+                if a.host_jitter.magnitude
+                else ""
+            )
+            + (f", interference={a.interference:g}" if a.interference else "")
+            + (", bucket_copies=True" if a.bucket_copies else "")
+            + (
+                f", first_bucket_size={fmt_bytes(to_canonical(a.first_bucket_size, 'data'))}"
+                if a.first_bucket_size.magnitude
+                else ""
+            )
         )
     name = title or "Data-parallel scale-out"
     return {
@@ -311,33 +330,95 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             f"T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
             f"exposed {fmt_time(exposed)}, hidden {fmt_time(r.raw('hidden_communication_time'))}",
         )
+    _cost_steps(s, c)
     sync = r.raw("synchronization_time")
-    if a.straggler_cv or a.update_overhead_seconds():
-        s.add(
-            "synchronization",
-            "sync = c x T1 x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)",
-            f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 ln {n}) + {fmt_time(a.update_overhead_seconds() if n > 1 else 0.0)}",
-            fmt_time(sync),
-        )
+    extra = r.raw("extra_time")
+    plus_sym, plus_num = (" + extra", f" + {fmt_time(extra)}") if extra else ("", "")
+    exposed = r.raw("exposed_communication_time")
+    jitter = to_canonical(a.host_jitter, "time")
+    if a.straggler_cv or a.update_overhead_seconds() or jitter:
+        if jitter:
+            s.add(
+                "synchronization",
+                "sync = sqrt((c T1)^2 + j^2) x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)",
+                f"sqrt(({a.straggler_cv:g} x {fmt_time(t1)})^2 + ({fmt_time(jitter)})^2) x sqrt({acc}) "
+                f"x sqrt(2 ln {n}) + {fmt_time(a.update_overhead_seconds() if n > 1 else 0.0)}",
+                fmt_time(sync),
+            )
+        else:
+            s.add(
+                "synchronization",
+                "sync = c x T1 x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)",
+                f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 ln {n}) + {fmt_time(a.update_overhead_seconds() if n > 1 else 0.0)}",
+                fmt_time(sync),
+            )
         s.add(
             "update",
-            "update_time = compute_time + exposed_communication + sync",
-            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}",
+            f"update_time = compute_time + exposed_communication + sync{plus_sym}",
+            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}{plus_num}",
             fmt_time(r.raw("update_time")),
         )
     elif a.overlap:
         s.add(
             "update",
-            "update_time = compute_time + exposed_communication",
-            f"{fmt_time(compute)} + {fmt_time(exposed)}",
+            f"update_time = compute_time + exposed_communication{plus_sym}",
+            f"{fmt_time(compute)} + {fmt_time(exposed)}{plus_num}",
             fmt_time(r.raw("update_time")),
         )
     else:
         s.add(
             "update",
-            "update_time = compute_time + communication_time",
-            f"{fmt_time(compute)} + {fmt_time(comm)}",
+            f"update_time = compute_time + communication_time{plus_sym}",
+            f"{fmt_time(compute)} + {fmt_time(comm)}{plus_num}",
             fmt_time(r.raw("update_time")),
+        )
+
+
+def _cost_steps(s: _Steps, c: _Context) -> None:
+    """The opt-in costs beyond the seed: optimizer step, interference, DDP's bucket work."""
+    r, a, i = c.r, c.a, c.i
+    t_opt = r.raw("optimizer_time")
+    if i.get("optimizer") is not None:
+        from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
+
+        beta = OPTIMIZER_BYTES_PER_PARAMETER[i["optimizer"]]
+        params = to_canonical(i["workload"].parameters, "count")
+        s.add(
+            "optimizer step",
+            f"t_opt = P x beta / B_mem  ({i['optimizer']}: beta = {beta:g} B read + written per parameter)",
+            f"{params:.6g} x {beta:g} B / {fmt_rate(r.raw('memory_bandwidth_used'))}",
+            fmt_time(t_opt),
+        )
+    elif t_opt:
+        s.add("optimizer step", "t_opt = optimizer_step_time (given)", "", fmt_time(t_opt))
+    if a.interference:
+        hidden = r.raw("hidden_communication_time")
+        s.add(
+            "interference",
+            "interference = s x hidden communication (compute slowed beside it)",
+            f"{a.interference:g} x {fmt_time(hidden)}",
+            fmt_time(r.raw("interference_time")),
+        )
+    if a.bucket_copies:
+        s.add(
+            "bucket copies",
+            "copies = 4 G / B_mem  (gradients into DDP's buckets and back, read + write)",
+            f"4 x {fmt_bytes(r.raw('gradient_bytes'))} / {fmt_rate(r.raw('memory_bandwidth_used'))}",
+            fmt_time(r.raw("bucket_copy_time")),
+        )
+    if r.raw("first_bucket_time"):
+        s.add(
+            "first bucket",
+            "first = L_intra + L_inter  (DDP's capped first bucket: one more collective)",
+            "",
+            fmt_time(r.raw("first_bucket_time")),
+        )
+    if r.raw("extra_time"):
+        s.add(
+            "extra",
+            "extra = t_opt + interference + copies",
+            f"{fmt_time(t_opt)} + {fmt_time(r.raw('interference_time'))} + {fmt_time(r.raw('bucket_copy_time'))}",
+            fmt_time(r.raw("extra_time")),
         )
 
 
@@ -345,12 +426,21 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
     """Speedup, efficiency, batch, training time, cost, memory and the bottleneck."""
     r, i, big_n, acc, n, zero = c.r, c.i, c.big_n, c.acc, c.n, c.zero
     comm, compute = r.raw("communication_time"), r.raw("compute_time")
-    s.add(
-        "speedup",
-        "speedup = n x compute_time / update_time",
-        f"{n} x {fmt_time(compute)} / {fmt_time(r.raw('update_time'))}",
-        fmt_num(r.speedup),
-    )
+    t_opt = r.raw("optimizer_time")
+    if t_opt:
+        s.add(
+            "speedup",
+            "speedup = n x (compute_time + t_opt) / update_time  (one device also steps the optimizer)",
+            f"{n} x ({fmt_time(compute)} + {fmt_time(t_opt)}) / {fmt_time(r.raw('update_time'))}",
+            fmt_num(r.speedup),
+        )
+    else:
+        s.add(
+            "speedup",
+            "speedup = n x compute_time / update_time",
+            f"{n} x {fmt_time(compute)} / {fmt_time(r.raw('update_time'))}",
+            fmt_num(r.speedup),
+        )
     s.add(
         "efficiency",
         "efficiency = speedup / n",
@@ -399,6 +489,31 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "largest of compute, exposed intra, exposed inter, synchronization",
         "",
         r.bottleneck,
+    )
+    if not c.a.is_seed():
+        _interval_steps(s, c)
+
+
+def _interval_steps(s: _Steps, c: _Context) -> None:
+    """The 80% prediction interval (conformal, from the published residuals)."""
+    from mlsysim.validation.intervals import efficiency_band
+
+    r = c.r
+    low, high = efficiency_band(c.a, 0.8)
+    e_low, e_high = r.interval("efficiency")
+    s.add(
+        "80% interval",
+        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
+        "published cases under these assumptions, clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        f"efficiency {e_low:.4g} - {e_high:.4g}",
+    )
+    u_low, u_high = r.interval("update_time")
+    s.add(
+        "80% interval",
+        "update_time x e / e_interval (and so speedup, training time, cost)",
+        "",
+        f"update_time {u_low.to('ms').magnitude:.6g} - {u_high.to('ms').magnitude:.6g} ms",
     )
 
 

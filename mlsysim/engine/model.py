@@ -190,6 +190,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
         "compute_share": compute_time / update_time,
         "communication_share": exposed / update_time,
         "synchronization_share": synchronization / update_time,
+        "extra_share": extra["extra_time"] / update_time,
         "speedup": speedup,
         "efficiency": speedup / n,
         "global_batch": x.per_device_batch * n * x.accumulation_steps,
@@ -252,6 +253,7 @@ def _extra_costs(
         "interference_time": interference,
         "bucket_copy_time": copies,
         "first_bucket_time": first,
+        "memory_bandwidth_used": x.memory_bandwidth,
         "extra_time": optimizer + interference + copies,
     }
 
