@@ -93,7 +93,7 @@ class Assumptions(Validated):
       collective startup, exposed when the AllReduce is not overlapped.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>)
     """
 
     algorithm: Algorithm = "ring"
