@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -23,51 +22,31 @@ def _text(value: Any) -> str:
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
-    """The scenario's inputs as plain JSON-able values, Quantities as {value, unit}."""
-    out: dict[str, Any] = {}
-    for key, value in scenario.fields().items():
-        if hasattr(value, "magnitude"):
-            out[key] = {"value": float(value.magnitude), "unit": f"{value.units}"}
-        elif key == "workload":
-            out[key] = value.name
-        elif key == "assumptions":
-            out[key] = {
-                k: (
-                    {"value": float(v.magnitude), "unit": f"{v.units}"}
-                    if hasattr(v, "magnitude")
-                    else v
-                )
-                for k, v in value.fields().items()
-            }
-        else:
-            out[key] = value
-    return out
+    """The scenario's inputs in the project's JSON encoding."""
+    return dict(scenario.to_dict()["inputs"])
 
 
 def result_json(scenario: Any) -> str:
-    data = {
-        "scenario": scenario.name,
-        "inputs": inputs_dict(scenario),
-        "result": scenario.result.to_dict(),
-    }
+    """``run --json``: the scenario's inputs and its result, one JSON document."""
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {**scenario.to_dict(), "result": scenario.result.to_dict()}
     if not scenario.assumptions.is_seed():
-        data["intervals_80"] = intervals_dict(scenario.result)
-    return json.dumps(data, indent=2)
+        body["intervals_80"] = intervals_dict(scenario.result)
+    return dumps(document("result", body), indent=2)
 
 
 def intervals_dict(result: Any, level: float = 0.8) -> dict[str, Any]:
-    """The prediction intervals of a (non-seed) result: [low, high], Quantities as {value, unit}."""
+    """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
+    from mlsysim.core.jsonio import encode
     from mlsysim.validation.intervals import INTERVAL_FIELDS
 
     out: dict[str, Any] = {}
     for name in INTERVAL_FIELDS:
         if name == "cost" and result.cost is None:
             continue
-        bounds = result.interval(name, level)
-        out[name] = [
-            {"value": float(b.magnitude), "unit": f"{b.units}"} if hasattr(b, "magnitude") else b
-            for b in bounds
-        ]
+        unit = field_unit(name)
+        out[name] = [encode(b, unit=unit) for b in result.interval(name, level)]
     return out
 
 
@@ -98,12 +77,15 @@ def print_result(scenario: Any) -> None:
     table.add_column("result")
     table.add_column("value", justify="right")
     seed_only = scenario.assumptions.is_seed()
+    from mlsysim.engine.results import result_fields
+
     bands = {} if seed_only else intervals_dict(result)
     if bands:
         table.add_column("80% interval", justify="right")
-    for key, value in result.to_dict().items():
+    for key, spec in result_fields().items():
         if key == "constraint_trace":
             continue
+        value = getattr(result, key)
         if seed_only and key in (
             "exposed_communication_time",
             "hidden_communication_time",
@@ -118,15 +100,12 @@ def print_result(scenario: Any) -> None:
             continue
         if value is None:
             continue
-        if isinstance(value, dict):
-            unit = value["unit"]
-            text = (
-                fmt_bytes(value["value"])
-                if unit == "byte"
-                else f"{value['value']:.6g} {_short(unit)}"
-            )
-        elif key == "cost":
+        if key == "cost":
             text = f"{value:,.2f} USD"
+        elif spec.unit == "byte":
+            text = fmt_bytes(float(value.magnitude))
+        elif spec.unit is not None:
+            text = f"{float(value.magnitude):.6g} {_short(spec.unit)}"
         else:
             text = _text(value)
         if bands:

@@ -112,7 +112,7 @@ def _heading(
     if i.get("optimizer_step_time") is not None:
         inputs["optimizer_step_time"] = fmt_time(to_canonical(i["optimizer_step_time"], "time"))
     if i.get("memory_bandwidth") is not None:
-        inputs["memory_bandwidth (B_mem)"] = fmt_rate(r.raw("memory_bandwidth_used"))
+        inputs["memory_bandwidth (B_mem)"] = fmt_rate(r.model_inputs.memory_bandwidth)
     if a.is_seed():
         model = (
             "seed (SPEC section 4): flat ring, full line rate, no overlap, no synchronisation cost"
@@ -324,9 +324,9 @@ def _update_steps(s: _Steps, c: _Context) -> None:
         s.add(
             "overlap",
             "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G), T_b = backward_fraction x T1 (last micro-step only)",
-            f"m = {r.raw('buckets'):g} buckets of b = {fmt_bytes(r.raw('bucket_bytes'))}, last r = "
-            f"{fmt_bytes(r.raw('last_bucket_bytes'))}; c(b) = {fmt_time(r.raw('bucket_time'))}, "
-            f"c(r) = {fmt_time(r.raw('last_bucket_time'))}, C = {fmt_time(comm)}, "
+            f"m = {r.figures.buckets.count:g} buckets of b = {fmt_bytes(r.figures.buckets.size)}, last r = "
+            f"{fmt_bytes(r.figures.buckets.last_size)}; c(b) = {fmt_time(r.figures.buckets.time)}, "
+            f"c(r) = {fmt_time(r.figures.buckets.last_time)}, C = {fmt_time(comm)}, "
             f"T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
             f"exposed {fmt_time(exposed)}, hidden {fmt_time(r.raw('hidden_communication_time'))}",
         )
@@ -386,7 +386,7 @@ def _cost_steps(s: _Steps, c: _Context) -> None:
         s.add(
             "optimizer step",
             f"t_opt = P x beta / B_mem  ({i['optimizer']}: beta = {beta:g} B read + written per parameter)",
-            f"{params:.6g} x {beta:g} B / {fmt_rate(r.raw('memory_bandwidth_used'))}",
+            f"{params:.6g} x {beta:g} B / {fmt_rate(r.model_inputs.memory_bandwidth)}",
             fmt_time(t_opt),
         )
     elif t_opt:
@@ -403,7 +403,7 @@ def _cost_steps(s: _Steps, c: _Context) -> None:
         s.add(
             "bucket copies",
             "copies = 4 G / B_mem  (gradients into DDP's buckets and back, read + write)",
-            f"4 x {fmt_bytes(r.raw('gradient_bytes'))} / {fmt_rate(r.raw('memory_bandwidth_used'))}",
+            f"4 x {fmt_bytes(r.raw('gradient_bytes'))} / {fmt_rate(r.model_inputs.memory_bandwidth)}",
             fmt_time(r.raw("bucket_copy_time")),
         )
     if r.raw("first_bucket_time"):

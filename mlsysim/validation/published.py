@@ -37,6 +37,7 @@ Everything is evaluated once for all cases on numpy arrays through
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from dataclasses import dataclass
@@ -48,9 +49,9 @@ import numpy as np
 
 from mlsysim.core.units import quantity
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.model import Inputs, evaluate
+from mlsysim.engine.model import Figures, Inputs, evaluate
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
-from mlsysim.engine.solvers.data_parallel import choices_of
+from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload
 
 PRECISION_OF_GRADIENT_BYTES = {4: "fp32", 2: "fp16"}
@@ -263,9 +264,9 @@ def base_scenario_for(
 
 
 def _inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Any]:
-    from mlsysim.planning.sweep import _base_inputs
-
-    return _base_inputs(scenario)
+    """The model's numeric inputs of a scenario, by attribute (canonical SI floats)."""
+    x = model_inputs(scenario.inputs())
+    return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
 
 
 @cache
@@ -285,7 +286,7 @@ def _stacked(seed: bool, layout: str, ids: tuple[str, ...]) -> dict[str, np.ndar
 
 def _evaluate(
     cases: tuple[Case, ...], assumptions: Assumptions, layout: str, step_time: np.ndarray
-) -> dict[str, Any]:
+) -> Figures:
     ids = tuple(c.id for c in cases)
     arrays = dict(_stacked(assumptions.is_seed(), layout, ids))
     arrays["step_time"] = step_time
@@ -306,7 +307,7 @@ def calibrated_step_time(
     a_base = np.asarray([c.raw["accumulation_base"] for c in cases], dtype=float)
     step = t1.copy()
     for _ in range(iterations):
-        per_micro_step = _evaluate(cases, assumptions, "base", step)["update_time"] / a_base
+        per_micro_step = _evaluate(cases, assumptions, "base", step).update_time / a_base
         gap = t1 - per_micro_step
         step = np.maximum(step + gap, 1e-3 * t1)
         if np.max(np.abs(gap) / t1) < 1e-12:
@@ -324,7 +325,7 @@ def predict_all(
     scaled = _evaluate(chosen, a, "scaled", step)
     t1 = np.asarray([c.raw["t1_s"] for c in chosen], dtype=float)
     a_scaled = np.asarray([c.raw["accumulation_scaled"] for c in chosen], dtype=float)
-    return np.asarray(a_scaled * t1 / scaled["update_time"], dtype=float)
+    return np.asarray(a_scaled * t1 / scaled.update_time, dtype=float)
 
 
 def predict(case: Case, assumptions: Assumptions | None = None) -> float:

@@ -100,3 +100,25 @@ def test_new_steps_appear_in_explain():
     for step in ("optimizer step", "interference", "sqrt((c T1)^2 + j^2)", "80% interval"):
         assert step in text
     assert "80% interval" not in BASE.explain()
+
+
+def test_sweep_over_the_new_inputs_equals_the_scalar_solve():
+    from mlsysim.planning.sweep import sweep
+
+    s = MULTI.variant(assumptions=Assumptions.realistic(), memory_bandwidth="A100")
+    axes = {
+        "inter_transport": ["rdma", "tcp"],
+        "optimizer": ["sgd", "lamb"],
+        "gradient_precision": ["fp16", "fp32"],
+        "nodes": [2, 4],
+    }
+    table = sweep(s, **axes)
+    got = sorted(table["efficiency"].ravel().tolist())
+    want = sorted(
+        s.variant(inter_transport=t, optimizer=o, gradient_precision=g, nodes=n).result.efficiency
+        for t in axes["inter_transport"]
+        for o in axes["optimizer"]
+        for g in axes["gradient_precision"]
+        for n in axes["nodes"]
+    )
+    assert got == want
