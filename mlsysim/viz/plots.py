@@ -131,6 +131,28 @@ def _groups(table: Any, axes: list[Any]) -> list[tuple[str, np.ndarray]]:
     return groups
 
 
+def _interval_band(ax: Any, table: Any, x: str, order: np.ndarray, color: str) -> None:
+    """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
+
+    The band is the conformal one of :mod:`mlsysim.validation.intervals`
+    (efficiency + the residual quantiles, clipped to [0.001, 1]); one device
+    (n = 1) is exact.
+    """
+    if len(order) == 0:
+        return
+    assumptions = table.scenario(int(order[0])).assumptions
+    if assumptions.is_seed():
+        return
+    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+
+    low, high = efficiency_band(assumptions, 0.8)
+    e = table["efficiency"][order]
+    one = table["n_devices"][order] == 1
+    lower = np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))
+    upper = np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))
+    ax.fill_between(table[x][order], lower, upper, color=color, alpha=0.15, linewidth=0)
+
+
 def efficiency_plot(
     table: Any, x: str | None = None, series: str | None = None, path: Any = None
 ) -> Any:
@@ -157,13 +179,14 @@ def efficiency_plot(
     for label, rows in _groups(table, axis):
         rows = rows[mask[rows]]
         order = rows[np.argsort(table[x][rows], kind="stable")]
-        ax.plot(
+        (line,) = ax.plot(
             table[x][order],
             table["efficiency"][order],
             marker="o",
             markersize=3,
             label=label or "model",
         )
+        _interval_band(ax, table, x, order, line.get_color())
     ax.set_xlabel(_axis_label(table, x))
     ax.set_ylabel("scaling efficiency, speedup / devices (fraction)")
     ax.set_ylim(0, 1.05)
