@@ -112,6 +112,11 @@ PLATFORMS: tuple[tuple[str, float, str], ...] = (
 """GPU memory bandwidth (bytes/s) by a token of the case id (first match)."""
 
 
+CASE_EXTRAS = ("optimizer", "inter_transport")
+"""Opt-in case inputs given to non-seed assumptions: the optimizer step (with the GPU's
+memory bandwidth) and the transport; ``gradient_precision`` is always the case's."""
+
+
 @dataclass(frozen=True)
 class Case:
     """One published measurement, as in the data file."""
@@ -203,11 +208,14 @@ def scenario_for(
     accumulation: int | None = None,
     step_time: float | None = None,
     assumptions: Assumptions | None = None,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> DataParallelScaleOutScenario:
     """The scaled layout of a case (or another layout / accumulation / step time), as a scenario.
 
     ``step_time`` (seconds) defaults to the data's ``t1_s``; :func:`calibrated_step_time`
-    gives the one that reproduces the baseline.
+    gives the one that reproduces the baseline. ``extras`` are the opt-in case
+    inputs given to non-seed assumptions (all of :data:`CASE_EXTRAS` by default;
+    fewer for an ablation).
     """
     c = case.raw
     seed = assumptions is None or assumptions.is_seed()
@@ -225,6 +233,10 @@ def scenario_for(
             "memory_bandwidth": quantity(memory_bandwidth_of(case.id), "B/s"),
             "inter_transport": "tcp" if "TCP" in case.id else None,
         }
+        if "optimizer" not in extras:
+            extra["optimizer"] = extra["memory_bandwidth"] = None
+        if "inter_transport" not in extras:
+            extra["inter_transport"] = None
     return DataParallelScaleOutScenario(
         name=case.id,
         description=case.source,
@@ -249,7 +261,10 @@ def scenario_for(
 
 
 def base_scenario_for(
-    case: Case, assumptions: Assumptions | None = None, step_time: float | None = None
+    case: Case,
+    assumptions: Assumptions | None = None,
+    step_time: float | None = None,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> DataParallelScaleOutScenario:
     """The baseline layout of a case: one GPU, or one node, at ``accumulation_base``."""
     one_gpu = case.raw["base"] == "1gpu"
@@ -260,6 +275,7 @@ def base_scenario_for(
         accumulation=int(case.raw["accumulation_base"]),
         step_time=step_time,
         assumptions=assumptions,
+        extras=extras,
     )
 
 
@@ -270,7 +286,9 @@ def _inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Any]:
 
 
 @cache
-def _stacked(seed: bool, layout: str, ids: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _stacked(
+    seed: bool, layout: str, ids: tuple[str, ...], extras: tuple[str, ...] = CASE_EXTRAS
+) -> dict[str, np.ndarray]:
     """The Inputs of every case's ``layout`` ("scaled" or "base") as arrays (cached)."""
     by_id = {c.id: c for c in load_cases()}
     a = Assumptions() if seed else Assumptions.realistic()
@@ -278,23 +296,32 @@ def _stacked(seed: bool, layout: str, ids: tuple[str, ...]) -> dict[str, np.ndar
     for case_id in ids:
         case = by_id[case_id]
         scenario = (
-            scenario_for(case, assumptions=a) if layout == "scaled" else base_scenario_for(case, a)
+            scenario_for(case, assumptions=a, extras=extras)
+            if layout == "scaled"
+            else base_scenario_for(case, a, extras=extras)
         )
         rows.append(_inputs(scenario))
     return {k: np.asarray([r[k] for r in rows], dtype=float) for k in rows[0]}
 
 
 def _evaluate(
-    cases: tuple[Case, ...], assumptions: Assumptions, layout: str, step_time: np.ndarray
+    cases: tuple[Case, ...],
+    assumptions: Assumptions,
+    layout: str,
+    step_time: np.ndarray,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> Figures:
     ids = tuple(c.id for c in cases)
-    arrays = dict(_stacked(assumptions.is_seed(), layout, ids))
+    arrays = dict(_stacked(assumptions.is_seed(), layout, ids, extras))
     arrays["step_time"] = step_time
     return evaluate(Inputs(**arrays), choices_of(assumptions))
 
 
 def calibrated_step_time(
-    cases: tuple[Case, ...] | list[Case], assumptions: Assumptions, iterations: int = 60
+    cases: tuple[Case, ...] | list[Case],
+    assumptions: Assumptions,
+    iterations: int = 60,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> np.ndarray:
     """T1 per case such that the baseline's update time per micro-step equals ``t1_s``.
 
@@ -307,7 +334,7 @@ def calibrated_step_time(
     a_base = np.asarray([c.raw["accumulation_base"] for c in cases], dtype=float)
     step = t1.copy()
     for _ in range(iterations):
-        per_micro_step = _evaluate(cases, assumptions, "base", step).update_time / a_base
+        per_micro_step = _evaluate(cases, assumptions, "base", step, extras).update_time / a_base
         gap = t1 - per_micro_step
         step = np.maximum(step + gap, 1e-3 * t1)
         if np.max(np.abs(gap) / t1) < 1e-12:
@@ -316,13 +343,15 @@ def calibrated_step_time(
 
 
 def predict_all(
-    assumptions: Assumptions | None = None, cases: tuple[Case, ...] | list[Case] | None = None
+    assumptions: Assumptions | None = None,
+    cases: tuple[Case, ...] | list[Case] | None = None,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> np.ndarray:
     """Predicted scaling efficiency of every case, relative to its baseline (one array)."""
     a = assumptions or Assumptions()
     chosen = tuple(cases) if cases is not None else load_cases()
-    step = calibrated_step_time(chosen, a)
-    scaled = _evaluate(chosen, a, "scaled", step)
+    step = calibrated_step_time(chosen, a, extras=extras)
+    scaled = _evaluate(chosen, a, "scaled", step, extras)
     t1 = np.asarray([c.raw["t1_s"] for c in chosen], dtype=float)
     a_scaled = np.asarray([c.raw["accumulation_scaled"] for c in chosen], dtype=float)
     return np.asarray(a_scaled * t1 / scaled.update_time, dtype=float)
@@ -334,11 +363,13 @@ def predict(case: Case, assumptions: Assumptions | None = None) -> float:
 
 
 def compare(
-    assumptions: Assumptions | None = None, cases: tuple[Case, ...] | list[Case] | None = None
+    assumptions: Assumptions | None = None,
+    cases: tuple[Case, ...] | list[Case] | None = None,
+    extras: tuple[str, ...] = CASE_EXTRAS,
 ) -> list[Comparison]:
     """Every case predicted under ``assumptions`` (the seed model by default)."""
     chosen = tuple(cases) if cases is not None else load_cases()
-    predicted = predict_all(assumptions, chosen)
+    predicted = predict_all(assumptions, chosen, extras)
     return [Comparison(c, float(p)) for c, p in zip(chosen, predicted, strict=True)]
 
 

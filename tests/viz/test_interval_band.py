@@ -18,4 +18,4 @@ def test_band_only_for_the_realistic_line():
     ax = figure.axes[0]
     assert len(ax.collections) == 1  # one shaded band: the realistic line's
     band = ax.collections[0].get_paths()[0].vertices
-    assert 0 < band[:, 1].min() and band[:, 1].max() <= 1.0
+    assert band[:, 1].min() > 0 and band[:, 1].max() <= 1.0
