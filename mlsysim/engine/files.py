@@ -294,7 +294,7 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
         if value is None or (key == "zero_stage" and value == 0):
             continue
         if key == "workload":
-            name = _registry_path(value)
+            name = registry_name(value)
             if name is None:
                 tables[key] = _workload_table(value)
             else:
@@ -329,7 +329,7 @@ def quantity_text(q: Any) -> str:
     return f"{number} {q.units:C}"
 
 
-def _registry_path(workload: Any) -> str | None:
+def registry_name(workload: Any) -> str | None:
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():

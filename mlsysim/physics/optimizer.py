@@ -49,6 +49,9 @@ OPTIMIZER_BYTES_PER_PARAMETER: dict[str, float] = {
 """Bytes read plus written per parameter by one optimizer step (fp32 state; see the module)."""
 
 
+OPTIMIZER_EQUATION = "t_opt = P x beta / B_mem  (one step per update)"
+
+
 def optimizer_step_time(parameters: Any, bytes_per_parameter: Any, memory_bandwidth: Any) -> Any:
     """One optimizer step: ``t_opt = P x beta / B_mem`` (seconds; 0 when B_mem is infinite)."""
     return parameters * bytes_per_parameter / memory_bandwidth

@@ -32,6 +32,9 @@ from typing import Any
 
 from mlsysim.physics._array import maximum, where
 
+EXPOSED_EQUATION = "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G)"
+"""The closed form of :func:`exposed_communication`, in symbols (T_b: backward time)."""
+
 
 def exposed_communication(
     total_time: Any,
@@ -51,6 +54,9 @@ def exposed_communication(
     last_two = full_bucket_time + last_bucket_time - backward_time * last_bucket_fraction
     exposed = maximum(last_bucket_time, after_first)
     return maximum(exposed, where(buckets >= 2, last_two, last_bucket_time))
+
+
+INTERFERENCE_EQUATION = "interference = s x hidden  (compute slowed beside communication)"
 
 
 def interference_delay(hidden_communication: Any, slowdown: Any) -> Any:

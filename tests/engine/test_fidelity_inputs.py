@@ -122,3 +122,26 @@ def test_sweep_over_the_new_inputs_equals_the_scalar_solve():
         for n in axes["nodes"]
     )
     assert got == want
+
+
+def test_new_steps_recompute_from_their_printed_operands():
+    """The explain checker of tests/engine/test_explain.py, on a scenario with every new cost."""
+    import re
+
+    from tests.engine.test_explain import NUMBER, steps, value_of
+
+    s = MULTI.variant(
+        assumptions=Assumptions.realistic().variant(bucket_copies=True),
+        nics_per_node=8,
+        optimizer="lamb",
+        memory_bandwidth="A100",
+        inter_transport="tcp",
+        accumulation_steps=2,
+    )
+    seen = set()
+    for what, operands, value in steps(s.explain()):
+        if not re.match(NUMBER, value):
+            continue
+        assert value_of(operands) == pytest.approx(value_of(value), rel=2e-5, abs=1e-9), what
+        seen.add(what)
+    assert {"optimizer step", "interference", "bucket copies", "extra", "synchronization"} <= seen
