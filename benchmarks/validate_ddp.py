@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from mlsysim.calibrate.ddp import validate_ddp
-from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec
+from mlsysim.calibrate.networks import DEFAULT_BATCH, ModelSpec
 from mlsysim.calibrate.torch_measure import Launch
 
 FIRST_BUCKET_MIB = 1.0

@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.core.validation import BYTES_PER_ELEMENT
+from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.fields import FIELDS
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.physics.collectives import (
@@ -36,34 +37,8 @@ from mlsysim.physics.memory import (
 )
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_EQUATION
 from mlsysim.physics.overlap import EXPOSED_EQUATION, INTERFERENCE_EQUATION
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
-
-
-def fmt_bytes(x: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.6g} {unit}"
-    return f"{x:.6g} B"
-
-
-def fmt_time(x: float) -> str:
-    if x == 0:
-        return "0 ms"
-    if abs(x) >= 3600 * 10:
-        return f"{x / 3600:.6g} h"
-    if abs(x) >= 10:
-        return f"{x:.6g} s"
-    if abs(x) >= 1e-3:
-        return f"{x * 1e3:.6g} ms"
-    return f"{x * 1e6:.6g} us"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
-
-
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
 
 
 class _Steps:
@@ -200,8 +175,8 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
         big_n=i["nodes"],
         acc=i["accumulation_steps"],
         n=r.n_devices,
-        g=g,
-        t1=r.model_inputs.step_time,
+        g=float(g),
+        t1=float(r.model_inputs.step_time),
         zero=zero,
         buckets_sym=" x m" if a.overlap else "",
         buckets_num=f" x {f.buckets.number:g}" if a.overlap else "",
@@ -258,7 +233,7 @@ def _intra_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "intra",
-        (steps_sym, f"2 x {d - 1}", c.r.model_inputs.intra_latency),
+        (steps_sym, f"2 x {d - 1}", float(c.r.model_inputs.intra_latency)),
         ("intra_bytes", fmt_bytes(f.intra_bytes)),
         [("B_intra", fmt_rate(c.r.model_inputs.intra_bandwidth), True), ("e_intra", f"{e_i:g}", e_i != 1)],
     )
@@ -292,13 +267,13 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
         s,
         c,
         "inter",
-        (steps_sym, str(steps), x.inter_latency),
+        (steps_sym, str(steps), float(x.inter_latency)),
         (volume_sym, volume_num),
         [
             ("min(k, d)", str(min(k, d)), k != 1),
+            ("tau", f"{x.inter_transport:g}", x.inter_transport != 1),
             ("B_inter", fmt_rate(x.inter_bandwidth), True),
             ("e_inter", f"{e_o:g}", e_o != 1),
-            ("tau", f"{x.inter_transport:g}", x.inter_transport != 1),
         ],
     )
     if a.algorithm == "auto":
@@ -350,48 +325,25 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             fmt_time(f.hidden_communication_time),
         )
     _cost_steps(s, c)
-    sync = f.synchronization_time
     overhead = a.update_overhead_seconds() if n > 1 else 0.0
-    extra = f.extra_time
-    plus_sym, plus_num = (" + extra", f" + {fmt_time(extra)}") if extra else ("", "")
     jitter = a.choices.host_jitter
-    if a.straggler_cv or a.update_overhead_seconds() or jitter:
-        if jitter:
-            cv_t1 = f"({a.straggler_cv:g} x {fmt_time(t1)})"
-            s.add(
-                "synchronization",
-                JITTER_EQUATION,
-                f"sqrt({cv_t1} x {cv_t1} + {fmt_time(jitter)} x {fmt_time(jitter)}) x sqrt({acc}) "
-                f"x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
-                fmt_time(sync),
-            )
-        else:
-            s.add(
-                "synchronization",
-                STRAGGLER_EQUATION,
-                f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
-                fmt_time(sync),
-            )
+    if jitter:
+        cv_t1 = f"({a.straggler_cv:g} x {fmt_time(t1)})"
         s.add(
-            "update",
-            f"update_time = compute_time + exposed_communication + sync{plus_sym}",
-            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}{plus_num}",
-            fmt_time(f.update_time),
+            "synchronization",
+            JITTER_EQUATION,
+            f"sqrt({cv_t1} x {cv_t1} + {fmt_time(jitter)} x {fmt_time(jitter)}) x sqrt({acc}) "
+            f"x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
+            fmt_time(f.synchronization_time),
         )
-    elif a.overlap:
+    elif a.straggler_cv or a.update_overhead_seconds():
         s.add(
-            "update",
-            f"update_time = compute_time + exposed_communication{plus_sym}",
-            f"{fmt_time(compute)} + {fmt_time(exposed)}{plus_num}",
-            fmt_time(f.update_time),
+            "synchronization",
+            STRAGGLER_EQUATION,
+            f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
+            fmt_time(f.synchronization_time),
         )
-    else:
-        s.add(
-            "update",
-            f"update_time = compute_time + communication_time{plus_sym}",
-            f"{fmt_time(compute)} + {fmt_time(comm)}{plus_num}",
-            fmt_time(f.update_time),
-        )
+    _update_step(s, f)
 
 
 def _cost_steps(s: _Steps, c: _Context) -> None:
@@ -419,9 +371,7 @@ def _cost_steps(s: _Steps, c: _Context) -> None:
         s.add(
             "bucket copies",
             "copies = 4 G / B_mem  (gradients into DDP's buckets and back, read + write; 0 for n = 1)",
-            f"4 x {fmt_bytes(f.gradient_bytes)} / {fmt_rate(x.memory_bandwidth)}"
-            if c.n > 1
-            else "",
+            f"4 x {fmt_bytes(f.gradient_bytes)} / {fmt_rate(x.memory_bandwidth)}" if c.n > 1 else "",
             fmt_time(f.bucket_copy_time),
         )
     if f.first_bucket_time:
@@ -434,10 +384,27 @@ def _cost_steps(s: _Steps, c: _Context) -> None:
     if f.extra_time:
         s.add(
             "extra",
-            "extra = t_opt + interference + copies",
+            "extra_time = t_opt + interference + copies",
             f"{fmt_time(f.optimizer_time)} + {fmt_time(f.interference_time)} + {fmt_time(f.bucket_copy_time)}",
             fmt_time(f.extra_time),
         )
+
+
+def _update_step(s: _Steps, f: Any) -> None:
+    """``update_time`` as the sum of :data:`UPDATE_TERMS` (the terms that are not zero)."""
+    terms = [t for t in UPDATE_TERMS if t == "compute_time" or getattr(f, t) != 0]
+    if terms == ["compute_time", "exposed_communication_time"] and (
+        f.exposed_communication_time == f.communication_time
+    ):
+        names = ["compute_time", "communication_time"]  # no overlap: the seed's equation
+    else:
+        names = terms
+    s.add(
+        "update",
+        "update_time = " + " + ".join(names),
+        " + ".join(fmt_time(getattr(f, t)) for t in names),
+        fmt_time(f.update_time),
+    )
 
 
 def _scaling_steps(s: _Steps, c: _Context) -> None:

@@ -4,7 +4,7 @@ Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of
-:class:`~mlsysim.engine.model.Inputs` of the same name, or a categorical
+:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
 choice that selects one model evaluation per value). Everything else reads
 this table: the scenario class (its pydantic fields), the solver, ``--set``,
 scenario files, sweep axes, explain's input section and the JSON schema.
@@ -31,7 +31,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import (
@@ -43,17 +43,16 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
-    BYTES_PER_ELEMENT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 
 class _Required:
@@ -62,6 +61,9 @@ class _Required:
 
 
 REQUIRED: Final = _Required()
+
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | None"
+"""A checked input value: what a scenario holds in a field."""
 """The default of an input that must be given."""
 
 NONE_WORDS = ("none", "null")
@@ -82,18 +84,18 @@ class InputField:
     name: str
     label: str
     kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
-    check: Callable[[Any], Any]
-    parse: Callable[[str], Any]
-    default: Any = REQUIRED
+    check: Callable[[object], Value]
+    parse: Callable[[str], object]
+    default: Value | _Required = REQUIRED
     optional: bool = False
     dimension: str | None = None
     display_unit: str | None = None
     symbol: str | None = None
     numeric: bool = False
     seed: bool = False
-    canonical: Callable[[Any], float] | None = None
-    choices: tuple[Any, ...] = ()
-    checked_canonical: Callable[[Any], float] | None = None
+    canonical: Callable[[Value], float] | None = None
+    choices: tuple[str | int, ...] = ()
+    checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
 
     @property
@@ -105,7 +107,7 @@ class InputField:
         """Selects one model evaluation per value (workload, precision, assumptions, ZeRO stage)."""
         return not self.numeric and self.kind != "text"
 
-    def validate(self, value: Any) -> Any:
+    def validate(self, value: object) -> Value:
         """The checked value of a Python value, or an :class:`InputError` located at this field."""
         if value is None and (self.optional or self.kind == "text"):
             return None
@@ -116,7 +118,7 @@ class InputField:
         except UnknownNameError as exc:
             raise InputError(str(exc), loc=(self.name,)) from None
 
-    def from_text(self, text: str) -> Any:
+    def from_text(self, text: str) -> Value:
         """The checked value of ``text`` as typed on the command line or in a file."""
         if self.optional and text.strip().lower() in NONE_WORDS:
             return None
@@ -128,28 +130,31 @@ class InputField:
             raise InputError(str(exc), loc=(self.name,)) from None
         return self.validate(value)
 
-    def normalize(self, value: Any) -> tuple[Any, float | None]:
+    def normalize(self, value: object) -> tuple[Value, float | None]:
         """``(checked value, model number)``: :meth:`validate` and :meth:`to_model` in one pass.
 
         The number is None for an input that is not numeric or not given.
         """
         kind = type(value)
-        if kind is Quantity and self.checked_canonical is not None:
+        if kind is Quantity and self.checked_canonical is not None and self.dimension:
+            q = cast(Quantity, value)
             try:
-                x = to_canonical(value, self.dimension)  # type: ignore[arg-type]
+                x = to_canonical(q, self.dimension)
                 if not 0.0 < x < math.inf:
-                    x = self.checked_canonical(value)  # zero where allowed, else the error
+                    x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
                 raise exc.at(self.name) from None
-            return value, x
-        elif kind is int and value > 0 and self.kind == "count":
-            return value, float(value)
+            return q, x
+        if kind is int and self.kind == "count":
+            count = cast(int, value)
+            if count > 0:
+                return count, float(count)
         checked = self.validate(value)
         if checked is None or not self.numeric:
             return checked, None
         return checked, self.to_model(checked)
 
-    def to_model(self, value: Any) -> float:
+    def to_model(self, value: Value) -> float:
         """The float the model computes with: the canonical value, or the neutral one when None."""
         if value is None:
             return _neutral(self.name)
@@ -169,30 +174,36 @@ def parse_int(text: str) -> int:
     return int(body)
 
 
-def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[Any], Any]:
+def _count_number(value: Value) -> float:
+    """The model number of a checked count."""
+    return float(cast(int, value))
+
+
+def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[object], Value]:
     bounded = check_nonnegative_quantity if allow_zero else check_positive_quantity
     inner = bounded(dimension)
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse_quantity(value, dimension)
-        return inner(value)
+        checked: Quantity = inner(value)
+        return checked
 
     return check
 
 
-def _quantity_parse(dimension: str) -> Callable[[str], Any]:
+def _quantity_parse(dimension: str) -> Callable[[str], object]:
     return lambda text: parse_quantity(text, dimension)
 
 
-def _canonical(dimension: str) -> Callable[[Any], float]:
+def _canonical(dimension: str) -> Callable[[Value], float]:
     return lambda value: to_canonical(value, dimension)
 
 
-def _fabric_figure(attribute: str) -> Callable[[str], Any | None]:
+def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
     """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
 
-    def lookup(text: str) -> Any | None:
+    def lookup(text: str) -> Quantity | None:
         from mlsysim.hardware.registry import Systems
 
         try:
@@ -209,7 +220,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
     fabric = _fabric_figure(attribute)
 
-    def parse(text: str) -> Any:
+    def parse(text: str) -> Quantity:
         figure = fabric(text)
         if figure is not None:
             return figure
@@ -221,7 +232,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
             names = ", ".join(Systems.Fabrics.entries())
             raise InputError(f"{exc.message}; or name a fabric: {names}") from None
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse(value)
         return quantity_check(value)
@@ -229,7 +240,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     return check, parse
 
 
-def _device_memory(value: Any) -> Any:
+def _device_memory(value: object) -> Value:
     """A memory size, or an accelerator (its memory capacity is taken), by entry or by name."""
     from mlsysim.hardware.types import Accelerator
 
@@ -240,7 +251,7 @@ def _device_memory(value: Any) -> Any:
     return check_positive_quantity("data")(value)
 
 
-def _parse_device_memory(text: str) -> Any:
+def _parse_device_memory(text: str) -> object:
     from mlsysim.hardware.registry import Hardware
 
     try:
@@ -249,7 +260,7 @@ def _parse_device_memory(text: str) -> Any:
         return parse_quantity(text, "data")
 
 
-def _workload(value: Any) -> Any:
+def _workload(value: object) -> Workload:
     if isinstance(value, Workload):
         return value
     if isinstance(value, str):
@@ -257,21 +268,21 @@ def _workload(value: Any) -> Any:
     return workload_of(value)
 
 
-def _workload_named(text: str) -> Any:
+def _workload_named(text: str) -> Workload:
     from mlsysim.models.registry import Models
 
     return Models.get(text.strip())
 
 
-def _assumptions(value: Any) -> Any:
+def _assumptions(value: object) -> Assumptions:
     return assumptions_of(value)
 
 
-def _assumptions_text(text: str) -> Any:
+def _assumptions_text(text: str) -> object:
     return text
 
 
-def _memory_bandwidth(value: Any) -> Any:
+def _memory_bandwidth(value: object) -> Value:
     """A bandwidth, or an accelerator (its peak memory bandwidth is taken), by entry or by name."""
     from mlsysim.hardware.types import Accelerator
 
@@ -282,7 +293,7 @@ def _memory_bandwidth(value: Any) -> Any:
     return check_positive_quantity("bandwidth")(value)
 
 
-def _parse_memory_bandwidth(text: str) -> Any:
+def _parse_memory_bandwidth(text: str) -> object:
     from mlsysim.hardware.registry import Hardware
 
     try:
@@ -291,13 +302,13 @@ def _parse_memory_bandwidth(text: str) -> Any:
         return parse_quantity(text, "bandwidth")
 
 
-def _optimizer(value: Any) -> str:
+def _optimizer(value: object) -> str:
     if isinstance(value, str) and value.strip().lower() in OPTIMIZER_BYTES_PER_PARAMETER:
         return value.strip().lower()
     raise InputError(f"expected one of {', '.join(OPTIMIZER_BYTES_PER_PARAMETER)}, got {value!r}")
 
 
-def _transport(value: Any) -> str:
+def _transport(value: object) -> str:
     if isinstance(value, str) and value.strip().lower() in TRANSPORT_EFFICIENCY:
         return value.strip().lower()
     raise InputError(f"expected one of {', '.join(TRANSPORT_EFFICIENCY)}, got {value!r}")
@@ -306,21 +317,21 @@ def _transport(value: Any) -> str:
 ZERO_STAGES: Final = (0, 1, 2, 3)
 
 
-def _zero_stage(value: Any) -> int:
+def _zero_stage(value: object) -> int:
     stage = check_nonnegative_int(value)
     if stage not in ZERO_STAGES:
         raise InputError(f"expected a ZeRO stage in {ZERO_STAGES}, got {value!r}")
     return stage
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
 
 
 def _count(
-    name: str, label: str, symbol: str | None, *, default: Any = REQUIRED, seed: bool = True
+    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
 ) -> InputField:
     return InputField(
         name,
@@ -332,7 +343,7 @@ def _count(
         symbol=symbol,
         numeric=True,
         seed=seed,
-        canonical=float,
+        canonical=_count_number,
     )
 
 
@@ -343,7 +354,7 @@ def _quantity(
     display_unit: str,
     symbol: str | None,
     *,
-    default: Any = REQUIRED,
+    default: Value | _Required = REQUIRED,
     optional: bool = False,
     allow_zero: bool = False,
     seed: bool = True,
@@ -437,7 +448,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         symbol="k",
         numeric=True,
-        canonical=float,
+        canonical=_count_number,
     ),
     _quantity(
         "intra_latency",
@@ -570,7 +581,7 @@ MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
-"""Inputs that enter :class:`~mlsysim.engine.model.Inputs` as numbers (and can be array axes)."""
+"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
 
 CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
 """Inputs that select one model evaluation per value."""
@@ -611,7 +622,7 @@ def _neutral(name: str) -> float:
 
 @functools.cache
 def _neutrals() -> dict[str, float]:
-    from mlsysim.engine.model import Inputs
+    from mlsysim.engine.equations import Inputs
 
     return {
         f.name: float(f.default)
@@ -623,9 +634,9 @@ def _neutrals() -> dict[str, float]:
 # -- cross-field rules --------------------------------------------------------------------
 
 
-def check_together(values: Mapping[str, Any]) -> None:
+def check_together(values: Mapping[str, Value]) -> None:
     """Rules between inputs, applied after each input is checked on its own."""
-    nodes = values.get("nodes", 1)
+    nodes = cast(int, values.get("nodes", 1))
     if nodes > 1 and values.get("inter_bandwidth") is None:
         raise InputError(
             f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "

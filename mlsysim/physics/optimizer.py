@@ -37,7 +37,7 @@ figure is a lower bound.
 
 from __future__ import annotations
 
-from typing import Any
+from mlsysim.physics._array import Num
 
 OPTIMIZER_BYTES_PER_PARAMETER: dict[str, float] = {
     "sgd": 20.0,
@@ -52,6 +52,6 @@ OPTIMIZER_BYTES_PER_PARAMETER: dict[str, float] = {
 OPTIMIZER_EQUATION = "t_opt = P x beta / B_mem  (one step per update)"
 
 
-def optimizer_step_time(parameters: Any, bytes_per_parameter: Any, memory_bandwidth: Any) -> Any:
+def optimizer_step_time(parameters: Num, bytes_per_parameter: Num, memory_bandwidth: Num) -> Num:
     """One optimizer step: ``t_opt = P x beta / B_mem`` (seconds; 0 when B_mem is infinite)."""
     return parameters * bytes_per_parameter / memory_bandwidth

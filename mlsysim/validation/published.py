@@ -31,7 +31,7 @@ throughputs per device:
               = A_scaled t1_s / update_time(scaled; T1)
 
 Everything is evaluated once for all cases on numpy arrays through
-:func:`mlsysim.engine.model.evaluate`, the code behind every scenario result
+:func:`mlsysim.engine.equations.evaluate`, the code behind every scenario result
 (a test checks it against the scenarios' own results).
 """
 
@@ -49,7 +49,7 @@ import numpy as np
 
 from mlsysim.core.units import quantity
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.model import Figures, Inputs, evaluate
+from mlsysim.engine.equations import Figures, Inputs, evaluate
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import is_array, where
+from mlsysim.physics._array import Num, is_array, where
 from mlsysim.physics.collectives import (
     ALGORITHMS,
     StageCost,
@@ -32,9 +32,6 @@ from mlsysim.physics.synchronization import (
     straggler_delay,
     update_overhead,
 )
-
-Num: TypeAlias = "float | np.ndarray"
-"""A figure of one layout (a float) or of many (a numpy array), in canonical SI units."""
 
 
 @dataclass(slots=True)
@@ -99,6 +96,10 @@ class Choices:
 
 
 SEED_CHOICES = Choices()
+
+UPDATE_TERMS = ("compute_time", "exposed_communication_time", "synchronization_time", "extra_time")
+"""The :class:`Figures` that add up to ``update_time``, in order; ``explain`` prints the sum
+from this list, so a new term of the update is declared here and in :func:`evaluate` only."""
 
 
 class Bottleneck(IntEnum):
@@ -167,9 +168,9 @@ class Figures(NamedTuple):
     cost: Num
     memory_per_device: Num
     device_memory: Num
-    fits: Any
-    inter_algorithm: Any
-    bottleneck: Any
+    fits: bool | np.ndarray[Any, Any]
+    inter_algorithm: int | np.ndarray[Any, Any]
+    bottleneck: int | np.ndarray[Any, Any]
     intra_cost: StageCost
     inter_cost: StageCost
     buckets: Buckets
@@ -182,7 +183,9 @@ class Figures(NamedTuple):
     extra_share: Num = 0.0
 
 
-def _inter_costs(x: Inputs, c: Choices, message_bytes: Num) -> tuple[StageCost, Any]:
+def _inter_costs(
+    x: Inputs, c: Choices, message_bytes: Num
+) -> tuple[StageCost, int | np.ndarray[Any, Any]]:
     """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
     bandwidth = x.inter_bandwidth * x.inter_transport * c.inter_efficiency
     if c.algorithm != "auto":
@@ -266,7 +269,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     extra = _extra_costs(x, c, n, g, intra_cost, inter_cost, communication_time - exposed)
     communication_time = communication_time + extra["first_bucket_time"]
     exposed = exposed + extra["first_bucket_time"]
-    update_time = compute_time + exposed + synchronization + extra["extra_time"]
+    update_time = compute_time + exposed + synchronization + extra["extra_time"]  # the UPDATE_TERMS
 
     speedup = n * (compute_time + extra["optimizer_time"]) / update_time
     training_time = x.training_time / speedup
@@ -356,7 +359,9 @@ def _extra_costs(
     }
 
 
-def _bottleneck(compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num) -> Any:
+def _bottleneck(
+    compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num
+) -> int | np.ndarray[Any, Any]:
     """The :class:`Bottleneck` code (an int, or an array of them) of the largest term of the update time.
 
     Exposed communication is split between the two links in proportion to
