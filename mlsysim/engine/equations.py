@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import Num, is_array, where
+from mlsysim.physics._array import Array, Num, is_array, where
 from mlsysim.physics.collectives import (
     ALGORITHMS,
     StageCost,
@@ -168,9 +168,9 @@ class Figures(NamedTuple):
     cost: Num
     memory_per_device: Num
     device_memory: Num
-    fits: bool | np.ndarray[Any, Any]
-    inter_algorithm: int | np.ndarray[Any, Any]
-    bottleneck: int | np.ndarray[Any, Any]
+    fits: bool | Array
+    inter_algorithm: int | Array
+    bottleneck: int | Array
     intra_cost: StageCost
     inter_cost: StageCost
     buckets: Buckets
@@ -185,7 +185,7 @@ class Figures(NamedTuple):
 
 def _inter_costs(
     x: Inputs, c: Choices, message_bytes: Num
-) -> tuple[StageCost, int | np.ndarray[Any, Any]]:
+) -> tuple[StageCost, int | Array]:
     """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
     bandwidth = x.inter_bandwidth * x.inter_transport * c.inter_efficiency
     if c.algorithm != "auto":
@@ -361,7 +361,7 @@ def _extra_costs(
 
 def _bottleneck(
     compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num
-) -> int | np.ndarray[Any, Any]:
+) -> int | Array:
     """The :class:`Bottleneck` code (an int, or an array of them) of the largest term of the update time.
 
     Exposed communication is split between the two links in proportion to
@@ -374,7 +374,7 @@ def _bottleneck(
     return _argmax_first(terms)
 
 
-def _argmax_first(terms: tuple[Num, ...]) -> np.ndarray:
+def _argmax_first(terms: tuple[Num, ...]) -> Array:
     """Index of the largest of several broadcastable arrays, the first on ties (as argmax).
 
     A chain of comparisons: ~5x faster than ``np.argmax`` over stacked arrays on

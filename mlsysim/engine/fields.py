@@ -631,6 +631,30 @@ def _neutrals() -> dict[str, float]:
     }
 
 
+def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
+    """Model numbers derived from several inputs: the gradient bytes and the parameter count,
+    the optimizer's bytes per parameter and the transport's factor.
+
+    G = parameters x bytes_per_element(gradient_precision or precision), or the
+    stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
+    """
+    workload = cast(Workload, values["workload"])
+    wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
+    optimizer = cast("str | None", values.get("optimizer"))
+    transport = cast("str | None", values.get("inter_transport"))
+    return {
+        "gradient_bytes": workload.gradient_bytes(wire),
+        "parameters": workload.parameter_count(),
+        # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
+        "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
+        "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
+    }
+
+
+DERIVED_FROM: Final = ("workload", "precision", "gradient_precision", "optimizer", "inter_transport")
+"""The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
+
+
 # -- cross-field rules --------------------------------------------------------------------
 
 

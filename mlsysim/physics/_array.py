@@ -7,7 +7,10 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-Num: TypeAlias = "float | np.ndarray[Any, Any]"
+Array: TypeAlias = "np.ndarray[Any, Any]"
+"""A numpy array of figures or codes, one per layout of a sweep."""
+
+Num: TypeAlias = "float | Array"
 """A figure of one layout (a float) or of many (a numpy array broadcast with the others)."""
 
 _ndarray = np.ndarray

@@ -10,11 +10,15 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.equations import Choices, Inputs, evaluate
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER, Value
+from mlsysim.engine.fields import (
+    FIELDS,
+    MODEL_FIELDS,
+    NUMERIC_FIELDS,
+    SOLVE_ORDER,
+    Value,
+    derived_numbers,
+)
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.models.types import Workload
-from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
-from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 
 
 class DataParallelScaleOutModel:
@@ -91,24 +95,14 @@ def model_inputs(values: Mapping[str, Value], numbers: Mapping[str, float] | Non
     they are computed here. An input not given keeps its Inputs default, its
     neutral value.
     """
-    workload = cast(Workload, values["workload"])
-    precision = cast(str, values["precision"])
     if numbers is None:
         numbers = {
             name: FIELDS[name].to_model(value)
             for name in NUMERIC_FIELDS
             if (value := values.get(name)) is not None
         }
-    optimizer = cast("str | None", values.get("optimizer"))
-    transport = cast("str | None", values.get("inter_transport"))
-    wire = cast("str | None", values.get("gradient_precision")) or precision
-    return Inputs(
-        gradient_bytes=workload.gradient_bytes(wire),
-        parameters=workload.parameter_count(),
-        optimizer_bytes=0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
-        inter_transport=1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
-        **numbers,
-    )
+        numbers.update(derived_numbers(values))
+    return Inputs(**numbers)
 
 
 def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
