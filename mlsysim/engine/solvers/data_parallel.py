@@ -127,15 +127,20 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")
     else:
-        notes.append(
-            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes:g} nodes, {x.nics_per_node:g} NIC(s) per node"
-        )
+        nics = f"{x.nics_per_node:g} NIC{'s' if x.nics_per_node != 1 else ''} per node"
+        n, d, big_n = int(v.n_devices), int(x.devices_per_node), int(x.nodes)
+        over = {
+            "ring": f"one flat ring over all {n} devices ({big_n} nodes x {d})",
+            "hierarchical": f"hierarchical: each device's 1/{d} shard on a ring over the {big_n} nodes",
+            "tree": f"double binary tree over the {big_n} nodes, each device's 1/{d} shard",
+        }[r.inter_algorithm]
+        notes.append(f"inter-node AllReduce: {over}, {nics}")
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
     comm = v.communication_time
-    if comm > 0:
+    if comm > 0 and x.nodes > 1:
         inter_share = v.inter_time / comm
-        notes.append(f"inter-node link carries {inter_share:.1%} of the communication time")
+        notes.append(f"the inter-node stage takes {inter_share:.1%} of the communication time")
     notes.append(f"bottleneck: {r.bottleneck}")
     if c.overlap:
         notes.append(
