@@ -35,9 +35,43 @@ from mlsysim.physics.memory import (
     ZERO3_VOLUME_EQUATION,
     communication_volume_factor,
 )
-from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_EQUATION
+from mlsysim.physics.overlap import EXPOSED_EQUATION, INTERFERENCE_EQUATION
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
-from mlsysim.physics.synchronization import STRAGGLER_EQUATION
+from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
+
+
+def fmt_hours(hours: float) -> str:
+    """A training time for people: ``2.80 h``, ``3.1 min``, ``4.2 days``."""
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    if hours >= 1:
+        return f"{hours:.2f} h"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.1f} min"
+    return f"{hours * 3600:.1f} s"
+
+
+def headline(result: DataParallelScaleOutResult) -> str:
+    """The answer in one line: devices, efficiency, update time, training time, cost, bottleneck.
+
+    ``32 devices (4 nodes x 8): efficiency 27.9%, update time 6.46 s, training time on
+    32 devices 2.80 h, cost 358.98 USD; bottleneck: inter-node link``
+    """
+    i = result.inputs or {}
+    n = result.n_devices
+    nodes = i.get("nodes")
+    layout = f" ({nodes} node{'s' if nodes != 1 else ''} x {i['devices_per_node']})" if i else ""
+    seconds = float(result.figures.update_time)
+    update = f"{seconds:.2f} s" if seconds >= 1 else fmt_time(seconds)
+    hours = float(result.figures.training_time) / 3600
+    cost = "no price given" if result.cost is None else f"{result.cost:,.2f} USD"
+    fits = "" if result.fits in (None, True) else "; does NOT fit in device memory"
+    return (
+        f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
+        f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
+        f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+    )
 
 
 class _Steps:
@@ -97,6 +131,7 @@ def _heading(
                 else ""
             )
             + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
+            + _new_choices(a)
         )
     name = title or "Data-parallel scale-out"
     return {
@@ -106,6 +141,20 @@ def _heading(
         "model": model,
         "result": r,
     }
+
+
+def _new_choices(a: Any) -> str:
+    """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
+    parts = []
+    if a.host_jitter.magnitude:
+        parts.append(f"host_jitter={fmt_time(a.choices.host_jitter)}")
+    if a.interference:
+        parts.append(f"interference={a.interference:g}")
+    if a.bucket_copies:
+        parts.append("bucket_copies=True")
+    if a.first_bucket_size.magnitude:
+        parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
+    return "".join(f", {p}" for p in parts)
 
 
 def _input_text(name: str, value: Any) -> str:
@@ -255,6 +304,7 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
         (volume_sym, volume_num),
         [
             ("min(k, d)", str(min(k, d)), k != 1),
+            ("tau", f"{x.inter_transport:g}", x.inter_transport != 1),
             ("B_inter", fmt_rate(x.inter_bandwidth), True),
             ("e_inter", f"{e_o:g}", e_o != 1),
         ],
@@ -307,8 +357,19 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             f"{fmt_time(comm)} - {fmt_time(exposed)}",
             fmt_time(f.hidden_communication_time),
         )
+    _cost_steps(s, c)
     overhead = a.update_overhead_seconds() if n > 1 else 0.0
-    if a.straggler_cv or a.update_overhead_seconds():
+    jitter = a.choices.host_jitter
+    if jitter:
+        cv_t1 = f"({a.straggler_cv:g} x {fmt_time(t1)})"
+        s.add(
+            "synchronization",
+            JITTER_EQUATION,
+            f"sqrt({cv_t1} x {cv_t1} + {fmt_time(jitter)} x {fmt_time(jitter)}) x sqrt({acc}) "
+            f"x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
+            fmt_time(f.synchronization_time),
+        )
+    elif a.straggler_cv or a.update_overhead_seconds():
         s.add(
             "synchronization",
             STRAGGLER_EQUATION,
@@ -316,6 +377,50 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             fmt_time(f.synchronization_time),
         )
     _update_step(s, f)
+
+
+def _cost_steps(s: _Steps, c: _Context) -> None:
+    """The opt-in costs beyond the seed (docs/model.md section 2.9), each when it is on."""
+    r, a, i = c.r, c.a, c.i
+    f, x = r.figures, r.model_inputs
+    if i.get("optimizer") is not None:
+        beta = OPTIMIZER_BYTES_PER_PARAMETER[i["optimizer"]]
+        s.add(
+            "optimizer step",
+            f"{OPTIMIZER_EQUATION}; {i['optimizer']}: beta = {beta:g} B read + written per parameter",
+            f"{x.parameters:.6g} x {beta:g} B / {fmt_rate(x.memory_bandwidth)}",
+            fmt_time(f.optimizer_time),
+        )
+    elif f.optimizer_time:
+        s.add("optimizer step", "t_opt = optimizer_step_time (given)", "", fmt_time(f.optimizer_time))
+    if a.interference:
+        s.add(
+            "interference",
+            INTERFERENCE_EQUATION,
+            f"{a.interference:g} x {fmt_time(f.hidden_communication_time)}",
+            fmt_time(f.interference_time),
+        )
+    if a.bucket_copies:
+        s.add(
+            "bucket copies",
+            "copies = 4 G / B_mem  (gradients into DDP's buckets and back, read + write; 0 for n = 1)",
+            f"4 x {fmt_bytes(f.gradient_bytes)} / {fmt_rate(x.memory_bandwidth)}" if c.n > 1 else "",
+            fmt_time(f.bucket_copy_time),
+        )
+    if f.first_bucket_time:
+        s.add(
+            "first bucket",
+            "first = L_intra + L_inter  (DDP's capped first bucket: one more collective, exposed)",
+            "",
+            fmt_time(f.first_bucket_time),
+        )
+    if f.extra_time:
+        s.add(
+            "extra",
+            "extra_time = t_opt + interference + copies",
+            f"{fmt_time(f.optimizer_time)} + {fmt_time(f.interference_time)} + {fmt_time(f.bucket_copy_time)}",
+            fmt_time(f.extra_time),
+        )
 
 
 def _update_step(s: _Steps, f: Any) -> None:
@@ -339,12 +444,20 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
     """Speedup, efficiency, batch, training time, cost, memory and the bottleneck."""
     r, i, big_n, acc, n, zero = c.r, c.i, c.big_n, c.acc, c.n, c.zero
     f, x = r.figures, r.model_inputs
-    s.add(
-        "speedup",
-        "speedup = n x compute_time / update_time",
-        f"{n} x {fmt_time(f.compute_time)} / {fmt_time(f.update_time)}",
-        fmt_num(f.speedup),
-    )
+    if f.optimizer_time:
+        s.add(
+            "speedup",
+            "speedup = n x (compute_time + t_opt) / update_time  (one device also steps its optimizer)",
+            f"{n} x ({fmt_time(f.compute_time)} + {fmt_time(f.optimizer_time)}) / {fmt_time(f.update_time)}",
+            fmt_num(f.speedup),
+        )
+    else:
+        s.add(
+            "speedup",
+            "speedup = n x compute_time / update_time",
+            f"{n} x {fmt_time(f.compute_time)} / {fmt_time(f.update_time)}",
+            fmt_num(f.speedup),
+        )
     s.add("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency))
     s.add(
         "overhead",
@@ -359,8 +472,8 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         str(r.global_batch),
     )
     s.add(
-        "training time",
-        "training_time = T_train(1 device) / speedup",
+        f"training time on {n} devices",
+        "training_time = T_train(one device) / speedup",
         f"{fmt_time(x.training_time)} / {fmt_num(f.speedup)}",
         f"{f.training_time / 3600:.6g} h",
     )
@@ -397,6 +510,31 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "",
         r.bottleneck,
     )
+    if not c.a.is_seed():
+        _interval_steps(s, c)
+
+
+def _interval_steps(s: _Steps, c: _Context) -> None:
+    """The 80% prediction interval (conformal, from the published residuals)."""
+    from mlsysim.validation.intervals import efficiency_band
+
+    r = c.r
+    low, high = efficiency_band(c.a, 0.8)
+    e_low, e_high = r.interval("efficiency")
+    s.add(
+        "80% interval",
+        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
+        "published cases under these assumptions, clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        f"efficiency {e_low:.4g} - {e_high:.4g}",
+    )
+    u_low, u_high = r.interval("update_time")
+    s.add(
+        "80% interval",
+        "update_time x e / e_interval (and so speedup, training time, cost)",
+        "",
+        f"update_time {u_low.to('ms').magnitude:.6g} - {u_high.to('ms').magnitude:.6g} ms",
+    )
 
 
 def _time_step(
@@ -432,6 +570,7 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     out = [head["title"]]
     if head["description"]:
         out.append(head["description"])
+    out.append(headline(head["result"]))
     out.append("")
     out.append("Inputs")
     width = max(len(k) for k in head["inputs"])
@@ -462,6 +601,7 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     out = [f"## {head['title']}", ""]
     if head["description"]:
         out += [head["description"], ""]
+    out += [f"**{headline(head['result'])}**", ""]
     out += ["| input | value | meaning |", "|---|---|---|"]
     out += [f"| {k} | {v} | {label} |" for k, (v, label) in head["inputs"].items()]
     out += [

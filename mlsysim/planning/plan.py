@@ -208,38 +208,10 @@ class Plan:
         return int(np.searchsorted(rows, row))
 
     def summary(self) -> str:
-        """A few lines: the search, the constraints, the best layout, the front, the knee."""
-        t = self._rows()
-        axes = " x ".join(f"{a.field}[{len(a)}]" for a in self.space.axes) or "the scenario alone"
-        name = getattr(self.space.base, "name", None) or "unnamed scenario"
-        drop = ", ".join(f"{n} by {k}" for k, n in self.excluded.items() if n)
-        lines = [
-            f"Plan for {name!r} over {axes}: {self.size} layouts, objective: {self.objective}",
-        ]
-        if self.partial:
-            lines.append(
-                f"PARTIAL: interrupted after {self.evaluated:,} of {self.size:,} layouts; "
-                "the answers below are the best found so far"
-            )
-        lines += [
-            f"Constraints: {self.constraints.describe()}",
-            f"Feasible: {self.feasible_count} of {self.evaluated}"
-            + (f" (excluded: {drop})" if drop else ""),
-            f"Best: {describe_row(t, self._position(self.best_row))}",
-        ]
-        front = self.pareto
-        if len(front):
-            first, last = front.row(0), front.row(len(front) - 1)
-            lines.append(
-                f"Pareto front (time vs cost): {len(front)} layout(s), from "
-                f"{_figures(first)} to {_figures(last)}"
-            )
-        if self.knee_row is not None:
-            lines.append(
-                f"Knee (largest layout with efficiency >= {self.constraints.min_efficiency:g}): "
-                f"{describe_row(t, self._position(self.knee_row))}"
-            )
-        return "\n".join(lines)
+        """Best, runner-up, knee, front, search and constraints (:mod:`mlsysim.planning.summary`)."""
+        from mlsysim.planning.summary import plan_summary
+
+        return plan_summary(self)
 
     def __str__(self) -> str:
         return self.summary()

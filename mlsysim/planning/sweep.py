@@ -253,7 +253,7 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
-    if field in ("workload", "precision", "assumptions"):
+    if field in ("workload", "precision", "assumptions") or FIELDS[field].kind == "choice":
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 

@@ -125,7 +125,7 @@ def test_streamed_plan_equals_the_materialised_plan(space, objective, limits, ch
 
 
 def test_summary_reads_as_before():
-    """The summary of the materialised plan (text produced by the previous implementation)."""
+    """The summary of the materialised plan (text produced by main's materialised plan)."""
     p = plan(
         ONE,
         objective="time",
@@ -135,16 +135,19 @@ def test_summary_reads_as_before():
         min_efficiency=0.8,
     )
     assert p.summary() == (
-        "Plan for 'Gpt2DataParallelOneNode' over nodes[4] x inter_bandwidth[2]: 8 layouts, "
-        "objective: time\n"
-        "Constraints: cost <= 150 USD, efficiency >= 0.8, fits in device memory (when known)\n"
-        "Feasible: 5 of 8 (excluded: 3 by min_efficiency)\n"
-        "Best: nodes=8, inter_bandwidth=400 Gbps -> 64 devices, 0.4188 h / 107.21 USD, "
+        "Best: nodes=8, inter_bandwidth=400 Gbps -> 64 devices, 25.1 min, 107.21 USD, "
         "efficiency 0.933\n"
-        "Pareto front (time vs cost): 5 layout(s), from 0.4188 h / 107.21 USD to "
-        "3.145 h / 100.65 USD\n"
-        "Knee (largest layout with efficiency >= 0.8): nodes=8, inter_bandwidth=400 Gbps -> "
-        "64 devices, 0.4188 h / 107.21 USD, efficiency 0.933"
+        "Runner-up: nodes=8, inter_bandwidth=400 Gbps finishes 50% sooner than nodes=4, "
+        "inter_bandwidth=400 Gbps (50.2 min), which costs <0.1% less (107.11 USD).\n"
+        "Knee: not in the range. Efficiency stays >= 0.8 up to the largest layout searched "
+        "(nodes=8, inter_bandwidth=400 Gbps: 64 devices, efficiency 0.933); widen the range "
+        "(nodes beyond 8) to find where it falls below.\n"
+        "Pareto front (training time against cost): 5 layouts, 4 distinct results, "
+        "from 25.1 min for 107.21 USD to 3.15 h for 100.65 USD\n"
+        "Plan for 'Gpt2DataParallelOneNode': the fastest of 8 layouts "
+        "(nodes 1/2/4/8 x inter_bandwidth 100 Gbps/400 Gbps)\n"
+        "Constraints: cost <= 150 USD, efficiency >= 0.8, fits in device memory (when known); "
+        "5 layouts meet them (3 break min efficiency)"
     )
 
 
