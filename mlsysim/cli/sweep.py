@@ -102,10 +102,11 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     return apply_overrides(scenario, sets or [])
 
 
-def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Sequence[Any]]:
+def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Any]:
+    """Field -> values (a ``range`` or a list), as ``sweep``/``plan`` take them."""
     from mlsysim.core.exceptions import InputError
 
-    axes: dict[str, Sequence[Any]] = {}
+    axes: dict[str, Any] = {}
     for text in texts or []:
         field, values = parse_axis(text, scenario)
         if field in axes:
