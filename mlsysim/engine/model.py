@@ -52,6 +52,14 @@ class Inputs:
     inter_latency: Any = 0.0
     activation_bytes: Any = 0.0
     device_memory: Any = math.nan
+    # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
+    mfu: Any = math.nan
+    training_tokens: Any = math.nan
+    training_samples: Any = math.nan
+    flops_per_sample: Any = math.nan
+    peak_flops: Any = math.nan
+    sequence_length: Any = math.nan
+    activation_memory_per_sample: Any = math.nan
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,571 @@
+"""A whole job from hardware and the model: presets, and the inputs derived from them.
+
+A scenario may name a ``node`` (a server of the registry), a ``fabric`` (the
+link between nodes) or an ``accelerator``, and may give the job's size and
+speed as ``training_tokens``/``training_samples`` and ``mfu`` instead of the
+one-device ``training_time`` and ``step_time`` of a profile. :func:`resolve`
+turns those into the seed's inputs, once, after every input was checked on its
+own; a value given explicitly always wins over a preset. What came from where
+is kept in :attr:`Job.origins`, for ``explain`` and the command line.
+
+Derived inputs (each optional, each only where its sources are given):
+
+* node preset: ``devices_per_node``, ``intra_bandwidth``, ``intra_latency``,
+  ``nics_per_node``, the NIC fabric's ``inter_bandwidth`` and
+  ``inter_latency``, the ``accelerator`` and its ``device_memory``, and the
+  node's ``node_hour_rate`` where the price registry has one;
+* fabric preset: ``inter_bandwidth`` and ``inter_latency`` (before the node's
+  own NICs);
+* ``step_time = F b / (P u)`` (:func:`mlsysim.physics.compute.step_time_from_flops`)
+  from ``mfu`` u, the workload's training FLOPs per sample F and the
+  accelerator's dense peak P at the training precision;
+* ``training_time = S T1 / b`` with S = ``training_samples``, or
+  ``training_tokens`` / sequence length;
+* ``activation_memory`` = layers x :func:`mlsysim.physics.activations.activation_bytes_per_layer`
+  whenever the workload has a transformer shape (``recompute`` chooses the
+  strategy, default ``"none"``).
+
+The same formulas run on numpy arrays in :func:`derive_inputs`, so a sweep over
+``per_device_batch``, ``mfu`` or ``training_tokens`` derives each layout's
+figures again, vectorized; categorical inputs (workload, precision, node,
+fabric, accelerator, recompute) go through :func:`resolve` once per value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.units import quantity, to_canonical
+from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes, check_recompute
+from mlsysim.physics.compute import (
+    cnn_flops_per_sample,
+    one_device_training_time,
+    samples_from_tokens,
+    step_time_from_flops,
+    transformer_flops_per_sample,
+)
+from mlsysim.physics.memory import training_state_bytes
+
+PRESETS = ("node", "fabric", "accelerator")
+"""Inputs that fill other inputs from a registry entry."""
+
+DERIVED_ATTRIBUTES = (
+    "flops_per_sample",
+    "peak_flops",
+    "sequence_length",
+    "activation_memory_per_sample",
+)
+"""Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
+
+MFU_SANITY_LIMIT = 0.75
+"""An MFU above this is flagged: published large training runs report 0.3-0.6
+(Chowdhery et al. 2022, PaLM, Table 3: 46.2 %; Llama Team 2024, The Llama 3
+Herd of Models, Table 4: 38-43 %)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a scenario derived, and from what.
+
+    ``origins`` maps each derived input to where it came from (``"node
+    DGX_H100"``, ``"mfu"``); the figures are canonical floats (flop, flop/s,
+    tokens, bytes), NaN where not known or not used.
+    """
+
+    origins: Mapping[str, str] = field(default_factory=dict)
+    flops_per_sample: float = math.nan
+    peak_flops: float = math.nan
+    sequence_length: float = math.nan
+    samples: float = math.nan
+    activation_memory_per_sample: float = math.nan
+    recompute: str = "none"
+    activations: str = "none"  # "derived", "given" or "none" (not counted)
+
+    def model_attributes(self) -> dict[str, float]:
+        """The derived attributes of :class:`~mlsysim.engine.model.Inputs` (see :func:`derive_inputs`)."""
+        return {name: getattr(self, name) for name in DERIVED_ATTRIBUTES}
+
+    def derives(self, name: str) -> bool:
+        """Whether the input ``name`` was derived (not given)."""
+        return name in self.origins
+
+
+# -- presets ------------------------------------------------------------------------------
+
+
+def _entry_key(registry: Any, entry: Any) -> str:
+    """The registry name of an entry (``DGX_H100``), or its display name."""
+    for path, value in registry.walk():
+        if value is entry:
+            return str(path.rsplit(".", 1)[-1])
+    return str(getattr(entry, "name", entry))
+
+
+def _lookup(kind: str, value: Any) -> Any:
+    """A node, fabric or accelerator registry entry, given as itself or by name."""
+    from mlsysim.hardware.registry import Hardware, Systems
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+
+    registry, cls = {
+        "node": (Systems.Nodes, Node),
+        "fabric": (Systems.Fabrics, Fabric),
+        "accelerator": (Hardware, Accelerator),
+    }[kind]
+    if isinstance(value, str):
+        try:
+            value = registry.get(value.strip().split(".")[-1])
+        except UnknownNameError as exc:
+            raise InputError(str(exc), field=kind) from None
+    if not isinstance(value, cls):
+        raise InputError(
+            f"{kind}: expected a {cls.__name__} registry entry or its name "
+            f"(e.g. {next(iter(registry.entries()))}), got {value!r}",
+            field=kind,
+        )
+    return value
+
+
+def check_node(value: Any) -> Any:
+    """A node registry entry (``Systems.Nodes.DGX_H100`` or ``"DGX_H100"``)."""
+    return _lookup("node", value)
+
+
+def check_fabric(value: Any) -> Any:
+    """A fabric registry entry (``Systems.Fabrics.InfiniBand_NDR`` or ``"InfiniBand_NDR"``)."""
+    return _lookup("fabric", value)
+
+
+def check_accelerator(value: Any) -> Any:
+    """An accelerator registry entry (``Hardware.Cloud.H100`` or ``"H100"``)."""
+    return _lookup("accelerator", value)
+
+
+def check_mfu(value: Any) -> float:
+    """Model FLOPs utilisation: a plain number in (0, 1]."""
+    if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool):
+        x = float(value)
+        if 0.0 < x <= 1.0:
+            return x
+    raise InputError(
+        f"mfu: expected the model FLOPs utilisation, a number in (0, 1] (e.g. 0.4), got {value!r}",
+        field="mfu",
+    )
+
+
+def _label(kind: str, entry: Any) -> str:
+    from mlsysim.hardware.registry import Hardware, Systems
+
+    registry = {"node": Systems.Nodes, "fabric": Systems.Fabrics, "accelerator": Hardware}[kind]
+    return f"{kind} {_entry_key(registry, entry)}"
+
+
+def _node_figures(node: Any) -> dict[str, Any]:
+    """The inputs a node fills: devices, the link inside, its NICs, its accelerator, its price."""
+    figures = {
+        "devices_per_node": node.accelerators_per_node,
+        "intra_bandwidth": node.intra_node_bw,
+        "intra_latency": getattr(node, "intra_latency", None),
+        "nics_per_node": node.nics_per_node,
+        "accelerator": node.accelerator,
+        "node_hour_rate": node_hour_rate(node),
+    }
+    return {k: v for k, v in figures.items() if v is not None}
+
+
+def node_hour_rate(node: Any) -> Any:
+    """The price of one hour of ``node`` where the price registry has one, else None."""
+    rate = getattr(node, "hour_rate", None)
+    return None if rate is None else getattr(rate, "rate", rate)
+
+
+def _fabric_figures(fabric: Any) -> dict[str, Any]:
+    return {"inter_bandwidth": fabric.bandwidth, "inter_latency": fabric.latency}
+
+
+# -- the model's figures -------------------------------------------------------------------
+
+
+def has_shape(workload: Any) -> bool:
+    """Whether a workload states layers, hidden size, heads and sequence length."""
+    return all(
+        getattr(workload, name, None) is not None
+        for name in ("layers", "hidden_dim", "heads", "seq_len")
+    )
+
+
+def flops_per_sample(workload: Any) -> float | None:
+    """Training FLOPs of one sample: the transformer formula from its shape, or 3 x a stated forward cost.
+
+    None when the workload states neither (see :mod:`mlsysim.physics.compute`).
+    """
+    if all(getattr(workload, n, None) is not None for n in ("layers", "hidden_dim", "seq_len")):
+        return float(
+            transformer_flops_per_sample(
+                workload.parameter_count(), workload.layers, workload.hidden_dim, workload.seq_len
+            )
+        )
+    forward = getattr(workload, "forward_flops_per_sample", None)
+    if forward is not None:
+        return float(cnn_flops_per_sample(to_canonical(forward, "compute")))
+    return None
+
+
+def peak_flops(accelerator: Any, precision: str) -> float:
+    """The accelerator's dense peak at ``precision`` in flop/s; an error naming both when unknown."""
+    try:
+        rate = accelerator.peak_flops(precision)
+    except (InputError, KeyError, ValueError) as exc:
+        raise InputError(
+            f"precision: {accelerator.name} has no peak FLOPs at {precision} ({exc})",
+            field="precision",
+        ) from None
+    return to_canonical(rate, "compute_rate")
+
+
+# -- resolution ----------------------------------------------------------------------------
+
+
+def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs as given, with a fabric given to ``inter_bandwidth`` moved to ``fabric``.
+
+    ``inter_bandwidth=Systems.Fabrics.InfiniBand_NDR`` (or ``"InfiniBand_NDR"``)
+    means the fabric: its bandwidth and its latency.
+    """
+    from mlsysim.hardware.types import Fabric
+
+    out = dict(given)
+    link = out.get("inter_bandwidth")
+    if isinstance(link, str):
+        try:
+            link = check_fabric(link)
+        except InputError:
+            link = None
+    if isinstance(link, Fabric):
+        if out.get("fabric") is not None:
+            raise InputError(
+                "inter_bandwidth: a fabric is given both as inter_bandwidth and as fabric; give it once",
+                field="inter_bandwidth",
+            )
+        out["fabric"] = link
+        del out["inter_bandwidth"]
+    return out
+
+
+def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
+    """Fill the inputs a scenario leaves to its presets and derivations; return them and the :class:`Job`.
+
+    ``values`` are the inputs as given (each checked on its own or about to
+    be: this function checks what it reads). An input given explicitly (not
+    None) is never replaced. Raises :class:`InputError` naming the input when
+    two inputs contradict each other or a derivation lacks a source.
+    """
+    out = dict(values)
+    origins: dict[str, str] = {}
+
+    def fill(name: str, value: Any, origin: str) -> None:
+        if out.get(name) is None and value is not None:
+            out[name] = value
+            origins[name] = origin
+
+    for kind in PRESETS:
+        if out.get(kind) is not None:
+            out[kind] = _lookup(kind, out[kind])
+    fabric, node = out.get("fabric"), out.get("node")
+    if fabric is not None:
+        for name, value in _fabric_figures(fabric).items():
+            fill(name, value, _label("fabric", fabric))
+    if node is not None:
+        label = _label("node", node)
+        for name, value in _node_figures(node).items():
+            fill(name, value, label)
+        nic = getattr(node, "nic_fabric", None)
+        if nic is not None:
+            fill("inter_bandwidth", node.nic_bandwidth, f"{label} (its NICs)")
+            fill("inter_latency", nic.latency, f"{label} (its NICs)")
+    accelerator = out.get("accelerator")
+    if accelerator is not None:
+        origin = origins.get("accelerator", _label("accelerator", accelerator))
+        fill("device_memory", accelerator.memory.capacity, origin)
+
+    job_figures = _derive_job(out, origins)
+    return out, Job(origins=dict(origins), **job_figures)
+
+
+def _checked(name: str, check: Any, value: Any) -> Any:
+    try:
+        return check(value)
+    except InputError as exc:
+        message = str(exc)
+        if not message.startswith(f"{name}:"):
+            message = f"{name}: {message}"
+        raise InputError(message, field=name) from None
+
+
+def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
+    """Step time, training time and activation memory, where they are derived (updates ``out``)."""
+    from mlsysim.core.validation import check_positive_int, check_precision
+    from mlsysim.models.types import workload_of
+
+    figures: dict[str, Any] = {}
+    workload = out.get("workload")
+    if workload is None:
+        return figures  # the scenario reports the missing workload
+    workload = _checked("workload", workload_of, workload)
+    precision = _checked("precision", check_precision, out.get("precision") or "fp16")
+    recompute = _checked("recompute", check_recompute, out.get("recompute") or "none")
+    figures["recompute"] = recompute
+    batch = out.get("per_device_batch")
+    if batch is not None:
+        batch = _checked("per_device_batch", check_positive_int, batch)
+
+    fps = flops_per_sample(workload)
+    if fps is not None:
+        figures["flops_per_sample"] = fps
+    if has_shape(workload):
+        figures["sequence_length"] = float(workload.seq_len)
+
+    mfu = out.get("mfu")
+    if mfu is not None:
+        mfu = check_mfu(mfu)
+        if out.get("step_time") is not None:
+            raise InputError(
+                "step_time: give either a measured step_time or mfu (step time derived from "
+                "FLOPs), not both; clear one (step_time=none)",
+                field="step_time",
+            )
+        accelerator = out.get("accelerator")
+        if accelerator is None:
+            raise InputError(
+                "mfu: deriving step_time needs the accelerator's peak FLOPs: give node= or accelerator=",
+                field="mfu",
+            )
+        if fps is None:
+            raise InputError(
+                f"mfu: {workload.name} states neither a transformer shape (layers, hidden_dim, "
+                "seq_len) nor forward_flops_per_sample, so its FLOPs are unknown; give step_time",
+                field="mfu",
+            )
+        if batch is None:
+            raise InputError(
+                "per_device_batch: required field is missing", field="per_device_batch"
+            )
+        peak = peak_flops(accelerator, precision)
+        figures["peak_flops"] = peak
+        out["step_time"] = quantity(step_time_from_flops(fps, batch, peak, mfu), "s")
+        origins["step_time"] = "mfu"
+
+    tokens, samples = out.get("training_tokens"), out.get("training_samples")
+    if tokens is not None or samples is not None:
+        figures["samples"] = _derive_training_time(out, workload, batch, tokens, samples)
+        origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
+
+    if out.get("activation_memory") is not None:
+        figures["activations"] = "given"
+    elif has_shape(workload) and batch is not None:
+        per_sample = float(
+            activation_bytes(
+                workload.layers, workload.seq_len, 1, workload.hidden_dim, workload.heads, recompute
+            )
+        )
+        figures["activation_memory_per_sample"] = per_sample
+        figures["activations"] = "derived"
+        out["activation_memory"] = quantity(per_sample * batch, "byte")
+        origins["activation_memory"] = f"recompute={recompute}"
+    return figures
+
+
+def _derive_training_time(
+    out: dict[str, Any], workload: Any, batch: int | None, tokens: Any, samples: Any
+) -> float:
+    if tokens is not None and samples is not None:
+        raise InputError(
+            "training_samples: give training_tokens or training_samples, not both",
+            field="training_samples",
+        )
+    if out.get("training_time") is not None:
+        given = "training_tokens" if tokens is not None else "training_samples"
+        raise InputError(
+            f"training_time: give either the one-device training_time or {given}, not both; "
+            "clear one (training_time=none)",
+            field="training_time",
+        )
+    if tokens is not None:
+        count = _checked("training_tokens", _positive("tokens"), tokens)
+        if not has_shape(workload):
+            raise InputError(
+                f"training_tokens: {workload.name} has no sequence length to turn tokens into "
+                "samples; give training_samples",
+                field="training_tokens",
+            )
+        n_samples = float(samples_from_tokens(count, float(workload.seq_len)))
+    else:
+        n_samples = _checked("training_samples", _positive("samples"), samples)
+    step = out.get("step_time")
+    if step is None:
+        raise InputError(
+            "step_time: required to derive training_time (give step_time, or mfu with node= or accelerator=)",
+            field="step_time",
+        )
+    if batch is None:
+        raise InputError("per_device_batch: required field is missing", field="per_device_batch")
+    t1 = _checked("step_time", _positive("time"), step)
+    out["training_time"] = quantity(one_device_training_time(n_samples, t1, batch), "s")
+    return n_samples
+
+
+def _positive(kind: str) -> Any:
+    from mlsysim.core.units import positive_canonical
+
+    return lambda value: positive_canonical(value, kind)
+
+
+# -- the same derivation on arrays ---------------------------------------------------------
+
+
+def derive_inputs(x: Any) -> Any:
+    """Derive ``step_time``, ``training_time`` and ``activation_memory`` of model inputs again.
+
+    ``x`` is an :class:`~mlsysim.engine.model.Inputs` whose figures may be
+    numpy arrays (a sweep's block); a derivation runs where its source is
+    known (not NaN), with the formulas and the order of :func:`resolve`, so a
+    sweep's row equals the scalar solve of the same layout:
+
+        step_time = F b / (P u)                       where mfu u is given
+        training_time = S T1 / b, S = D / s or S      where tokens D or samples S are given
+        activation_memory = a_1 b                     where a_1 (bytes per sample) is derived
+    """
+    if not _all_nan(x.mfu):
+        x.step_time = step_time_from_flops(
+            x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
+        )
+    if not _all_nan(x.training_tokens):
+        samples = samples_from_tokens(x.training_tokens, x.sequence_length)
+        x.training_time = one_device_training_time(samples, x.step_time, x.per_device_batch)
+    elif not _all_nan(x.training_samples):
+        x.training_time = one_device_training_time(
+            x.training_samples, x.step_time, x.per_device_batch
+        )
+    if not _all_nan(x.activation_memory_per_sample):
+        x.activation_bytes = x.activation_memory_per_sample * x.per_device_batch
+    return x
+
+
+def _all_nan(value: Any) -> bool:
+    return bool(np.all(np.isnan(value)))
+
+
+AXIS_RELEASES = {
+    "step_time": ("mfu",),
+    "training_time": ("training_tokens", "training_samples"),
+    "activation_memory": ("activation_memory_per_sample",),
+}
+"""A swept input that the base scenario derives: the sources whose derivation the axis replaces."""
+
+AXIS_NEEDS = {
+    "mfu": "step_time",
+    "training_tokens": "training_time",
+    "training_samples": "training_time",
+}
+"""A swept source -> the input it derives, which the base scenario must derive too."""
+
+
+def check_axes(job: Job, axes: tuple[str, ...]) -> None:
+    """A sweep axis over ``mfu``/``training_tokens``/``training_samples`` needs a scenario that derives from them."""
+    for name in axes:
+        target = AXIS_NEEDS.get(name)
+        if target is not None and job.origins.get(target) != name:
+            raise InputError(
+                f"sweep axis {name}: the scenario does not derive {target} from {name}; "
+                f"clear {target} and give {name} (e.g. --set {target}=none --set {name}=...)",
+                field=name,
+            )
+
+
+def release(base: dict[str, Any], axes: tuple[str, ...]) -> dict[str, Any]:
+    """Model inputs where a swept input replaces its derivation (the axis wins)."""
+    for name in axes:
+        for source in AXIS_RELEASES.get(name, ()):
+            base[source] = math.nan
+    return base
+
+
+# -- notes ---------------------------------------------------------------------------------
+
+
+def memory_note(job: Job, zero_stage: int) -> str:
+    """What ``memory_per_device`` includes."""
+    state = f"training state (16 B/param, ZeRO stage {zero_stage})"
+    if job.activations == "derived":
+        return (
+            f"memory_per_device = {state} + activations of the transformer layers "
+            f"(recompute={job.recompute}; Korthikanti et al. 2022; embeddings and logits not counted)"
+        )
+    if job.activations == "given":
+        return f"memory_per_device = {state} + activation_memory as given"
+    return (
+        f"memory_per_device = {state} only: activations not counted "
+        "(the workload states no transformer shape; give activation_memory)"
+    )
+
+
+def sanity_notes(values: Mapping[str, Any], job: Job) -> tuple[str, ...]:
+    """Warnings about a layout that the model computes but that would not run as planned.
+
+    ``values`` are the scenario's checked, resolved inputs.
+    """
+    notes = []
+    mfu = values.get("mfu")
+    if mfu is not None and mfu > MFU_SANITY_LIMIT:
+        notes.append(
+            f"mfu {mfu:g} is above {MFU_SANITY_LIMIT:g}: published large training runs "
+            "report 0.3-0.6 (PaLM 46%, Llama 3 38-43%); the step time is likely optimistic"
+        )
+    workload = values["workload"]
+    n = values["devices_per_node"] * values["nodes"]
+    memory = values.get("device_memory")
+    if memory is not None:
+        capacity = to_canonical(memory, "data")
+        sharded = float(training_state_bytes(workload.parameter_count(), 3, n))
+        if sharded > capacity:
+            notes.append(
+                f"the training state does not fit even with ZeRO-3 over {n} devices "
+                f"({sharded / 1e9:.4g} GB > {capacity / 1e9:.4g} GB per device): this job needs "
+                "tensor or pipeline parallelism, which this tool does not model"
+            )
+    largest = getattr(workload, "max_global_batch", None)
+    if largest is not None:
+        batch = values["per_device_batch"] * n * values.get("accumulation_steps", 1)
+        limit = to_canonical(largest, "samples") if hasattr(largest, "units") else float(largest)
+        if batch > limit:
+            notes.append(
+                f"global batch {batch} is beyond the {limit:g} samples the sources of "
+                f"{workload.name} report as trainable: convergence per sample may suffer"
+            )
+    return tuple(notes)
+
+
+def origins_note(job: Job) -> tuple[str, ...]:
+    """One note per preset or derivation: which inputs it filled."""
+    by_origin: dict[str, list[str]] = {}
+    for name, origin in job.origins.items():
+        by_origin.setdefault(origin, []).append(name)
+    return tuple(f"from {origin}: {', '.join(names)}" for origin, names in by_origin.items())
+
+
+__all__ = [
+    "RECOMPUTE_MODES",
+    "Job",
+    "check_accelerator",
+    "check_fabric",
+    "check_mfu",
+    "check_node",
+    "derive_inputs",
+    "flops_per_sample",
+    "resolve",
+]
