@@ -114,11 +114,13 @@ def explain(
 def _register_commands() -> None:
     """Commands defined in their own modules (each light to import)."""
     from mlsysim.cli.calibrate import calibrate_app
+    from mlsysim.cli.init import init_command
     from mlsysim.cli.sweep import plan_command, sweep_command
     from mlsysim.cli.validate import validate_app
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
+    app.command("init")(init_command)
     app.add_typer(validate_app, name="validate")
     app.add_typer(calibrate_app, name="calibrate")
 

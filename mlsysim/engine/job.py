@@ -180,8 +180,8 @@ def _node_figures(node: Any) -> dict[str, Any]:
 
 def node_hour_rate(node: Any) -> Any:
     """The price of one hour of ``node`` where the price registry has one, else None."""
-    rate = getattr(node, "hour_rate", None)
-    return None if rate is None else getattr(rate, "rate", rate)
+    price = node.price
+    return None if price is None else price.rate
 
 
 def _fabric_figures(fabric: Any) -> dict[str, Any]:
@@ -538,15 +538,6 @@ def sanity_notes(values: Mapping[str, Any], job: Job) -> tuple[str, ...]:
                 f"({sharded / 1e9:.4g} GB > {capacity / 1e9:.4g} GB per device): this job needs "
                 "tensor or pipeline parallelism, which this tool does not model"
             )
-    largest = getattr(workload, "max_global_batch", None)
-    if largest is not None:
-        batch = values["per_device_batch"] * n * values.get("accumulation_steps", 1)
-        limit = to_canonical(largest, "samples") if hasattr(largest, "units") else float(largest)
-        if batch > limit:
-            notes.append(
-                f"global batch {batch} is beyond the {limit:g} samples the sources of "
-                f"{workload.name} report as trainable: convergence per sample may suffer"
-            )
     return tuple(notes)
 
 
@@ -569,3 +560,94 @@ __all__ = [
     "flops_per_sample",
     "resolve",
 ]
+
+
+# -- explain -------------------------------------------------------------------------------
+
+_ACTIVATION_EQUATIONS = {
+    "none": ("L s b h (34 + 5 a s / h)", "{L} x {s} x {b} x {h} x (34 + 5 x {a} x {s} / {h})"),
+    "selective": ("34 L s b h", "34 x {L} x {s} x {b} x {h}"),
+    "full": ("2 L s b h", "2 x {L} x {s} x {b} x {h}"),
+}
+
+
+def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, str, str]]:
+    """The derivation of the derived inputs: (what, equation, numbers, value) rows for ``explain``.
+
+    ``values`` are the scenario's checked, resolved inputs.
+    """
+    rows: list[tuple[str, str, str, str]] = []
+    w = values["workload"]
+    b = values["per_device_batch"]
+    if job.derives("step_time"):
+        f = job.flops_per_sample
+        if has_shape(w) or getattr(w, "layers", None) is not None:
+            rows.append(
+                (
+                    "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021)",
+                    "F = 6 N s + 12 L h s^2",
+                    f"6 x {w.parameter_count():.6g} x {w.seq_len} + 12 x {w.layers} x {w.hidden_dim} x {w.seq_len}^2",
+                    f"{f:.6g} flop",
+                )
+            )
+        else:
+            forward = to_canonical(w.forward_flops_per_sample, "compute")
+            rows.append(
+                (
+                    "training FLOPs per sample (forward + backward)",
+                    "F = 3 F_forward",
+                    f"3 x {forward:.6g}",
+                    f"{f:.6g} flop",
+                )
+            )
+        accelerator = values["accelerator"]
+        rows.append(
+            (
+                f"dense peak of {accelerator.name} at {values['precision']}",
+                "P",
+                "",
+                f"{job.peak_flops / 1e12:.6g} Tflop/s",
+            )
+        )
+        t1 = to_canonical(values["step_time"], "time")
+        rows.append(
+            (
+                "step_time, one device (model FLOPs utilisation u)",
+                "T1 = F b / (P u)",
+                f"{f:.6g} x {b} / ({job.peak_flops:.6g} x {values['mfu']:g})",
+                f"{t1:.6g} s",
+            )
+        )
+    if job.derives("training_time"):
+        t1 = to_canonical(values["step_time"], "time")
+        if job.origins["training_time"] == "training_tokens":
+            tokens = to_canonical(values["training_tokens"], "tokens")
+            rows.append(
+                (
+                    "samples in the job",
+                    "S = D / s",
+                    f"{tokens:.6g} / {job.sequence_length:g}",
+                    f"{job.samples:.6g}",
+                )
+            )
+        total = to_canonical(values["training_time"], "time")
+        rows.append(
+            (
+                "training_time, one device",
+                "T_train = S T1 / b",
+                f"{job.samples:.6g} x {t1:.6g} s / {b}",
+                f"{total / 3600:.6g} h",
+            )
+        )
+    if job.activations == "derived":
+        equation, numbers = _ACTIVATION_EQUATIONS[job.recompute]
+        memory = to_canonical(values["activation_memory"], "data")
+        rows.append(
+            (
+                f"activations, recompute={job.recompute} (Korthikanti et al. 2022, 16-bit, layers only)",
+                f"A_act = {equation}",
+                numbers.format(L=w.layers, s=w.seq_len, b=b, h=w.hidden_dim, a=w.heads),
+                f"{memory / 1e9:.6g} GB",
+            )
+        )
+    return rows
