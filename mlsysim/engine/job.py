@@ -180,7 +180,7 @@ def _node_figures(node: Any) -> dict[str, Any]:
 
 def node_hour_rate(node: Any) -> Any:
     """The price of one hour of ``node`` where the price registry has one, else None."""
-    price = node.price
+    price = getattr(node, "price", None)
     return None if price is None else price.rate
 
 
