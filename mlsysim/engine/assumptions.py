@@ -155,7 +155,7 @@ class Assumptions(Validated):
             intra_efficiency=self.intra_efficiency,
             inter_efficiency=self.inter_efficiency,
             overlap=self.overlap,
-            bucket_bytes=self.bucket_bytes(),
+            bucket_size=self.bucket_bytes(),
             backward_fraction=self.backward_fraction,
             update_overhead=self.update_overhead_seconds(),
             straggler_cv=self.straggler_cv,
@@ -169,3 +169,66 @@ class Assumptions(Validated):
 
 
 _SEED = Assumptions()
+
+
+_TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
+"""The Assumptions fields given as quantities with units, and their unit kinds."""
+
+_TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def assumption_from_text(name: str, value: Any) -> Any:
+    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if name in _TEXT_DIMENSIONS:
+        from mlsysim.core.units import parse_quantity
+
+        try:
+            return parse_quantity(text, _TEXT_DIMENSIONS[name])
+        except InputError as exc:
+            raise exc.at(name) from None
+    if name == "overlap":
+        if text.lower() in _TRUE_WORDS:
+            return True
+        if text.lower() in _FALSE_WORDS:
+            return False
+        raise InputError(f"expected true or false, got {value!r}", loc=(name,))
+    if name == "algorithm":
+        return text.lower()
+    if name in Assumptions.model_fields:
+        try:
+            return float(text)
+        except ValueError:
+            raise InputError(f"expected a number, got {value!r}", loc=(name,)) from None
+    return value
+
+
+def assumptions_of(value: Any) -> Assumptions:
+    """An :class:`Assumptions` from ``None`` (the seed), ``"seed"``, ``"realistic"``, an
+    Assumptions object, or a mapping of its fields (``preset`` names the base)."""
+    if value is None:
+        return _SEED
+    if isinstance(value, Assumptions):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in ("seed", "default"):
+            return _SEED
+        if key == "realistic":
+            return Assumptions.realistic()
+        raise InputError(f"expected 'seed' or 'realistic', got {value!r}")
+    if isinstance(value, dict):
+        data = dict(value)
+        preset = data.pop("preset", "seed")
+        if not isinstance(preset, str):
+            raise InputError(f"expected 'seed' or 'realistic', got {preset!r}", loc=("preset",))
+        base = assumptions_of(preset)
+        changes = {k: assumption_from_text(str(k), v) for k, v in data.items()}
+        return base.variant(**changes)
+    raise InputError(
+        f"expected a mlsysim.Assumptions (e.g. Assumptions.realistic()), 'seed' or 'realistic', "
+        f"got {value!r}"
+    )
+

@@ -305,9 +305,9 @@ def _update_steps(s: _Steps, c: _Context) -> None:
         s.add(
             "overlap",
             "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G), T_b = backward_fraction x T1 (last micro-step only)",
-            f"m = {r.raw('buckets'):g} buckets of b = {fmt_bytes(r.raw('bucket_bytes'))}, last r = "
-            f"{fmt_bytes(r.raw('last_bucket_bytes'))}; c(b) = {fmt_time(r.raw('bucket_time'))}, "
-            f"c(r) = {fmt_time(r.raw('last_bucket_time'))}, C = {fmt_time(comm)}, "
+            f"m = {r.figures.buckets.count:g} buckets of b = {fmt_bytes(r.figures.buckets.size)}, last r = "
+            f"{fmt_bytes(r.figures.buckets.last_size)}; c(b) = {fmt_time(r.figures.buckets.time)}, "
+            f"c(r) = {fmt_time(r.figures.buckets.last_time)}, C = {fmt_time(comm)}, "
             f"T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
             f"exposed {fmt_time(exposed)}, hidden {fmt_time(r.raw('hidden_communication_time'))}",
         )

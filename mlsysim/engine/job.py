@@ -452,7 +452,7 @@ def derive_inputs(x: Any) -> Any:
             x.training_samples, x.step_time, x.per_device_batch
         )
     if not _all_nan(x.activation_memory_per_sample):
-        x.activation_bytes = x.activation_memory_per_sample * x.per_device_batch
+        x.activation_memory = x.activation_memory_per_sample * x.per_device_batch
     return x
 
 

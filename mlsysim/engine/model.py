@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from enum import IntEnum
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
 from mlsysim.physics._array import is_array, where
 from mlsysim.physics.collectives import (
     ALGORITHMS,
+    StageCost,
     bucket_layout,
     inter_node_cost,
     intra_node_cost,
@@ -26,51 +28,62 @@ from mlsysim.physics.memory import communication_volume_factor, training_state_b
 from mlsysim.physics.overlap import exposed_communication
 from mlsysim.physics.synchronization import straggler_delay, update_overhead
 
+Num: TypeAlias = "float | np.ndarray"
+"""A figure of one layout (a float) or of many (a numpy array), in canonical SI units."""
+
 
 @dataclass(slots=True)
 class Inputs:
     """Numeric inputs in canonical units; each a float or a numpy array (broadcast together).
 
-    ``inter_bandwidth`` is ``inf`` when not given (one node), ``node_hour_rate``
-    is ``nan`` when not given, ``device_memory`` is ``nan`` when unknown, and
-    ``nics`` is 1 when ``nics_per_node`` is not given (the seed's one link).
+    Attributes carry the names of the scenario inputs they come from
+    (:mod:`mlsysim.engine.fields`); ``gradient_bytes`` and ``parameters`` are
+    derived from the workload and precision. The default of an optional input
+    is the value that leaves the seed model unchanged: ``inter_bandwidth`` inf
+    (one node), ``node_hour_rate`` nan (no price), ``nics_per_node`` 1 (the
+    seed's one link), zero latencies and activation memory, ``device_memory``
+    nan (unknown).
     """
 
-    gradient_bytes: Any
-    parameters: Any
-    devices_per_node: Any
-    nodes: Any
-    accumulation_steps: Any
-    step_time: Any
-    training_time: Any
-    per_device_batch: Any
-    intra_bandwidth: Any
-    inter_bandwidth: Any = math.inf
-    node_hour_rate: Any = math.nan
-    nics: Any = 1.0
-    intra_latency: Any = 0.0
-    inter_latency: Any = 0.0
-    activation_bytes: Any = 0.0
-    device_memory: Any = math.nan
+    gradient_bytes: Num
+    parameters: Num
+    devices_per_node: Num
+    nodes: Num
+    accumulation_steps: Num
+    step_time: Num
+    training_time: Num
+    per_device_batch: Num
+    intra_bandwidth: Num
+    inter_bandwidth: Num = math.inf
+    node_hour_rate: Num = math.nan
+    nics_per_node: Num = 1.0
+    intra_latency: Num = 0.0
+    inter_latency: Num = 0.0
+    activation_memory: Num = 0.0
+    device_memory: Num = math.nan
     # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
-    mfu: Any = math.nan
-    training_tokens: Any = math.nan
-    training_samples: Any = math.nan
-    flops_per_sample: Any = math.nan
-    peak_flops: Any = math.nan
-    sequence_length: Any = math.nan
-    activation_memory_per_sample: Any = math.nan
+    mfu: Num = math.nan
+    training_tokens: Num = math.nan
+    training_samples: Num = math.nan
+    flops_per_sample: Num = math.nan
+    peak_flops: Num = math.nan
+    sequence_length: Num = math.nan
+    activation_memory_per_sample: Num = math.nan
 
 
 @dataclass(frozen=True)
 class Choices:
-    """Modeling choices as plain values (see :class:`mlsysim.Assumptions`); scalars only."""
+    """Modeling choices as plain values: :class:`mlsysim.Assumptions` in canonical SI (scalars).
+
+    Names are the Assumptions' own; ``bucket_size`` is in bytes and
+    ``update_overhead`` in seconds.
+    """
 
     algorithm: str = "ring"
     intra_efficiency: float = 1.0
     inter_efficiency: float = 1.0
     overlap: bool = False
-    bucket_bytes: float = 25 * 2**20
+    bucket_size: float = 25 * 2**20
     backward_fraction: float = 2.0 / 3.0
     update_overhead: float = 0.0
     straggler_cv: float = 0.0
@@ -79,37 +92,114 @@ class Choices:
 
 SEED_CHOICES = Choices()
 
-BOTTLENECKS = ("compute", "intra-node link", "inter-node link", "synchronization")
+
+class Bottleneck(IntEnum):
+    """The largest term of the update time."""
+
+    COMPUTE = 0
+    INTRA_NODE_LINK = 1
+    INTER_NODE_LINK = 2
+    SYNCHRONIZATION = 3
+
+    @property
+    def label(self) -> str:
+        """``"inter-node link"``: how results and tables name it."""
+        return self.name.lower().replace("_node_", "-node ").replace("_", " ")
 
 
-def _inter_costs(x: Inputs, c: Choices, message_bytes: Any) -> tuple[tuple[Any, Any, Any], Any]:
-    """The inter-node stage cost and the algorithm used (a string, or an array of codes for ``auto``)."""
+BOTTLENECKS = tuple(b.label for b in Bottleneck)
+"""Labels of :class:`Bottleneck`, by code."""
+
+
+class Buckets(NamedTuple):
+    """How the overlap model cut the gradient (DDP buckets), for :func:`explain`.
+
+    ``count`` buckets of ``size`` bytes, the last one ``last_size``;
+    ``time`` and ``last_time`` are one bucket's AllReduce over both stages.
+    Without overlap the gradient is one bucket.
+    """
+
+    count: Num
+    size: Num
+    last_size: Num
+    time: Num
+    last_time: Num
+
+
+class Figures(NamedTuple):
+    """Every figure of one layout (floats) or many (arrays), in canonical SI units.
+
+    Seconds, bytes, dollars; ratios as plain numbers. ``inter_algorithm`` is the
+    index into :data:`~mlsysim.physics.collectives.ALGORITHMS` of the algorithm
+    used across nodes, ``bottleneck`` a :class:`Bottleneck` code; ``fits`` is
+    whether the memory fits, and is True where the device memory is unknown
+    (nothing is excluded for it).
+    """
+
+    n_devices: Num
+    gradient_bytes: Num
+    intra_bytes: Num
+    inter_bytes: Num
+    intra_time: Num
+    inter_time: Num
+    communication_time: Num
+    exposed_communication_time: Num
+    hidden_communication_time: Num
+    synchronization_time: Num
+    compute_time: Num
+    update_time: Num
+    communication_overhead: Num
+    compute_share: Num
+    communication_share: Num
+    synchronization_share: Num
+    speedup: Num
+    efficiency: Num
+    global_batch: Num
+    training_time: Num
+    cost: Num
+    memory_per_device: Num
+    device_memory: Num
+    fits: Any
+    inter_algorithm: Any
+    bottleneck: Any
+    intra_cost: StageCost
+    inter_cost: StageCost
+    buckets: Buckets
+
+
+def _inter_costs(x: Inputs, c: Choices, message_bytes: Num) -> tuple[StageCost, Any]:
+    """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
     bandwidth = x.inter_bandwidth * c.inter_efficiency
     if c.algorithm != "auto":
         cost = inter_node_cost(
-            c.algorithm, x.devices_per_node, x.nodes, bandwidth, x.nics, x.inter_latency
+            c.algorithm, x.devices_per_node, x.nodes, bandwidth, x.nics_per_node, x.inter_latency
         )
-        return cost, c.algorithm
+        return cost, ALGORITHMS.index(c.algorithm)
     costs = [
-        inter_node_cost(name, x.devices_per_node, x.nodes, bandwidth, x.nics, x.inter_latency)
+        inter_node_cost(
+            name, x.devices_per_node, x.nodes, bandwidth, x.nics_per_node, x.inter_latency
+        )
         for name in ALGORITHMS
     ]
     times = [stage_time(message_bytes, cost) for cost in costs]
     if not is_array(*times, *(v for cost in costs for v in cost)):
         best = min(range(len(ALGORITHMS)), key=lambda i: times[i])
-        return costs[best], ALGORITHMS[best]
-    best = np.argmin(np.broadcast_arrays(*times), axis=0)
-    picked = tuple(
-        np.choose(best, np.broadcast_arrays(*(cost[part] for cost in costs))) for part in range(3)
+        return costs[best], best
+    best_codes = np.argmin(np.broadcast_arrays(*times), axis=0)
+    picked = StageCost(
+        *(
+            np.choose(best_codes, np.broadcast_arrays(*(cost[part] for cost in costs)))
+            for part in range(3)
+        )
     )
-    return picked, best  # codes index ALGORITHMS
+    return picked, best_codes
 
 
-def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
+def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     """All result figures of one layout (floats) or many (arrays), in canonical units.
 
-    Seed equations (SPEC section 4), with the opt-in terms at their neutral
-    values (efficiency 1, latency 0, one NIC, no overlap, no sync cost):
+    The seed equations, with the opt-in terms at their neutral values
+    (efficiency 1, latency 0, one NIC, no overlap, no sync cost):
 
         n = d N;  G_c = G z (z = 1.5 under ZeRO-3, else 1)
         intra_bytes = G_c f(d);  intra_time = L_i + intra_bytes / (e_i B_i)
@@ -125,19 +215,19 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
     g = x.gradient_bytes * communication_volume_factor(c.zero_stage)
 
     if c.overlap:
-        buckets, bucket, last = bucket_layout(g, c.bucket_bytes)
+        count, bucket, last = bucket_layout(g, c.bucket_size)
         message = bucket
     else:
-        buckets, bucket, last = 1.0, g, g
+        count, bucket, last = 1.0, g, g
         message = g
 
     intra_cost = intra_node_cost(d, x.intra_bandwidth * c.intra_efficiency, x.intra_latency)
     inter_cost, inter_algorithm = _inter_costs(x, c, message)
 
-    intra_bytes = g * intra_cost[1]
-    inter_bytes = g * inter_cost[1]
-    intra_time = buckets * intra_cost[0] + intra_bytes / intra_cost[2]
-    inter_time = buckets * inter_cost[0] + inter_bytes / inter_cost[2]
+    intra_bytes = g * intra_cost.volume
+    inter_bytes = g * inter_cost.volume
+    intra_time = count * intra_cost.startup + intra_bytes / intra_cost.rate
+    inter_time = count * inter_cost.startup + inter_bytes / inter_cost.rate
     communication_time = intra_time + inter_time
 
     compute_time = x.accumulation_steps * x.step_time
@@ -149,7 +239,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
             bucket_time,
             last_bucket_time,
             c.backward_fraction * x.step_time,
-            buckets,
+            count,
             bucket / g,
             last / g,
         )
@@ -162,47 +252,46 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> dict[str, Any]:
 
     speedup = n * compute_time / update_time
     training_time = x.training_time / speedup
-    memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_bytes
+    memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
+    unknown_memory = x.device_memory != x.device_memory
 
-    return {
-        "n_devices": n,
-        "gradient_bytes": x.gradient_bytes,
-        "intra_bytes": intra_bytes,
-        "inter_bytes": inter_bytes,
-        "intra_time": intra_time,
-        "inter_time": inter_time,
-        "communication_time": communication_time,
-        "exposed_communication_time": exposed,
-        "hidden_communication_time": communication_time - exposed,
-        "synchronization_time": synchronization,
-        "compute_time": compute_time,
-        "update_time": update_time,
-        "communication_overhead": communication_time / compute_time,
-        "compute_share": compute_time / update_time,
-        "communication_share": exposed / update_time,
-        "synchronization_share": synchronization / update_time,
-        "speedup": speedup,
-        "efficiency": speedup / n,
-        "global_batch": x.per_device_batch * n * x.accumulation_steps,
-        "training_time": training_time,
-        "cost": training_time / 3600.0 * big_n * x.node_hour_rate,
-        "memory_per_device": memory,
-        "fits": memory <= x.device_memory,  # False when unknown (nan); the solver reports None
-        "inter_algorithm": inter_algorithm,
-        # internals of the overlap model, for explain(); not result fields
-        "buckets": buckets,
-        "bucket_bytes": bucket,
-        "last_bucket_bytes": last,
-        "bucket_time": bucket_time,
-        "last_bucket_time": last_bucket_time,
-        "bottleneck": _bottleneck(
+    return Figures(
+        n_devices=n,
+        gradient_bytes=x.gradient_bytes,
+        intra_bytes=intra_bytes,
+        inter_bytes=inter_bytes,
+        intra_time=intra_time,
+        inter_time=inter_time,
+        communication_time=communication_time,
+        exposed_communication_time=exposed,
+        hidden_communication_time=communication_time - exposed,
+        synchronization_time=synchronization,
+        compute_time=compute_time,
+        update_time=update_time,
+        communication_overhead=communication_time / compute_time,
+        compute_share=compute_time / update_time,
+        communication_share=exposed / update_time,
+        synchronization_share=synchronization / update_time,
+        speedup=speedup,
+        efficiency=speedup / n,
+        global_batch=x.per_device_batch * n * x.accumulation_steps,
+        training_time=training_time,
+        cost=training_time / 3600.0 * big_n * x.node_hour_rate,
+        memory_per_device=memory,
+        device_memory=x.device_memory,
+        fits=(memory <= x.device_memory) | unknown_memory,
+        inter_algorithm=inter_algorithm,
+        bottleneck=_bottleneck(
             compute_time, intra_time, inter_time, communication_time, exposed, synchronization
         ),
-    }
+        intra_cost=intra_cost,
+        inter_cost=inter_cost,
+        buckets=Buckets(count, bucket, last, bucket_time, last_bucket_time),
+    )
 
 
-def _bottleneck(compute: Any, intra: Any, inter: Any, total: Any, exposed: Any, sync: Any) -> Any:
-    """Index into :data:`BOTTLENECKS` of the largest term of the update time.
+def _bottleneck(compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num) -> Any:
+    """The :class:`Bottleneck` code (an int, or an array of them) of the largest term of the update time.
 
     Exposed communication is split between the two links in proportion to
     their share of the communication time.
@@ -214,7 +303,7 @@ def _bottleneck(compute: Any, intra: Any, inter: Any, total: Any, exposed: Any, 
     return _argmax_first(terms)
 
 
-def _argmax_first(terms: tuple[Any, ...]) -> Any:
+def _argmax_first(terms: tuple[Num, ...]) -> np.ndarray:
     """Index of the largest of several broadcastable arrays, the first on ties (as argmax).
 
     A chain of comparisons: ~5x faster than ``np.argmax`` over stacked arrays on

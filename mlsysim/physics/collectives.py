@@ -24,12 +24,24 @@ Sources:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlsysim.physics._array import ceil, log2, maximum, minimum
 
 ALGORITHMS = ("ring", "hierarchical", "tree")
 """AllReduce algorithms across nodes; ``auto`` picks the fastest of these."""
+
+
+class StageCost(NamedTuple):
+    """The cost of one AllReduce stage: ``t(M) = startup + M * volume / rate``.
+
+    ``startup`` in seconds (per message), ``volume`` bytes sent per byte of
+    message, ``rate`` in bytes per second. Floats, or numpy arrays in a sweep.
+    """
+
+    startup: Any
+    volume: Any
+    rate: Any
 
 
 def ring_allreduce_factor(k: Any) -> Any:
@@ -43,7 +55,7 @@ def ring_allreduce_factor(k: Any) -> Any:
 
 def intra_node_cost(
     devices_per_node: Any, bandwidth: Any, latency: Any = 0.0
-) -> tuple[Any, Any, Any]:
+) -> StageCost:
     """Cost of the AllReduce stage inside a node: ``(L, v, rate)``, the same for every algorithm.
 
     A ring reduce-scatter + all-gather over d devices moves v = f(d) bytes per
@@ -51,7 +63,7 @@ def intra_node_cost(
     With alpha = 0 this is the seed's ``intra_time = G * f(d) / intra_bandwidth``.
     """
     d = devices_per_node
-    return 2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth
+    return StageCost(2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth)
 
 
 def inter_node_cost(
@@ -61,7 +73,7 @@ def inter_node_cost(
     bandwidth: Any,
     nics: Any = 1,
     latency: Any = 0.0,
-) -> tuple[Any, Any, Any]:
+) -> StageCost:
     """Cost of the AllReduce stage across nodes: ``(L, v, rate)``, zero for one node.
 
     Each device sends ``M * v`` bytes across nodes and the stage takes
@@ -84,15 +96,15 @@ def inter_node_cost(
     rate = minimum(nics, d) * bandwidth
     if algorithm == "ring":
         n = d * big_n
-        return 2.0 * (n - 1) * latency * many, ring_allreduce_factor(n) * many, rate
+        return StageCost(2.0 * (n - 1) * latency * many, ring_allreduce_factor(n) * many, rate)
     if algorithm == "hierarchical":
-        return 2.0 * (big_n - 1) * latency, ring_allreduce_factor(big_n) / d, rate / d
+        return StageCost(2.0 * (big_n - 1) * latency, ring_allreduce_factor(big_n) / d, rate / d)
     if algorithm == "tree":
-        return 2.0 * ceil(log2(big_n)) * latency, 2.0 * many / d, rate / d
+        return StageCost(2.0 * ceil(log2(big_n)) * latency, 2.0 * many / d, rate / d)
     raise ValueError(f"unknown AllReduce algorithm {algorithm!r}; expected one of {ALGORITHMS}")
 
 
-def stage_time(message_bytes: Any, cost: tuple[Any, Any, Any]) -> Any:
+def stage_time(message_bytes: Any, cost: StageCost) -> Any:
     """``t(M) = L + M * v / rate`` for a stage cost ``(L, v, rate)``."""
     startup, volume, rate = cost
     return startup + message_bytes * volume / rate

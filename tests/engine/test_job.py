@@ -179,4 +179,4 @@ def test_derive_inputs_on_arrays_matches_the_scalar_formulas():
     derive_inputs(x)
     np.testing.assert_array_equal(x.step_time, [2.0, 4.0, 8.0])
     np.testing.assert_array_equal(x.training_time, [2000.0] * 3)  # 1000 samples x 2 s per sample
-    np.testing.assert_array_equal(x.activation_bytes, [3.0, 6.0, 12.0])
+    np.testing.assert_array_equal(x.activation_memory, [3.0, 6.0, 12.0])
