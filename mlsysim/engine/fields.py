@@ -51,7 +51,15 @@ from mlsysim.core.validation import (
     check_precision,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.job import (
+    check_accelerator,
+    check_fabric,
+    check_mfu,
+    check_node,
+    parse_mfu,
+)
 from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 
 
 class _Required:
@@ -79,7 +87,7 @@ class InputField:
 
     name: str
     label: str
-    kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
+    kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
     check: Callable[[Any], Any]
     parse: Callable[[str], Any]
     default: Any = REQUIRED
@@ -339,6 +347,46 @@ def _quantity(
     )
 
 
+def _preset(name: str, label: str) -> InputField:
+    """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
+    check = {"node": check_node, "fabric": check_fabric, "accelerator": check_accelerator}[name]
+    return InputField(
+        name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
+    )
+
+
+def _fabric_or_link(f: InputField) -> InputField:
+    """``inter_bandwidth`` that keeps a fabric (entry or name) as the fabric itself.
+
+    The scenario moves it to ``fabric`` before anything else
+    (:func:`mlsysim.engine.job.normalize_given`), so the fabric's latency
+    comes with its bandwidth; a sweep axis takes its bandwidth.
+    """
+    link_check, link_parse = f.check, f.parse
+
+    def fabric(value: Any) -> Any | None:
+        from mlsysim.hardware.types import Fabric
+
+        if isinstance(value, Fabric):
+            return value
+        if isinstance(value, str):
+            try:
+                return check_fabric(value.strip().removeprefix("Fabrics."))
+            except InputError:
+                return None
+        return None
+
+    def check(value: Any) -> Any:
+        found = fabric(value)
+        return found if found is not None else link_check(value)
+
+    def parse(text: str) -> Any:
+        found = fabric(text)
+        return found if found is not None else link_parse(text)
+
+    return dataclasses.replace(f, check=check, parse=parse)
+
+
 # -- the table ---------------------------------------------------------------------------
 
 _TABLE: tuple[InputField, ...] = (
@@ -373,15 +421,17 @@ _TABLE: tuple[InputField, ...] = (
         "B_intra",
         fabric_attribute="bandwidth",
     ),
-    _quantity(
-        "inter_bandwidth",
-        "link between nodes, per direction",
-        "bandwidth",
-        "Gbps",
-        "B_inter",
-        default=None,
-        optional=True,
-        fabric_attribute="bandwidth",
+    _fabric_or_link(
+        _quantity(
+            "inter_bandwidth",
+            "link between nodes, per direction (a fabric name also brings its latency)",
+            "bandwidth",
+            "Gbps",
+            "B_inter",
+            default=None,
+            optional=True,
+            fabric_attribute="bandwidth",
+        )
     ),
     _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
     _quantity(
@@ -469,6 +519,50 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         allow_zero=True,
         seed=False,
+    ),
+    _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
+    _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
+    _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
+    InputField(
+        "mfu",
+        "model FLOPs utilisation (0-1), from which step_time is derived",
+        "number",
+        check_mfu,
+        parse_mfu,
+        default=None,
+        optional=True,
+        symbol="u",
+        numeric=True,
+        canonical=float,
+    ),
+    _quantity(
+        "training_tokens",
+        "tokens to train on, from which training_time is derived",
+        "tokens",
+        "token",
+        "D",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    _quantity(
+        "training_samples",
+        "samples to train on, from which training_time is derived",
+        "samples",
+        "sample",
+        "S",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    InputField(
+        "recompute",
+        "activation recomputation: none, selective (default, as FlashAttention) or full",
+        "choice",
+        check_recompute,
+        lambda text: text.strip(),
+        default="selective",
+        choices=RECOMPUTE_MODES,
     ),
     InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
     InputField("description", "what it is", "text", _text, str, default=None, optional=True),

@@ -23,7 +23,9 @@ Derived inputs (each optional, each only where its sources are given):
   ``training_tokens`` / sequence length;
 * ``activation_memory`` = layers x :func:`mlsysim.physics.activations.activation_bytes_per_layer`
   whenever the workload has a transformer shape (``recompute`` chooses the
-  strategy, default ``"none"``).
+  strategy, default ``"selective"``: what FlashAttention-style kernels, the
+  default attention of PyTorch's scaled_dot_product_attention and of Megatron,
+  store; ``"none"`` is eager attention that keeps the s x s matrices).
 
 The same formulas run on numpy arrays in :func:`derive_inputs`, so a sweep over
 ``per_device_batch``, ``mfu`` or ``training_tokens`` derives each layout's
@@ -42,7 +44,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import quantity, to_canonical
-from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes, check_recompute
+from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes
 from mlsysim.physics.compute import (
     cnn_flops_per_sample,
     one_device_training_time,
@@ -62,6 +64,14 @@ DERIVED_ATTRIBUTES = (
     "activation_memory_per_sample",
 )
 """Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
+
+DEFAULT_RECOMPUTE = "selective"
+"""Activations counted by default: the attention matrices are not stored, as with
+FlashAttention-style kernels (Dao et al. 2022), the default attention path of
+PyTorch's scaled_dot_product_attention on recent GPUs and of Megatron-LM. A
+one-device profile such as GPT-2 (1.5B) at batch 16 x 1024 tokens on an 80 GB
+device is only possible so (24 GB of state + 43 GB of activations; 143 GB of
+activations with the matrices stored)."""
 
 MFU_SANITY_LIMIT = 0.75
 """An MFU above this is flagged: published large training runs report 0.3-0.6
@@ -84,7 +94,7 @@ class Job:
     sequence_length: float = math.nan
     samples: float = math.nan
     activation_memory_per_sample: float = math.nan
-    recompute: str = "none"
+    recompute: str = "selective"
     activations: str = "none"  # "derived", "given" or "none" (not counted)
 
     def model_attributes(self) -> dict[str, float]:
@@ -96,11 +106,75 @@ class Job:
         return name in self.origins
 
 
+NO_JOB = Job()
+"""Nothing derived, no activations counted."""
+
+_GIVEN_ACTIVATIONS = Job(activations="given")
+
+
+def plain_job(values: Mapping[str, Any]) -> Job:
+    """The :class:`Job` of inputs that derive nothing (activations given or not counted)."""
+    return NO_JOB if values.get("activation_memory") is None else _GIVEN_ACTIVATIONS
+
+
+def warn_measured(scenario: Any, changes: Mapping[str, Any]) -> None:
+    """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
+
+    A measured one-device profile belongs to the workload it was measured
+    on; the figures derived from ``mfu`` or ``training_tokens`` are derived
+    again instead, and need no warning.
+    """
+    import warnings
+
+    from mlsysim.core.exceptions import MlsysimWarning
+    from mlsysim.models.types import Workload
+
+    new = changes.get("workload")
+    if isinstance(new, str):
+        try:
+            from mlsysim.models.registry import Models
+
+            new = Models.get(new.strip())
+        except UnknownNameError:
+            return  # the check reports it
+    if not isinstance(new, Workload) or new == scenario.workload:
+        return
+    carried = [
+        name
+        for name in ("step_time", "training_time")
+        if name not in changes
+        and not scenario.job.derives(name)
+        and getattr(scenario, name) is not None
+    ]
+    if carried:
+        warnings.warn(
+            MlsysimWarning(
+                f"{' and '.join(carried)} measured for {scenario.workload.name} "
+                f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
+                "give the figures measured for it, or derive them: step_time=none with mfu= "
+                "and node= (or accelerator=), training_time=none with training_tokens="
+            ),
+            stacklevel=3,
+        )
+
+
 # -- presets ------------------------------------------------------------------------------
 
 
-def _entry_key(registry: Any, entry: Any) -> str:
+def _registry(kind: str) -> tuple[Any, type]:
+    from mlsysim.hardware.registry import Hardware, Systems
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+
+    return {
+        "node": (Systems.Nodes, Node),
+        "fabric": (Systems.Fabrics, Fabric),
+        "accelerator": (Hardware, Accelerator),
+    }[kind]
+
+
+def _entry_key(kind: str, entry: Any) -> str:
     """The registry name of an entry (``DGX_H100``), or its display name."""
+    registry, _ = _registry(kind)
     for path, value in registry.walk():
         if value is entry:
             return str(path.rsplit(".", 1)[-1])
@@ -108,25 +182,17 @@ def _entry_key(registry: Any, entry: Any) -> str:
 
 
 def _lookup(kind: str, value: Any) -> Any:
-    """A node, fabric or accelerator registry entry, given as itself or by name."""
-    from mlsysim.hardware.registry import Hardware, Systems
-    from mlsysim.hardware.types import Accelerator, Fabric, Node
-
-    registry, cls = {
-        "node": (Systems.Nodes, Node),
-        "fabric": (Systems.Fabrics, Fabric),
-        "accelerator": (Hardware, Accelerator),
-    }[kind]
+    """A node, fabric or accelerator registry entry, given as itself or by name (bare errors)."""
+    registry, cls = _registry(kind)
     if isinstance(value, str):
         try:
             value = registry.get(value.strip().split(".")[-1])
         except UnknownNameError as exc:
-            raise InputError(str(exc), field=kind) from None
+            raise InputError(str(exc)) from None
     if not isinstance(value, cls):
+        example = next(name for name, _ in registry.walk())
         raise InputError(
-            f"{kind}: expected a {cls.__name__} registry entry or its name "
-            f"(e.g. {next(iter(registry.entries()))}), got {value!r}",
-            field=kind,
+            f"expected a {cls.__name__} registry entry or its name (e.g. {example!r}), got {value!r}"
         )
     return value
 
@@ -153,16 +219,25 @@ def check_mfu(value: Any) -> float:
         if 0.0 < x <= 1.0:
             return x
     raise InputError(
-        f"mfu: expected the model FLOPs utilisation, a number in (0, 1] (e.g. 0.4), got {value!r}",
-        field="mfu",
+        f"expected the model FLOPs utilisation, a number in (0, 1] (e.g. 0.4), got {value!r}"
     )
 
 
-def _label(kind: str, entry: Any) -> str:
-    from mlsysim.hardware.registry import Hardware, Systems
+def parse_mfu(text: str) -> Any:
+    """``"0.4"`` -> 0.4 (the check reports anything else)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"expected a number in (0, 1] (e.g. 0.4), got {text!r}") from None
 
-    registry = {"node": Systems.Nodes, "fabric": Systems.Fabrics, "accelerator": Hardware}[kind]
-    return f"{kind} {_entry_key(registry, entry)}"
+
+def preset_name(kind: str, entry: Any) -> str:
+    """The registry name of a ``node``, ``fabric`` or ``accelerator`` entry (``"DGX_H100"``)."""
+    return _entry_key(kind, entry)
+
+
+def _label(kind: str, entry: Any) -> str:
+    return f"{kind} {_entry_key(kind, entry)}"
 
 
 def _node_figures(node: Any) -> dict[str, Any]:
@@ -217,18 +292,21 @@ def flops_per_sample(workload: Any) -> float | None:
 
 
 def peak_flops(accelerator: Any, precision: str) -> float:
-    """The accelerator's dense peak at ``precision`` in flop/s; an error naming both when unknown."""
+    """The accelerator's dense peak at ``precision`` in flop/s; an error at ``precision`` when unknown."""
     try:
         rate = accelerator.peak_flops(precision)
-    except (InputError, KeyError, ValueError) as exc:
-        raise InputError(
-            f"precision: {accelerator.name} has no peak FLOPs at {precision} ({exc})",
-            field="precision",
-        ) from None
+    except InputError as exc:
+        raise InputError(f"{exc.message}; mfu needs it to derive step_time", loc=("precision",)) from None
     return to_canonical(rate, "compute_rate")
 
 
 # -- resolution ----------------------------------------------------------------------------
+
+DERIVABLE = ("step_time", "training_time", "devices_per_node", "intra_bandwidth")
+"""Required inputs that a preset or a derivation may supply."""
+
+SOURCES = ("node", "fabric", "accelerator", "mfu", "training_tokens", "training_samples")
+"""Inputs whose presence asks for a derivation (besides a workload with a shape)."""
 
 
 def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,31 +317,39 @@ def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
     """
     from mlsysim.hardware.types import Fabric
 
-    out = dict(given)
-    link = out.get("inter_bandwidth")
+    link = given.get("inter_bandwidth")
     if isinstance(link, str):
         try:
             link = check_fabric(link)
         except InputError:
-            link = None
-    if isinstance(link, Fabric):
-        if out.get("fabric") is not None:
-            raise InputError(
-                "inter_bandwidth: a fabric is given both as inter_bandwidth and as fabric; give it once",
-                field="inter_bandwidth",
-            )
-        out["fabric"] = link
-        del out["inter_bandwidth"]
+            return dict(given)  # a bandwidth as text, checked by its field
+    if not isinstance(link, Fabric):
+        return dict(given)
+    out = dict(given)
+    if out.get("fabric") is not None:
+        raise InputError(
+            "a fabric is given both as inter_bandwidth and as fabric; give it once",
+            loc=("inter_bandwidth",),
+        )
+    out["fabric"] = link
+    del out["inter_bandwidth"]
     return out
+
+
+def wants_derivation(values: Mapping[str, Any]) -> bool:
+    """Whether :func:`resolve` has anything to do for these checked inputs."""
+    return any(values.get(name) is not None for name in SOURCES) or has_shape(
+        values.get("workload")
+    )
 
 
 def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
     """Fill the inputs a scenario leaves to its presets and derivations; return them and the :class:`Job`.
 
-    ``values`` are the inputs as given (each checked on its own or about to
-    be: this function checks what it reads). An input given explicitly (not
-    None) is never replaced. Raises :class:`InputError` naming the input when
-    two inputs contradict each other or a derivation lacks a source.
+    ``values`` are checked inputs (each checked on its own by its field);
+    an input that is not None was given and is never replaced. Raises an
+    :class:`InputError` located at an input when two inputs contradict each
+    other or a derivation lacks a source.
     """
     out = dict(values)
     origins: dict[str, str] = {}
@@ -273,9 +359,6 @@ def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
             out[name] = value
             origins[name] = origin
 
-    for kind in PRESETS:
-        if out.get(kind) is not None:
-            out[kind] = _lookup(kind, out[kind])
     fabric, node = out.get("fabric"), out.get("node")
     if fabric is not None:
         for name, value in _fabric_figures(fabric).items():
@@ -293,37 +376,18 @@ def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
         origin = origins.get("accelerator", _label("accelerator", accelerator))
         fill("device_memory", accelerator.memory.capacity, origin)
 
-    job_figures = _derive_job(out, origins)
-    return out, Job(origins=dict(origins), **job_figures)
-
-
-def _checked(name: str, check: Any, value: Any) -> Any:
-    try:
-        return check(value)
-    except InputError as exc:
-        message = str(exc)
-        if not message.startswith(f"{name}:"):
-            message = f"{name}: {message}"
-        raise InputError(message, field=name) from None
+    figures = _derive_job(out, origins)
+    return out, Job(origins=dict(origins), **figures)
 
 
 def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
     """Step time, training time and activation memory, where they are derived (updates ``out``)."""
-    from mlsysim.core.validation import check_positive_int, check_precision
-    from mlsysim.models.types import workload_of
-
-    figures: dict[str, Any] = {}
     workload = out.get("workload")
+    recompute = out.get("recompute") or DEFAULT_RECOMPUTE
+    figures: dict[str, Any] = {"recompute": recompute}
     if workload is None:
         return figures  # the scenario reports the missing workload
-    workload = _checked("workload", workload_of, workload)
-    precision = _checked("precision", check_precision, out.get("precision") or "fp16")
-    recompute = _checked("recompute", check_recompute, out.get("recompute") or "none")
-    figures["recompute"] = recompute
     batch = out.get("per_device_batch")
-    if batch is not None:
-        batch = _checked("per_device_batch", check_positive_int, batch)
-
     fps = flops_per_sample(workload)
     if fps is not None:
         figures["flops_per_sample"] = fps
@@ -332,38 +396,44 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
 
     mfu = out.get("mfu")
     if mfu is not None:
-        mfu = check_mfu(mfu)
         if out.get("step_time") is not None:
             raise InputError(
-                "step_time: give either a measured step_time or mfu (step time derived from "
-                "FLOPs), not both; clear one (step_time=none)",
-                field="step_time",
+                "give either a measured step_time or mfu (step time derived from FLOPs), "
+                "not both; clear one (step_time=none)",
+                loc=("step_time",),
             )
         accelerator = out.get("accelerator")
         if accelerator is None:
             raise InputError(
-                "mfu: deriving step_time needs the accelerator's peak FLOPs: give node= or accelerator=",
-                field="mfu",
+                "deriving step_time needs the accelerator's peak FLOPs: give node= or accelerator=",
+                loc=("mfu",),
             )
         if fps is None:
             raise InputError(
-                f"mfu: {workload.name} states neither a transformer shape (layers, hidden_dim, "
+                f"{workload.name} states neither a transformer shape (layers, hidden_dim, "
                 "seq_len) nor forward_flops_per_sample, so its FLOPs are unknown; give step_time",
-                field="mfu",
+                loc=("mfu",),
             )
-        if batch is None:
-            raise InputError(
-                "per_device_batch: required field is missing", field="per_device_batch"
-            )
-        peak = peak_flops(accelerator, precision)
-        figures["peak_flops"] = peak
-        out["step_time"] = quantity(step_time_from_flops(fps, batch, peak, mfu), "s")
-        origins["step_time"] = "mfu"
+        if batch is not None:
+            peak = peak_flops(accelerator, out.get("precision") or "fp16")
+            figures["peak_flops"] = peak
+            out["step_time"] = quantity(step_time_from_flops(fps, batch, peak, mfu), "s")
+            origins["step_time"] = "mfu"
 
     tokens, samples = out.get("training_tokens"), out.get("training_samples")
     if tokens is not None or samples is not None:
-        figures["samples"] = _derive_training_time(out, workload, batch, tokens, samples)
-        origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
+        n_samples = _job_samples(out, workload, tokens, samples)
+        figures["samples"] = n_samples
+        step = out.get("step_time")
+        if step is None and batch is not None:
+            raise InputError(
+                "required to derive training_time: give step_time, or mfu with node= or accelerator=",
+                loc=("step_time",),
+            )
+        if batch is not None:
+            t1 = to_canonical(step, "time")
+            out["training_time"] = quantity(one_device_training_time(n_samples, t1, batch), "s")
+            origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
 
     if out.get("activation_memory") is not None:
         figures["activations"] = "given"
@@ -380,92 +450,88 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
     return figures
 
 
-def _derive_training_time(
-    out: dict[str, Any], workload: Any, batch: int | None, tokens: Any, samples: Any
-) -> float:
+def _job_samples(out: Mapping[str, Any], workload: Any, tokens: Any, samples: Any) -> float:
+    """Samples of the job, from ``training_tokens`` or ``training_samples``."""
     if tokens is not None and samples is not None:
         raise InputError(
-            "training_samples: give training_tokens or training_samples, not both",
-            field="training_samples",
+            "give training_tokens or training_samples, not both", loc=("training_samples",)
         )
+    given = "training_tokens" if tokens is not None else "training_samples"
     if out.get("training_time") is not None:
-        given = "training_tokens" if tokens is not None else "training_samples"
         raise InputError(
-            f"training_time: give either the one-device training_time or {given}, not both; "
+            f"give either the one-device training_time or {given}, not both; "
             "clear one (training_time=none)",
-            field="training_time",
+            loc=("training_time",),
         )
-    if tokens is not None:
-        count = _checked("training_tokens", _positive("tokens"), tokens)
-        if not has_shape(workload):
-            raise InputError(
-                f"training_tokens: {workload.name} has no sequence length to turn tokens into "
-                "samples; give training_samples",
-                field="training_tokens",
-            )
-        n_samples = float(samples_from_tokens(count, float(workload.seq_len)))
-    else:
-        n_samples = _checked("training_samples", _positive("samples"), samples)
-    step = out.get("step_time")
-    if step is None:
+    if samples is not None:
+        return to_canonical(samples, "samples")
+    if not has_shape(workload):
         raise InputError(
-            "step_time: required to derive training_time (give step_time, or mfu with node= or accelerator=)",
-            field="step_time",
+            f"{workload.name} has no sequence length to turn tokens into samples; "
+            "give training_samples",
+            loc=("training_tokens",),
         )
-    if batch is None:
-        raise InputError("per_device_batch: required field is missing", field="per_device_batch")
-    t1 = _checked("step_time", _positive("time"), step)
-    out["training_time"] = quantity(one_device_training_time(n_samples, t1, batch), "s")
-    return n_samples
-
-
-def _positive(kind: str) -> Any:
-    from mlsysim.core.units import positive_canonical
-
-    return lambda value: positive_canonical(value, kind)
+    return float(samples_from_tokens(to_canonical(tokens, "tokens"), float(workload.seq_len)))
 
 
 # -- the same derivation on arrays ---------------------------------------------------------
 
 
+DERIVED_TARGETS = ("step_time", "training_time", "activation_memory")
+"""Model inputs :func:`derive_inputs` fills where they are NaN."""
+
+
 def derive_inputs(x: Any) -> Any:
-    """Derive ``step_time``, ``training_time`` and ``activation_memory`` of model inputs again.
+    """Fill ``step_time``, ``training_time`` and ``activation_memory`` where they are NaN ("derive here").
 
     ``x`` is an :class:`~mlsysim.engine.model.Inputs` whose figures may be
-    numpy arrays (a sweep's block); a derivation runs where its source is
-    known (not NaN), with the formulas and the order of :func:`resolve`, so a
-    sweep's row equals the scalar solve of the same layout:
+    numpy arrays (a sweep's block): a target is NaN where the layout derives
+    it, a number where it was given (or swept). The formulas and their order
+    are those of :func:`resolve`, so a sweep's row equals the scalar solve of
+    the same layout:
 
-        step_time = F b / (P u)                       where mfu u is given
-        training_time = S T1 / b, S = D / s or S      where tokens D or samples S are given
-        activation_memory = a_1 b                     where a_1 (bytes per sample) is derived
+        step_time = F b / (P u)                   (mfu u)
+        training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
+        activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
     """
-    if not _all_nan(x.mfu):
-        x.step_time = step_time_from_flops(
-            x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
+    if _any_nan(x.step_time):
+        x.step_time = _fill(
+            x.step_time,
+            lambda: step_time_from_flops(x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu),
         )
-    if not _all_nan(x.training_tokens):
-        samples = samples_from_tokens(x.training_tokens, x.sequence_length)
-        x.training_time = one_device_training_time(samples, x.step_time, x.per_device_batch)
-    elif not _all_nan(x.training_samples):
-        x.training_time = one_device_training_time(
-            x.training_samples, x.step_time, x.per_device_batch
+    if _any_nan(x.training_time):
+
+        def training_time() -> Any:
+            if _all_nan(x.training_tokens):
+                samples = x.training_samples
+            else:
+                samples = samples_from_tokens(x.training_tokens, x.sequence_length)
+            return one_device_training_time(samples, x.step_time, x.per_device_batch)
+
+        x.training_time = _fill(x.training_time, training_time)
+    if _any_nan(x.activation_memory):
+        per_sample = x.activation_memory_per_sample
+        x.activation_memory = _fill(
+            x.activation_memory,
+            lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
         )
-    if not _all_nan(x.activation_memory_per_sample):
-        x.activation_memory = x.activation_memory_per_sample * x.per_device_batch
     return x
+
+
+def _fill(target: Any, formula: Any) -> Any:
+    """``formula()`` where ``target`` is NaN, ``target`` elsewhere."""
+    if _all_nan(target):
+        return formula()
+    return np.where(np.isnan(target), formula(), target)
+
+
+def _any_nan(value: Any) -> bool:
+    return bool(np.any(np.isnan(value)))
 
 
 def _all_nan(value: Any) -> bool:
     return bool(np.all(np.isnan(value)))
 
-
-AXIS_RELEASES = {
-    "step_time": ("mfu",),
-    "training_time": ("training_tokens", "training_samples"),
-    "activation_memory": ("activation_memory_per_sample",),
-}
-"""A swept input that the base scenario derives: the sources whose derivation the axis replaces."""
 
 AXIS_NEEDS = {
     "mfu": "step_time",
@@ -479,7 +545,7 @@ def check_axes(job: Job, axes: tuple[str, ...]) -> None:
     """A sweep axis over ``mfu``/``training_tokens``/``training_samples`` needs a scenario that derives from them."""
     for name in axes:
         target = AXIS_NEEDS.get(name)
-        if target is not None and job.origins.get(target) != name:
+        if target is not None and job.origins.get(target) != name and target not in axes:
             raise InputError(
                 f"sweep axis {name}: the scenario does not derive {target} from {name}; "
                 f"clear {target} and give {name} (e.g. --set {target}=none --set {name}=...)",
@@ -487,11 +553,12 @@ def check_axes(job: Job, axes: tuple[str, ...]) -> None:
             )
 
 
-def release(base: dict[str, Any], axes: tuple[str, ...]) -> dict[str, Any]:
-    """Model inputs where a swept input replaces its derivation (the axis wins)."""
-    for name in axes:
-        for source in AXIS_RELEASES.get(name, ()):
-            base[source] = math.nan
+def sweep_base(job: Job) -> dict[str, float]:
+    """Model inputs of a sweep group: the derived figures, and NaN for each target it derives."""
+    base = job.model_attributes()
+    for target in DERIVED_TARGETS:
+        if job.derives(target):
+            base[target] = math.nan
     return base
 
 
@@ -541,10 +608,12 @@ def sanity_notes(values: Mapping[str, Any], job: Job) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def origins_note(job: Job) -> tuple[str, ...]:
+def origins_notes(job: Job) -> tuple[str, ...]:
     """One note per preset or derivation: which inputs it filled."""
     by_origin: dict[str, list[str]] = {}
     for name, origin in job.origins.items():
+        if name == "activation_memory":
+            continue  # said by memory_note
         by_origin.setdefault(origin, []).append(name)
     return tuple(f"from {origin}: {', '.join(names)}" for origin, names in by_origin.items())
 

@@ -18,6 +18,16 @@ from pydantic import WithJsonSchema
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.validation import input_error
 from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, REQUIRED, InputField, check_together
+from mlsysim.engine.job import (
+    DERIVABLE,
+    NO_JOB,
+    Job,
+    normalize_given,
+    plain_job,
+    resolve,
+    wants_derivation,
+    warn_measured,
+)
 from mlsysim.engine.results import DataParallelScaleOutResult
 
 
@@ -92,8 +102,12 @@ def checked_inputs(
     owner: str,
     base: Mapping[str, Any] | None = None,
     base_numbers: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], dict[str, float]]:
+) -> tuple[dict[str, Any], dict[str, float], Job]:
     """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
+
+    Presets and derivations (:func:`mlsysim.engine.job.resolve`) then fill
+    the inputs they supply; the :class:`~mlsysim.engine.job.Job` returned
+    last says which and from what.
 
     Returns the checked values and the model numbers of the numeric inputs that
     are given (canonical SI floats; an input not given keeps its neutral value
@@ -102,15 +116,18 @@ def checked_inputs(
     the cross-field rules run.
     """
     errors: list[InputError] = []
+    if "inter_bandwidth" in data:
+        try:
+            data = normalize_given(data)
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
     if base is None:
         values, numbers = dict(_DEFAULTS), dict(_DEFAULT_NUMBERS)
-        errors += [
-            InputError("required field is missing", loc=(name,))
-            for name in _REQUIRED
-            if name not in data
-        ]
+        missing = [name for name in _REQUIRED if name not in data]
     else:
         values, numbers = dict(base), dict(base_numbers or {})
+        missing = [name for name in DERIVABLE if values.get(name) is None and name not in data]
+    errors += [_missing(name) for name in missing if name not in DERIVABLE]
     for name, value in data.items():
         f = FIELDS.get(name)
         if f is None:
@@ -131,11 +148,36 @@ def checked_inputs(
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
+    job = plain_job(values)
+    if wants_derivation(values):
+        try:
+            values, job = resolve(values)
+            for name in job.origins:
+                values[name], number = FIELDS[name].normalize(values[name])
+                if number is not None:
+                    numbers[name] = number
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
+    still_missing = [_missing(name) for name in missing if values.get(name) is None]
+    if still_missing:
+        raise input_error(owner, still_missing)
     try:
         check_together(values)
     except InputError as exc:
         raise exc.at(owner=owner) from None
-    return values, numbers
+    return values, numbers, job
+
+
+_MISSING_HINTS = {
+    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",
+    "training_time": "; or give training_tokens or training_samples to derive it",
+    "devices_per_node": "; or give node= (e.g. DGX_H100)",
+    "intra_bandwidth": "; or give node= (e.g. DGX_H100)",
+}
+
+
+def _missing(name: str) -> InputError:
+    return InputError("required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,))
 
 
 _ORDER = {name: i for i, name in enumerate(FIELDS)}
@@ -174,11 +216,26 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         def __getattr__(self, name: str) -> Any: ...
 
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
+    _job: Job = pydantic.PrivateAttr(default=NO_JOB)
 
     def __init__(self, **data: Any) -> None:
-        values, numbers = checked_inputs(data, type(self).__name__)
+        values, numbers, job = checked_inputs(data, type(self).__name__)
         super().__init__(**values)
         self._numbers = numbers
+        self._job = job
+
+    @property
+    def job(self) -> Job:
+        """What this scenario derived from its presets and the model, and from what (``job.origins``)."""
+        return self._job
+
+    @property
+    def flops_per_sample(self) -> Any:
+        """Training FLOPs of one sample (a Quantity in flop), or None when the workload does not tell."""
+        from mlsysim.core.units import quantity
+
+        f = self._job.flops_per_sample
+        return None if f != f else quantity(f, "flop")
 
     def fields(self) -> dict[str, Any]:
         """Every input and its value, as a new dict (no copies of the values)."""
@@ -186,11 +243,21 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def variant(self, **changes: Any) -> DataParallelScaleOutScenario:
         """A copy with some inputs changed; only those are checked (the rest already were)."""
-        values, numbers = checked_inputs(
-            changes, type(self).__name__, base=self.fields(), base_numbers=self._numbers
+        base, base_numbers = self.fields(), self._numbers
+        if self._job.origins:  # derived inputs are derived again from the changed ones
+            base_numbers = dict(base_numbers)
+            for name in self._job.origins:
+                if name not in changes:
+                    base[name] = _DEFAULTS.get(name)
+                    base_numbers.pop(name, None)
+        if "workload" in changes:
+            warn_measured(self, changes)
+        values, numbers, job = checked_inputs(
+            changes, type(self).__name__, base=base, base_numbers=base_numbers
         )
         copy = type(self).model_construct(**values)
         copy._numbers = numbers
+        copy._job = job
         return copy
 
     def inputs(self) -> dict[str, Any]:
@@ -202,7 +269,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         """Evaluate this scenario through :meth:`mlsysim.solvers.DataParallelScaleOutModel.solve`."""
         from mlsysim.engine.solvers.data_parallel import solve_checked
 
-        return solve_checked(self.inputs(), self._numbers)
+        return solve_checked(self.inputs(), self._numbers, self._job)
 
     def explain(self, format: str = "text") -> str:
         """The derivation of this scenario's result (see :meth:`DataParallelScaleOutResult.explain`)."""

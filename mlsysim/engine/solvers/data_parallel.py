@@ -9,6 +9,7 @@ from typing import Any
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.fields import FIELDS, NUMERIC_FIELDS
+from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
 from mlsysim.engine.model import Choices, Inputs, evaluate
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.hardware.types import Accelerator
@@ -108,12 +109,17 @@ def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
 
 
 def solve_checked(
-    values: Mapping[str, Any], numbers: Mapping[str, float] | None = None
+    values: Mapping[str, Any], numbers: Mapping[str, float] | None = None, job: Job | None = None
 ) -> DataParallelScaleOutResult:
-    """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again."""
+    """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again.
+
+    ``job`` says which inputs were derived (:mod:`mlsysim.engine.job`), for the notes and explain.
+    """
     x = model_inputs(values, numbers)
     c = choices_of(values["assumptions"], values["zero_stage"])
-    return DataParallelScaleOutResult(evaluate(x, c), values, c, x, trace=constraint_trace)
+    return DataParallelScaleOutResult(
+        evaluate(x, c), values, c, x, trace=constraint_trace, job=job or plain_job(values)
+    )
 
 
 def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
@@ -147,6 +153,10 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         need, have = v.memory_per_device / 1e9, v.device_memory / 1e9
         verdict = "fits" if r.fits else "does NOT fit"
         notes.append(f"memory: {need:.4g} GB per device {verdict} in {have:.4g} GB")
+    job = r.job
+    notes.append(memory_note(job, c.zero_stage))
+    notes.extend(origins_notes(job))
+    notes.extend(sanity_notes(r.inputs, job))
     if v.efficiency < 0.5:
         notes.append(
             f"efficiency {v.efficiency:.1%}: communication dominates; consider accumulation, a faster link or fewer nodes"
