@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from importlib.resources import files
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pint
 
@@ -45,7 +45,7 @@ def _definitions() -> list[str]:
     return patched.splitlines()
 
 
-ureg = pint.UnitRegistry(None, cache_folder=None)
+ureg: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
 ureg.load_definitions(_definitions())
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
@@ -55,8 +55,11 @@ ureg.define("sample = [sample] = _ = samples")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
-Quantity = ureg.Quantity
-"""A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
+if TYPE_CHECKING:
+    Quantity: TypeAlias = pint.Quantity
+else:
+    Quantity = ureg.Quantity
+    """A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
 
 # Canonical unit of each physical kind the model uses: (unit, description for errors).
 KINDS: dict[str, tuple[Any, str]] = {
@@ -164,7 +167,7 @@ def parse_quantity(text: str, kind: str | None = None) -> Any:
     Raises :class:`UnitsError` naming the text when it cannot be parsed.
     """
     try:
-        q = ureg.Quantity(text)
+        q: Any = ureg.Quantity(text)
     except Exception as exc:  # pint's tokenizer and parser raise many unrelated types on garbage
         raise UnitsError(f"cannot read {text!r} as a quantity with units ({exc})") from None
     if not isinstance(q, pint.Quantity):

@@ -619,7 +619,7 @@ def _neutrals() -> dict[str, float]:
     from mlsysim.engine.model import Inputs
 
     return {
-        f.name: float(f.default)  # type: ignore[arg-type]
+        f.name: float(f.default)
         for f in dataclasses.fields(Inputs)
         if f.default is not dataclasses.MISSING
     }

@@ -114,12 +114,12 @@ BOTTLENECKS = tuple(b.label for b in Bottleneck)
 class Buckets(NamedTuple):
     """How the overlap model cut the gradient (DDP buckets), for :func:`explain`.
 
-    ``count`` buckets of ``size`` bytes, the last one ``last_size``;
+    ``number`` buckets of ``size`` bytes, the last one ``last_size``;
     ``time`` and ``last_time`` are one bucket's AllReduce over both stages.
     Without overlap the gradient is one bucket.
     """
 
-    count: Num
+    number: Num
     size: Num
     last_size: Num
     time: Num

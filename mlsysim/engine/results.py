@@ -167,6 +167,12 @@ class DataParallelScaleOutResult:
     __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
     _declared: list[str] = []
+    figures: Figures
+    inputs: Mapping[str, Any]
+    choices: Choices
+    model_inputs: Inputs
+    _cache: dict[str, Any]
+    _trace_of: Callable[[DataParallelScaleOutResult], tuple[str, ...]]
 
     # the seed's result fields, in the order of the seed contract
     n_devices = IntField(seed=True, doc="n = devices_per_node x nodes")

@@ -81,7 +81,7 @@ def _pydantic_fields() -> dict[str, Any]:
     return fields
 
 
-_ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(  # type: ignore[call-overload]
+_ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
     "_ScenarioFields",
     __config__=pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True),
     **_pydantic_fields(),

@@ -44,6 +44,10 @@ class StageCost(NamedTuple):
     rate: Any
 
 
+RING_FACTOR_EQUATION = "f(k) = 2(k-1)/k"
+"""The ring AllReduce volume factor, as :func:`ring_allreduce_factor` computes it."""
+
+
 def ring_allreduce_factor(k: Any) -> Any:
     """Bytes each rank sends in a ring AllReduce, per byte of buffer: f(k) = 2(k-1)/k.
 
@@ -64,6 +68,22 @@ def intra_node_cost(
     """
     d = devices_per_node
     return StageCost(2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth)
+
+
+INTRA_NODE_EQUATION = ("intra_bytes = G x f(d)", "2(d-1)")
+"""(bytes per device, ring steps) of :func:`intra_node_cost`, in symbols."""
+
+INTER_NODE_EQUATIONS: dict[str, tuple[str, str, str]] = {
+    "ring": ("inter_bytes = G x f(n)  (flat ring over all n devices)", "2(n-1)", "inter_bytes"),
+    "hierarchical": (
+        "inter_bytes = (G / d) x f(N)  (each device's shard, ring over the N nodes)",
+        "2(N-1)",
+        "G f(N)",
+    ),
+    "tree": ("inter_bytes = 2 G / d  (shard up and down a double binary tree)", "2 ceil(log2 N)", "2 G"),
+}
+"""Per algorithm of :func:`inter_node_cost`: (bytes per device, latency steps, volume over
+the NICs of a node), in symbols."""
 
 
 def inter_node_cost(
@@ -108,6 +128,10 @@ def stage_time(message_bytes: Any, cost: StageCost) -> Any:
     """``t(M) = L + M * v / rate`` for a stage cost ``(L, v, rate)``."""
     startup, volume, rate = cost
     return startup + message_bytes * volume / rate
+
+
+BUCKETS_EQUATION = "m = ceil(G / b);  r = G - (m-1) b"
+"""The bucket layout of :func:`bucket_layout`, in symbols."""
 
 
 def bucket_layout(gradient_bytes: Any, bucket_bytes: Any) -> tuple[Any, Any, Any]:

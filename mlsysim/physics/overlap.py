@@ -32,6 +32,9 @@ from typing import Any
 
 from mlsysim.physics._array import maximum, where
 
+EXPOSED_EQUATION = "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G)"
+"""The closed form of :func:`exposed_communication`, in symbols (T_b: backward time)."""
+
 
 def exposed_communication(
     total_time: Any,

@@ -16,6 +16,9 @@ from typing import Any
 
 from mlsysim.physics._array import log, sqrt
 
+STRAGGLER_EQUATION = "sync = c x T1 x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)"
+"""The synchronisation cost of :func:`straggler_delay` and :func:`update_overhead`."""
+
 
 def straggler_delay(step_time: Any, accumulation_steps: Any, n_devices: Any, cv: Any) -> Any:
     """Expected wait for the slowest device: ``c * T1 * sqrt(A) * sqrt(2 ln n)`` (0 for n = 1)."""

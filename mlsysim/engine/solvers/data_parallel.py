@@ -130,7 +130,7 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         notes.append("one node: no inter-node traffic")
     else:
         notes.append(
-            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes} nodes, {x.nics_per_node:g} NIC(s) per node"
+            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes:g} nodes, {x.nics_per_node:g} NIC(s) per node"
         )
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
