@@ -296,7 +296,9 @@ def peak_flops(accelerator: Any, precision: str) -> float:
     try:
         rate = accelerator.peak_flops(precision)
     except InputError as exc:
-        raise InputError(f"{exc.message}; mfu needs it to derive step_time", loc=("precision",)) from None
+        raise InputError(
+            f"{exc.message}; mfu needs it to derive step_time", loc=("precision",)
+        ) from None
     return to_canonical(rate, "compute_rate")
 
 
@@ -433,7 +435,9 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
         if batch is not None:
             t1 = to_canonical(step, "time")
             out["training_time"] = quantity(one_device_training_time(n_samples, t1, batch), "s")
-            origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
+            origins["training_time"] = (
+                "training_tokens" if tokens is not None else "training_samples"
+            )
 
     if out.get("activation_memory") is not None:
         figures["activations"] = "given"
@@ -497,7 +501,9 @@ def derive_inputs(x: Any) -> Any:
     if _any_nan(x.step_time):
         x.step_time = _fill(
             x.step_time,
-            lambda: step_time_from_flops(x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu),
+            lambda: step_time_from_flops(
+                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
+            ),
         )
     if _any_nan(x.training_time):
 
@@ -643,19 +649,21 @@ _ACTIVATION_EQUATIONS = {
 def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, str, str]]:
     """The derivation of the derived inputs: (what, equation, numbers, value) rows for ``explain``.
 
-    ``values`` are the scenario's checked, resolved inputs.
+    ``values`` are the scenario's checked, resolved inputs. Operands are
+    printed so that they recompute the printed value (x, /, +, parentheses).
     """
     rows: list[tuple[str, str, str, str]] = []
     w = values["workload"]
     b = values["per_device_batch"]
     if job.derives("step_time"):
         f = job.flops_per_sample
-        if has_shape(w) or getattr(w, "layers", None) is not None:
+        if getattr(w, "layers", None) is not None:
+            n, s_, layers, h = w.parameter_count(), w.seq_len, w.layers, w.hidden_dim
             rows.append(
                 (
                     "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021)",
                     "F = 6 N s + 12 L h s^2",
-                    f"6 x {w.parameter_count():.6g} x {w.seq_len} + 12 x {w.layers} x {w.hidden_dim} x {w.seq_len}^2",
+                    f"6 x {n:.6g} x {s_} + 12 x {layers} x {h} x {s_} x {s_}",
                     f"{f:.6g} flop",
                 )
             )
@@ -663,17 +671,16 @@ def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, st
             forward = to_canonical(w.forward_flops_per_sample, "compute")
             rows.append(
                 (
-                    "training FLOPs per sample (forward + backward)",
+                    "training FLOPs per sample (forward + backward, Kaplan et al. 2020)",
                     "F = 3 F_forward",
                     f"3 x {forward:.6g}",
                     f"{f:.6g} flop",
                 )
             )
-        accelerator = values["accelerator"]
         rows.append(
             (
-                f"dense peak of {accelerator.name} at {values['precision']}",
-                "P",
+                f"dense peak of {values['accelerator'].name} at {values['precision']}",
+                "P (registry, no sparsity)",
                 "",
                 f"{job.peak_flops / 1e12:.6g} Tflop/s",
             )
@@ -681,7 +688,7 @@ def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, st
         t1 = to_canonical(values["step_time"], "time")
         rows.append(
             (
-                "step_time, one device (model FLOPs utilisation u)",
+                "step_time, one device (model FLOPs utilisation u; Chowdhery et al. 2022)",
                 "T1 = F b / (P u)",
                 f"{f:.6g} x {b} / ({job.peak_flops:.6g} x {values['mfu']:g})",
                 f"{t1:.6g} s",
@@ -693,7 +700,7 @@ def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, st
             tokens = to_canonical(values["training_tokens"], "tokens")
             rows.append(
                 (
-                    "samples in the job",
+                    "samples in the job (tokens / sequence length)",
                     "S = D / s",
                     f"{tokens:.6g} / {job.sequence_length:g}",
                     f"{job.samples:.6g}",
@@ -713,7 +720,8 @@ def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, st
         memory = to_canonical(values["activation_memory"], "data")
         rows.append(
             (
-                f"activations, recompute={job.recompute} (Korthikanti et al. 2022, 16-bit, layers only)",
+                f"activation memory, recompute={job.recompute} "
+                "(Korthikanti et al. 2022: 16-bit, transformer layers only)",
                 f"A_act = {equation}",
                 numbers.format(L=w.layers, s=w.seq_len, b=b, h=w.hidden_dim, a=w.heads),
                 f"{memory / 1e9:.6g} GB",
