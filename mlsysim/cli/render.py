@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsysim.engine.explain import fmt_bytes, fmt_time
+from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
 
 
@@ -44,6 +45,9 @@ def print_result(scenario: Any) -> None:
     inputs = Table(title=f"{title}: inputs", show_header=True, header_style="bold")
     inputs.add_column("input")
     inputs.add_column("value", justify="right")
+    origins = scenario.job.origins
+    if origins:
+        inputs.add_column("from")
     for key, value in scenario.fields().items():
         if key in ("name", "description"):
             continue
@@ -55,7 +59,12 @@ def print_result(scenario: Any) -> None:
             )
         if value is None:
             continue
-        inputs.add_row(key, _text(value))
+        if key in PRESETS:
+            value = preset_name(key, value)
+        if origins:
+            inputs.add_row(key, _text(value), origins.get(key, ""))
+        else:
+            inputs.add_row(key, _text(value))
     console.print(inputs)
     table = Table(title=f"{title}: results", show_header=True, header_style="bold")
     table.add_column("result")

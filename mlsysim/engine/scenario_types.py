@@ -24,6 +24,7 @@ from mlsysim.engine.job import (
     Job,
     normalize_given,
     plain_job,
+    preset_name,
     resolve,
     wants_derivation,
     warn_measured,
@@ -280,7 +281,9 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}}``.
+        """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}, "derived": {...}}``.
+
+        ``derived`` maps each input a preset or a derivation supplied to where it came from.
 
         Quantities are ``{"value", "unit"}``, the workload its registry name (or
         its figures), the assumptions their fields.
@@ -293,9 +296,16 @@ class DataParallelScaleOutScenario(_ScenarioFields):
                 inputs[name] = value.name
             elif name == "assumptions":
                 inputs[name] = encode(value.fields())
+            elif value is not None and FIELDS[name].kind == "preset":
+                inputs[name] = preset_name(name, value)
             else:
                 inputs[name] = encode(value)
-        return {"scenario": self.name, "description": self.description, "inputs": inputs}
+        return {
+            "scenario": self.name,
+            "description": self.description,
+            "inputs": inputs,
+            "derived": dict(self._job.origins),
+        }
 
     def __repr__(self) -> str:
         label = f"{self.name!r}" if self.name else "unnamed"

@@ -1,0 +1,70 @@
+"""Sweeps derive the derived inputs again for every layout, as the scalar solve does."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from mlsysim import Q_, DataParallelScaleOutScenario, InputError, MlsysimWarning, Models, sweep
+from mlsysim.hardware.registry import Systems
+from tests.planning.conftest import assert_table_matches_scalar
+
+LLAMA_JOB = DataParallelScaleOutScenario(
+    workload=Models.Language.Llama3_8B,
+    precision="bf16",
+    node=Systems.Nodes.DGX_H100,
+    nodes=2,
+    step_time=Q_(1.3, "s"),
+    training_tokens=Q_(1e11, "token"),
+    per_device_batch=1,
+)
+
+
+def test_batch_axis_derives_training_time_and_activations_per_layout():
+    axes = {"per_device_batch": [1, 2, 4], "nodes": [1, 4]}
+    table = sweep(LLAMA_JOB, **axes)
+    assert_table_matches_scalar(table, LLAMA_JOB, axes)
+    # activations grow with the batch: 34 s b h L = 34 x 2^30 bytes per sample
+    memory = table["memory_per_device"].reshape(3, 2)[:, 0]
+    np.testing.assert_allclose(np.diff(memory), [34 * 2**30, 2 * 34 * 2**30])
+
+
+def test_node_and_recompute_axes_fill_each_layout_from_its_own_preset():
+    axes = {
+        "node": [Systems.Nodes.DGX_H100, Systems.Nodes.DGX_A100, "DGX1_V100"],
+        "recompute": ["none", "selective", "full"],
+        "per_device_batch": [1, 2],
+    }
+    table = sweep(LLAMA_JOB, **axes)
+    assert_table_matches_scalar(
+        table,
+        LLAMA_JOB,
+        {**axes, "node": [Systems.Nodes.DGX_H100, Systems.Nodes.DGX_A100, Systems.Nodes.DGX1_V100]},
+    )
+    assert table["node"][0] == Systems.Nodes.DGX_H100.name
+
+
+def test_an_explicit_activation_axis_wins_and_none_means_derived():
+    axes = {"activation_memory": [None, Q_(10, "GB")], "per_device_batch": [1, 2]}
+    assert_table_matches_scalar(sweep(LLAMA_JOB, **axes), LLAMA_JOB, axes)
+
+
+def test_a_workload_axis_with_derived_training_time_gives_each_its_own():
+    axes = {"workload": [Models.Language.Llama3_8B, Models.Language.Llama2_7B]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MlsysimWarning)  # the measured step time is carried
+        table = sweep(LLAMA_JOB, **axes)
+        assert_table_matches_scalar(table, LLAMA_JOB, axes)
+    # 1e11 tokens: 8192-token samples for Llama 3, 4096-token samples for Llama 2
+    llama3, llama2 = table["training_time"] * table["speedup"]  # one-device times
+    assert llama2 == pytest.approx(2 * llama3, rel=1e-12)
+
+
+def test_sweeping_mfu_needs_a_scenario_that_derives_step_time_from_it():
+    with pytest.raises(InputError, match="does not derive step_time from mfu"):
+        sweep(LLAMA_JOB, mfu=[0.3, 0.4])
+
+
+def test_a_fabric_named_on_the_inter_bandwidth_axis_is_its_bandwidth():
+    table = sweep(LLAMA_JOB, inter_bandwidth=["InfiniBand_NDR", "Ethernet_100G"])
+    assert table["inter_bandwidth"].tolist() == [400.0, 100.0]
