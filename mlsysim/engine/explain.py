@@ -81,17 +81,18 @@ def explain_result(
     title: str | None = None,
     description: str | None = None,
 ) -> str:
-    """Render the derivation of ``result`` as ``"text"`` or ``"markdown"``."""
-    if format not in ("text", "markdown"):
+    """Render the derivation of ``result`` as ``"text"``, ``"markdown"`` or ``"json"``."""
+    renderers = {"text": _render_text, "markdown": _render_markdown, "json": _render_json}
+    if format not in renderers:
         from mlsysim.core.exceptions import InputError
 
-        raise InputError(f"format: expected 'text' or 'markdown', got {format!r}", field="format")
+        raise InputError(
+            f"expected one of {', '.join(renderers)}, got {format!r}", loc=("format",)
+        )
     inputs = result.inputs
-    if not inputs:
-        raise ValueError("this result carries no inputs to explain")
     steps = _derive(result, inputs)
     head = _heading(result, inputs, title, description)
-    return _render_markdown(head, steps) if format == "markdown" else _render_text(head, steps)
+    return renderers[format](head, steps)
 
 
 def _heading(
@@ -516,3 +517,20 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     if trace:
         out += ["", "**Notes**", ""] + [f"- {note}" for note in trace]
     return "\n".join(out) + "\n"
+
+
+def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {
+        "scenario": head["title"],
+        "description": head["description"],
+        "inputs": {k: {"value": v, "meaning": label} for k, (v, label) in head["inputs"].items()},
+        "model": head["model"],
+        "steps": [
+            {"quantity": what, "equation": eq, "numbers": numbers, "value": value}
+            for what, eq, numbers, value in rows
+        ],
+        "notes": list(head["result"].constraint_trace),
+    }
+    return dumps(document("explanation", body), indent=2) + "\n"

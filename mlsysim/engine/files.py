@@ -303,7 +303,7 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
             out[key] = preset_name(key, value)
             continue
         if key == "workload":
-            name = _registry_path(value)
+            name = registry_name(value)
             if name is None:
                 tables[key] = _workload_table(value)
             else:
@@ -338,7 +338,7 @@ def quantity_text(q: Any) -> str:
     return f"{number} {q.units:C}"
 
 
-def _registry_path(workload: Any) -> str | None:
+def registry_name(workload: Any) -> str | None:
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():

@@ -77,8 +77,13 @@ def _pydantic_fields() -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for f in FIELDS.values():
         annotation = Annotated[Any, WithJsonSchema(_json_schema(f))]
-        default = ... if f.default is REQUIRED else f.default
-        fields[f.name] = (annotation, pydantic.Field(default=default, description=f.label))
+        if f.default is REQUIRED:
+            spec = pydantic.Field(description=f.label)
+        elif f.default is None or isinstance(f.default, (int, float, str)):
+            spec = pydantic.Field(default=f.default, description=f.label)
+        else:  # an object (the seed Assumptions): not a JSON default
+            spec = pydantic.Field(default_factory=lambda d=f.default: d, description=f.label)
+        fields[f.name] = (annotation, spec)
     return fields
 
 
@@ -289,11 +294,12 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         its figures), the assumptions their fields.
         """
         from mlsysim.core.jsonio import encode
+        from mlsysim.engine.files import registry_name
 
         inputs: dict[str, Any] = {}
         for name, value in self.inputs().items():
             if name == "workload":
-                inputs[name] = value.name
+                inputs[name] = registry_name(value) or value.name
             elif name == "assumptions":
                 inputs[name] = encode(value.fields())
             elif value is not None and FIELDS[name].kind == "preset":
