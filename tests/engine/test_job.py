@@ -10,8 +10,8 @@ from mlsysim import (
     Q_,
     DataParallelScaleOutScenario,
     InputError,
-    Models,
     MlsysimWarning,
+    Models,
     Scenarios,
 )
 from mlsysim.engine.job import derive_inputs, flops_per_sample, has_shape
