@@ -65,6 +65,10 @@ def _json_schema(f: InputField) -> dict[str, Any]:
                 {"type": "object", "description": "Assumptions fields, 'preset' names the base"},
             ]
         }
+    elif f.kind == "number":
+        schema = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
+    elif f.kind == "preset":
+        schema = {"type": "string", "description": f"a {f.name} registry name"}
     else:
         schema = {"type": "string"}
     if f.optional:
