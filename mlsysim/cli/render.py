@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlsysim.engine.explain import fmt_bytes, fmt_time
+from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
 

@@ -21,17 +21,6 @@ from pydantic_core import PydanticCustomError
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import nonnegative_canonical, positive_canonical
 
-BYTES_PER_ELEMENT: dict[str, float] = {
-    "fp32": 4.0,
-    "tf32": 4.0,
-    "fp16": 2.0,
-    "bf16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-}
-"""Storage width of one element, in bytes, by precision name (SPEC section 4)."""
-
 
 def _describe(value: Any) -> str:
     if isinstance(value, pint.Quantity):
@@ -56,15 +45,6 @@ def check_nonnegative_int(value: Any) -> int:
     if isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     raise InputError(f"expected an integer at or above zero, got {_describe(value)}")
-
-
-def check_precision(value: Any) -> str:
-    """A precision name (case-insensitive), returned in lower case."""
-    if isinstance(value, str):
-        key = value.lower()
-        if key in BYTES_PER_ELEMENT:
-            return key
-    raise InputError(f"unknown precision {value!r}; supported: {', '.join(BYTES_PER_ELEMENT)}")
 
 
 def check_fraction(value: Any, *, allow_zero: bool = False) -> float:

@@ -22,7 +22,7 @@ from mlsysim.core.validation import (
     check_nonnegative_quantity,
     check_positive_quantity,
 )
-from mlsysim.engine.model import Choices
+from mlsysim.engine.equations import Choices
 
 Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
@@ -149,7 +149,7 @@ class Assumptions(Validated):
 
     @cached_property
     def choices(self) -> Choices:
-        """These choices as the plain values :func:`mlsysim.engine.model.evaluate` takes (cached)."""
+        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
         return Choices(
             algorithm=self.algorithm,
             intra_efficiency=self.intra_efficiency,

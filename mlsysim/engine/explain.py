@@ -15,8 +15,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.core.validation import BYTES_PER_ELEMENT
+from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.fields import FIELDS
 from mlsysim.engine.job import explain_rows, preset_name
 from mlsysim.engine.results import DataParallelScaleOutResult
@@ -36,34 +37,8 @@ from mlsysim.physics.memory import (
     communication_volume_factor,
 )
 from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import STRAGGLER_EQUATION
-
-
-def fmt_bytes(x: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.6g} {unit}"
-    return f"{x:.6g} B"
-
-
-def fmt_time(x: float) -> str:
-    if x == 0:
-        return "0 ms"
-    if abs(x) >= 3600 * 10:
-        return f"{x / 3600:.6g} h"
-    if abs(x) >= 10:
-        return f"{x:.6g} s"
-    if abs(x) >= 1e-3:
-        return f"{x * 1e3:.6g} ms"
-    return f"{x * 1e6:.6g} us"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
-
-
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
 
 
 class _Steps:
@@ -340,35 +315,32 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             f"{fmt_time(comm)} - {fmt_time(exposed)}",
             fmt_time(f.hidden_communication_time),
         )
-    sync = f.synchronization_time
     overhead = a.update_overhead_seconds() if n > 1 else 0.0
     if a.straggler_cv or a.update_overhead_seconds():
         s.add(
             "synchronization",
             STRAGGLER_EQUATION,
             f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
-            fmt_time(sync),
+            fmt_time(f.synchronization_time),
         )
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication + sync",
-            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}",
-            fmt_time(f.update_time),
-        )
-    elif a.overlap:
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication",
-            f"{fmt_time(compute)} + {fmt_time(exposed)}",
-            fmt_time(f.update_time),
-        )
+    _update_step(s, f)
+
+
+def _update_step(s: _Steps, f: Any) -> None:
+    """``update_time`` as the sum of :data:`UPDATE_TERMS` (the terms that are not zero)."""
+    terms = [t for t in UPDATE_TERMS if t == "compute_time" or getattr(f, t) != 0]
+    if terms == ["compute_time", "exposed_communication_time"] and (
+        f.exposed_communication_time == f.communication_time
+    ):
+        names = ["compute_time", "communication_time"]  # no overlap: the seed's equation
     else:
-        s.add(
-            "update",
-            "update_time = compute_time + communication_time",
-            f"{fmt_time(compute)} + {fmt_time(comm)}",
-            fmt_time(f.update_time),
-        )
+        names = terms
+    s.add(
+        "update",
+        "update_time = " + " + ".join(names),
+        " + ".join(fmt_time(getattr(f, t)) for t in names),
+        fmt_time(f.update_time),
+    )
 
 
 def _scaling_steps(s: _Steps, c: _Context) -> None:

@@ -4,7 +4,7 @@ Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of
-:class:`~mlsysim.engine.model.Inputs` of the same name, or a categorical
+:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
 choice that selects one model evaluation per value). Everything else reads
 this table: the scenario class (its pydantic fields), the solver, ``--set``,
 scenario files, sweep axes, explain's input section and the JSON schema.
@@ -43,12 +43,10 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
-    BYTES_PER_ELEMENT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.engine.job import (
@@ -60,6 +58,7 @@ from mlsysim.engine.job import (
 )
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 
 class _Required:
@@ -575,7 +574,7 @@ MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
-"""Inputs that enter :class:`~mlsysim.engine.model.Inputs` as numbers (and can be array axes)."""
+"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
 
 CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
 """Inputs that select one model evaluation per value."""
@@ -616,7 +615,7 @@ def _neutral(name: str) -> float:
 
 @functools.cache
 def _neutrals() -> dict[str, float]:
-    from mlsysim.engine.model import Inputs
+    from mlsysim.engine.equations import Inputs
 
     return {
         f.name: float(f.default)

@@ -98,7 +98,7 @@ class Job:
     activations: str = "none"  # "derived", "given" or "none" (not counted)
 
     def model_attributes(self) -> dict[str, float]:
-        """The derived attributes of :class:`~mlsysim.engine.model.Inputs` (see :func:`derive_inputs`)."""
+        """The derived attributes of :class:`~mlsysim.engine.equations.Inputs` (see :func:`derive_inputs`)."""
         return {name: getattr(self, name) for name in DERIVED_ATTRIBUTES}
 
     def derives(self, name: str) -> bool:
@@ -488,7 +488,7 @@ DERIVED_TARGETS = ("step_time", "training_time", "activation_memory")
 def derive_inputs(x: Any) -> Any:
     """Fill ``step_time``, ``training_time`` and ``activation_memory`` where they are NaN ("derive here").
 
-    ``x`` is an :class:`~mlsysim.engine.model.Inputs` whose figures may be
+    ``x`` is an :class:`~mlsysim.engine.equations.Inputs` whose figures may be
     numpy arrays (a sweep's block): a target is NaN where the layout derives
     it, a number where it was given (or swept). The formulas and their order
     are those of :func:`resolve`, so a sweep's row equals the scalar solve of

@@ -2,7 +2,7 @@
 
 Each result field is declared once in the body of
 :class:`DataParallelScaleOutResult`, with the unit it is reported in. The
-figures are held as a :class:`~mlsysim.engine.model.Figures` of floats in
+figures are held as a :class:`~mlsysim.engine.equations.Figures` of floats in
 canonical SI units and turned into Quantities when read (and cached), so a
 solve costs no more pint work than the fields a caller actually reads. The
 sweep's columns use the same declarations (:func:`result_fields`).
@@ -16,11 +16,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from mlsysim.core.units import Quantity, unit, ureg
-from mlsysim.engine.model import BOTTLENECKS, Figures
+from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
-    from mlsysim.engine.model import Choices, Inputs
+    from mlsysim.engine.equations import Choices, Inputs
 
 T = TypeVar("T")
 

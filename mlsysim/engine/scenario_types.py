@@ -121,7 +121,7 @@ def checked_inputs(
 
     Returns the checked values and the model numbers of the numeric inputs that
     are given (canonical SI floats; an input not given keeps its neutral value
-    in :class:`~mlsysim.engine.model.Inputs`). Unknown names, missing required
+    in :class:`~mlsysim.engine.equations.Inputs`). Unknown names, missing required
     inputs and bad values are reported together, located at their fields; then
     the cross-field rules run.
     """

@@ -2,7 +2,7 @@
 
 The grid of ``len(axis_1) x ... x len(axis_k)`` layouts is never built as
 rows: each numeric axis becomes an array along its own dimension, and
-:func:`mlsysim.engine.model.evaluate` (the scalar solve's equations) runs on
+:func:`mlsysim.engine.equations.evaluate` (the scalar solve's equations) runs on
 them with numpy broadcasting, so a term that depends on two axes is computed
 on those two only. Categorical fields (workload, precision, assumptions,
 zero_stage) take one ``evaluate`` call per combination of their values; large
@@ -22,9 +22,9 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
+from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
 from mlsysim.engine.job import DERIVED_TARGETS, check_axes, derive_inputs, sweep_base
-from mlsysim.engine.model import BOTTLENECKS, Figures, Inputs, evaluate
 from mlsysim.engine.results import FIELDS as RESULT_FIELDS
 from mlsysim.engine.results import field_unit, result_fields
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs

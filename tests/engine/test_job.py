@@ -15,7 +15,7 @@ from mlsysim import (
     Scenarios,
 )
 from mlsysim.engine.job import derive_inputs, flops_per_sample, has_shape
-from mlsysim.engine.model import Inputs
+from mlsysim.engine.equations import Inputs
 from mlsysim.hardware.registry import Hardware, Systems
 
 LLAMA = Models.Language.Llama3_8B

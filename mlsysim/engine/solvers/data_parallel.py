@@ -1,4 +1,4 @@
-"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.model.evaluate` -> result."""
+"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.equations.evaluate` -> result."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.fields import FIELDS, NUMERIC_FIELDS
+from mlsysim.engine.equations import Choices, Inputs, evaluate
+from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER
 from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
-from mlsysim.engine.model import Choices, Inputs, evaluate
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.hardware.types import Accelerator
 
 
 class DataParallelScaleOutModel:
     """Data-parallel training over ``nodes`` nodes of ``devices_per_node`` devices.
 
-    Equations: :func:`mlsysim.engine.model.evaluate` (the seed model, and the
+    Equations: :func:`mlsysim.engine.equations.evaluate` (the seed model, and the
     opt-in terms of docs/model.md); the keyword-only inputs and
     ``assumptions`` switch on the opt-in model. With those at their defaults,
     results are the seed's exactly. Each input is checked by its entry in the
@@ -38,16 +38,17 @@ class DataParallelScaleOutModel:
         inter_bandwidth: Quantity | None = None,
         accumulation_steps: int = 1,
         node_hour_rate: Quantity | None = None,
-        *,
-        nics_per_node: int | None = None,
-        intra_latency: Quantity | None = None,
-        inter_latency: Quantity | None = None,
-        assumptions: Assumptions | None = None,
-        device_memory: Quantity | Accelerator | None = None,
-        zero_stage: int = 0,
-        activation_memory: Quantity | None = None,
+        **opt_in: Any,
     ) -> DataParallelScaleOutResult:
-        """Evaluate one layout. ``model`` is the workload; see :class:`DataParallelScaleOutScenario` for each field."""
+        """Evaluate one layout. ``model`` is the workload.
+
+        The seed's inputs come first, by position or keyword, in the seed
+        contract's order; every opt-in input of the scenario (``nics_per_node``,
+        ``intra_latency``, ``inter_latency``, ``assumptions``, ``device_memory``,
+        ``zero_stage``, ``activation_memory``, ...: the field table
+        :data:`mlsysim.engine.fields.FIELDS`) is keyword-only. Each is checked
+        as :class:`DataParallelScaleOutScenario` checks it.
+        """
         from mlsysim.engine.scenario_types import checked_inputs
 
         given = {
@@ -63,22 +64,22 @@ class DataParallelScaleOutModel:
             "accumulation_steps": accumulation_steps,
             "node_hour_rate": node_hour_rate,
         }
-        # the opt-in inputs are checked only when given (their defaults are the table's)
-        if nics_per_node is not None:
-            given["nics_per_node"] = nics_per_node
-        if intra_latency is not None:
-            given["intra_latency"] = intra_latency
-        if inter_latency is not None:
-            given["inter_latency"] = inter_latency
-        if assumptions is not None:
-            given["assumptions"] = assumptions
-        if device_memory is not None:
-            given["device_memory"] = device_memory
-        if zero_stage != 0:
-            given["zero_stage"] = zero_stage
-        if activation_memory is not None:
-            given["activation_memory"] = activation_memory
+        for name, value in opt_in.items():
+            if name in given or name not in OPT_IN:
+                known = ", ".join(OPT_IN)
+                raise InputError(
+                    f"not an opt-in input of solve; the keyword-only inputs are: {known}",
+                    loc=(name,),
+                    owner=f"{type(self).__name__}.solve",
+                )
+            if value is not None:
+                given[name] = value
         return solve_checked(*checked_inputs(given, type(self).__name__ + ".solve"))
+
+
+OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)
+"""The keyword-only inputs of :meth:`DataParallelScaleOutModel.solve`: the field table's
+inputs beyond the seed contract's."""
 
 
 def model_inputs(values: Mapping[str, Any], numbers: Mapping[str, float] | None = None) -> Inputs:

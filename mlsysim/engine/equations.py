@@ -92,6 +92,10 @@ class Choices:
 
 SEED_CHOICES = Choices()
 
+UPDATE_TERMS = ("compute_time", "exposed_communication_time", "synchronization_time")
+"""The :class:`Figures` that add up to ``update_time``, in order; ``explain`` prints the sum
+from this list, so a new term of the update is declared here and in :func:`evaluate` only."""
+
 
 class Bottleneck(IntEnum):
     """The largest term of the update time."""
@@ -248,7 +252,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     synchronization = straggler_delay(
         x.step_time, x.accumulation_steps, n, c.straggler_cv
     ) + update_overhead(n, c.update_overhead)
-    update_time = compute_time + exposed + synchronization
+    update_time = compute_time + exposed + synchronization  # the UPDATE_TERMS
 
     speedup = n * compute_time / update_time
     training_time = x.training_time / speedup
