@@ -14,8 +14,8 @@ from mlsysim import (
     Models,
     Scenarios,
 )
-from mlsysim.engine.job import derive_inputs, flops_per_sample, has_shape
 from mlsysim.engine.equations import Inputs
+from mlsysim.engine.job import derive_inputs, flops_per_sample, has_shape
 from mlsysim.hardware.registry import Hardware, Systems
 
 LLAMA = Models.Language.Llama3_8B
