@@ -177,9 +177,12 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
     if r.job is not None:
-        s.rows += explain_rows(i, r.job)  # the inputs derived from presets and the model
+        s.rows += explain_rows(i, r.job)  # step and training time derived from the model
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
+    if r.job is not None:  # the activations, just before the memory they are part of
+        at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
+        s.rows[at:at] = explain_rows(i, r.job, part="memory")
     return s.rows
 
 

@@ -176,7 +176,7 @@ def _entry_key(kind: str, entry: Any) -> str:
     """The registry name of an entry (``DGX_H100``), or its display name."""
     registry, _ = _registry(kind)
     for path, value in registry.walk():
-        if value is entry:
+        if value is entry or value == entry:
             return str(path.rsplit(".", 1)[-1])
     return str(getattr(entry, "name", entry))
 
@@ -646,13 +646,19 @@ _ACTIVATION_EQUATIONS = {
 }
 
 
-def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, str, str]]:
+def explain_rows(
+    values: Mapping[str, Any], job: Job, part: str = "time"
+) -> list[tuple[str, str, str, str]]:
     """The derivation of the derived inputs: (what, equation, numbers, value) rows for ``explain``.
 
-    ``values`` are the scenario's checked, resolved inputs. Operands are
-    printed so that they recompute the printed value (x, /, +, parentheses).
+    ``part="time"``: step time and training time (before the model's steps);
+    ``part="memory"``: the activations (beside the memory step). ``values``
+    are the scenario's checked, resolved inputs. Operands are printed so
+    that they recompute the printed value (x, /, +, parentheses).
     """
     rows: list[tuple[str, str, str, str]] = []
+    if part == "memory":
+        return _activation_rows(values, job)
     w = values["workload"]
     b = values["per_device_batch"]
     if job.derives("step_time"):
@@ -715,6 +721,12 @@ def explain_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, st
                 f"{total / 3600:.6g} h",
             )
         )
+    return rows
+
+
+def _activation_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, str, str]]:
+    rows: list[tuple[str, str, str, str]] = []
+    w, b = values["workload"], values["per_device_batch"]
     if job.activations == "derived":
         equation, numbers = _ACTIVATION_EQUATIONS[job.recompute]
         memory = to_canonical(values["activation_memory"], "data")

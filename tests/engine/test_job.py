@@ -36,7 +36,7 @@ def test_a_node_fills_devices_links_nics_accelerator_and_memory():
     assert s.intra_latency == DGX.intra_latency
     assert s.nics_per_node == 8
     assert s.inter_bandwidth == Q_(400, "Gbps") and s.inter_latency == NDR.latency
-    assert s.accelerator is Hardware.Cloud.H100
+    assert s.accelerator == Hardware.Cloud.H100
     assert s.device_memory == Q_(80, "GB")
     assert s.job.origins["devices_per_node"] == "node DGX_H100"
     assert s.job.origins["inter_bandwidth"] == "node DGX_H100 (its NICs)"
@@ -45,7 +45,7 @@ def test_a_node_fills_devices_links_nics_accelerator_and_memory():
 
 def test_a_node_can_be_named_and_its_figures_reach_the_result():
     s = job(node="DGX_A100", nodes=2, **MEASURED)
-    assert s.node is Systems.Nodes.DGX_A100 and s.intra_bandwidth == Q_(300, "GB/s")
+    assert s.node == Systems.Nodes.DGX_A100 and s.intra_bandwidth == Q_(300, "GB/s")
     by_hand = s.variant(
         node=None,
         devices_per_node=8,
@@ -76,7 +76,7 @@ def test_a_fabric_given_as_inter_bandwidth_brings_the_latency_too():
     for spelled in (NDR, "InfiniBand_NDR"):
         s = Scenarios.Gpt2DataParallelOneNode.variant(nodes=4, inter_bandwidth=spelled)
         assert s.inter_bandwidth == Q_(400, "Gbps") and s.inter_latency == Q_(1, "us")
-        assert s.fabric is NDR
+        assert s.fabric == NDR
 
 
 def test_a_fabric_given_twice_is_refused():
@@ -95,7 +95,7 @@ def test_a_variant_derives_the_preset_fields_again():
     s = job(node=DGX, nodes=2, **MEASURED)
     a100 = s.variant(node=Systems.Nodes.DGX_A100)
     assert a100.intra_bandwidth == Q_(300, "GB/s") and a100.inter_bandwidth == Q_(200, "Gbps")
-    assert a100.accelerator is Hardware.Cloud.A100
+    assert a100.accelerator == Hardware.Cloud.A100
     unset = s.variant(node=None, nodes=1, devices_per_node=8, intra_bandwidth=Q_(450, "GB/s"))
     assert unset.nics_per_node is None and unset.accelerator is None
     assert unset.inter_bandwidth is None and unset.device_memory is None
