@@ -24,7 +24,10 @@ app = typer.Typer(
         "  mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic\n\n"
         '  mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"\n\n'
         '  mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" --deadline "1 hour"\n\n'
-        "  mlsysim run --file job.toml"
+        "  mlsysim run --file job.toml\n\n"
+        "  mlsysim run --set workload=Llama3_8B --set node=DGX_H100 --set fabric=InfiniBand_NDR "
+        '--set nodes=16 --set mfu=0.4 --set "training_tokens=1e12 token" --set per_device_batch=1\n\n'
+        "  mlsysim init job.toml"
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -24,7 +24,13 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
-from mlsysim.engine.job import DERIVED_TARGETS, check_axes, derive_inputs, sweep_base
+from mlsysim.engine.job import (
+    DERIVED_TARGETS,
+    check_axes,
+    derive_inputs,
+    preset_name,
+    sweep_base,
+)
 from mlsysim.engine.results import FIELDS as RESULT_FIELDS
 from mlsysim.engine.results import field_unit, result_fields
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
@@ -131,7 +137,10 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
     values_t = tuple(checked)
     if field == "inter_bandwidth":  # a fabric named on this axis stands for its bandwidth
         values_t = tuple(getattr(v, "bandwidth", v) for v in values_t)
-    if FIELDS[field].kind in ("workload", "choice", "assumptions", "preset"):
+    if FIELDS[field].kind == "preset":
+        labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
+        return Axis(field, column, values_t, labels=labels)
+    if FIELDS[field].kind in ("workload", "choice", "assumptions"):
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 
