@@ -92,13 +92,21 @@ def run(
 
       mlsysim run --file job.toml
     """
-    from mlsysim.cli.render import print_result, result_json
+    from mlsysim.cli.render import next_steps, print_result, result_json
 
     scenario = _scenario(name, set_, file)
     if json_:
         typer.echo(result_json(scenario))
     else:
-        print_result(scenario)
+        print_result(scenario, next_steps=next_steps(scenario, _source(name, set_, file)))
+
+
+def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
+    """The scenario as the command line named it, to repeat in a suggested command."""
+    words = [name] if name else ["--file", file or ""]
+    for text in sets or []:
+        words += ["--set", text]
+    return " ".join(f'"{w}"' if set(w) & set(" '*?$;&|<>()") else w for w in words)
 
 
 @app.command("explain")

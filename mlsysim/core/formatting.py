@@ -9,15 +9,21 @@ belongs in JSON and CSV, not here.
 
 from __future__ import annotations
 
+from typing import SupportsFloat
 
-def fmt_bytes(x: float) -> str:
+
+def fmt_bytes(value: SupportsFloat) -> str:
+    """A data size in B, kB, MB, GB or TB."""
+    x = float(value)
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if abs(x) >= scale:
             return f"{x / scale:.6g} {unit}"
     return f"{x:.6g} B"
 
 
-def fmt_time(x: float) -> str:
+def fmt_time(value: SupportsFloat) -> str:
+    """A time in us, ms, s, or hours from ten hours on."""
+    x = float(value)
     if x == 0:
         return "0 ms"
     if abs(x) >= 3600 * 10:
@@ -29,9 +35,11 @@ def fmt_time(x: float) -> str:
     return f"{x * 1e6:.6g} us"
 
 
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
+def fmt_rate(value: SupportsFloat) -> str:
+    """A bandwidth in GB/s."""
+    return f"{float(value) / 1e9:.6g} GB/s"
 
 
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
+def fmt_num(value: SupportsFloat) -> str:
+    """A plain number, six significant digits."""
+    return f"{float(value):.6g}"

@@ -22,22 +22,25 @@ import json
 import math
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
 
 import pint
 
 from mlsysim.core.exceptions import InputError
 
+JSONValue: TypeAlias = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+"""A value of a JSON document, as :func:`json.loads` returns it."""
+
 SCHEMA_VERSION = 1
 """Version of the JSON documents' layout; raised when a field changes meaning or moves."""
 
 
-def unit_text(units: Any) -> str:
+def unit_text(units: object) -> str:
     """The one spelling of a unit: the long names pint parses back (``"gigabyte / second"``)."""
     return format(units, "D")
 
 
-def encode(value: Any, *, unit: str | None = None) -> Any:
+def encode(value: object, *, unit: str | None = None) -> JSONValue:
     """A JSON-ready value: quantities (and figures with a ``unit``) as ``{"value", "unit"}``.
 
     ``unit`` says the unit of a plain number (``cost`` in ``"USD"``) or the unit
@@ -71,22 +74,22 @@ def finite(x: float) -> float:
     return x
 
 
-def decode_quantity(data: Mapping[str, Any]) -> Any:
+def decode_quantity(data: Mapping[str, JSONValue]) -> pint.Quantity:
     """The Quantity of ``{"value": x, "unit": u}``."""
     from mlsysim.core.units import ureg
 
     try:
-        return ureg.Quantity(float(data["value"]), str(data["unit"]))
+        return ureg.Quantity(float(data["value"]), str(data["unit"]))  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, pint.errors.PintError) as exc:
         raise InputError(f"expected {{'value': number, 'unit': text}}, got {data!r} ({exc})") from None
 
 
-def document(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
+def document(kind: str, body: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     """A top-level JSON document: ``{"schema_version": 1, "kind": kind, ...body}``."""
     return {"schema_version": SCHEMA_VERSION, "kind": kind, **body}
 
 
-def dumps(data: Any, **kwargs: Any) -> str:
+def dumps(data: JSONValue, **kwargs: Any) -> str:
     """Strict JSON text (``allow_nan=False``) of an encoded value."""
     kwargs.setdefault("allow_nan", False)
     return json.dumps(data, **kwargs)

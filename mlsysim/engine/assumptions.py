@@ -8,7 +8,7 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import PlainValidator
 
@@ -28,13 +28,13 @@ Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
 
 
-def _check_bool(value: Any) -> bool:
+def _check_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     raise InputError(f"expected True or False, got {value!r} ({type(value).__name__})")
 
 
-def _check_backward_fraction(value: Any) -> float:
+def _check_backward_fraction(value: object) -> float:
     x = check_fraction(value)
     if x >= 1.0:
         raise InputError(f"expected a number in (0, 1), got {value!r}")
@@ -177,7 +177,7 @@ _TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
 _TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-def assumption_from_text(name: str, value: Any) -> Any:
+def assumption_from_text(name: str, value: object) -> object:
     """The Python value of one :class:`Assumptions` field given as text (or a file's scalar)."""
     if not isinstance(value, str):
         return value
@@ -205,7 +205,7 @@ def assumption_from_text(name: str, value: Any) -> Any:
     return value
 
 
-def assumptions_of(value: Any) -> Assumptions:
+def assumptions_of(value: object) -> Assumptions:
     """An :class:`Assumptions` from ``None`` (the seed), ``"seed"``, ``"realistic"``, an
     Assumptions object, or a mapping of its fields (``preset`` names the base)."""
     if value is None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, NamedTuple, TypeAlias
+from typing import NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import is_array, where
+from mlsysim.physics._array import Array, Num, is_array, where
 from mlsysim.physics.collectives import (
     ALGORITHMS,
     StageCost,
@@ -27,9 +27,6 @@ from mlsysim.physics.collectives import (
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
 from mlsysim.physics.overlap import exposed_communication
 from mlsysim.physics.synchronization import straggler_delay, update_overhead
-
-Num: TypeAlias = "float | np.ndarray"
-"""A figure of one layout (a float) or of many (a numpy array), in canonical SI units."""
 
 
 @dataclass(slots=True)
@@ -163,15 +160,17 @@ class Figures(NamedTuple):
     cost: Num
     memory_per_device: Num
     device_memory: Num
-    fits: Any
-    inter_algorithm: Any
-    bottleneck: Any
+    fits: bool | Array
+    inter_algorithm: int | Array
+    bottleneck: int | Array
     intra_cost: StageCost
     inter_cost: StageCost
     buckets: Buckets
 
 
-def _inter_costs(x: Inputs, c: Choices, message_bytes: Num) -> tuple[StageCost, Any]:
+def _inter_costs(
+    x: Inputs, c: Choices, message_bytes: Num
+) -> tuple[StageCost, int | Array]:
     """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
     bandwidth = x.inter_bandwidth * c.inter_efficiency
     if c.algorithm != "auto":
@@ -294,7 +293,9 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     )
 
 
-def _bottleneck(compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num) -> Any:
+def _bottleneck(
+    compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num
+) -> int | Array:
     """The :class:`Bottleneck` code (an int, or an array of them) of the largest term of the update time.
 
     Exposed communication is split between the two links in proportion to
@@ -307,7 +308,7 @@ def _bottleneck(compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, 
     return _argmax_first(terms)
 
 
-def _argmax_first(terms: tuple[Num, ...]) -> np.ndarray:
+def _argmax_first(terms: tuple[Num, ...]) -> Array:
     """Index of the largest of several broadcastable arrays, the first on ties (as argmax).
 
     A chain of comparisons: ~5x faster than ``np.argmax`` over stacked arrays on

@@ -31,7 +31,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import (
@@ -60,6 +60,12 @@ from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+
+Preset: TypeAlias = "Node | Fabric | Accelerator"
+"""A registry entry that fills other inputs (``node``, ``fabric``, ``accelerator``)."""
+
 
 class _Required:
     def __repr__(self) -> str:
@@ -67,6 +73,9 @@ class _Required:
 
 
 REQUIRED: Final = _Required()
+
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | float | Preset | None"
+"""A checked input value: what a scenario holds in a field."""
 """The default of an input that must be given."""
 
 NONE_WORDS = ("none", "null")
@@ -87,18 +96,18 @@ class InputField:
     name: str
     label: str
     kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
-    check: Callable[[Any], Any]
-    parse: Callable[[str], Any]
-    default: Any = REQUIRED
+    check: Callable[[object], Value]
+    parse: Callable[[str], object]
+    default: Value | _Required = REQUIRED
     optional: bool = False
     dimension: str | None = None
     display_unit: str | None = None
     symbol: str | None = None
     numeric: bool = False
     seed: bool = False
-    canonical: Callable[[Any], float] | None = None
-    choices: tuple[Any, ...] = ()
-    checked_canonical: Callable[[Any], float] | None = None
+    canonical: Callable[[Value], float] | None = None
+    choices: tuple[str | int, ...] = ()
+    checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
 
     @property
@@ -110,7 +119,7 @@ class InputField:
         """Selects one model evaluation per value (workload, precision, assumptions, ZeRO stage)."""
         return not self.numeric and self.kind != "text"
 
-    def validate(self, value: Any) -> Any:
+    def validate(self, value: object) -> Value:
         """The checked value of a Python value, or an :class:`InputError` located at this field."""
         if value is None and (self.optional or self.kind == "text"):
             return None
@@ -121,7 +130,7 @@ class InputField:
         except UnknownNameError as exc:
             raise InputError(str(exc), loc=(self.name,)) from None
 
-    def from_text(self, text: str) -> Any:
+    def from_text(self, text: str) -> Value:
         """The checked value of ``text`` as typed on the command line or in a file."""
         if self.optional and text.strip().lower() in NONE_WORDS:
             return None
@@ -133,28 +142,31 @@ class InputField:
             raise InputError(str(exc), loc=(self.name,)) from None
         return self.validate(value)
 
-    def normalize(self, value: Any) -> tuple[Any, float | None]:
+    def normalize(self, value: object) -> tuple[Value, float | None]:
         """``(checked value, model number)``: :meth:`validate` and :meth:`to_model` in one pass.
 
         The number is None for an input that is not numeric or not given.
         """
         kind = type(value)
-        if kind is Quantity and self.checked_canonical is not None:
+        if kind is Quantity and self.checked_canonical is not None and self.dimension:
+            q = cast(Quantity, value)
             try:
-                x = to_canonical(value, self.dimension)  # type: ignore[arg-type]
+                x = to_canonical(q, self.dimension)
                 if not 0.0 < x < math.inf:
-                    x = self.checked_canonical(value)  # zero where allowed, else the error
+                    x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
                 raise exc.at(self.name) from None
-            return value, x
-        elif kind is int and value > 0 and self.kind == "count":
-            return value, float(value)
+            return q, x
+        if kind is int and self.kind == "count":
+            count = cast(int, value)
+            if count > 0:
+                return count, float(count)
         checked = self.validate(value)
         if checked is None or not self.numeric:
             return checked, None
         return checked, self.to_model(checked)
 
-    def to_model(self, value: Any) -> float:
+    def to_model(self, value: Value) -> float:
         """The float the model computes with: the canonical value, or the neutral one when None."""
         if value is None:
             return _neutral(self.name)
@@ -174,30 +186,36 @@ def parse_int(text: str) -> int:
     return int(body)
 
 
-def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[Any], Any]:
+def _count_number(value: Value) -> float:
+    """The model number of a checked count."""
+    return float(cast(int, value))
+
+
+def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[object], Value]:
     bounded = check_nonnegative_quantity if allow_zero else check_positive_quantity
     inner = bounded(dimension)
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse_quantity(value, dimension)
-        return inner(value)
+        checked: Quantity = inner(value)
+        return checked
 
     return check
 
 
-def _quantity_parse(dimension: str) -> Callable[[str], Any]:
+def _quantity_parse(dimension: str) -> Callable[[str], object]:
     return lambda text: parse_quantity(text, dimension)
 
 
-def _canonical(dimension: str) -> Callable[[Any], float]:
+def _canonical(dimension: str) -> Callable[[Value], float]:
     return lambda value: to_canonical(value, dimension)
 
 
-def _fabric_figure(attribute: str) -> Callable[[str], Any | None]:
+def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
     """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
 
-    def lookup(text: str) -> Any | None:
+    def lookup(text: str) -> Quantity | None:
         from mlsysim.hardware.registry import Systems
 
         try:
@@ -214,7 +232,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
     fabric = _fabric_figure(attribute)
 
-    def parse(text: str) -> Any:
+    def parse(text: str) -> Quantity:
         figure = fabric(text)
         if figure is not None:
             return figure
@@ -226,7 +244,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
             names = ", ".join(Systems.Fabrics.entries())
             raise InputError(f"{exc.message}; or name a fabric: {names}") from None
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         if isinstance(value, str):
             value = parse(value)
         return quantity_check(value)
@@ -234,7 +252,7 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
     return check, parse
 
 
-def _device_memory(value: Any) -> Any:
+def _device_memory(value: object) -> Value:
     """A memory size, or an accelerator (its memory capacity is taken), by entry or by name."""
     from mlsysim.hardware.types import Accelerator
 
@@ -245,7 +263,7 @@ def _device_memory(value: Any) -> Any:
     return check_positive_quantity("data")(value)
 
 
-def _parse_device_memory(text: str) -> Any:
+def _parse_device_memory(text: str) -> object:
     from mlsysim.hardware.registry import Hardware
 
     try:
@@ -254,7 +272,7 @@ def _parse_device_memory(text: str) -> Any:
         return parse_quantity(text, "data")
 
 
-def _workload(value: Any) -> Any:
+def _workload(value: object) -> Workload:
     if isinstance(value, Workload):
         return value
     if isinstance(value, str):
@@ -262,38 +280,38 @@ def _workload(value: Any) -> Any:
     return workload_of(value)
 
 
-def _workload_named(text: str) -> Any:
+def _workload_named(text: str) -> Workload:
     from mlsysim.models.registry import Models
 
     return Models.get(text.strip())
 
 
-def _assumptions(value: Any) -> Any:
+def _assumptions(value: object) -> Assumptions:
     return assumptions_of(value)
 
 
-def _assumptions_text(text: str) -> Any:
+def _assumptions_text(text: str) -> object:
     return text
 
 
 ZERO_STAGES: Final = (0, 1, 2, 3)
 
 
-def _zero_stage(value: Any) -> int:
+def _zero_stage(value: object) -> int:
     stage = check_nonnegative_int(value)
     if stage not in ZERO_STAGES:
         raise InputError(f"expected a ZeRO stage in {ZERO_STAGES}, got {value!r}")
     return stage
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
 
 
 def _count(
-    name: str, label: str, symbol: str | None, *, default: Any = REQUIRED, seed: bool = True
+    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
 ) -> InputField:
     return InputField(
         name,
@@ -305,7 +323,7 @@ def _count(
         symbol=symbol,
         numeric=True,
         seed=seed,
-        canonical=float,
+        canonical=_count_number,
     )
 
 
@@ -316,7 +334,7 @@ def _quantity(
     display_unit: str,
     symbol: str | None,
     *,
-    default: Any = REQUIRED,
+    default: Value | _Required = REQUIRED,
     optional: bool = False,
     allow_zero: bool = False,
     seed: bool = True,
@@ -363,7 +381,7 @@ def _fabric_or_link(f: InputField) -> InputField:
     """
     link_check, link_parse = f.check, f.parse
 
-    def fabric(value: Any) -> Any | None:
+    def fabric(value: object) -> Value | None:
         from mlsysim.hardware.types import Fabric
 
         if isinstance(value, Fabric):
@@ -375,11 +393,11 @@ def _fabric_or_link(f: InputField) -> InputField:
                 return None
         return None
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Value:
         found = fabric(value)
         return found if found is not None else link_check(value)
 
-    def parse(text: str) -> Any:
+    def parse(text: str) -> object:
         found = fabric(text)
         return found if found is not None else link_parse(text)
 
@@ -452,7 +470,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         symbol="k",
         numeric=True,
-        canonical=float,
+        canonical=_count_number,
     ),
     _quantity(
         "intra_latency",
@@ -624,12 +642,29 @@ def _neutrals() -> dict[str, float]:
     }
 
 
+def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
+    """Model numbers derived from several inputs: the gradient bytes and the parameter count.
+
+    G = parameters x bytes_per_element(precision), or the stated 16-bit model
+    size (:meth:`~mlsysim.Workload.gradient_bytes`).
+    """
+    workload = cast(Workload, values["workload"])
+    return {
+        "gradient_bytes": workload.gradient_bytes(cast(str, values["precision"])),
+        "parameters": workload.parameter_count(),
+    }
+
+
+DERIVED_FROM: Final = ("workload", "precision")
+"""The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
+
+
 # -- cross-field rules --------------------------------------------------------------------
 
 
-def check_together(values: Mapping[str, Any]) -> None:
+def check_together(values: Mapping[str, Value]) -> None:
     """Rules between inputs, applied after each input is checked on its own."""
-    nodes = values.get("nodes", 1)
+    nodes = cast(int, values.get("nodes", 1))
     if nodes > 1 and values.get("inter_bandwidth") is None:
         raise InputError(
             f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "

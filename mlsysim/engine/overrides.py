@@ -9,14 +9,17 @@ errors. ``assumptions.FIELD=VALUE`` changes one modeling choice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.assumptions import assumption_from_text
-from mlsysim.engine.fields import field
+from mlsysim.engine.assumptions import Assumptions, assumption_from_text
+from mlsysim.engine.fields import Value, field
+
+if TYPE_CHECKING:
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
-def coerce_field(name: str, value: Any) -> Any:
+def coerce_field(name: str, value: object) -> Value:
     """The checked value of scenario field ``name`` given as text (or a file's scalar)."""
     f = field(name)
     if isinstance(value, str):
@@ -33,7 +36,9 @@ def parse_assignment(text: str) -> tuple[str, str]:
     return name, value.strip()
 
 
-def apply_overrides(scenario: Any, assignments: Sequence[str]) -> Any:
+def apply_overrides(
+    scenario: DataParallelScaleOutScenario, assignments: Sequence[str]
+) -> DataParallelScaleOutScenario:
     """``scenario.variant(...)`` with ``FIELD=VALUE`` texts; ``assumptions.FIELD=VALUE`` sets one choice.
 
     A named scenario that is changed is renamed (``"Name [nodes=4]"``), so
@@ -41,8 +46,8 @@ def apply_overrides(scenario: Any, assignments: Sequence[str]) -> Any:
     """
     if not assignments:
         return scenario
-    changes: dict[str, Any] = {}
-    assumption_changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
+    assumption_changes: dict[str, object] = {}
     for text in assignments:
         name, value = parse_assignment(text)
         if name.startswith("assumptions."):
@@ -54,7 +59,7 @@ def apply_overrides(scenario: Any, assignments: Sequence[str]) -> Any:
             continue
         changes[name] = coerce_field(name, value)
     if assumption_changes:
-        base = changes.get("assumptions", scenario.assumptions)
+        base = cast(Assumptions, changes.get("assumptions", scenario.assumptions))
         try:
             changes["assumptions"] = base.variant(**assumption_changes)
         except InputError as exc:
@@ -64,11 +69,11 @@ def apply_overrides(scenario: Any, assignments: Sequence[str]) -> Any:
     return scenario.variant(**changes)
 
 
-def scenario_from_assignments(assignments: Sequence[str]) -> Any:
+def scenario_from_assignments(assignments: Sequence[str]) -> DataParallelScaleOutScenario:
     """A new scenario from ``FIELD=VALUE`` texts alone (``mlsysim run --set ...`` without a name)."""
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
     for text in assignments:
         name, value = parse_assignment(text)
         if name.startswith("assumptions."):

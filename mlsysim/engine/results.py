@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from mlsysim.core.units import Quantity, unit, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
     from mlsysim.engine.equations import Choices, Inputs
+    from mlsysim.engine.fields import Value
 
 T = TypeVar("T")
 
@@ -67,31 +69,31 @@ class ResultField(Generic[T]):
     @overload
     def __get__(self, obj: DataParallelScaleOutResult, owner: type) -> T: ...
 
-    def __get__(self, obj: DataParallelScaleOutResult | None, owner: type) -> Any:
+    def __get__(self, obj: DataParallelScaleOutResult | None, owner: type) -> T | ResultField[T]:
         if obj is None:
             return self
         return self.read(obj)
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
-        return float(getattr(result.figures, self.name))
+    def read(self, result: DataParallelScaleOutResult) -> T:
+        return cast(T, float(getattr(result.figures, self.name)))
 
 
 class QuantityField(ResultField[Quantity]):
     kind = "quantity"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> Quantity:
         cache = result._cache
         q = cache.get(self.name)
         if q is None:
             raw = getattr(result.figures, self.name)
             q = cache[self.name] = ureg.Quantity(raw * self.factor, unit(self.unit or ""))
-        return q
+        return cast(Quantity, q)
 
 
 class OptionalQuantityField(ResultField["Quantity | None"]):
     kind = "quantity"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> Quantity | None:
         raw = getattr(result.figures, self.name)
         if raw != raw:
             return None
@@ -101,7 +103,7 @@ class OptionalQuantityField(ResultField["Quantity | None"]):
 class IntField(ResultField[int]):
     kind = "int"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> int:
         return int(getattr(result.figures, self.name))
 
 
@@ -110,7 +112,7 @@ class MoneyField(ResultField["float | None"]):
 
     kind = "money"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> float | None:
         raw = float(getattr(result.figures, self.name))
         return None if math.isnan(raw) else raw
 
@@ -124,14 +126,14 @@ class LabelField(ResultField[str]):
         super().__init__(doc=doc)
         self._read = read
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> str:
         return self._read(result)
 
 
 class FitsField(ResultField["bool | None"]):
     kind = "bool"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> bool | None:
         if result.figures.device_memory != result.figures.device_memory:
             return None  # unknown device memory: no verdict
         return bool(result.figures.fits)
@@ -140,15 +142,15 @@ class FitsField(ResultField["bool | None"]):
 class TraceField(ResultField["tuple[str, ...]"]):
     kind = "notes"
 
-    def read(self, result: DataParallelScaleOutResult) -> Any:
+    def read(self, result: DataParallelScaleOutResult) -> tuple[str, ...]:
         trace = result._cache.get("constraint_trace")
         if trace is None:
             trace = result._cache["constraint_trace"] = tuple(result._trace())
-        return trace
+        return cast("tuple[str, ...]", trace)
 
 
 def _inter_algorithm(r: DataParallelScaleOutResult) -> str:
-    return ALGORITHMS[int(r.figures.inter_algorithm)] if r.inputs["nodes"] > 1 else "none"
+    return ALGORITHMS[int(r.figures.inter_algorithm)] if cast(int, r.inputs["nodes"]) > 1 else "none"
 
 
 class DataParallelScaleOutResult:
@@ -168,10 +170,10 @@ class DataParallelScaleOutResult:
 
     _declared: list[str] = []
     figures: Figures
-    inputs: Mapping[str, Any]
+    inputs: Mapping[str, Value]
     choices: Choices
     model_inputs: Inputs
-    _cache: dict[str, Any]
+    _cache: dict[str, object]
     _trace_of: Callable[[DataParallelScaleOutResult], tuple[str, ...]]
 
     # the seed's result fields, in the order of the seed contract
@@ -213,7 +215,7 @@ class DataParallelScaleOutResult:
     def __init__(
         self,
         figures: Figures,
-        inputs: Mapping[str, Any],
+        inputs: Mapping[str, Value],
         choices: Choices,
         model_inputs: Inputs,
         *,
@@ -230,19 +232,19 @@ class DataParallelScaleOutResult:
 
     @property
     def devices_per_node(self) -> int:
-        return int(self.inputs["devices_per_node"])
+        return cast(int, self.inputs["devices_per_node"])
 
     def _trace(self) -> tuple[str, ...]:
         return self._trace_of(self)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
             f"{type(self).__name__} is immutable; use scenario.variant(...) to change inputs"
         )
 
     __delattr__ = __setattr__  # type: ignore[assignment]
 
-    def _key(self) -> tuple[Any, ...]:
+    def _key(self) -> tuple[object, ...]:
         return tuple(_hashable(getattr(self, name)) for name in FIELDS if name != "constraint_trace")
 
     def __eq__(self, other: object) -> bool:
@@ -262,11 +264,11 @@ class DataParallelScaleOutResult:
             f"cost={self.cost!r})"
         )
 
-    def raw(self, name: str) -> Any:
+    def raw(self, name: str) -> float:
         """A figure's value as a float in canonical SI units (seconds, bytes)."""
         return getattr(self.figures, name)
 
-    def to_dict(self, *, seed_only: bool = False) -> dict[str, Any]:
+    def to_dict(self, *, seed_only: bool = False) -> dict[str, JSONValue]:
         """Plain Python values in the project's JSON encoding (``{"value": x, "unit": u}``)."""
         from mlsysim.core.jsonio import encode
 
@@ -289,7 +291,7 @@ class DataParallelScaleOutResult:
         return explain_result(self, format=format)
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: object) -> object:
     if isinstance(value, Quantity):
         return (float(value.magnitude), str(value.units))
     return value
@@ -298,7 +300,7 @@ def _hashable(value: Any) -> Any:
 FIELDS: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
 """Every result field: the seed's, then those of the opt-in model."""
 
-_RESULT_FIELDS: dict[str, ResultField[Any]] = {
+_RESULT_FIELDS: dict[str, ResultField[object]] = {
     name: DataParallelScaleOutResult.__dict__[name] for name in FIELDS
 }
 
@@ -306,7 +308,7 @@ SEED_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if _RESULT_FIELDS[n].seed
 """The seed contract's result fields, in its order."""
 
 
-def result_fields() -> Mapping[str, ResultField[Any]]:
+def result_fields() -> Mapping[str, ResultField[object]]:
     """Every declared result field by name, in declaration order."""
     return MappingProxyType(_RESULT_FIELDS)
 

@@ -10,14 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import pydantic
 from pydantic import WithJsonSchema
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.validation import input_error
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, REQUIRED, InputField, check_together
+from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.fields import (
+    DERIVED_FROM,
+    FIELDS,
+    MODEL_FIELDS,
+    REQUIRED,
+    InputField,
+    Value,
+    check_together,
+    derived_numbers,
+)
 from mlsysim.engine.job import (
     DERIVABLE,
     NO_JOB,
@@ -30,12 +40,16 @@ from mlsysim.engine.job import (
     warn_measured,
 )
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.models.types import Workload
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
 
 
-def _json_schema(f: InputField) -> dict[str, Any]:
+def _json_schema(f: InputField) -> dict[str, object]:
     """The JSON Schema of one input in the project's JSON encoding (see docs/json.md)."""
     if f.kind in ("count", "index"):
-        schema: dict[str, Any] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
+        schema: dict[str, object] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
         if f.choices:
             schema["enum"] = list(f.choices)
     elif f.kind == "quantity":
@@ -78,7 +92,7 @@ def _json_schema(f: InputField) -> dict[str, Any]:
 
 
 def _pydantic_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # pydantic's (annotation, FieldInfo) pairs
     for f in FIELDS.values():
         annotation = Annotated[Any, WithJsonSchema(_json_schema(f))]
         if f.default is REQUIRED:
@@ -98,7 +112,9 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 )
 
 
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in FIELDS.values() if not f.required}
+_DEFAULTS: dict[str, Value] = {
+    f.name: cast(Value, f.default) for f in FIELDS.values() if not f.required
+}
 _DEFAULT_NUMBERS: dict[str, float] = {
     name: FIELDS[name].to_model(value)
     for name, value in _DEFAULTS.items()
@@ -108,11 +124,11 @@ _REQUIRED: tuple[str, ...] = tuple(f.name for f in FIELDS.values() if f.required
 
 
 def checked_inputs(
-    data: Mapping[str, Any],
+    data: Mapping[str, object],
     owner: str,
-    base: Mapping[str, Any] | None = None,
+    base: Mapping[str, Value] | None = None,
     base_numbers: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Any], dict[str, float], Job]:
+) -> tuple[dict[str, Value], dict[str, float], Job]:
     """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
 
     Presets and derivations (:func:`mlsysim.engine.job.resolve`) then fill
@@ -175,6 +191,8 @@ def checked_inputs(
         check_together(values)
     except InputError as exc:
         raise exc.at(owner=owner) from None
+    if base is None or any(name in data for name in DERIVED_FROM):
+        numbers.update(derived_numbers(values))
     return values, numbers, job
 
 
@@ -228,7 +246,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
     _job: Job = pydantic.PrivateAttr(default=NO_JOB)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         values, numbers, job = checked_inputs(data, type(self).__name__)
         super().__init__(**values)
         self._numbers = numbers
@@ -247,11 +265,11 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         f = self._job.flops_per_sample
         return None if f != f else quantity(f, "flop")
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, Value]:
         """Every input and its value, as a new dict (no copies of the values)."""
         return {name: getattr(self, name) for name in FIELDS}
 
-    def variant(self, **changes: Any) -> DataParallelScaleOutScenario:
+    def variant(self, **changes: object) -> DataParallelScaleOutScenario:
         """A copy with some inputs changed; only those are checked (the rest already were)."""
         base, base_numbers = self.fields(), self._numbers
         if self._job.origins:  # derived inputs are derived again from the changed ones
@@ -265,12 +283,12 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         values, numbers, job = checked_inputs(
             changes, type(self).__name__, base=base, base_numbers=base_numbers
         )
-        copy = type(self).model_construct(**values)
+        copy = type(self).model_construct(**cast("dict[str, Any]", values))
         copy._numbers = numbers
         copy._job = job
         return copy
 
-    def inputs(self) -> dict[str, Any]:
+    def inputs(self) -> dict[str, Value]:
         """The solver's inputs (every field but ``name`` and ``description``)."""
         return {name: getattr(self, name) for name in MODEL_FIELDS}
 
@@ -289,7 +307,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
             self.result, format=format, title=self.name, description=self.description
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}, "derived": {...}}``.
 
         ``derived`` maps each input a preset or a derivation supplied to where it came from.
@@ -300,12 +318,13 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         from mlsysim.core.jsonio import encode
         from mlsysim.engine.files import registry_name
 
-        inputs: dict[str, Any] = {}
+        inputs: dict[str, JSONValue] = {}
         for name, value in self.inputs().items():
             if name == "workload":
-                inputs[name] = registry_name(value) or value.name
+                workload = cast(Workload, value)
+                inputs[name] = registry_name(workload) or workload.name
             elif name == "assumptions":
-                inputs[name] = encode(value.fields())
+                inputs[name] = encode(cast(Assumptions, value).fields())
             elif value is not None and FIELDS[name].kind == "preset":
                 inputs[name] = preset_name(name, value)
             else:

@@ -52,8 +52,8 @@ def _result_model() -> type[pydantic.BaseModel]:
 def _document(kind: str, **body: Any) -> type[pydantic.BaseModel]:
     model: type[pydantic.BaseModel] = pydantic.create_model(
         kind.capitalize() + "Document",
-        schema_version=(Literal[SCHEMA_VERSION], SCHEMA_VERSION),  # type: ignore[valid-type]
-        kind=(Literal[kind], kind),  # type: ignore[valid-type]
+        schema_version=(Literal[SCHEMA_VERSION], SCHEMA_VERSION),  # type: ignore[arg-type]
+        kind=(Literal[kind], kind),  # type: ignore[arg-type]
         **body,
     )
     return model

@@ -24,9 +24,9 @@ Sources:
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from mlsysim.physics._array import ceil, log2, maximum, minimum
+from mlsysim.physics._array import Num, ceil, log2, maximum, minimum
 
 ALGORITHMS = ("ring", "hierarchical", "tree")
 """AllReduce algorithms across nodes; ``auto`` picks the fastest of these."""
@@ -39,16 +39,16 @@ class StageCost(NamedTuple):
     message, ``rate`` in bytes per second. Floats, or numpy arrays in a sweep.
     """
 
-    startup: Any
-    volume: Any
-    rate: Any
+    startup: Num
+    volume: Num
+    rate: Num
 
 
 RING_FACTOR_EQUATION = "f(k) = 2(k-1)/k"
 """The ring AllReduce volume factor, as :func:`ring_allreduce_factor` computes it."""
 
 
-def ring_allreduce_factor(k: Any) -> Any:
+def ring_allreduce_factor(k: Num) -> Num:
     """Bytes each rank sends in a ring AllReduce, per byte of buffer: f(k) = 2(k-1)/k.
 
     A reduce-scatter then an all-gather, each moving (k-1)/k of the buffer per
@@ -58,7 +58,7 @@ def ring_allreduce_factor(k: Any) -> Any:
 
 
 def intra_node_cost(
-    devices_per_node: Any, bandwidth: Any, latency: Any = 0.0
+    devices_per_node: Num, bandwidth: Num, latency: Num = 0.0
 ) -> StageCost:
     """Cost of the AllReduce stage inside a node: ``(L, v, rate)``, the same for every algorithm.
 
@@ -88,11 +88,11 @@ the NICs of a node), in symbols."""
 
 def inter_node_cost(
     algorithm: str,
-    devices_per_node: Any,
-    nodes: Any,
-    bandwidth: Any,
-    nics: Any = 1,
-    latency: Any = 0.0,
+    devices_per_node: Num,
+    nodes: Num,
+    bandwidth: Num,
+    nics: Num = 1,
+    latency: Num = 0.0,
 ) -> StageCost:
     """Cost of the AllReduce stage across nodes: ``(L, v, rate)``, zero for one node.
 
@@ -124,7 +124,7 @@ def inter_node_cost(
     raise ValueError(f"unknown AllReduce algorithm {algorithm!r}; expected one of {ALGORITHMS}")
 
 
-def stage_time(message_bytes: Any, cost: StageCost) -> Any:
+def stage_time(message_bytes: Num, cost: StageCost) -> Num:
     """``t(M) = L + M * v / rate`` for a stage cost ``(L, v, rate)``."""
     startup, volume, rate = cost
     return startup + message_bytes * volume / rate
@@ -134,7 +134,7 @@ BUCKETS_EQUATION = "m = ceil(G / b);  r = G - (m-1) b"
 """The bucket layout of :func:`bucket_layout`, in symbols."""
 
 
-def bucket_layout(gradient_bytes: Any, bucket_bytes: Any) -> tuple[Any, Any, Any]:
+def bucket_layout(gradient_bytes: Num, bucket_bytes: Num) -> tuple[Num, Num, Num]:
     """Split the gradient into DDP buckets: (count m, full bucket size b, last bucket size r).
 
     m = ceil(G / b); the last bucket holds r = G - (m-1) b. A bucket larger than

@@ -8,8 +8,6 @@ Micikevicius et al. 2022, "FP8 Formats for Deep Learning").
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlsysim.core.exceptions import InputError
 
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -25,7 +23,7 @@ BYTES_PER_ELEMENT: dict[str, float] = {
 
 
 
-def check_precision(value: Any) -> str:
+def check_precision(value: object) -> str:
     """A precision name (case-insensitive), returned in lower case."""
     if isinstance(value, str):
         key = value.lower()

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.equations import Choices, Inputs, evaluate
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER
+from mlsysim.engine.fields import (
+    FIELDS,
+    MODEL_FIELDS,
+    NUMERIC_FIELDS,
+    SOLVE_ORDER,
+    Value,
+    derived_numbers,
+)
 from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
 
@@ -27,7 +34,7 @@ class DataParallelScaleOutModel:
 
     def solve(
         self,
-        model: Any,
+        model: object,
         precision: str,
         step_time: Quantity,
         training_time: Quantity,
@@ -38,7 +45,7 @@ class DataParallelScaleOutModel:
         inter_bandwidth: Quantity | None = None,
         accumulation_steps: int = 1,
         node_hour_rate: Quantity | None = None,
-        **opt_in: Any,
+        **opt_in: object,
     ) -> DataParallelScaleOutResult:
         """Evaluate one layout. ``model`` is the workload.
 
@@ -82,25 +89,21 @@ OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)
 inputs beyond the seed contract's."""
 
 
-def model_inputs(values: Mapping[str, Any], numbers: Mapping[str, float] | None = None) -> Inputs:
+def model_inputs(values: Mapping[str, Value], numbers: Mapping[str, float] | None = None) -> Inputs:
     """The numeric :class:`Inputs` of checked input values (canonical SI floats).
 
     ``numbers`` are the model numbers the check already computed; without them
     they are computed here. An input not given keeps its Inputs default, its
     neutral value.
     """
-    workload, precision = values["workload"], values["precision"]
     if numbers is None:
         numbers = {
             name: FIELDS[name].to_model(value)
             for name in NUMERIC_FIELDS
             if (value := values.get(name)) is not None
         }
-    return Inputs(
-        gradient_bytes=workload.gradient_bytes(precision),
-        parameters=workload.parameter_count(),
-        **numbers,
-    )
+        numbers.update(derived_numbers(values))
+    return Inputs(**numbers)
 
 
 def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
@@ -110,14 +113,16 @@ def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
 
 
 def solve_checked(
-    values: Mapping[str, Any], numbers: Mapping[str, float] | None = None, job: Job | None = None
+    values: Mapping[str, Value],
+    numbers: Mapping[str, float] | None = None,
+    job: Job | None = None,
 ) -> DataParallelScaleOutResult:
     """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again.
 
     ``job`` says which inputs were derived (:mod:`mlsysim.engine.job`), for the notes and explain.
     """
     x = model_inputs(values, numbers)
-    c = choices_of(values["assumptions"], values["zero_stage"])
+    c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
     return DataParallelScaleOutResult(
         evaluate(x, c), values, c, x, trace=constraint_trace, job=job or plain_job(values)
     )
@@ -130,15 +135,20 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")
     else:
-        notes.append(
-            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes:g} nodes, {x.nics_per_node:g} NIC(s) per node"
-        )
+        nics = f"{x.nics_per_node:g} NIC{'s' if x.nics_per_node != 1 else ''} per node"
+        n, d, big_n = int(v.n_devices), int(x.devices_per_node), int(x.nodes)
+        over = {
+            "ring": f"one flat ring over all {n} devices ({big_n} nodes x {d})",
+            "hierarchical": f"hierarchical: each device's 1/{d} shard on a ring over the {big_n} nodes",
+            "tree": f"double binary tree over the {big_n} nodes, each device's 1/{d} shard",
+        }[r.inter_algorithm]
+        notes.append(f"inter-node AllReduce: {over}, {nics}")
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
     comm = v.communication_time
-    if comm > 0:
+    if comm > 0 and x.nodes > 1:
         inter_share = v.inter_time / comm
-        notes.append(f"inter-node link carries {inter_share:.1%} of the communication time")
+        notes.append(f"the inter-node stage takes {inter_share:.1%} of the communication time")
     notes.append(f"bottleneck: {r.bottleneck}")
     if c.overlap:
         notes.append(
