@@ -364,6 +364,11 @@ def _quantity(
     )
 
 
+def _fraction_number(value: Value) -> float:
+    """The model number of a checked fraction (``mfu``): the float itself."""
+    return float(cast(float, value))
+
+
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
     check = {"node": check_node, "fabric": check_fabric, "accelerator": check_accelerator}[name]
@@ -550,7 +555,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         symbol="u",
         numeric=True,
-        canonical=float,
+        canonical=_fraction_number,
     ),
     _quantity(
         "training_tokens",

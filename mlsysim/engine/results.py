@@ -168,6 +168,9 @@ class DataParallelScaleOutResult:
 
     __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
+    job: Any
+    """The :class:`mlsysim.engine.job.Job` of the scenario: which inputs were derived, and from what."""
+
     _declared: list[str] = []
     figures: Figures
     inputs: Mapping[str, Value]
