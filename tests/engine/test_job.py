@@ -250,3 +250,12 @@ def test_derive_inputs_fills_only_where_a_target_is_nan():
     np.testing.assert_array_equal(x.step_time, [2.0, 4.0, 8.0])
     np.testing.assert_array_equal(x.training_time, [2000.0] * 3)  # 1000 samples x 2 s per sample
     np.testing.assert_array_equal(x.activation_memory, [3.0, 5.0, 12.0])
+
+
+def test_a_cloud_node_brings_its_hourly_price():
+    s = job(node="AWS_p5_48xlarge", nodes=2, **MEASURED)
+    assert s.node_hour_rate == Q_(98.32, "USD/hour")
+    assert s.job.origins["node_hour_rate"] == "node AWS_p5_48xlarge"
+    hours = s.result.training_time.to("hour").magnitude
+    assert s.result.cost == pytest.approx(hours * 2 * 98.32, rel=1e-12)
+    assert job(node=DGX, **MEASURED).node_hour_rate is None  # sold, not rented: no list price
