@@ -364,6 +364,15 @@ def _quantity(
     )
 
 
+def _derivable(f: InputField) -> InputField:
+    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.job`).
+
+    It may be left out or cleared (None, ``none`` on the command line); the
+    scenario reports it missing only when nothing derives it.
+    """
+    return dataclasses.replace(f, optional=True)
+
+
 def _fraction_number(value: Value) -> float:
     """The model number of a checked fraction (``mfu``): the float itself."""
     return float(cast(float, value))
@@ -430,18 +439,20 @@ _TABLE: tuple[InputField, ...] = (
         seed=True,
         choices=tuple(BYTES_PER_ELEMENT),
     ),
-    _quantity("step_time", "one device, one local step", "time", "s", "T1"),
-    _quantity("training_time", "one device, the whole run", "time", "hour", "T_train"),
+    _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
+    _derivable(_quantity("training_time", "one device, the whole run", "time", "hour", "T_train")),
     _count("per_device_batch", "samples per device per step", "b"),
-    _count("devices_per_node", "devices in each node", "d"),
+    _derivable(_count("devices_per_node", "devices in each node", "d")),
     _count("nodes", "nodes", "N", default=1),
-    _quantity(
-        "intra_bandwidth",
-        "link inside a node, per direction",
-        "bandwidth",
-        "GB/s",
-        "B_intra",
-        fabric_attribute="bandwidth",
+    _derivable(
+        _quantity(
+            "intra_bandwidth",
+            "link inside a node, per direction",
+            "bandwidth",
+            "GB/s",
+            "B_intra",
+            fabric_attribute="bandwidth",
+        )
     ),
     _fabric_or_link(
         _quantity(

@@ -149,11 +149,8 @@ def checked_inputs(
             raise exc.at(owner=owner) from None
     if base is None:
         values, numbers = dict(_DEFAULTS), dict(_DEFAULT_NUMBERS)
-        missing = [name for name in _REQUIRED if name not in data]
     else:
         values, numbers = dict(base), dict(base_numbers or {})
-        missing = [name for name in DERIVABLE if values.get(name) is None and name not in data]
-    errors += [_missing(name) for name in missing if name not in DERIVABLE]
     for name, value in data.items():
         f = FIELDS.get(name)
         if f is None:
@@ -171,6 +168,8 @@ def checked_inputs(
             numbers[name] = number
         elif name in numbers:
             del numbers[name]
+    missing = [name for name in _REQUIRED if values.get(name) is None]
+    errors += [_missing(name) for name in missing if name not in DERIVABLE]
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)

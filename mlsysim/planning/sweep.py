@@ -262,7 +262,21 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
                 shape = [1] * ndim
                 shape[p] = len(values)
                 arrays[axes[p].field] = values.reshape(shape)
-            yield choices, tuple(index), derive_inputs(Inputs(**arrays))
+            yield choices, tuple(index), _derived(Inputs(**arrays))
+
+
+def _derived(x: Inputs) -> Inputs:
+    """:func:`~mlsysim.engine.job.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
+    derive_inputs(x)
+    for name in ("step_time", "training_time"):
+        if np.isnan(getattr(x, name)).any():
+            raise InputError(
+                f"sweep: {name}=none on an axis, and the scenario has nothing to derive it from "
+                "(step_time: mfu with a node or accelerator; training_time: training_tokens or "
+                "training_samples)",
+                field=name,
+            )
+    return x
 
 
 def _axis_number(field: str, value: Any) -> float:

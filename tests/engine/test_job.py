@@ -259,3 +259,13 @@ def test_a_cloud_node_brings_its_hourly_price():
     hours = s.result.training_time.to("hour").magnitude
     assert s.result.cost == pytest.approx(hours * 2 * 98.32, rel=1e-12)
     assert job(node=DGX, **MEASURED).node_hour_rate is None  # sold, not rented: no list price
+
+
+def test_clearing_a_measured_time_lets_it_be_derived():
+    s = job(node=DGX, **MEASURED)
+    derived = s.variant(
+        step_time=None, mfu=0.4, training_time=None, training_tokens=Q_(1e9, "token")
+    )
+    assert derived.job.derives("step_time") and derived.job.derives("training_time")
+    with pytest.raises(InputError, match="step_time: required field is missing; or give mfu"):
+        s.variant(step_time=None)

@@ -68,3 +68,32 @@ def test_sweeping_mfu_needs_a_scenario_that_derives_step_time_from_it():
 def test_a_fabric_named_on_the_inter_bandwidth_axis_is_its_bandwidth():
     table = sweep(LLAMA_JOB, inter_bandwidth=["InfiniBand_NDR", "Ethernet_100G"])
     assert table["inter_bandwidth"].tolist() == [400.0, 100.0]
+
+
+FLOPS_JOB = LLAMA_JOB.variant(step_time=None, mfu=0.4, nodes=4)
+
+
+def test_step_time_from_flops_is_derived_again_per_node_mfu_and_batch():
+    axes = {
+        "node": [Systems.Nodes.DGX_H100, Systems.Nodes.DGX_A100],
+        "mfu": [0.3, 0.5],
+        "per_device_batch": [1, 2],
+    }
+    table = sweep(FLOPS_JOB, **axes)
+    assert_table_matches_scalar(table, FLOPS_JOB, axes)
+    # compute per update = F b / (P u): the A100's 312 Tflop/s against the H100's 989.4
+    compute = table["compute_time"].reshape(2, 2, 2)
+    np.testing.assert_allclose(compute[1] / compute[0], 989.4 / 312, rel=1e-12)
+    np.testing.assert_allclose(compute[:, 0, :] / compute[:, 1, :], 0.5 / 0.3, rel=1e-12)
+    np.testing.assert_allclose(compute[:, :, 1] / compute[:, :, 0], 2.0, rel=1e-12)
+
+
+def test_a_measured_step_time_on_an_axis_wins_over_mfu():
+    axes = {"step_time": [Q_(1, "s"), Q_(2, "s")], "per_device_batch": [1, 2]}
+    table = sweep(FLOPS_JOB, **axes)
+    assert table["compute_time"].tolist() == [1000.0, 1000.0, 2000.0, 2000.0]
+
+
+def test_a_time_cleared_on_an_axis_needs_something_to_derive_it():
+    with pytest.raises(InputError, match="step_time=none on an axis"):
+        sweep(LLAMA_JOB, step_time=[None, Q_(1, "s")])
