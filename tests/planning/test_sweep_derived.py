@@ -83,9 +83,9 @@ def test_step_time_from_flops_is_derived_again_per_node_mfu_and_batch():
     assert_table_matches_scalar(table, FLOPS_JOB, axes)
     # compute per update = F b / (P u): the A100's 312 Tflop/s against the H100's 989.4
     compute = table["compute_time"].reshape(2, 2, 2)
-    np.testing.assert_allclose(compute[1] / compute[0], 989.4 / 312, rel=1e-12)
-    np.testing.assert_allclose(compute[:, 0, :] / compute[:, 1, :], 0.5 / 0.3, rel=1e-12)
-    np.testing.assert_allclose(compute[:, :, 1] / compute[:, :, 0], 2.0, rel=1e-12)
+    np.testing.assert_allclose(compute[1] / compute[0], 989.4 / 312, rtol=1e-12)
+    np.testing.assert_allclose(compute[:, 0, :] / compute[:, 1, :], 0.5 / 0.3, rtol=1e-12)
+    np.testing.assert_allclose(compute[:, :, 1] / compute[:, :, 0], 2.0, rtol=1e-12)
 
 
 def test_a_measured_step_time_on_an_axis_wins_over_mfu():
