@@ -232,6 +232,15 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
     The table of every input is :data:`mlsysim.engine.fields.FIELDS`.
 
+    A job from the hardware and the model (:mod:`mlsysim.engine.job`):
+    ``node``, ``fabric`` and ``accelerator`` presets fill the inputs they
+    describe (an input given explicitly wins); ``mfu`` derives ``step_time``
+    from the workload's FLOPs and the accelerator's peak, ``training_tokens``
+    or ``training_samples`` derive ``training_time``, and ``activation_memory``
+    is derived from the workload's shape (``recompute``: none, selective,
+    full). ``job.origins`` says what came from where; ``variant`` derives
+    the derived inputs again.
+
     >>> from mlsysim import Scenarios
     >>> case = Scenarios.Gpt2DataParallelOneNode
     >>> type(case.result).__name__
