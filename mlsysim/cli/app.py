@@ -27,13 +27,35 @@ app = typer.Typer(
         "  mlsysim run --file job.toml\n\n"
         "  mlsysim run --set workload=Llama3_8B --set node=DGX_H100 --set fabric=InfiniBand_NDR "
         '--set nodes=16 --set mfu=0.4 --set "training_tokens=1e12 token" --set per_device_batch=1\n\n'
-        "  mlsysim init job.toml"
+        "  mlsysim init job.toml\n\n"
+        "  mlsysim --registry my_cluster.toml registry nodes"
     ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+@app.callback()
+def _global_options(
+    registry: list[str] | None = typer.Option(
+        None,
+        "--registry",
+        metavar="FILE",
+        help=(
+            "Add or replace registry entries (accelerators, nodes, fabrics, prices, models) "
+            "from a TOML file before the command runs; repeatable, later files win. "
+            "'mlsysim registry' shows where each entry came from."
+        ),
+    ),
+) -> None:
+    """Options that apply to every command."""
+    if registry:
+        from mlsysim.core.registry import load_registry
+
+        for path in registry:
+            load_registry(path)
 
 
 def _scenario(name: str | None, sets: list[str] | None, file: str | None = None) -> Any:
@@ -61,13 +83,16 @@ def registry(
         False, "--sources", help="Also print each entry's source and note."
     ),
 ) -> None:
-    """List the registry entries (the names --set and scenario files accept), with their key figures.
+    """List the registry entries (the names --set and scenario files accept), with their key figures
+    and the file each comes from (built-in, or a --registry file).
 
     Examples:
 
       mlsysim registry fabrics
 
       mlsysim registry models --sources
+
+      mlsysim --registry my_cluster.toml registry nodes
     """
     from mlsysim.cli.render import registry_lines
 
@@ -145,11 +170,13 @@ def _register_commands() -> None:
     from mlsysim.cli.calibrate import calibrate_app
     from mlsysim.cli.init import init_command
     from mlsysim.cli.sweep import plan_command, sweep_command
+    from mlsysim.cli.ui import ui_command
     from mlsysim.cli.validate import validate_app
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
     app.command("init")(init_command)
+    app.command("ui")(ui_command)
     app.add_typer(validate_app, name="validate")
     app.add_typer(calibrate_app, name="calibrate")
 

@@ -245,10 +245,9 @@ def print_validation(seed: list[Any], realistic: list[Any]) -> None:
     Console().print(table)
 
 
-def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
+def _registry_figures() -> dict[str, Callable[[Any], str]]:
+    """The key figures printed for an entry, by kind."""
     from mlsysim.core.units import to_canonical
-    from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
-    from mlsysim.models.registry import Models
 
     def gb(q: Any) -> str:
         return fmt_bytes(to_canonical(q, "data"))
@@ -256,47 +255,62 @@ def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
     def rate(q: Any) -> str:
         return f"{to_canonical(q, 'bandwidth') / 1e9:.6g} GB/s"
 
+    def usd(q: Any) -> str:
+        return f"{to_canonical(q, 'money_rate'):.6g} USD/hour"
+
+    def flops(a: Any) -> str:
+        """The dense 16-bit peak (bf16, else fp16), the usual training precision."""
+        for precision in ("bf16", "fp16"):
+            if precision in a.dense_flops:
+                peak = to_canonical(a.peak_flops(precision), "compute_rate") / 1e12
+                return f", {peak:.6g} TFLOP/s dense {precision}"
+        return ""
+
+    def workload(w: Any) -> str:
+        text = f"{to_canonical(w.parameters, 'count'):.4g} parameters"
+        if w.forward_flops_per_sample is not None:
+            text += (
+                f", {w.forward_flops_per_sample.to('flop').magnitude:.4g} forward FLOPs per sample"
+            )
+        return text
+
     return {
-        "models": (Models, lambda w: f"{to_canonical(w.parameters, 'count'):.4g} parameters"),
-        "accelerators": (
-            Hardware,
-            lambda a: (
-                f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} per direction"
-            ),
+        "models": workload,
+        "accelerators": lambda a: (
+            f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
+            f"per direction{flops(a)}"
         ),
-        "nodes": (
-            Systems.Nodes,
-            lambda n: (
-                f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
-                f"{n.nics_per_node} x {rate(n.nic_bandwidth)} NICs"
-            ),
+        "nodes": lambda n: (
+            f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
+            f"{n.nics_per_node} x {rate(n.nic_bandwidth)} NICs"
+            + (f", {usd(n.price.rate)}" if n.price is not None else "")
         ),
-        "fabrics": (
-            Systems.Fabrics,
-            lambda f: (
-                f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
-            ),
+        "fabrics": lambda f: (
+            f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
-        "prices": (Infrastructure, lambda p: f"{to_canonical(p.rate, 'money_rate'):.6g} USD/hour"),
+        "prices": lambda p: usd(p.rate),
     }
 
 
 def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
-    """One line per registry entry (path, name, key figures), optionally with source and note."""
+    """One line per registry entry (path, name, key figures, where it was read), optionally
+    with its source and note."""
     from mlsysim.core.exceptions import UnknownNameError
+    from mlsysim.core.registry import CATALOG
 
-    groups = _registry_groups()
-    if group is not None and group.lower() not in groups:
-        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(groups)}")
+    figures = _registry_figures()
+    if group is not None and group.lower() not in figures:
+        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(figures)}")
+    listing = list(CATALOG.listing())
     lines: list[str] = []
-    for name, (registry, figures) in groups.items():
-        if group is not None and name != group.lower():
+    for kind, figure in figures.items():
+        if group is not None and kind != group.lower():
             continue
-        lines.append(f"{name}:")
-        entries = list(registry.walk())
-        width = max(len(path) for path, _ in entries)
-        for path, entry in entries:
-            lines.append(f"  {path.ljust(width)}  {entry.name}: {figures(entry)}")
+        entries = [(path, entry, origin) for k, path, entry, origin in listing if k == kind]
+        lines.append(f"{kind}:")
+        width = max(len(path) for path, _, _ in entries)
+        for path, entry, origin in entries:
+            lines.append(f"  {path.ljust(width)}  {entry.name}: {figure(entry)}  [{origin}]")
             if sources:
                 lines.append(f"  {''.ljust(width)}  source: {entry.source}")
                 lines.append(f"  {''.ljust(width)}  note: {entry.note}")
