@@ -58,6 +58,8 @@ from mlsysim.engine.job import (
 )
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
+from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 if TYPE_CHECKING:
@@ -292,6 +294,38 @@ def _assumptions(value: object) -> Assumptions:
 
 def _assumptions_text(text: str) -> object:
     return text
+
+
+def _memory_bandwidth(value: object) -> Value:
+    """A bandwidth, or an accelerator (its peak memory bandwidth is taken), by entry or by name."""
+    from mlsysim.hardware.types import Accelerator
+
+    if isinstance(value, str):
+        value = _parse_memory_bandwidth(value)
+    if isinstance(value, Accelerator):
+        return value.memory.bandwidth
+    return check_positive_quantity("bandwidth")(value)
+
+
+def _parse_memory_bandwidth(text: str) -> object:
+    from mlsysim.hardware.registry import Hardware
+
+    try:
+        return Hardware.get(text.strip())
+    except UnknownNameError:
+        return parse_quantity(text, "bandwidth")
+
+
+def _optimizer(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in OPTIMIZER_BYTES_PER_PARAMETER:
+        return value.strip().lower()
+    raise InputError(f"expected one of {', '.join(OPTIMIZER_BYTES_PER_PARAMETER)}, got {value!r}")
+
+
+def _transport(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in TRANSPORT_EFFICIENCY:
+        return value.strip().lower()
+    raise InputError(f"expected one of {', '.join(TRANSPORT_EFFICIENCY)}, got {value!r}")
 
 
 ZERO_STAGES: Final = (0, 1, 2, 3)
@@ -553,6 +587,61 @@ _TABLE: tuple[InputField, ...] = (
         allow_zero=True,
         seed=False,
     ),
+    InputField(
+        "gradient_precision",
+        "number format of the gradients on the wire (None: the precision's)",
+        "choice",
+        check_precision,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(BYTES_PER_ELEMENT),
+    ),
+    InputField(
+        "optimizer",
+        "optimizer whose step is timed at memory_bandwidth (None: no step time)",
+        "choice",
+        _optimizer,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+    ),
+    _quantity(
+        "optimizer_step_time",
+        "time of one optimizer step, when given instead of optimizer",
+        "time",
+        "ms",
+        "t_opt",
+        default=None,
+        optional=True,
+        allow_zero=True,
+        seed=False,
+    ),
+    InputField(
+        "memory_bandwidth",
+        "memory bandwidth of one device (a bandwidth or an accelerator)",
+        "quantity",
+        _memory_bandwidth,
+        _parse_memory_bandwidth,
+        default=None,
+        optional=True,
+        dimension="bandwidth",
+        display_unit="GB/s",
+        symbol="B_mem",
+        numeric=True,
+        canonical=_canonical("bandwidth"),
+    ),
+    InputField(
+        "inter_transport",
+        "transport between nodes: rdma or tcp (None: rdma)",
+        "choice",
+        _transport,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(TRANSPORT_EFFICIENCY),
+    ),
     _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
     _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
     _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
@@ -659,19 +748,26 @@ def _neutrals() -> dict[str, float]:
 
 
 def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
-    """Model numbers derived from several inputs: the gradient bytes and the parameter count.
+    """Model numbers derived from several inputs: the gradient bytes and the parameter count,
+    the optimizer's bytes per parameter and the transport's factor.
 
-    G = parameters x bytes_per_element(precision), or the stated 16-bit model
-    size (:meth:`~mlsysim.Workload.gradient_bytes`).
+    G = parameters x bytes_per_element(gradient_precision or precision), or the
+    stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
     """
     workload = cast(Workload, values["workload"])
+    wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
+    optimizer = cast("str | None", values.get("optimizer"))
+    transport = cast("str | None", values.get("inter_transport"))
     return {
-        "gradient_bytes": workload.gradient_bytes(cast(str, values["precision"])),
+        "gradient_bytes": workload.gradient_bytes(wire),
         "parameters": workload.parameter_count(),
+        # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
+        "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
+        "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
     }
 
 
-DERIVED_FROM: Final = ("workload", "precision")
+DERIVED_FROM: Final = ("workload", "precision", "gradient_precision", "optimizer", "inter_transport")
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
 
 
@@ -686,6 +782,18 @@ def check_together(values: Mapping[str, Value]) -> None:
             f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "
             "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps')",
             loc=("inter_bandwidth",),
+        )
+    optimizer = values.get("optimizer")
+    if optimizer is not None and values.get("optimizer_step_time") is not None:
+        raise InputError(
+            "give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
+            loc=("optimizer",),
+        )
+    if optimizer is not None and values.get("memory_bandwidth") is None:
+        raise InputError(
+            f"required with optimizer={optimizer!r} (its step's bytes move at the device's "
+            "memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'",
+            loc=("memory_bandwidth",),
         )
 
 

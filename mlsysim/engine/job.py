@@ -12,7 +12,8 @@ Derived inputs (each optional, each only where its sources are given):
 
 * node preset: ``devices_per_node``, ``intra_bandwidth``, ``intra_latency``,
   ``nics_per_node``, the NIC fabric's ``inter_bandwidth`` and
-  ``inter_latency``, the ``accelerator`` and its ``device_memory``, and the
+  ``inter_latency``, the ``accelerator`` and its ``device_memory`` and
+  ``memory_bandwidth``, and the
   node's ``node_hour_rate`` where the price registry has one;
 * fabric preset: ``inter_bandwidth`` and ``inter_latency`` (before the node's
   own NICs);
@@ -377,6 +378,7 @@ def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
     if accelerator is not None:
         origin = origins.get("accelerator", _label("accelerator", accelerator))
         fill("device_memory", accelerator.memory.capacity, origin)
+        fill("memory_bandwidth", accelerator.memory.bandwidth, origin)
 
     figures = _derive_job(out, origins)
     return out, Job(origins=dict(origins), **figures)

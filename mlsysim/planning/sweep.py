@@ -140,7 +140,7 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
     if FIELDS[field].kind == "preset":
         labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
         return Axis(field, column, values_t, labels=labels)
-    if FIELDS[field].kind in ("workload", "choice", "assumptions"):
+    if field in ("workload", "precision", "assumptions") or FIELDS[field].kind == "choice":
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 

@@ -38,6 +38,7 @@ def test_a_node_fills_devices_links_nics_accelerator_and_memory():
     assert s.inter_bandwidth == Q_(400, "Gbps") and s.inter_latency == NDR.latency
     assert s.accelerator == Hardware.Cloud.H100
     assert s.device_memory == Q_(80, "GB")
+    assert s.memory_bandwidth == Q_(3.35, "TB/s")
     assert s.job.origins["devices_per_node"] == "node DGX_H100"
     assert s.job.origins["inter_bandwidth"] == "node DGX_H100 (its NICs)"
     assert not s.job.derives("step_time")
