@@ -269,10 +269,26 @@ def _fabric_figures(fabric: Any) -> dict[str, Any]:
 
 def has_shape(workload: Any) -> bool:
     """Whether a workload states layers, hidden size, heads and sequence length."""
-    return all(
+    return _facts(workload)[0]
+
+
+_FACTS: dict[int, tuple[Any, tuple[bool, float | None]]] = {}
+"""Per workload object (by identity; workloads are immutable): (has a shape, FLOPs per sample)."""
+
+
+def _facts(workload: Any) -> tuple[bool, float | None]:
+    entry = _FACTS.get(id(workload))
+    if entry is not None and entry[0] is workload:
+        return entry[1]
+    shape = all(
         getattr(workload, name, None) is not None
         for name in ("layers", "hidden_dim", "heads", "seq_len")
     )
+    facts = (shape, _flops_per_sample(workload))
+    if len(_FACTS) > 1024:
+        _FACTS.clear()
+    _FACTS[id(workload)] = (workload, facts)  # the entry keeps the object, so its id stays its own
+    return facts
 
 
 def flops_per_sample(workload: Any) -> float | None:
@@ -280,6 +296,10 @@ def flops_per_sample(workload: Any) -> float | None:
 
     None when the workload states neither (see :mod:`mlsysim.physics.compute`).
     """
+    return _facts(workload)[1]
+
+
+def _flops_per_sample(workload: Any) -> float | None:
     if all(getattr(workload, n, None) is not None for n in ("layers", "hidden_dim", "seq_len")):
         return float(
             transformer_flops_per_sample(
@@ -341,8 +361,9 @@ def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
 
 def wants_derivation(values: Mapping[str, Any]) -> bool:
     """Whether :func:`resolve` has anything to do for these checked inputs."""
-    return any(values.get(name) is not None for name in SOURCES) or has_shape(
-        values.get("workload")
+    workload = values.get("workload")
+    return (workload is not None and has_shape(workload)) or any(
+        values.get(name) is not None for name in SOURCES
     )
 
 
