@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 
@@ -14,11 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     click = _click_exceptions()
     command = _command(app)
     try:
-        code = command.main(
-            args=argv if argv is not None else sys.argv[1:],
-            prog_name="mlsysim",
-            standalone_mode=False,
-        )
+        with _notes():
+            code = command.main(
+                args=argv if argv is not None else sys.argv[1:],
+                prog_name="mlsysim",
+                standalone_mode=False,
+            )
     except click.Exit as exc:
         return exc.exit_code
     except click.Abort:
@@ -39,6 +43,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     return code if isinstance(code, int) else 0  # typer.Exit(n) inside a command returns n
+
+
+@contextlib.contextmanager
+def _notes() -> Iterator[None]:
+    """Print each :class:`~mlsysim.MlsysimWarning` as one ``mlsysim: note:`` line on stderr."""
+    from mlsysim.core.exceptions import MlsysimWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MlsysimWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, MlsysimWarning):
+                    print(f"mlsysim: note: {_one_line(str(w.message))}", file=sys.stderr)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _click_exceptions():  # noqa: ANN202

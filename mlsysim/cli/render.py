@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
+from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
 
 
@@ -174,8 +175,13 @@ def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
             )
         if value is None or name in ("name", "description") or (name == "zero_stage" and not value):
             continue
+        if name in PRESETS:
+            value = preset_name(name, value)
         label = f"{name} ({f.symbol})" if f.symbol else name
-        rows.append((label, _text(value), f.label))
+        origin = scenario.job.origins.get(name)
+        if origin and f.display_unit and hasattr(value, "to"):
+            value = value.to(f.display_unit)  # a derived figure in the unit a person reads
+        rows.append((label, _text(value), f.label + (f" (from {origin})" if origin else "")))
     return rows
 
 

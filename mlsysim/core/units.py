@@ -50,6 +50,8 @@ ureg.load_definitions(_definitions())
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
 ureg.define("USD = [currency] = _ = dollar = dollars = usd")
+ureg.define("token = [token] = _ = tokens")
+ureg.define("sample = [sample] = _ = samples")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -71,6 +73,9 @@ KINDS: dict[str, tuple[Any, str]] = {
     "money_rate": (ureg.USD / ureg.hour, "a price per time (e.g. Q_(32, 'USD/hour'))"),
     "count": (ureg.param, "a parameter count (e.g. Q_(7e9, 'param'))"),
     "compute_rate": (ureg.flop / ureg.second, "a compute rate (e.g. Q_(989, 'Tflop/s'))"),
+    "compute": (ureg.flop, "an amount of computation (e.g. Q_(5e14, 'flop'))"),
+    "tokens": (ureg.token, "a number of tokens (e.g. Q_(1e12, 'token'))"),
+    "samples": (ureg.sample, "a number of samples (e.g. Q_(1.2e6, 'sample'))"),
 }
 
 _FACTORS: dict[str, dict[Any, float]] = {kind: {} for kind in KINDS}

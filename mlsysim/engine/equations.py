@@ -70,6 +70,14 @@ class Inputs:
     optimizer_bytes: Num = 0.0
     memory_bandwidth: Num = math.inf
     inter_transport: Num = 1.0
+    # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
+    mfu: Num = math.nan
+    training_tokens: Num = math.nan
+    training_samples: Num = math.nan
+    flops_per_sample: Num = math.nan
+    peak_flops: Num = math.nan
+    sequence_length: Num = math.nan
+    activation_memory_per_sample: Num = math.nan
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.fields import FIELDS
+from mlsysim.engine.job import explain_rows, preset_name
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
@@ -118,7 +119,8 @@ def _heading(
         if name == "zero_stage" and value == 0:
             continue
         key = f"{name} ({f.symbol})" if f.symbol else name
-        inputs[key] = (_input_text(name, value), f.label)
+        origin = r.job.origins.get(name) if r.job is not None else None
+        inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
     if a.is_seed():
         model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     else:
@@ -164,6 +166,10 @@ def _input_text(name: str, value: Any) -> str:
         return "none"
     if name == "workload":
         return f"{value.name} ({value.parameter_count():.6g} parameters)"
+    if f.kind == "preset":
+        return preset_name(name, value)
+    if f.dimension in ("tokens", "samples"):
+        return f"{to_canonical(value, f.dimension):.6g} {f.display_unit}"
     if f.dimension == "time":
         return fmt_time(to_canonical(value, "time"))
     if f.dimension == "data":
@@ -219,8 +225,13 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
 def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, str]]:
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
+    if r.job is not None:
+        s.rows += explain_rows(i, r.job)  # step and training time derived from the model
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
+    if r.job is not None:  # the activations, just before the memory they are part of
+        at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
+        s.rows[at:at] = explain_rows(i, r.job, part="memory")
     return s.rows
 
 

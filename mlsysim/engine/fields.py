@@ -31,7 +31,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import (
@@ -49,10 +49,24 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.job import (
+    check_accelerator,
+    check_fabric,
+    check_mfu,
+    check_node,
+    parse_mfu,
+)
 from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
+
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+
+Preset: TypeAlias = "Node | Fabric | Accelerator"
+"""A registry entry that fills other inputs (``node``, ``fabric``, ``accelerator``)."""
 
 
 class _Required:
@@ -62,7 +76,7 @@ class _Required:
 
 REQUIRED: Final = _Required()
 
-Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | None"
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | float | Preset | None"
 """A checked input value: what a scenario holds in a field."""
 """The default of an input that must be given."""
 
@@ -83,7 +97,7 @@ class InputField:
 
     name: str
     label: str
-    kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
+    kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
     check: Callable[[object], Value]
     parse: Callable[[str], object]
     default: Value | _Required = REQUIRED
@@ -384,6 +398,60 @@ def _quantity(
     )
 
 
+def _derivable(f: InputField) -> InputField:
+    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.job`).
+
+    It may be left out or cleared (None, ``none`` on the command line); the
+    scenario reports it missing only when nothing derives it.
+    """
+    return dataclasses.replace(f, optional=True)
+
+
+def _fraction_number(value: Value) -> float:
+    """The model number of a checked fraction (``mfu``): the float itself."""
+    return float(cast(float, value))
+
+
+def _preset(name: str, label: str) -> InputField:
+    """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
+    check = {"node": check_node, "fabric": check_fabric, "accelerator": check_accelerator}[name]
+    return InputField(
+        name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
+    )
+
+
+def _fabric_or_link(f: InputField) -> InputField:
+    """``inter_bandwidth`` that keeps a fabric (entry or name) as the fabric itself.
+
+    The scenario moves it to ``fabric`` before anything else
+    (:func:`mlsysim.engine.job.normalize_given`), so the fabric's latency
+    comes with its bandwidth; a sweep axis takes its bandwidth.
+    """
+    link_check, link_parse = f.check, f.parse
+
+    def fabric(value: object) -> Value | None:
+        from mlsysim.hardware.types import Fabric
+
+        if isinstance(value, Fabric):
+            return value
+        if isinstance(value, str):
+            try:
+                return check_fabric(value.strip().removeprefix("Fabrics."))
+            except InputError:
+                return None
+        return None
+
+    def check(value: object) -> Value:
+        found = fabric(value)
+        return found if found is not None else link_check(value)
+
+    def parse(text: str) -> object:
+        found = fabric(text)
+        return found if found is not None else link_parse(text)
+
+    return dataclasses.replace(f, check=check, parse=parse)
+
+
 # -- the table ---------------------------------------------------------------------------
 
 _TABLE: tuple[InputField, ...] = (
@@ -405,28 +473,32 @@ _TABLE: tuple[InputField, ...] = (
         seed=True,
         choices=tuple(BYTES_PER_ELEMENT),
     ),
-    _quantity("step_time", "one device, one local step", "time", "s", "T1"),
-    _quantity("training_time", "one device, the whole run", "time", "hour", "T_train"),
+    _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
+    _derivable(_quantity("training_time", "one device, the whole run", "time", "hour", "T_train")),
     _count("per_device_batch", "samples per device per step", "b"),
-    _count("devices_per_node", "devices in each node", "d"),
+    _derivable(_count("devices_per_node", "devices in each node", "d")),
     _count("nodes", "nodes", "N", default=1),
-    _quantity(
-        "intra_bandwidth",
-        "link inside a node, per direction",
-        "bandwidth",
-        "GB/s",
-        "B_intra",
-        fabric_attribute="bandwidth",
+    _derivable(
+        _quantity(
+            "intra_bandwidth",
+            "link inside a node, per direction",
+            "bandwidth",
+            "GB/s",
+            "B_intra",
+            fabric_attribute="bandwidth",
+        )
     ),
-    _quantity(
-        "inter_bandwidth",
-        "link between nodes, per direction",
-        "bandwidth",
-        "Gbps",
-        "B_inter",
-        default=None,
-        optional=True,
-        fabric_attribute="bandwidth",
+    _fabric_or_link(
+        _quantity(
+            "inter_bandwidth",
+            "link between nodes, per direction (a fabric name also brings its latency)",
+            "bandwidth",
+            "Gbps",
+            "B_inter",
+            default=None,
+            optional=True,
+            fabric_attribute="bandwidth",
+        )
     ),
     _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
     _quantity(
@@ -569,6 +641,50 @@ _TABLE: tuple[InputField, ...] = (
         default=None,
         optional=True,
         choices=tuple(TRANSPORT_EFFICIENCY),
+    ),
+    _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
+    _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
+    _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
+    InputField(
+        "mfu",
+        "model FLOPs utilisation (0-1), from which step_time is derived",
+        "number",
+        check_mfu,
+        parse_mfu,
+        default=None,
+        optional=True,
+        symbol="u",
+        numeric=True,
+        canonical=_fraction_number,
+    ),
+    _quantity(
+        "training_tokens",
+        "tokens to train on, from which training_time is derived",
+        "tokens",
+        "token",
+        "D",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    _quantity(
+        "training_samples",
+        "samples to train on, from which training_time is derived",
+        "samples",
+        "sample",
+        "S",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    InputField(
+        "recompute",
+        "activation recomputation: none, selective (default, as FlashAttention) or full",
+        "choice",
+        check_recompute,
+        lambda text: text.strip(),
+        default="selective",
+        choices=RECOMPUTE_MODES,
     ),
     InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
     InputField("description", "what it is", "text", _text, str, default=None, optional=True),

@@ -166,7 +166,10 @@ class DataParallelScaleOutResult:
     canonical figures (for :meth:`explain` and the sweep).
     """
 
-    __slots__ = ("figures", "inputs", "choices", "model_inputs", "_cache", "_trace_of")
+    __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
+
+    job: Any
+    """The :class:`mlsysim.engine.job.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
     figures: Figures
@@ -224,11 +227,13 @@ class DataParallelScaleOutResult:
         model_inputs: Inputs,
         *,
         trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
+        job: Any = None,
     ) -> None:
         object.__setattr__(self, "figures", figures)
         object.__setattr__(self, "inputs", MappingProxyType(inputs))
         object.__setattr__(self, "choices", choices)
         object.__setattr__(self, "model_inputs", model_inputs)
+        object.__setattr__(self, "job", job)  # mlsysim.engine.job.Job: what was derived
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_trace_of", trace)
 

@@ -24,6 +24,7 @@ says how many layouts each constraint excluded and what the sweep can reach.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -360,14 +361,15 @@ def _count_option(name: str, value: Any, *, minimum: int) -> int:
 
 
 def _require_cost(space: Space, objective: str, constraints: Constraints) -> None:
-    """Cost is unknown exactly where ``node_hour_rate`` is not given: check that before any work."""
+    """Cost is unknown exactly where no node-hour rate is known: check that before any work."""
     if objective != "cost" and constraints.budget is None:
         return
-    rates = next(
-        (a.values for a in space.axes if a.field == "node_hour_rate"),
-        (getattr(space.base, "node_hour_rate", None),),
-    )
-    if any(rate is None for rate in rates):
+    axis = next((a for a in space.axes if a.field == "node_hour_rate"), None)
+    if axis is not None:
+        unknown = any(rate is None for rate in axis.values)
+    else:  # the price may come with a node preset: look at every group's inputs
+        unknown = any(math.isnan(g["node_hour_rate"]) for g in space.group_inputs())
+    if unknown:
         need = "objective 'cost'" if objective == "cost" else "a budget"
         raise InputError(
             f"plan: {need} needs a price for every layout; give node_hour_rate "

@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.engine.equations import Choices, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS
+from mlsysim.engine.job import DERIVED_TARGETS, check_axes, derive_inputs, sweep_base
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.planning.table import Axis
 
@@ -133,7 +135,13 @@ class Space:
             arrays[axis.field] = values.reshape(dims)
             offset.append(start)
             shape.append(stop - start)
-        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, Inputs(**arrays))
+        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays)))
+
+    def group_inputs(self) -> Iterator[dict[str, Any]]:
+        """The base inputs of every combination of categorical values (one ``evaluate`` group each)."""
+        categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
+        for picks in itertools.product(*(range(self.shape[p]) for p in categorical)):
+            yield self._group(picks, dict(zip(categorical, picks, strict=True)))[0]
 
     def _group(
         self, key: tuple[int, ...], picks: dict[int, int]
@@ -143,8 +151,10 @@ class Space:
             group = self.base.variant(
                 **{self.axes[p].field: self.axes[p].values[i] for p, i in picks.items()}
             )
+            named = tuple(a.field for a in self.axes if any(v is not None for v in a.values))
+            check_axes(group.job, named)
             choices = choices_of(group.assumptions, group.zero_stage)
-            found = (base_inputs(group), choices, choices.algorithm)
+            found = (base_inputs(group) | sweep_base(group.job), choices, choices.algorithm)
             self._groups[key] = found
         return found
 
@@ -152,7 +162,7 @@ class Space:
         values = self._canonical.get(position)
         if values is None:
             axis = self.axes[position]
-            values = np.asarray([FIELDS[axis.field].to_model(v) for v in axis.values])
+            values = np.asarray([axis_number(axis.field, v) for v in axis.values])
             self._canonical[position] = values
         return values
 
@@ -185,7 +195,10 @@ class Space:
             for p, axis in enumerate(self.axes):
                 if p not in picks:
                     arrays[axis.field] = self._numeric(p)[coords[p][selected]]
-            yield selected, SubBlock((), (len(selected),), choices, algorithm, Inputs(**arrays))
+            yield (
+                selected,
+                SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays))),
+            )
 
 
 def _restore_space(payload: bytes) -> Space:
@@ -222,6 +235,27 @@ def base_inputs(scenario: Any) -> dict[str, Any]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
     x = model_inputs(scenario.inputs())
     return {name: getattr(x, name) for name in Inputs.__dataclass_fields__}
+
+
+def axis_number(field: str, value: Any) -> float:
+    """The model number of an axis value; a derived input left out (None) is NaN: derived per layout."""
+    if value is None and field in DERIVED_TARGETS:
+        return math.nan
+    return FIELDS[field].to_model(value)
+
+
+def derived(x: Inputs) -> Inputs:
+    """:func:`~mlsysim.engine.job.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
+    derive_inputs(x)
+    for name in ("step_time", "training_time"):
+        if np.isnan(getattr(x, name)).any():
+            raise InputError(
+                f"sweep: {name}=none on an axis, and the scenario has nothing to derive it from "
+                "(step_time: mfu with a node or accelerator; training_time: training_tokens or "
+                "training_samples)",
+                field=name,
+            )
+    return x
 
 
 def _contiguous_blocks(shape: tuple[int, ...], target: int) -> Iterator[Block]:

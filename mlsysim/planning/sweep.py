@@ -24,11 +24,16 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
+from mlsysim.engine.job import (
+    check_axes,
+    preset_name,
+    sweep_base,
+)
 from mlsysim.engine.results import FIELDS as RESULT_FIELDS
 from mlsysim.engine.results import field_unit, result_fields
 from mlsysim.engine.solvers.data_parallel import choices_of
 from mlsysim.physics.collectives import ALGORITHMS
-from mlsysim.planning.space import Space, base_inputs
+from mlsysim.planning.space import Space, axis_number, base_inputs, derived
 from mlsysim.planning.table import Axis, SweepTable
 
 DEFAULT_CHUNK_ROWS = 1 << 16
@@ -253,6 +258,11 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
+    if field == "inter_bandwidth":  # a fabric named on this axis stands for its bandwidth
+        values_t = tuple(getattr(v, "bandwidth", v) for v in values_t)
+    if FIELDS[field].kind == "preset":
+        labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
+        return Axis(field, column, values_t, labels=labels)
     if field in ("workload", "precision", "assumptions") or FIELDS[field].kind == "choice":
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
@@ -354,13 +364,15 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
     categorical = [p for p, a in enumerate(axes) if a.field in CATEGORICAL_FIELDS]
     numeric = [p for p, a in enumerate(axes) if a.field not in CATEGORICAL_FIELDS]
     canonical = {
-        p: np.asarray([FIELDS[axes[p].field].to_model(v) for v in axes[p].values]) for p in numeric
+        p: np.asarray([axis_number(axes[p].field, v) for v in axes[p].values]) for p in numeric
     }
+    names = tuple(a.field for a in axes if any(v is not None for v in a.values))
     for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
         group = scenario.variant(
             **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
         )
-        base = base_inputs(group)
+        check_axes(group.job, names)
+        base = base_inputs(group) | sweep_base(group.job)
         choices = choices_of(group.assumptions, group.zero_stage)
         fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
         sizes = [len(axes[p]) for p in numeric]
@@ -373,7 +385,7 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
                 shape = [1] * ndim
                 shape[p] = len(values)
                 arrays[axes[p].field] = values.reshape(shape)
-            yield choices, tuple(index), Inputs(**arrays)
+            yield choices, tuple(index), derived(Inputs(**arrays))
 
 
 def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]]:

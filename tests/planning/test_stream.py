@@ -18,11 +18,13 @@ from mlsysim import (
     plan,
     sweep,
 )
+from mlsysim.hardware.registry import Systems
 from mlsysim.planning.pareto import pareto_mask
 from mlsysim.planning.plan import Constraints
 from mlsysim.planning.reduce import Partial, merge, merge_fronts, reduce_blocks
 from mlsysim.planning.space import Block
 from mlsysim.planning.sweep import prepare_space
+from tests.planning.test_sweep_derived import LLAMA_JOB  # noqa: E402
 
 ONE = Scenarios.Gpt2DataParallelOneNode
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
@@ -81,6 +83,15 @@ SPACES = [
             node_hour_rate=Q_(98, "USD/hour"),
         ),
         {"zero_stage": [0, 1, 2, 3], "nodes": [1, 2, 4, 8], "accumulation_steps": [1, 8]},
+    ),
+    (  # derived inputs: training time and activations per layout (the batch is not folded)
+        LLAMA_JOB.variant(node_hour_rate=Q_(98, "USD/hour")),
+        {
+            "per_device_batch": [1, 2, 4],
+            "nodes": [1, 2, 4, 8],
+            "node": [Systems.Nodes.DGX_H100, Systems.Nodes.DGX_A100],
+            "recompute": ["none", "full"],
+        },
     ),
 ]
 
