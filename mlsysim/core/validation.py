@@ -19,7 +19,7 @@ import pydantic
 from pydantic_core import PydanticCustomError
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import nonnegative_canonical, positive_canonical
+from mlsysim.core.units import nonnegative_canonical, parse_quantity, positive_canonical
 
 BYTES_PER_ELEMENT: dict[str, float] = {
     "fp32": 4.0,
@@ -87,9 +87,14 @@ def check_nonnegative_float(value: Any) -> float:
 
 
 def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
-    """Validator for a finite Quantity above zero of the given kind; returns the Quantity."""
+    """Validator for a finite Quantity above zero of the given kind; returns the Quantity.
+
+    Text is read with :func:`~mlsysim.core.units.parse_quantity` (``"100 Gb/s"``).
+    """
 
     def check(value: Any) -> Any:
+        if isinstance(value, str):
+            value = parse_quantity(value, kind)
         positive_canonical(value, kind)
         return value
 
@@ -97,9 +102,11 @@ def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
 
 
 def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
-    """Validator for a finite Quantity at or above zero of the given kind."""
+    """Validator for a finite Quantity at or above zero of the given kind (text is parsed)."""
 
     def check(value: Any) -> Any:
+        if isinstance(value, str):
+            value = parse_quantity(value, kind)
         nonnegative_canonical(value, kind)
         return value
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.text import check_text, parse_float, parse_int
 from mlsysim.core.units import parse_quantity
 
 QUANTITY_KINDS = {
@@ -54,19 +55,27 @@ ASSUMPTION_FLOATS = ("intra_efficiency", "inter_efficiency", "backward_fraction"
 
 def _int(field: str, value: Any) -> Any:
     if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("+-").isdigit():
-            return int(text)
+        try:
+            return parse_int(value)
+        except InputError as exc:
+            raise InputError(f"{field}: {exc}", field=field) from None
     return value  # the validator reports what is wrong with it
 
 
-def _float(value: Any) -> Any:
+def _float(field: str, value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return float(value)
-        except ValueError:
-            return value
+            return parse_float(value)
+        except InputError as exc:
+            raise InputError(f"{field}: {exc}", field=field) from None
     return value
+
+
+def _name(field: str, value: str) -> str:
+    try:
+        return check_text(value, what="a name")
+    except InputError as exc:
+        raise InputError(f"{field}: {exc}", field=field) from None
 
 
 def _bool(field: str, value: Any) -> Any:
@@ -97,7 +106,7 @@ def coerce_field(field: str, value: Any) -> Any:
     ):
         return None
     if field == "workload":
-        return workload_named(value) if isinstance(value, str) else value
+        return workload_named(_name(field, value)) if isinstance(value, str) else value
     if field == "assumptions":
         return assumptions_from(value)
     if field == "device_memory" and isinstance(value, str):
@@ -176,7 +185,13 @@ def assumptions_from(value: Any) -> Any:
         )
     if isinstance(value, dict):
         data = dict(value)
-        base = assumptions_from(data.pop("preset", "seed"))
+        preset = data.pop("preset", "seed")
+        if not isinstance(preset, str):
+            raise InputError(
+                f"assumptions.preset: expected 'seed' or 'realistic', got {preset!r}",
+                field="assumptions.preset",
+            )
+        base = assumptions_from(preset)
         return base.variant(**{k: coerce_assumption(k, v) for k, v in data.items()})
     return value
 
@@ -186,7 +201,7 @@ def coerce_assumption(field: str, value: Any) -> Any:
     if field in ASSUMPTION_QUANTITIES and isinstance(value, str):
         return _quantity(f"assumptions.{field}", value, ASSUMPTION_QUANTITIES[field])
     if field in ASSUMPTION_FLOATS:
-        return _float(value)
+        return _float(f"assumptions.{field}", value)
     if field == "overlap":
         return _bool("assumptions.overlap", value)
     if field == "algorithm" and isinstance(value, str):

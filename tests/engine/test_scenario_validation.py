@@ -51,7 +51,7 @@ QUANTITY_FIELDS = {
     "step_time": [
         Q_(3, "GB"),
         1.8,
-        "1.8 s",
+        "1.8",  # text without a unit ("1.8 s" is read as a time)
         Q_(0, "s"),
         Q_(-1, "s"),
         Q_(math.nan, "s"),

@@ -68,7 +68,11 @@ def _optional_inputs(**given: Any) -> dict[str, Any]:
 
 
 def check_device_memory(value: Any) -> Any:
-    """A memory size, or an accelerator registry entry (its memory capacity is taken)."""
+    """A memory size, or an accelerator registry entry (its memory capacity is taken); text is read as either."""
+    if isinstance(value, str):
+        from mlsysim.engine.overrides import coerce_field
+
+        value = coerce_field("device_memory", value)
     if isinstance(value, Accelerator):
         return value.memory.capacity
     _data(value)
