@@ -31,6 +31,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from mlsysim import __version__
+
+        typer.echo(f"mlsysim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    pass
+
+
 def _scenario(name: str | None, sets: list[str] | None, file: str | None = None):  # noqa: ANN202
     from mlsysim.cli.sweep import load
 
@@ -40,11 +57,12 @@ def _scenario(name: str | None, sets: list[str] | None, file: str | None = None)
 @app.command("list")
 def list_scenarios() -> None:
     """List the named scenarios, one line each."""
+    from mlsysim.core.text import printable
     from mlsysim.engine.scenarios import Scenarios
 
     width = max(len(n) for n in Scenarios.names())
     for scenario in Scenarios:
-        typer.echo(f"{scenario.name.ljust(width)}  {scenario.description}")
+        typer.echo(printable(f"{scenario.name.ljust(width)}  {scenario.description}"))
 
 
 @app.command("registry")
@@ -107,8 +125,10 @@ def explain(
 
     Example: mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic
     """
+    from mlsysim.core.text import printable_lines
+
     scenario = _scenario(name, set_, file)
-    typer.echo(scenario.explain(format="markdown" if markdown else "text"), nl=False)
+    typer.echo(printable_lines(scenario.explain(format="markdown" if markdown else "text")), nl=False)
 
 
 def _register_commands() -> None:

@@ -18,8 +18,17 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     if hasattr(value, "name") and not isinstance(value, str):
-        return str(value.name)
-    return str(value)
+        return safe(str(value.name))
+    return safe(str(value))
+
+
+def safe(text: str) -> str:
+    """User text for a rich table: control characters and rich markup escaped."""
+    from rich.markup import escape
+
+    from mlsysim.core.text import printable
+
+    return escape(printable(text))
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
@@ -52,6 +61,7 @@ def result_json(scenario: Any) -> str:
             "result": scenario.result.to_dict(),
         },
         indent=2,
+        allow_nan=False,
     )
 
 
@@ -61,7 +71,7 @@ def print_result(scenario: Any) -> None:
 
     result = scenario.result
     console = Console()
-    title = scenario.name or "scenario"
+    title = safe(scenario.name or "scenario")
     inputs = Table(title=f"{title}: inputs", show_header=True, header_style="bold")
     inputs.add_column("input")
     inputs.add_column("value", justify="right")
@@ -109,7 +119,7 @@ def print_result(scenario: Any) -> None:
         table.add_row(key, text)
     console.print(table)
     for note in result.constraint_trace:
-        console.print(f"  - {note}")
+        console.print(f"  - {safe(note)}")
 
 
 def _short(unit: str) -> str:

@@ -56,20 +56,17 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     return field, [coerce_field(field, p) for p in parts]
 
 
-def check_outputs(csv: str | None, plot: str | None) -> None:
-    """Refuse unusable output paths before any work is done."""
-    from pathlib import Path
+def check_outputs(csv: str | None, plot: str | None, force: bool = False) -> None:
+    """Refuse unusable output paths before any work is done (:func:`mlsysim.core.fileio.check_target`)."""
+    from mlsysim.core.fileio import check_target
 
-    from mlsysim.core.exceptions import InputError
+    if csv is not None:
+        check_target(csv, suffixes=(".csv",), force=force, option="--csv")
+    if plot is not None:
+        check_target(plot, suffixes=(".png", ".svg"), force=force, option="--plot")
 
-    for option, path in (("--csv", csv), ("--plot", plot)):
-        if path is None:
-            continue
-        folder = Path(path).expanduser().resolve().parent
-        if not folder.is_dir():
-            raise InputError(f"{option} {path!r}: the folder {str(folder)!r} does not exist")
-    if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
-        raise InputError(f"--plot {plot!r}: expected a .png or .svg file")
+
+FORCE_HELP = "Replace read-only output files."
 
 
 def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
@@ -183,7 +180,9 @@ def _print_table(table: Any, rows: Any, title: str) -> None:
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
-    out = Table(title=title, header_style="bold")
+    from mlsysim.cli.render import safe
+
+    out = Table(title=safe(title), header_style="bold")
     for column in show:
         unit = _short(table.units.get(column))
         label = HEADERS.get(column, column)
@@ -210,7 +209,9 @@ def _cell(table: Any, column: str, i: int) -> str:
         return f"{value:,.2f}"
     if isinstance(value, float):
         return f"{value:.4g}"
-    return str(value)
+    from mlsysim.cli.render import safe
+
+    return safe(str(value))
 
 
 def _short(unit: str | None) -> str | None:
@@ -231,6 +232,7 @@ def sweep_command(
     progress: bool = typer.Option(
         False, "--progress", help="Show a progress bar even for short sweeps."
     ),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Evaluate every combination of the --axis values and print the key figures.
 
@@ -242,9 +244,11 @@ def sweep_command(
     """
     import numpy as np
 
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable
     from mlsysim.planning.sweep import sweep
 
-    check_outputs(csv, plot)
+    check_outputs(csv, plot, force)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     kinds = ("efficiency", "speedup", "breakdown")
@@ -258,7 +262,7 @@ def sweep_command(
     elapsed = time.perf_counter() - started
     rate = len(table) / elapsed if elapsed > 0 else float("inf")
     typer.echo(
-        f"{len(table):,} layouts of {scenario.name or 'the scenario'} in {elapsed:.3g} s ({rate:,.0f} per second)"
+        f"{len(table):,} layouts of {printable(scenario.name or 'the scenario')} in {elapsed:.3g} s ({rate:,.0f} per second)"
     )
     shown = np.arange(min(max(rows, 0), len(table)))
     if len(shown):
@@ -266,18 +270,20 @@ def sweep_command(
     if len(table) > len(shown):
         typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
     if csv:
-        table.to_csv(csv)
-        typer.echo(f"wrote {csv}")
+        with replacing_read_only(force):
+            table.to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}")
     if plot:
         from mlsysim.viz import plots
 
-        if plot_kind == "efficiency" and any(a.magnitudes is not None for a in table.axes):
-            plots.efficiency_plot(table, path=plot)
-        elif plot_kind == "speedup":
-            plots.speedup_plot(table, path=plot)
-        else:
-            plots.breakdown_plot(table, path=plot)
-        typer.echo(f"wrote {plot}")
+        with replacing_read_only(force):
+            if plot_kind == "efficiency" and any(a.magnitudes is not None for a in table.axes):
+                plots.efficiency_plot(table, path=plot)
+            elif plot_kind == "speedup":
+                plots.speedup_plot(table, path=plot)
+            else:
+                plots.breakdown_plot(table, path=plot)
+        typer.echo(f"wrote {printable(plot)}")
 
 
 def plan_command(
@@ -306,6 +312,7 @@ def plan_command(
     progress: bool = typer.Option(
         False, "--progress", help="Show a progress bar even for short searches."
     ),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
@@ -317,9 +324,11 @@ def plan_command(
     """
     import numpy as np
 
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable, printable_lines
     from mlsysim.planning.plan import plan
 
-    check_outputs(csv, plot)
+    check_outputs(csv, plot, force)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     with _ProgressBar(_size(axes), progress) as bar:
@@ -333,7 +342,7 @@ def plan_command(
             progress=bar,
             **axes,
         )
-    typer.echo(result.summary())
+    typer.echo(printable_lines(result.summary()))
     front = result.pareto
     _print_table(
         front, np.arange(min(rows, len(front))), "Pareto front: training time against cost"
@@ -341,10 +350,12 @@ def plan_command(
     if len(front) > rows:
         typer.echo(f"... {len(front) - rows} more layouts on the front (--rows N, or --csv FILE)")
     if csv:
-        front.to_csv(csv)
-        typer.echo(f"wrote {csv}")
+        with replacing_read_only(force):
+            front.to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}")
     if plot:
         from mlsysim.viz.plots import pareto_plot
 
-        pareto_plot(result, path=plot)
-        typer.echo(f"wrote {plot}")
+        with replacing_read_only(force):
+            pareto_plot(result, path=plot)
+        typer.echo(f"wrote {printable(plot)}")

@@ -171,6 +171,11 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
 
 
+def printable_lines(text: str) -> str:
+    """:func:`printable` on each line of ``text``, keeping the newlines."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def _escape(ch: str) -> str:
     code = ord(ch)
     if code <= 0xFF:
