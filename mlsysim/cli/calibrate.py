@@ -132,6 +132,7 @@ def step(
                     "steps": len(timing.times),
                 },
                 indent=2,
+                allow_nan=False,
             )
         )
         return
@@ -179,7 +180,7 @@ def _report(fit: Any, write_scenario: Path | None, which: str | None, json_: boo
         data = fit.to_dict()
         if written is not None:
             data["written"] = {"file": str(write_scenario), **written}
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     typer.echo(fit_text(fit))
     if written is not None:

@@ -55,6 +55,7 @@ def published(
                     "realistic": {"median_abs_error": rm, "max_abs_error": rx},
                 },
                 indent=2,
+                allow_nan=False,
             )
         )
         return
@@ -118,7 +119,7 @@ def ddp(
     )
     data = result.to_dict()
     if json_:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     fit = data["allreduce_fit"]
     ms = "{:.4g} ms".format

@@ -137,20 +137,47 @@ def _to_canonical_slow(value: Any, kind: str) -> float:
     return float(magnitude) * _factor(kind, value._units)
 
 
+PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
+    "time": (1e-12, 1e12, "1 ps to 1e12 s (31,700 years)"),
+    "data": (0.125, 1e21, "1 bit to 1 ZB"),
+    "bandwidth": (0.125, 1e18, "1 bit/s to 1 EB/s"),
+    "money": (1e-9, 1e18, "1e-9 to 1e18 USD"),
+    "money_rate": (1e-9, 1e15, "1e-9 to 1e15 USD/hour"),
+    "count": (1.0, 1e18, "1 to 1e18"),
+    "compute_rate": (1.0, 1e24, "1 flop/s to 1e24 flop/s"),
+}
+"""Physical range of an input of each kind, canonical units (low, high, said in words).
+
+Wide enough for any real system, and narrow enough that no result of the
+model overflows or divides by a vanishing number: the model refuses an input
+outside it, naming the field, instead of returning an infinite or zero result.
+"""
+
+
+def _in_range(x: float, kind: str, value: Any, *, low_bound: bool = True) -> float:
+    low, high, words = PHYSICAL_RANGE[kind]
+    if not (low <= x or not low_bound) or not x <= high:
+        raise UnitsError(f"expected a value in the physical range {words}, got {value:~P}")
+    return x
+
+
 def positive_canonical(value: Any, kind: str) -> float:
-    """:func:`to_canonical`, then require a finite value above zero."""
+    """:func:`to_canonical`, then require a finite value above zero, in :data:`PHYSICAL_RANGE`."""
     x = to_canonical(value, kind)
     if not (x > 0.0 and x != math.inf):  # also rejects NaN
         raise UnitsError(f"expected a finite value above zero, got {value:~P}")
-    return x
+    return _in_range(x, kind, value)
 
 
 def nonnegative_canonical(value: Any, kind: str) -> float:
-    """:func:`to_canonical`, then require a finite value at or above zero."""
+    """:func:`to_canonical`, then require a finite value at or above zero, below the top of :data:`PHYSICAL_RANGE`.
+
+    (Such inputs, latencies and memory sizes, are added, never divided by: a tiny one is harmless.)
+    """
     x = to_canonical(value, kind)
     if not (x >= 0.0 and x != math.inf):
         raise UnitsError(f"expected a finite value at or above zero, got {value:~P}")
-    return x
+    return _in_range(x, kind, value, low_bound=False)
 
 
 _UNITS: dict[str, Any] = {}

@@ -39,15 +39,21 @@ def _describe(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+MAX_INT = 10**15
+"""Largest integer input (devices, nodes, batch, steps): far above any machine, far below float overflow."""
+
+
 def check_positive_int(value: Any) -> int:
-    """A positive integer: not a bool, a float, or a string."""
+    """A positive integer up to :data:`MAX_INT`: not a bool, a float, or a string."""
     if type(value) is int:
-        if value > 0:
+        if 0 < value <= MAX_INT:
             return value
     elif isinstance(value, Integral) and not isinstance(value, bool):
         value = int(value)
-        if value > 0:
+        if 0 < value <= MAX_INT:
             return value
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INT:
+        raise InputError(f"expected a positive integer up to 1e15, got {value:.3g}")
     raise InputError(f"expected a positive integer, got {_describe(value)}")
 
 

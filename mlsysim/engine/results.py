@@ -186,7 +186,7 @@ class DataParallelScaleOutResult:
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as JSON."""
-        return json.dumps(self.to_dict(), **kwargs)
+        return json.dumps(self.to_dict(), **{"allow_nan": False, **kwargs})
 
     def explain(self, format: str = "text") -> str:
         """The derivation of every figure, equation by equation with numbers and units.

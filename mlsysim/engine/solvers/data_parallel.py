@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -171,6 +172,7 @@ class DataParallelScaleOutModel:
         )
         c = choices_of(choices, stage)
         values = finish(evaluate(x, c), x, c)
+        check_finite(values)
         inputs = {
             "workload": workload,
             "precision": key,
@@ -200,6 +202,21 @@ def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
     """The plain-value :class:`Choices` of an :class:`Assumptions` object and a ZeRO stage."""
     base = assumptions.choices
     return base if zero_stage == 0 else replace(base, zero_stage=zero_stage)
+
+
+def check_finite(values: dict[str, Any]) -> None:
+    """Every float figure must be finite: refuse the inputs instead of returning inf or NaN.
+
+    With inputs inside :data:`mlsysim.core.units.PHYSICAL_RANGE` this never fires; it
+    guards combinations (e.g. extreme integers) that the per-field ranges do not bound.
+    """
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(
+                f"the inputs give a non-finite {key} ({value}): an input is outside the "
+                "range this model is meant for (step_time, bandwidths, nodes, devices_per_node)",
+                field=key,
+            )
 
 
 def finish(values: dict[str, Any], x: Inputs, c: Choices) -> dict[str, Any]:
