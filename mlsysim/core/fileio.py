@@ -196,9 +196,12 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> bytes:
     except OSError as exc:
         raise ScenarioFileError(f"cannot read the file ({exc.strerror})", path=where) from None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        opened = os.fstat(handle.fileno())
+        if not stat.S_ISREG(opened.st_mode):
             raise ScenarioFileError("is not a regular file", path=where)
-        data = handle.read(limit + 1)
+        if opened.st_size > limit:
+            raise ScenarioFileError(f"larger than {limit:,} bytes, the most read", path=where)
+        data = handle.read(min(limit, opened.st_size) + 1)
     if len(data) > limit:
         raise ScenarioFileError(f"larger than {limit:,} bytes, the most read", path=where)
     return data
