@@ -7,13 +7,15 @@ write are the shared ones of :mod:`mlsysim.engine.files`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from mlsysim.calibrate.fit import Link
-from mlsysim.core.exceptions import InputError, ScenarioFileError
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.fileio import read_text
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.files import parse_toml, write_text_atomically
 
@@ -45,15 +47,9 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioFileError(
-            f"cannot read the file ({exc.strerror or exc})", path=str(path)
-        ) from None
-    return parse_toml(text, path)[0]
+    return parse_toml(read_text(path), path)[0]
 
 
 def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:
