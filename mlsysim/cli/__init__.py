@@ -70,7 +70,12 @@ def _main(argv: list[str] | None) -> int:
     click = _click_exceptions()
     command = _command(app)
     try:
-        command.main(args=args, prog_name="mlsysim", standalone_mode=False)
+        code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
+        if code == 130:  # typer turns KeyboardInterrupt into Exit(130) and returns its code
+            print("mlsysim: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
     except click.Exit as exc:
         return exc.exit_code
     except click.Abort:

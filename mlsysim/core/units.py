@@ -296,8 +296,12 @@ def _parse_unit(text: str, kind: str | None) -> Any:
         return _compound(compact)
     except UnitsError as exc:
         accepted = ", ".join(spellings)
-        where = f" for {KINDS[kind][1].split(' (')[0]}" if kind in KINDS else ""
-        raise UnitsError(f"{exc}; accepted spellings{where}: {accepted}") from None
+        where = f" for {KINDS[kind][1].split(' (')[0].split(' in ')[0]}" if kind in KINDS else ""
+        port = " (G, GbE, T, TbE: port speeds, 400G = 400 Gb/s)" if kind == "bandwidth" else ""
+        raise UnitsError(
+            f"{exc}; accepted spellings{where}: {accepted}{port}; "
+            "other pint units of that kind work too"
+        ) from None
 
 
 _POWERS = {"²": 2, "³": 3}
