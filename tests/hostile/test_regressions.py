@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import parse_quantity
 from mlsysim.engine.files import load_scenario
 
+FIXTURE = Path(__file__).parents[1] / "calibrate" / "fixtures" / "h100_8gpu_all_reduce.txt"
 SWEEP = ["sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1..3", "--set", "inter_bandwidth=100 Gbps", "--rows", "0"]  # fmt: skip
 
 
@@ -126,8 +128,7 @@ def test_scenario_file_mistakes_are_one_line(capsys, tmp_path, name, content, ma
 
 def test_malformed_average_header_names_the_line(tmp_path):
     path = tmp_path / "log.txt"
-    fixture = os.path.join(os.path.dirname(__file__), "..", "calibrate", "fixtures", "h100_8gpu_all_reduce.txt")
-    lines = open(fixture).read().splitlines()
+    lines = FIXTURE.read_text().splitlines()
     lines.append("# Avg bus bandwidth    : 1.2.3")
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=rf"log.txt:{len(lines)}: .*1\.2\.3"):
@@ -172,8 +173,7 @@ def test_json_is_strict(capsys):
 
 
 def test_tiny_time_in_a_log_is_refused(tmp_path):
-    fixture = os.path.join(os.path.dirname(__file__), "..", "calibrate", "fixtures", "h100_8gpu_all_reduce.txt")
-    text = open(fixture).read().replace("    17.80    0.00", "  1e-300    0.00", 1)
+    text = FIXTURE.read_text().replace("    17.80    0.00", "  1e-300    0.00", 1)
     path = tmp_path / "log.txt"
     path.write_text(text)
     with pytest.raises(InputError, match="at least 0.001 us"):
