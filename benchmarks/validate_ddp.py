@@ -14,7 +14,7 @@ import os
 import statistics
 
 from mlsysim.calibrate.ddp import validate_ddp
-from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec
+from mlsysim.calibrate.networks import DEFAULT_BATCH, ModelSpec
 from mlsysim.calibrate.torch_measure import Launch
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlsysim.calibrate.fit import CollectiveFit, fit_collective
-from mlsysim.calibrate.models import ModelSpec, build, parameter_count, training_step
+from mlsysim.calibrate.networks import ModelSpec, build, parameter_count, training_step
 from mlsysim.calibrate.torch_measure import (
     DEFAULT_ITERS,
     DEFAULT_WARMUP,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlsysim.calibrate.fit import CollectiveFit, fit_collective
-from mlsysim.calibrate.models import (
+from mlsysim.calibrate.networks import (
     ModelSpec,
     build,
     parameter_count,

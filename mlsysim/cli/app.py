@@ -5,6 +5,8 @@ Heavy imports happen inside the commands so that ``mlsysim --help`` stays fast.
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from mlsysim.cli.options import FILE_HELP, SET_HELP
@@ -48,7 +50,7 @@ def _root(
     pass
 
 
-def _scenario(name: str | None, sets: list[str] | None, file: str | None = None):  # noqa: ANN202
+def _scenario(name: str | None, sets: list[str] | None, file: str | None = None) -> Any:
     from mlsysim.cli.sweep import load
 
     return load(name, file, sets)
@@ -120,6 +122,7 @@ def explain(
     file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     markdown: bool = typer.Option(False, "--markdown", help="Markdown instead of plain text."),
+    json_: bool = typer.Option(False, "--json", help="The derivation as JSON (steps, notes)."),
 ) -> None:
     """Print the derivation of every figure, equation by equation with the numbers.
 
@@ -128,7 +131,23 @@ def explain(
     from mlsysim.core.text import printable_lines
 
     scenario = _scenario(name, set_, file)
-    typer.echo(printable_lines(scenario.explain(format="markdown" if markdown else "text")), nl=False)
+    form = "json" if json_ else ("markdown" if markdown else "text")
+    text = scenario.explain(format=form)
+    typer.echo(text if json_ else printable_lines(text), nl=False)
+
+
+@app.command("schema")
+def schema(
+    kind: str = typer.Argument(..., help="scenario, result, explanation or plan."),
+) -> None:
+    """Print the JSON Schema of the documents the commands write with --json.
+
+    Example: mlsysim schema result
+    """
+    from mlsysim.core.jsonio import dumps
+    from mlsysim.engine.schema import json_schema
+
+    typer.echo(dumps(json_schema(kind), indent=2))
 
 
 def _register_commands() -> None:

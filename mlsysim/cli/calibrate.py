@@ -77,7 +77,7 @@ def torch_allreduce(
 
     Example: mlsysim calibrate torch --nproc 2 -b 1KiB -e 16MiB
     """
-    from mlsysim.calibrate.models import require_torch
+    from mlsysim.calibrate.networks import require_torch
     from mlsysim.calibrate.torch_measure import (
         Launch,
         _nonnegative,
@@ -117,7 +117,7 @@ def step(
 
     Example: mlsysim calibrate step --model gpt --batch 8 --threads 1
     """
-    from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec, require_torch
+    from mlsysim.calibrate.networks import DEFAULT_BATCH, ModelSpec, require_torch
     from mlsysim.calibrate.torch_measure import measure_step
 
     spec = ModelSpec.sized(

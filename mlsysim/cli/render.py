@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from mlsysim.engine.explain import fmt_bytes, fmt_time
+from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.engine.results import field_unit
 
 
@@ -32,37 +31,16 @@ def safe(text: str) -> str:
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
-    """The scenario's inputs as plain JSON-able values, Quantities as {value, unit}."""
-    out: dict[str, Any] = {}
-    for key, value in scenario.fields().items():
-        if hasattr(value, "magnitude"):
-            out[key] = {"value": float(value.magnitude), "unit": f"{value.units}"}
-        elif key == "workload":
-            out[key] = value.name
-        elif key == "assumptions":
-            out[key] = {
-                k: (
-                    {"value": float(v.magnitude), "unit": f"{v.units}"}
-                    if hasattr(v, "magnitude")
-                    else v
-                )
-                for k, v in value.fields().items()
-            }
-        else:
-            out[key] = value
-    return out
+    """The scenario's inputs in the project's JSON encoding."""
+    return dict(scenario.to_dict()["inputs"])
 
 
 def result_json(scenario: Any) -> str:
-    return json.dumps(
-        {
-            "scenario": scenario.name,
-            "inputs": inputs_dict(scenario),
-            "result": scenario.result.to_dict(),
-        },
-        indent=2,
-        allow_nan=False,
-    )
+    """``run --json``: the scenario's inputs and its result, one JSON document."""
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {**scenario.to_dict(), "result": scenario.result.to_dict()}
+    return dumps(document("result", body), indent=2)
 
 
 def print_result(scenario: Any) -> None:
@@ -92,9 +70,12 @@ def print_result(scenario: Any) -> None:
     table.add_column("result")
     table.add_column("value", justify="right")
     seed_only = scenario.assumptions.is_seed()
-    for key, value in result.to_dict().items():
+    from mlsysim.engine.results import result_fields
+
+    for key, spec in result_fields().items():
         if key == "constraint_trace":
             continue
+        value = getattr(result, key)
         if seed_only and key in (
             "exposed_communication_time",
             "hidden_communication_time",
@@ -105,15 +86,12 @@ def print_result(scenario: Any) -> None:
             continue
         if value is None:
             continue
-        if isinstance(value, dict):
-            unit = value["unit"]
-            text = (
-                fmt_bytes(value["value"])
-                if unit == "byte"
-                else f"{value['value']:.6g} {_short(unit)}"
-            )
-        elif key == "cost":
+        if key == "cost":
             text = f"{value:,.2f} USD"
+        elif spec.unit == "byte":
+            text = fmt_bytes(float(value.magnitude))
+        elif spec.unit is not None:
+            text = f"{float(value.magnitude):.6g} {_short(spec.unit)}"
         else:
             text = _text(value)
         table.add_row(key, text)

@@ -32,7 +32,8 @@ _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
 def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     """``"nodes=1..8:2"`` -> ``("nodes", [1, 3, 5, 7])``; lists go through ``coerce_field``."""
     from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.overrides import coerce_assumption, coerce_field
+    from mlsysim.engine.assumptions import assumption_from_text
+    from mlsysim.engine.overrides import coerce_field
 
     field, sep, spec = text.partition("=")
     field = field.strip()
@@ -51,7 +52,7 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     if field.startswith("assumptions."):
         sub = field.split(".", 1)[1]
         return "assumptions", [
-            scenario.assumptions.variant(**{sub: coerce_assumption(sub, p)}) for p in parts
+            scenario.assumptions.variant(**{sub: assumption_from_text(sub, p)}) for p in parts
         ]
     return field, [coerce_field(field, p) for p in parts]
 

@@ -100,7 +100,7 @@ def ddp(
     Example: mlsysim validate ddp --nproc 2 --model gpt --steps 20 --json
     """
     from mlsysim.calibrate.ddp import validate_ddp
-    from mlsysim.calibrate.models import DEFAULT_BATCH, ModelSpec, require_torch
+    from mlsysim.calibrate.networks import DEFAULT_BATCH, ModelSpec, require_torch
     from mlsysim.calibrate.torch_measure import Launch
 
     spec = ModelSpec.sized(

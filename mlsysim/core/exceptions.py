@@ -32,13 +32,56 @@ class MlsysimError(Exception):
 class InputError(MlsysimError, ValueError):
     """A field got a value it cannot take.
 
-    ``field`` names the input (``None`` when the error is about several), and the
-    message says what was received and what was expected.
+    The error keeps its parts apart, as pydantic's ``errors()`` keeps ``loc``
+    from ``msg``: ``message`` is the bare complaint (what was received, what was
+    expected), ``loc`` the field path (``("assumptions", "bucket_size")``) and
+    ``owner`` the object it belongs to (``"DataParallelScaleOutScenario"``).
+    ``str()`` formats them once: ``Owner.field.path: message``. Code that adds
+    context calls :meth:`at` (a copy with a longer path), never edits the text.
+
+    ``field=`` (without ``loc``) is for errors whose message already names the
+    input in its own words (``"--axis nodes is given twice"``); it only records
+    the field.
     """
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        loc: tuple[str, ...] = (),
+        owner: str | None = None,
+    ) -> None:
         super().__init__(message)
-        self.field = field
+        self.message = message
+        self.loc = tuple(loc)
+        self.owner = owner
+        self._field = field
+
+    @property
+    def field(self) -> str | None:
+        """The field path as text (``"assumptions.bucket_size"``), or None."""
+        if self.loc:
+            return ".".join(self.loc)
+        return self._field
+
+    def location(self) -> str:
+        """``Owner.field.path`` (or the parts of it that are known)."""
+        parts = ([self.owner] if self.owner else []) + list(self.loc)
+        return ".".join(parts)
+
+    def __str__(self) -> str:
+        where = self.location()
+        return f"{where}: {self.message}" if where else self.message
+
+    def at(self, *prefix: str, owner: str | None = None) -> InputError:
+        """A copy located under ``prefix`` (and ``owner`` when given); the message is unchanged."""
+        copy = self.__class__.__new__(self.__class__)
+        copy.__dict__.update(self.__dict__)
+        Exception.__init__(copy, *self.args)
+        copy.loc = (*prefix, *self.loc)
+        copy.owner = owner  # the outermost object owns the path
+        return copy
 
 
 class UnitsError(InputError):
@@ -46,15 +89,30 @@ class UnitsError(InputError):
 
 
 class ScenarioFileError(InputError):
-    """A scenario file cannot be read: names the file, the line and the field."""
+    """A scenario file cannot be read: names the file, the line and the field.
+
+    Formatted as ``path:line: field.path: message``.
+    """
 
     def __init__(
-        self, message: str, *, path: str, line: int | None = None, field: str | None = None
+        self,
+        message: str,
+        *,
+        path: str,
+        line: int | None = None,
+        field: str | None = None,
+        loc: tuple[str, ...] = (),
     ) -> None:
-        where = path if line is None else f"{path}:{line}"
-        super().__init__(f"{where}: {message}", field=field)
+        if field and not loc:
+            loc = tuple(field.split("."))
+        super().__init__(message, loc=loc)
         self.path = path
         self.line = line
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        inner = super().__str__()
+        return f"{where}: {inner}"
 
 
 class UnknownNameError(MlsysimError, LookupError, ValueError):

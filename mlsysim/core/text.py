@@ -56,6 +56,11 @@ def check_text(text: Any, *, what: str = "text", limit: int = MAX_TEXT) -> str:
     return text.strip()
 
 
+def parse_name(text: str) -> str:
+    """A registry or scenario name read from text: stripped, bounded, no control characters."""
+    return check_text(text, what="a name")
+
+
 def parse_int(text: str) -> int:
     """An integer written in decimal (``8``, ``-3``, ``+16``): at most 18 digits.
 

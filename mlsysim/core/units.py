@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from importlib.resources import files
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pint
 
@@ -61,7 +61,7 @@ def _definitions() -> list[str]:
     return patched.splitlines()
 
 
-ureg = pint.UnitRegistry(None, cache_folder=None)
+ureg: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
 ureg.load_definitions(_definitions())
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
@@ -69,8 +69,11 @@ ureg.define("USD = [currency] = _ = dollar = dollars = usd")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
-Quantity = ureg.Quantity
-"""A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
+if TYPE_CHECKING:
+    Quantity: TypeAlias = pint.Quantity
+else:
+    Quantity = ureg.Quantity
+    """A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
 
 # Canonical unit of each physical kind the model uses: (unit, description for errors).
 KINDS: dict[str, tuple[Any, str]] = {

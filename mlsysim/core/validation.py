@@ -21,17 +21,6 @@ from pydantic_core import PydanticCustomError
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import nonnegative_canonical, parse_quantity, positive_canonical
 
-BYTES_PER_ELEMENT: dict[str, float] = {
-    "fp32": 4.0,
-    "tf32": 4.0,
-    "fp16": 2.0,
-    "bf16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-}
-"""Storage width of one element, in bytes, by precision name (SPEC section 4)."""
-
 
 def _describe(value: Any) -> str:
     if isinstance(value, pint.Quantity):
@@ -62,15 +51,6 @@ def check_nonnegative_int(value: Any) -> int:
     if isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     raise InputError(f"expected an integer at or above zero, got {_describe(value)}")
-
-
-def check_precision(value: Any) -> str:
-    """A precision name (case-insensitive), returned in lower case."""
-    if isinstance(value, str):
-        key = value.lower()
-        if key in BYTES_PER_ELEMENT:
-            return key
-    raise InputError(f"unknown precision {value!r}; supported: {', '.join(BYTES_PER_ELEMENT)}")
 
 
 def check_fraction(value: Any, *, allow_zero: bool = False) -> float:
@@ -120,38 +100,47 @@ def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
 
 
 def as_pydantic(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """Wrap a ``check_*`` so pydantic reports its message verbatim."""
+    """Wrap a ``check_*`` so pydantic keeps our :class:`InputError` (message and location)."""
 
     def validator(value: Any) -> Any:
         try:
             return check(value)
         except InputError as exc:
-            raise PydanticCustomError("mlsysim", str(exc)) from None
+            raise PydanticCustomError("mlsysim", "{message}", {"message": str(exc), "error": exc}) from None
 
     validator.__name__ = getattr(check, "__name__", "check")
     return validator
 
 
+def input_error(owner: str, errors: list[InputError]) -> InputError:
+    """One :class:`InputError` of ``owner`` from one or more located errors (the first leads)."""
+    first = errors[0].at(owner=owner)
+    if len(errors) == 1:
+        return first
+    others = "; ".join(str(e) for e in errors[1:])
+    return InputError(f"{first.message} (also {others})", loc=first.loc, owner=owner)
+
+
 def format_pydantic_error(
     owner: str, exc: pydantic.ValidationError, known: list[str]
 ) -> InputError:
-    """One :class:`InputError` from pydantic's errors: ``owner.field: message``."""
-    parts = []
-    first_field = None
+    """One :class:`InputError` from pydantic's errors, located at the first field."""
+    errors = []
     for err in exc.errors(include_url=False):
-        field = ".".join(str(p) for p in err.get("loc", ())) or "?"
-        first_field = first_field or field
+        loc = tuple(str(p) for p in err.get("loc", ()))
         kind = err.get("type")
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, InputError):
+            errors.append(inner.at(*loc))
+            continue
         if kind == "extra_forbidden":
             msg = f"unknown field; known fields: {', '.join(known)}"
         elif kind == "missing":
             msg = "required field is missing"
-        elif kind == "mlsysim":
-            msg = err["msg"]
         else:
             msg = f"{err['msg']}, got {_describe(err.get('input'))}"
-        parts.append(f"{owner}.{field}: {msg}")
-    return InputError("; ".join(parts), field=first_field)
+        errors.append(InputError(msg, loc=loc))
+    return input_error(owner, errors)
 
 
 M = TypeVar("M", bound=pydantic.BaseModel)

@@ -8,7 +8,7 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import PlainValidator
 
@@ -22,19 +22,19 @@ from mlsysim.core.validation import (
     check_nonnegative_quantity,
     check_positive_quantity,
 )
-from mlsysim.engine.model import Choices
+from mlsysim.engine.equations import Choices
 
 Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
 
 
-def _check_bool(value: Any) -> bool:
+def _check_bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
     raise InputError(f"expected True or False, got {value!r} ({type(value).__name__})")
 
 
-def _check_backward_fraction(value: Any) -> float:
+def _check_backward_fraction(value: object) -> float:
     x = check_fraction(value)
     if x >= 1.0:
         raise InputError(f"expected a number in (0, 1), got {value!r}")
@@ -149,13 +149,13 @@ class Assumptions(Validated):
 
     @cached_property
     def choices(self) -> Choices:
-        """These choices as the plain values :func:`mlsysim.engine.model.evaluate` takes (cached)."""
+        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
         return Choices(
             algorithm=self.algorithm,
             intra_efficiency=self.intra_efficiency,
             inter_efficiency=self.inter_efficiency,
             overlap=self.overlap,
-            bucket_bytes=self.bucket_bytes(),
+            bucket_size=self.bucket_bytes(),
             backward_fraction=self.backward_fraction,
             update_overhead=self.update_overhead_seconds(),
             straggler_cv=self.straggler_cv,
@@ -169,3 +169,68 @@ class Assumptions(Validated):
 
 
 _SEED = Assumptions()
+
+
+_TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
+"""The Assumptions fields given as quantities with units, and their unit kinds."""
+
+_TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def assumption_from_text(name: str, value: object) -> object:
+    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if name in _TEXT_DIMENSIONS:
+        from mlsysim.core.units import parse_quantity
+
+        try:
+            return parse_quantity(text, _TEXT_DIMENSIONS[name])
+        except InputError as exc:
+            raise exc.at(name) from None
+    if name == "overlap":
+        if text.lower() in _TRUE_WORDS:
+            return True
+        if text.lower() in _FALSE_WORDS:
+            return False
+        raise InputError(f"expected true or false, got {value!r}", loc=(name,))
+    if name == "algorithm":
+        return text.lower()
+    if name in Assumptions.model_fields:
+        from mlsysim.core.text import parse_float
+
+        try:
+            return parse_float(text)
+        except InputError as exc:
+            raise exc.at(name) from None
+    return value
+
+
+def assumptions_of(value: object) -> Assumptions:
+    """An :class:`Assumptions` from ``None`` (the seed), ``"seed"``, ``"realistic"``, an
+    Assumptions object, or a mapping of its fields (``preset`` names the base)."""
+    if value is None:
+        return _SEED
+    if isinstance(value, Assumptions):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in ("seed", "default"):
+            return _SEED
+        if key == "realistic":
+            return Assumptions.realistic()
+        raise InputError(f"expected 'seed' or 'realistic', got {value!r}")
+    if isinstance(value, dict):
+        data = dict(value)
+        preset = data.pop("preset", "seed")
+        if not isinstance(preset, str):
+            raise InputError(f"expected 'seed' or 'realistic', got {preset!r}", loc=("preset",))
+        base = assumptions_of(preset)
+        changes = {k: assumption_from_text(str(k), v) for k, v in data.items()}
+        return base.variant(**changes)
+    raise InputError(
+        f"expected a mlsysim.Assumptions (e.g. Assumptions.realistic()), 'seed' or 'realistic', "
+        f"got {value!r}"
+    )
+

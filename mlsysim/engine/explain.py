@@ -1,8 +1,12 @@
 """``explain()``: the derivation of a result, equation by equation, numbers and units substituted.
 
-Each step is (what, equation in symbols, equation with numbers, value). Steps
-of the opt-in model appear only where the choice is switched on; the seed's
-steps always appear, so the seed's derivation reads exactly as SPEC section 4.
+Each step is (what, equation in symbols, equation with numbers, value). The
+symbolic equations are the physics modules' own (``RING_FACTOR_EQUATION`` beside
+:func:`~mlsysim.physics.collectives.ring_allreduce_factor`, ...), the numbers
+are the model's operands and the values are the figures the model computed,
+never re-derived here; ``tests/engine/test_explain.py`` recomputes every
+printed right-hand side from its printed operands. Steps of the opt-in model
+appear only where the choice is switched on; the seed's steps always appear.
 """
 
 from __future__ import annotations
@@ -11,37 +15,29 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.core.validation import BYTES_PER_ELEMENT
+from mlsysim.engine.equations import UPDATE_TERMS
+from mlsysim.engine.fields import FIELDS
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.physics.collectives import bucket_layout, ring_allreduce_factor
-
-
-def fmt_bytes(x: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:.6g} {unit}"
-    return f"{x:.6g} B"
-
-
-def fmt_time(x: float) -> str:
-    if x == 0:
-        return "0 ms"
-    if abs(x) >= 3600 * 10:
-        return f"{x / 3600:.6g} h"
-    if abs(x) >= 10:
-        return f"{x:.6g} s"
-    if abs(x) >= 1e-3:
-        return f"{x * 1e3:.6g} ms"
-    return f"{x * 1e6:.6g} us"
-
-
-def fmt_rate(x: float) -> str:
-    return f"{x / 1e9:.6g} GB/s"
-
-
-def fmt_num(x: float) -> str:
-    return f"{x:.6g}"
+from mlsysim.physics.collectives import (
+    BUCKETS_EQUATION,
+    INTER_NODE_EQUATIONS,
+    INTRA_NODE_EQUATION,
+    RING_FACTOR_EQUATION,
+    ring_allreduce_factor,
+)
+from mlsysim.physics.memory import (
+    GRADIENT_BYTES,
+    OPTIMIZER_BYTES,
+    STATE_EQUATIONS,
+    WEIGHT_BYTES,
+    ZERO3_VOLUME_EQUATION,
+    communication_volume_factor,
+)
+from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
+from mlsysim.physics.synchronization import STRAGGLER_EQUATION
 
 
 class _Steps:
@@ -59,63 +55,44 @@ def explain_result(
     title: str | None = None,
     description: str | None = None,
 ) -> str:
-    """Render the derivation of ``result`` as ``"text"`` or ``"markdown"``."""
-    if format not in ("text", "markdown"):
+    """Render the derivation of ``result`` as ``"text"``, ``"markdown"`` or ``"json"``."""
+    renderers = {"text": _render_text, "markdown": _render_markdown, "json": _render_json}
+    if format not in renderers:
         from mlsysim.core.exceptions import InputError
 
-        raise InputError(f"format: expected 'text' or 'markdown', got {format!r}", field="format")
+        raise InputError(
+            f"expected one of {', '.join(renderers)}, got {format!r}", loc=("format",)
+        )
     inputs = result.inputs
-    if not inputs:
-        raise ValueError("this result carries no inputs to explain")
     steps = _derive(result, inputs)
     head = _heading(result, inputs, title, description)
-    return _render_markdown(head, steps) if format == "markdown" else _render_text(head, steps)
+    return renderers[format](head, steps)
 
 
 def _heading(
     r: DataParallelScaleOutResult, i: Any, title: str | None, description: str | None
 ) -> dict[str, Any]:
+    """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
-    inputs = {
-        "workload": f"{i['workload'].name} ({to_canonical(i['workload'].parameters, 'count'):.6g} parameters)",
-        "precision": i["precision"],
-        "step_time (T1, one device, one step)": fmt_time(to_canonical(i["step_time"], "time")),
-        "training_time (one device, whole run)": fmt_time(to_canonical(i["training_time"], "time")),
-        "per_device_batch (b)": str(i["per_device_batch"]),
-        "devices_per_node (d)": str(i["devices_per_node"]),
-        "nodes (N)": str(i["nodes"]),
-        "intra_bandwidth (B_intra, per direction)": fmt_rate(
-            to_canonical(i["intra_bandwidth"], "bandwidth")
-        ),
-        "inter_bandwidth (B_inter, per direction)": "none"
-        if i["inter_bandwidth"] is None
-        else fmt_rate(to_canonical(i["inter_bandwidth"], "bandwidth")),
-        "accumulation_steps (A)": str(i["accumulation_steps"]),
-        "node_hour_rate": "none"
-        if i["node_hour_rate"] is None
-        else f"{to_canonical(i['node_hour_rate'], 'money_rate'):.6g} USD/hour",
-    }
-    if i.get("nics_per_node") is not None:
-        inputs["nics_per_node (k)"] = str(i["nics_per_node"])
-    for key in ("intra_latency", "inter_latency"):
-        if i.get(key) is not None:
-            inputs[f"{key} (alpha)"] = fmt_time(to_canonical(i[key], "time"))
-    if i.get("zero_stage"):
-        inputs["zero_stage"] = str(i["zero_stage"])
-    if i.get("device_memory") is not None:
-        inputs["device_memory"] = fmt_bytes(to_canonical(i["device_memory"], "data"))
-    if i.get("activation_memory") is not None:
-        inputs["activation_memory"] = fmt_bytes(to_canonical(i["activation_memory"], "data"))
+    inputs = {}
+    for name, f in FIELDS.items():
+        if name not in i or name == "assumptions":
+            continue
+        value = i[name]
+        if value is None and not f.seed:
+            continue
+        if name == "zero_stage" and value == 0:
+            continue
+        key = f"{name} ({f.symbol})" if f.symbol else name
+        inputs[key] = (_input_text(name, value), f.label)
     if a.is_seed():
-        model = (
-            "seed (SPEC section 4): flat ring, full line rate, no overlap, no synchronisation cost"
-        )
+        model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     else:
         model = (
             f"algorithm={a.algorithm}, intra_efficiency={a.intra_efficiency:g}, "
             f"inter_efficiency={a.inter_efficiency:g}, overlap={a.overlap}"
             + (
-                f" (buckets of {fmt_bytes(to_canonical(a.bucket_size, 'data'))}, backward {a.backward_fraction:.3g} of a step)"
+                f" (buckets of {fmt_bytes(a.bucket_bytes())}, backward {a.backward_fraction:.3g} of a step)"
                 if a.overlap
                 else ""
             )
@@ -131,6 +108,26 @@ def _heading(
     }
 
 
+def _input_text(name: str, value: Any) -> str:
+    """An input as a reader expects it: the unit its field is shown in."""
+    f = FIELDS[name]
+    if value is None:
+        return "none"
+    if name == "workload":
+        return f"{value.name} ({value.parameter_count():.6g} parameters)"
+    if f.dimension == "time":
+        return fmt_time(to_canonical(value, "time"))
+    if f.dimension == "data":
+        return fmt_bytes(to_canonical(value, "data"))
+    if f.dimension == "bandwidth":
+        rate = fmt_rate(to_canonical(value, "bandwidth"))
+        shown = f"{value.to(f.display_unit).magnitude:.6g} {f.display_unit}" if f.display_unit else rate
+        return shown if shown == rate else f"{shown} ({rate})"
+    if f.dimension == "money_rate":
+        return f"{to_canonical(value, 'money_rate'):.6g} USD/h"
+    return str(value)
+
+
 @dataclass(frozen=True)
 class _Context:
     """The inputs of a derivation as plain floats, shared by its sections."""
@@ -142,13 +139,8 @@ class _Context:
     big_n: int
     acc: int
     n: int
-    g: float  # gradient bytes moved per AllReduce (x 1.5 under ZeRO-3)
+    g: float  # gradient bytes moved per AllReduce (G_c: x 1.5 under ZeRO-3)
     t1: float
-    b_intra: float
-    b_inter: float | None
-    a_intra: float
-    a_inter: float
-    k: int
     zero: int
     buckets_sym: str
     buckets_num: str
@@ -157,8 +149,8 @@ class _Context:
 def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
     a = i["assumptions"]
     zero = i.get("zero_stage") or 0
-    g = r.raw("gradient_bytes") * (1.5 if zero == 3 else 1.0)
-    buckets = bucket_layout(g, to_canonical(a.bucket_size, "data"))[0] if a.overlap else 1
+    f = r.figures
+    g = f.gradient_bytes * communication_volume_factor(zero)
     return _Context(
         r=r,
         i=i,
@@ -167,18 +159,11 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
         big_n=i["nodes"],
         acc=i["accumulation_steps"],
         n=r.n_devices,
-        g=g,
-        t1=to_canonical(i["step_time"], "time"),
-        b_intra=to_canonical(i["intra_bandwidth"], "bandwidth"),
-        b_inter=None
-        if i["inter_bandwidth"] is None
-        else to_canonical(i["inter_bandwidth"], "bandwidth"),
-        a_intra=0.0 if i.get("intra_latency") is None else to_canonical(i["intra_latency"], "time"),
-        a_inter=0.0 if i.get("inter_latency") is None else to_canonical(i["inter_latency"], "time"),
-        k=i.get("nics_per_node") or 1,
+        g=float(g),
+        t1=float(r.model_inputs.step_time),
         zero=zero,
-        buckets_sym=" x buckets" if a.overlap else "",
-        buckets_num=f" x {buckets:g}" if a.overlap else "",
+        buckets_sym=" x m" if a.overlap else "",
+        buckets_num=f" x {f.buckets.number:g}" if a.overlap else "",
     )
 
 
@@ -191,177 +176,181 @@ def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, 
 
 
 def _gradient_steps(s: _Steps, c: _Context) -> None:
-    """Devices, gradient bytes, the ZeRO-3 volume, the ring factor."""
+    """Devices, gradient bytes, the ZeRO-3 volume, the ring factors."""
     r, i, d, big_n, n, zero = c.r, c.i, c.d, c.big_n, c.n, c.zero
     prec, w = i["precision"], i["workload"]
-    params = to_canonical(w.parameters, "count")
-    g = r.raw("gradient_bytes")
+    g = r.figures.gradient_bytes
     s.add("devices", "n = d x N", f"{d} x {big_n}", str(n))
     if w.model_size is not None and prec in ("fp16", "bf16"):
-        s.add("gradient bytes", "G = model_size (stated, 16-bit)", fmt_bytes(g), fmt_bytes(g))
+        s.add("gradient bytes", "G = model_size (stated, 16-bit)", "", fmt_bytes(g))
     else:
         s.add(
             "gradient bytes",
             "G = parameters x bytes_per_element(precision)",
-            f"{params:.6g} x {BYTES_PER_ELEMENT[prec]:g} B ({prec})",
+            f"{w.parameter_count():.6g} x {BYTES_PER_ELEMENT[prec]:g} B",
             fmt_bytes(g),
         )
     if zero == 3:
+        factor = communication_volume_factor(zero)
+        s.add("ZeRO-3 volume", ZERO3_VOLUME_EQUATION, f"{factor:g} x {fmt_bytes(g)}", fmt_bytes(c.g))
+    for k, label in ((d, "d"), (n, "n")):
         s.add(
-            "ZeRO-3 volume",
-            "G_c = 1.5 G (extra parameter all-gather; Rajbhandari et al. 2020, section 7)",
-            f"1.5 x {fmt_bytes(g)}",
-            fmt_bytes(1.5 * g),
+            f"ring factor f({label})",
+            RING_FACTOR_EQUATION,
+            f"2 x ({k} - 1) / {k}",
+            fmt_num(ring_allreduce_factor(k)),
         )
-    s.add(
-        "ring factor",
-        "f(k) = 2(k-1)/k",
-        f"f(d) = f({d}) = {fmt_num(ring_allreduce_factor(d))}; f(n) = f({n}) = {fmt_num(ring_allreduce_factor(n))}",
-        "",
-    )
 
 
 def _intra_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage inside a node."""
-    r, a, d, g, b_intra, a_intra = c.r, c.a, c.d, c.g, c.b_intra, c.a_intra
+    f, a, d = c.r.figures, c.a, c.d
     e_i = a.intra_efficiency
+    bytes_eq, steps_sym = INTRA_NODE_EQUATION
     s.add(
         "intra bytes",
-        "intra_bytes = G x f(d)",
-        f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(d))}",
-        fmt_bytes(r.raw("intra_bytes")),
+        bytes_eq,
+        f"{fmt_bytes(c.g)} x {fmt_num(f.intra_cost.volume)}",
+        fmt_bytes(f.intra_bytes),
     )
     _time_step(
         s,
         c,
         "intra",
-        ("2(d-1)", f"2 x {d - 1}", a_intra),
-        ("intra_bytes", fmt_bytes(r.raw("intra_bytes"))),
-        [("B_intra", fmt_rate(b_intra), True), ("e_intra", f"{e_i:g}", e_i != 1)],
+        (steps_sym, f"2 x {d - 1}", float(c.r.model_inputs.intra_latency)),
+        ("intra_bytes", fmt_bytes(f.intra_bytes)),
+        [("B_intra", fmt_rate(c.r.model_inputs.intra_bandwidth), True), ("e_intra", f"{e_i:g}", e_i != 1)],
     )
 
 
 def _inter_steps(s: _Steps, c: _Context) -> None:
-    """Bytes and time of the AllReduce stage across nodes, per algorithm."""
-    r, a, d, big_n, n, g, k = c.r, c.a, c.d, c.big_n, c.n, c.g, c.k
-    b_inter, a_inter = c.b_inter, c.a_inter
+    """Bytes and time of the AllReduce stage across nodes, with the algorithm used."""
+    r, a, d, big_n, n = c.r, c.a, c.d, c.big_n, c.n
+    f, x = r.figures, r.model_inputs
     e_o = a.inter_efficiency
     alg = r.inter_algorithm
     if big_n == 1:
         s.add("inter bytes and time", "N = 1: no inter-node stage", "", "0 B, 0 ms")
+        return
+    bytes_eq, steps_sym, volume_sym = INTER_NODE_EQUATIONS[alg]
+    if alg == "ring":
+        bytes_num = f"{fmt_bytes(c.g)} x {fmt_num(ring_allreduce_factor(n))}"
+        steps = 2 * (n - 1)
+        volume_num = fmt_bytes(f.inter_bytes)
+    elif alg == "hierarchical":
+        bytes_num = f"({fmt_bytes(c.g)} / {d}) x {fmt_num(ring_allreduce_factor(big_n))}"
+        steps = 2 * (big_n - 1)
+        volume_num = f"{fmt_bytes(c.g)} x {fmt_num(ring_allreduce_factor(big_n))}"
     else:
-        if alg == "ring":
-            bytes_eq = "inter_bytes = G x f(n)  (flat ring over all n devices)"
-            bytes_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(n))}"
-            steps_sym, steps = "2(n-1)", 2 * (n - 1)
-            volume_sym, volume_num = "inter_bytes", fmt_bytes(r.raw("inter_bytes"))
-        elif alg == "hierarchical":
-            bytes_eq = "inter_bytes = (G / d) x f(N)  (each device's shard, ring over nodes)"
-            bytes_num = f"({fmt_bytes(g)} / {d}) x {fmt_num(ring_allreduce_factor(big_n))}"
-            steps_sym, steps = "2(N-1)", 2 * (big_n - 1)
-            volume_sym = "G f(N)"
-            volume_num = f"{fmt_bytes(g)} x {fmt_num(ring_allreduce_factor(big_n))}"
-        else:
-            bytes_eq = "inter_bytes = 2 G / d  (shard up and down a double binary tree)"
-            bytes_num = f"2 x {fmt_bytes(g)} / {d}"
-            steps_sym, steps = "2 ceil(log2 N)", 2 * math.ceil(math.log2(big_n))
-            volume_sym, volume_num = "2 G", f"2 x {fmt_bytes(g)}"
-        s.add("inter bytes", bytes_eq, bytes_num, fmt_bytes(r.raw("inter_bytes")))
-        _time_step(
-            s,
-            c,
-            "inter",
-            (steps_sym, str(steps), a_inter),
-            (volume_sym, volume_num),
-            [
-                ("min(k, d)", str(min(k, d)), k != 1),
-                ("B_inter", fmt_rate(b_inter), True),
-                ("e_inter", f"{e_o:g}", e_o != 1),
-            ],
-        )
-        if a.algorithm == "auto":
-            s.add(
-                "algorithm",
-                "auto: the fastest of ring, hierarchical, tree for the message size",
-                "",
-                alg,
-            )
+        bytes_num = f"2 x {fmt_bytes(c.g)} / {d}"
+        steps = 2 * math.ceil(math.log2(big_n))
+        volume_num = f"2 x {fmt_bytes(c.g)}"
+    s.add("inter bytes", bytes_eq, bytes_num, fmt_bytes(f.inter_bytes))
+    k = int(x.nics_per_node)
+    _time_step(
+        s,
+        c,
+        "inter",
+        (steps_sym, str(steps), float(x.inter_latency)),
+        (volume_sym, volume_num),
+        [
+            ("min(k, d)", str(min(k, d)), k != 1),
+            ("B_inter", fmt_rate(x.inter_bandwidth), True),
+            ("e_inter", f"{e_o:g}", e_o != 1),
+        ],
+    )
+    if a.algorithm == "auto":
+        s.add("algorithm", "auto: the fastest of ring, hierarchical, tree for the message size", "", alg)
 
 
 def _update_steps(s: _Steps, c: _Context) -> None:
     """Communication, compute, overlap, synchronisation, and the update time."""
     r, a, acc, n, t1 = c.r, c.a, c.acc, c.n, c.t1
-    comm = r.raw("communication_time")
+    f = r.figures
+    comm = f.communication_time
     s.add(
         "communication",
         "communication_time = intra_time + inter_time",
-        f"{fmt_time(r.raw('intra_time'))} + {fmt_time(r.raw('inter_time'))}",
+        f"{fmt_time(f.intra_time)} + {fmt_time(f.inter_time)}",
         fmt_time(comm),
     )
-    compute = r.raw("compute_time")
+    compute = f.compute_time
     s.add("compute", "compute_time = A x T1", f"{acc} x {fmt_time(t1)}", fmt_time(compute))
-    exposed = r.raw("exposed_communication_time")
+    exposed = f.exposed_communication_time
     if a.overlap:
+        b = f.buckets
+        t_b = a.backward_fraction * t1
+        s.add(
+            "buckets",
+            BUCKETS_EQUATION,
+            f"ceil({fmt_bytes(c.g)} / {fmt_bytes(b.size)})",
+            f"{b.number:g}",
+        )
+        s.add(
+            "backward time",
+            "T_b = backward_fraction x T1  (the last micro-step's backward pass)",
+            f"{a.backward_fraction:.6g} x {fmt_time(t1)}",
+            fmt_time(t_b),
+        )
         s.add(
             "overlap",
-            "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G), T_b = backward_fraction x T1 (last micro-step only)",
-            f"m = {r.raw('buckets'):g} buckets of b = {fmt_bytes(r.raw('bucket_bytes'))}, last r = "
-            f"{fmt_bytes(r.raw('last_bucket_bytes'))}; c(b) = {fmt_time(r.raw('bucket_time'))}, "
-            f"c(r) = {fmt_time(r.raw('last_bucket_time'))}, C = {fmt_time(comm)}, "
-            f"T_b = {a.backward_fraction:.3g} x {fmt_time(t1)}",
-            f"exposed {fmt_time(exposed)}, hidden {fmt_time(r.raw('hidden_communication_time'))}",
+            EXPOSED_EQUATION,
+            f"max({fmt_time(b.last_time)}, {fmt_time(comm)} - {fmt_time(t_b)} x (1 - {fmt_bytes(b.size)} / {fmt_bytes(c.g)}), "
+            f"{fmt_time(b.time)} + {fmt_time(b.last_time)} - {fmt_time(t_b)} x {fmt_bytes(b.last_size)} / {fmt_bytes(c.g)})"
+            if b.number >= 2
+            else f"max({fmt_time(b.last_time)}, {fmt_time(comm)} - {fmt_time(t_b)} x (1 - {fmt_bytes(b.size)} / {fmt_bytes(c.g)}))",
+            fmt_time(exposed),
         )
-    sync = r.raw("synchronization_time")
+        s.add(
+            "hidden",
+            "hidden = communication_time - exposed",
+            f"{fmt_time(comm)} - {fmt_time(exposed)}",
+            fmt_time(f.hidden_communication_time),
+        )
+    overhead = a.update_overhead_seconds() if n > 1 else 0.0
     if a.straggler_cv or a.update_overhead_seconds():
         s.add(
             "synchronization",
-            "sync = c x T1 x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)",
-            f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 ln {n}) + {fmt_time(a.update_overhead_seconds() if n > 1 else 0.0)}",
-            fmt_time(sync),
+            STRAGGLER_EQUATION,
+            f"{a.straggler_cv:g} x {fmt_time(t1)} x sqrt({acc}) x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
+            fmt_time(f.synchronization_time),
         )
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication + sync",
-            f"{fmt_time(compute)} + {fmt_time(exposed)} + {fmt_time(sync)}",
-            fmt_time(r.raw("update_time")),
-        )
-    elif a.overlap:
-        s.add(
-            "update",
-            "update_time = compute_time + exposed_communication",
-            f"{fmt_time(compute)} + {fmt_time(exposed)}",
-            fmt_time(r.raw("update_time")),
-        )
+    _update_step(s, f)
+
+
+def _update_step(s: _Steps, f: Any) -> None:
+    """``update_time`` as the sum of :data:`UPDATE_TERMS` (the terms that are not zero)."""
+    terms = [t for t in UPDATE_TERMS if t == "compute_time" or getattr(f, t) != 0]
+    if terms == ["compute_time", "exposed_communication_time"] and (
+        f.exposed_communication_time == f.communication_time
+    ):
+        names = ["compute_time", "communication_time"]  # no overlap: the seed's equation
     else:
-        s.add(
-            "update",
-            "update_time = compute_time + communication_time",
-            f"{fmt_time(compute)} + {fmt_time(comm)}",
-            fmt_time(r.raw("update_time")),
-        )
+        names = terms
+    s.add(
+        "update",
+        "update_time = " + " + ".join(names),
+        " + ".join(fmt_time(getattr(f, t)) for t in names),
+        fmt_time(f.update_time),
+    )
 
 
 def _scaling_steps(s: _Steps, c: _Context) -> None:
     """Speedup, efficiency, batch, training time, cost, memory and the bottleneck."""
     r, i, big_n, acc, n, zero = c.r, c.i, c.big_n, c.acc, c.n, c.zero
-    comm, compute = r.raw("communication_time"), r.raw("compute_time")
+    f, x = r.figures, r.model_inputs
     s.add(
         "speedup",
         "speedup = n x compute_time / update_time",
-        f"{n} x {fmt_time(compute)} / {fmt_time(r.raw('update_time'))}",
-        fmt_num(r.speedup),
+        f"{n} x {fmt_time(f.compute_time)} / {fmt_time(f.update_time)}",
+        fmt_num(f.speedup),
     )
-    s.add(
-        "efficiency",
-        "efficiency = speedup / n",
-        f"{fmt_num(r.speedup)} / {n}",
-        fmt_num(r.efficiency),
-    )
+    s.add("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency))
     s.add(
         "overhead",
         "communication_overhead = communication_time / compute_time",
-        f"{fmt_time(comm)} / {fmt_time(compute)}",
-        fmt_num(r.communication_overhead),
+        f"{fmt_time(f.communication_time)} / {fmt_time(f.compute_time)}",
+        fmt_num(f.communication_overhead),
     )
     s.add(
         "global batch",
@@ -369,29 +358,37 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         f"{i['per_device_batch']} x {n} x {acc}",
         str(r.global_batch),
     )
-    t_train = to_canonical(i["training_time"], "time")
     s.add(
         "training time",
         "training_time = T_train(1 device) / speedup",
-        f"{fmt_time(t_train)} / {fmt_num(r.speedup)}",
-        f"{r.raw('training_time') / 3600:.6g} h",
+        f"{fmt_time(x.training_time)} / {fmt_num(f.speedup)}",
+        f"{f.training_time / 3600:.6g} h",
     )
     if r.cost is None:
-        s.add("cost", "cost = hours x N x node_hour_rate", "no node_hour_rate given", "none")
+        s.add("cost", "cost = training_time x N x node_hour_rate", "no node_hour_rate given", "none")
     else:
-        rate = to_canonical(i["node_hour_rate"], "money_rate")
         s.add(
             "cost",
-            "cost = hours x N x node_hour_rate",
-            f"{r.raw('training_time') / 3600:.6g} h x {big_n} x {rate:.6g} USD/h",
+            "cost = training_time x N x node_hour_rate",
+            f"{f.training_time / 3600:.6g} h x {big_n} x {x.node_hour_rate:.6g} USD/h",
             f"{r.cost:.6g} USD",
         )
     if r.device_memory is not None or zero or i.get("activation_memory") is not None:
+        state = (
+            STATE_EQUATIONS[zero]
+            .replace(" psi", " x psi")
+            .replace("w", f"{WEIGHT_BYTES:g} B")
+            .replace("g", f"{GRADIENT_BYTES:g} B")
+            .replace("K", f"{OPTIMIZER_BYTES:g} B")
+            .replace("psi", f"{x.parameters:.6g}")
+            .replace("n", str(n))
+        )
         s.add(
             "memory",
-            "memory = training state (16 B/param, ZeRO stage sharding; Rajbhandari et al. 2020) + activations",
-            f"ZeRO stage {zero} over {n} devices",
-            fmt_bytes(r.raw("memory_per_device"))
+            f"memory = {STATE_EQUATIONS[zero]} + activations  (ZeRO stage {zero}; "
+            "w = g = 2 B, K = 12 B per parameter; Rajbhandari et al. 2020)",
+            f"{state} + {fmt_bytes(x.activation_memory)}",
+            fmt_bytes(f.memory_per_device)
             + ("" if r.fits is None else (" (fits)" if r.fits else " (does NOT fit)")),
         )
     s.add(
@@ -410,7 +407,7 @@ def _time_step(
     volume: tuple[str, str],
     rate: list[tuple[str, str, bool]],
 ) -> None:
-    """One stage's time, ``t = steps alpha [x buckets] + volume / rate``, in symbols and numbers.
+    """One stage's time, ``t = steps alpha [x m] + volume / rate``, in symbols and numbers.
 
     ``latency`` is (steps in symbols, in numbers, alpha), ``volume`` (symbol, number),
     ``rate`` the factors of the denominator as (symbol, number, shown?).
@@ -427,7 +424,7 @@ def _time_step(
         f"{link} time",
         f"{link}_time = {lat_sym}{volume[0]} / {rate_sym}",
         f"{lat_num}{volume[1]} / {rate_num}",
-        fmt_time(c.r.raw(f"{link}_time")),
+        fmt_time(getattr(c.r.figures, f"{link}_time")),
     )
 
 
@@ -438,7 +435,11 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     out.append("")
     out.append("Inputs")
     width = max(len(k) for k in head["inputs"])
-    out += [f"  {k.ljust(width)}  {v}" for k, v in head["inputs"].items()]
+    value_width = max(len(v) for v, _ in head["inputs"].values())
+    out += [
+        f"  {k.ljust(width)}  {v.ljust(value_width)}  {label}"
+        for k, (v, label) in head["inputs"].items()
+    ]
     out.append("")
     out.append(f"Model: {head['model']}")
     out.append("")
@@ -461,8 +462,8 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     out = [f"## {head['title']}", ""]
     if head["description"]:
         out += [head["description"], ""]
-    out += ["| input | value |", "|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in head["inputs"].items()]
+    out += ["| input | value | meaning |", "|---|---|---|"]
+    out += [f"| {k} | {v} | {label} |" for k, (v, label) in head["inputs"].items()]
     out += [
         "",
         f"**Model:** {head['model']}",
@@ -480,3 +481,20 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     if trace:
         out += ["", "**Notes**", ""] + [f"- {note}" for note in trace]
     return "\n".join(out) + "\n"
+
+
+def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
+    from mlsysim.core.jsonio import document, dumps
+
+    body = {
+        "scenario": head["title"],
+        "description": head["description"],
+        "inputs": {k: {"value": v, "meaning": label} for k, (v, label) in head["inputs"].items()},
+        "model": head["model"],
+        "steps": [
+            {"quantity": what, "equation": eq, "numbers": numbers, "value": value}
+            for what, eq, numbers, value in rows
+        ],
+        "notes": list(head["result"].constraint_trace),
+    }
+    return dumps(document("explanation", body), indent=2) + "\n"

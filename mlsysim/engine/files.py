@@ -82,14 +82,17 @@ def load_scenario(path: str | os.PathLike[str]) -> Any:
     try:
         return scenario_from_dict(data)
     except InputError as exc:
-        where = _field_path(exc)
         raise ScenarioFileError(
-            _message(exc), path=str(file), line=_line_of(lines, where), field=".".join(where)
+            exc.message, path=str(file), line=_line_of(lines, exc.loc), loc=exc.loc
         ) from None
 
 
 def scenario_from_dict(data: dict[str, Any]) -> Any:
-    """A scenario from parsed file contents (strings with units, registry names, tables)."""
+    """A scenario from parsed file contents (strings with units, registry names, tables).
+
+    Each value is read by its field's entry in the field table; errors are
+    located at the field (``exc.loc``), the file loader adds file and line.
+    """
     from mlsysim.engine.overrides import coerce_field
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.engine.scenarios import Scenarios
@@ -100,45 +103,27 @@ def scenario_from_dict(data: dict[str, Any]) -> Any:
     for key, value in data.items():
         if key == "workload" and isinstance(value, dict):
             fields[key] = _inline_workload(value)
-        elif key == "assumptions":
-            fields[key] = _assumptions(value)
         else:
-            fields[key] = _in_field(key, coerce_field, key, value)
-    if base_name is None:
-        return DataParallelScaleOutScenario(**fields)
-    if not isinstance(base_name, str):
-        raise InputError(f"base: expected a scenario name, got {base_name!r}", field="base")
+            fields[key] = coerce_field(str(key), value)
     try:
-        base = Scenarios.get(base_name)
-    except UnknownNameError as exc:
-        raise InputError(f"base: {exc}", field="base") from None
-    return base.variant(**fields)
-
-
-def _in_field(field: str, function: Any, *args: Any) -> Any:
-    """Call ``function``, making sure an error names ``field``."""
-    try:
-        return function(*args)
-    except UnknownNameError as exc:
-        message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
-        raise InputError(message, field=field) from None
+        if base_name is None:
+            return DataParallelScaleOutScenario(**fields)
+        if not isinstance(base_name, str):
+            raise InputError(f"expected a scenario name, got {base_name!r}", loc=("base",))
+        try:
+            base = Scenarios.get(base_name)
+        except UnknownNameError as exc:
+            raise InputError(str(exc), loc=("base",)) from None
+        return base.variant(**fields)
     except InputError as exc:
-        if exc.field is None or "." not in exc.field and exc.field != field:
-            message = str(exc) if str(exc).startswith(field) else f"{field}: {exc}"
-            raise InputError(message, field=field) from None
-        raise
+        raise _without_owner(exc) from None
 
 
-def _assumptions(value: Any) -> Any:
-    from mlsysim.engine.overrides import assumptions_from
-
-    try:
-        return assumptions_from(value)
-    except InputError as exc:
-        sub = (exc.field or "").removeprefix("assumptions.")
-        field = f"assumptions.{sub}" if sub and sub != "assumptions" else "assumptions"
-        message = str(exc) if str(exc).startswith("assumptions") else f"assumptions.{exc}"
-        raise InputError(message, field=field) from None
+def _without_owner(exc: InputError) -> InputError:
+    """The same error at the same field, without the class name: the file already says what it is."""
+    stripped = exc.at()
+    stripped.loc = exc.loc
+    return stripped
 
 
 def _inline_workload(table: dict[str, Any]) -> Any:
@@ -148,29 +133,19 @@ def _inline_workload(table: dict[str, Any]) -> Any:
     kind = data.pop("kind", "workload")
     if kind not in ("workload", "transformer"):
         raise InputError(
-            f"workload.kind: expected 'workload' or 'transformer', got {kind!r}",
-            field="workload.kind",
+            f"expected 'workload' or 'transformer', got {kind!r}", loc=("workload", "kind")
         )
     for key, unit_kind in WORKLOAD_QUANTITIES.items():
         if isinstance(data.get(key), str):
             try:
                 data[key] = parse_quantity(data[key], unit_kind)
             except InputError as exc:
-                raise InputError(f"workload.{key}: {exc}", field=f"workload.{key}") from None
+                raise exc.at("workload", key) from None
     cls = TransformerWorkload if kind == "transformer" else Workload
     try:
         return cls(**data)
     except InputError as exc:
-        raise InputError(f"workload: {exc}", field=f"workload.{exc.field}") from None
-
-
-def _field_path(exc: InputError) -> tuple[str, ...]:
-    field = exc.field or ""
-    return tuple(p for p in field.split(".") if p)
-
-
-def _message(exc: InputError) -> str:
-    return str(exc).removeprefix("DataParallelScaleOutScenario.")
+        raise exc.at("workload", *exc.loc) from None
 
 
 def _format(file: Path) -> str:
@@ -325,7 +300,7 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
         if value is None or (key == "zero_stage" and value == 0):
             continue
         if key == "workload":
-            name = _registry_path(value)
+            name = registry_name(value)
             if name is None:
                 tables[key] = _workload_table(value)
             else:
@@ -360,7 +335,7 @@ def quantity_text(q: Any) -> str:
     return f"{number} {q.units:C}"
 
 
-def _registry_path(workload: Any) -> str | None:
+def registry_name(workload: Any) -> str | None:
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():

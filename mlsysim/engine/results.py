@@ -1,109 +1,160 @@
 """The result of a data-parallel scale-out solve: an immutable, typed value.
 
-Figures are held as floats in canonical units and turned into Quantities of
-the documented unit when read (and cached), so a solve costs no more pint
-work than the fields a caller actually reads.
+Each result field is declared once in the body of
+:class:`DataParallelScaleOutResult`, with the unit it is reported in. The
+figures are held as a :class:`~mlsysim.engine.equations.Figures` of floats in
+canonical SI units and turned into Quantities when read (and cached), so a
+solve costs no more pint work than the fields a caller actually reads. The
+sweep's columns use the same declarations (:func:`result_fields`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-from mlsysim.core.units import unit, ureg
+from mlsysim.core.units import Quantity, unit, ureg
+from mlsysim.engine.equations import BOTTLENECKS, Figures
+from mlsysim.physics.collectives import ALGORITHMS
 
-# name -> (unit the field is reported in, factor from the canonical SI value), or a plain type.
-QUANTITY_FIELDS: dict[str, tuple[str, float]] = {
-    "gradient_bytes": ("byte", 1.0),
-    "intra_bytes": ("byte", 1.0),
-    "inter_bytes": ("byte", 1.0),
-    "intra_time": ("millisecond", 1e3),
-    "inter_time": ("millisecond", 1e3),
-    "communication_time": ("millisecond", 1e3),
-    "exposed_communication_time": ("millisecond", 1e3),
-    "hidden_communication_time": ("millisecond", 1e3),
-    "synchronization_time": ("millisecond", 1e3),
-    "compute_time": ("millisecond", 1e3),
-    "update_time": ("millisecond", 1e3),
-    "training_time": ("hour", 1.0 / 3600.0),
-    "memory_per_device": ("byte", 1.0),
-}
-OPTIONAL_QUANTITY_FIELDS: dict[str, tuple[str, float]] = {
-    "device_memory": ("byte", 1.0),
-}
-FLOAT_FIELDS = (
-    "communication_overhead",
-    "compute_share",
-    "communication_share",
-    "synchronization_share",
-    "speedup",
-    "efficiency",
-)
-INT_FIELDS = ("n_devices", "global_batch")
-OTHER_FIELDS = (
-    "cost",
-    "fits",
-    "algorithm",
-    "intra_algorithm",
-    "inter_algorithm",
-    "bottleneck",
-)
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.engine.equations import Choices, Inputs
+    from mlsysim.engine.fields import Value
 
-SEED_FIELDS = (
-    "n_devices",
-    "gradient_bytes",
-    "intra_bytes",
-    "inter_bytes",
-    "intra_time",
-    "inter_time",
-    "communication_time",
-    "compute_time",
-    "update_time",
-    "communication_overhead",
-    "compute_share",
-    "communication_share",
-    "speedup",
-    "efficiency",
-    "global_batch",
-    "training_time",
-    "cost",
-)
-"""The result fields of SPEC section 4, in its order."""
+T = TypeVar("T")
 
-FIELDS = (
-    *SEED_FIELDS,
-    "exposed_communication_time",
-    "hidden_communication_time",
-    "synchronization_time",
-    "synchronization_share",
-    "algorithm",
-    "intra_algorithm",
-    "inter_algorithm",
-    "bottleneck",
-    "memory_per_device",
-    "device_memory",
-    "fits",
-    "constraint_trace",
-)
-"""Every result field: the seed's, then those of the opt-in model."""
+_CANONICAL = {"byte": "byte", "millisecond": "second", "hour": "second", "USD": "USD"}
 
 
-def field_unit(name: str) -> str | None:
-    """The unit a field is reported in (``"millisecond"``), ``"USD"`` for cost, or None."""
-    if name in QUANTITY_FIELDS:
-        return QUANTITY_FIELDS[name][0]
-    if name in OPTIONAL_QUANTITY_FIELDS:
-        return OPTIONAL_QUANTITY_FIELDS[name][0]
-    if name == "cost":
-        return "USD"
-    return None
+class ResultField(Generic[T]):
+    """One declared result field: its name, how it is reported, and whether the seed has it.
+
+    ``unit`` is the unit a physical figure is reported in (``"millisecond"``),
+    or None for a plain number; ``factor`` converts the canonical SI value into
+    it (taken from the unit registry, not typed by hand).
+    """
+
+    kind = "float"
+
+    def __init__(self, unit_name: str | None = None, *, seed: bool = False, doc: str = "") -> None:
+        self.unit = unit_name
+        self.seed = seed
+        self.__doc__ = doc
+        self.name = ""
+        self._factor: float | None = None
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        declared = owner.__dict__.get("_declared")
+        if declared is not None:
+            declared.append(name)
+
+    @property
+    def factor(self) -> float:
+        """Canonical SI value x factor = the value in ``unit``."""
+        if self._factor is None:
+            if self.unit is None or self.unit == "USD":
+                self._factor = 1.0
+            else:
+                canonical = _CANONICAL[self.unit]
+                self._factor = float(ureg.Quantity(1.0, canonical).to(self.unit).magnitude)
+        return self._factor
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> ResultField[T]: ...
+
+    @overload
+    def __get__(self, obj: DataParallelScaleOutResult, owner: type) -> T: ...
+
+    def __get__(self, obj: DataParallelScaleOutResult | None, owner: type) -> T | ResultField[T]:
+        if obj is None:
+            return self
+        return self.read(obj)
+
+    def read(self, result: DataParallelScaleOutResult) -> T:
+        return cast(T, float(getattr(result.figures, self.name)))
+
+
+class QuantityField(ResultField[Quantity]):
+    kind = "quantity"
+
+    def read(self, result: DataParallelScaleOutResult) -> Quantity:
+        cache = result._cache
+        q = cache.get(self.name)
+        if q is None:
+            raw = getattr(result.figures, self.name)
+            q = cache[self.name] = ureg.Quantity(raw * self.factor, unit(self.unit or ""))
+        return cast(Quantity, q)
+
+
+class OptionalQuantityField(ResultField["Quantity | None"]):
+    kind = "quantity"
+
+    def read(self, result: DataParallelScaleOutResult) -> Quantity | None:
+        raw = getattr(result.figures, self.name)
+        if raw != raw:
+            return None
+        return ureg.Quantity(raw * self.factor, unit(self.unit or ""))
+
+
+class IntField(ResultField[int]):
+    kind = "int"
+
+    def read(self, result: DataParallelScaleOutResult) -> int:
+        return int(getattr(result.figures, self.name))
+
+
+class MoneyField(ResultField["float | None"]):
+    """The seed's ``cost``: a float in US dollars, or None without a node price."""
+
+    kind = "money"
+
+    def read(self, result: DataParallelScaleOutResult) -> float | None:
+        raw = float(getattr(result.figures, self.name))
+        return None if math.isnan(raw) else raw
+
+
+class LabelField(ResultField[str]):
+    """A code of the model shown as its label (``"inter-node link"``)."""
+
+    kind = "label"
+
+    def __init__(self, read: Callable[[DataParallelScaleOutResult], str], *, doc: str = "") -> None:
+        super().__init__(doc=doc)
+        self._read = read
+
+    def read(self, result: DataParallelScaleOutResult) -> str:
+        return self._read(result)
+
+
+class FitsField(ResultField["bool | None"]):
+    kind = "bool"
+
+    def read(self, result: DataParallelScaleOutResult) -> bool | None:
+        if result.figures.device_memory != result.figures.device_memory:
+            return None  # unknown device memory: no verdict
+        return bool(result.figures.fits)
+
+
+class TraceField(ResultField["tuple[str, ...]"]):
+    kind = "notes"
+
+    def read(self, result: DataParallelScaleOutResult) -> tuple[str, ...]:
+        trace = result._cache.get("constraint_trace")
+        if trace is None:
+            trace = result._cache["constraint_trace"] = tuple(result._trace())
+        return cast("tuple[str, ...]", trace)
+
+
+def _inter_algorithm(r: DataParallelScaleOutResult) -> str:
+    return ALGORITHMS[int(r.figures.inter_algorithm)] if cast(int, r.inputs["nodes"]) > 1 else "none"
 
 
 class DataParallelScaleOutResult:
-    """Figures of one data-parallel layout (SPEC section 4 "Result fields and units").
+    """Figures of one data-parallel layout.
 
     Physical fields are Quantities (bytes in ``byte``, times in ``millisecond``,
     ``training_time`` in ``hour``); ratios are floats; ``cost`` is a float in
@@ -111,82 +162,122 @@ class DataParallelScaleOutResult:
     exposed/hidden communication, synchronisation, the algorithm per level,
     the bottleneck, memory per device and a ``constraint_trace`` of notes.
 
-    ``inputs`` holds the inputs that produced it (for :meth:`explain`).
+    ``inputs`` holds the checked inputs that produced it, ``figures`` the
+    canonical figures (for :meth:`explain` and the sweep).
     """
 
-    __slots__ = ("_values", "_cache", "_trace", "inputs")
+    __slots__ = ("figures", "inputs", "choices", "model_inputs", "_cache", "_trace_of")
+
+    _declared: list[str] = []
+    figures: Figures
+    inputs: Mapping[str, Value]
+    choices: Choices
+    model_inputs: Inputs
+    _cache: dict[str, object]
+    _trace_of: Callable[[DataParallelScaleOutResult], tuple[str, ...]]
+
+    # the seed's result fields, in the order of the seed contract
+    n_devices = IntField(seed=True, doc="n = devices_per_node x nodes")
+    gradient_bytes = QuantityField("byte", seed=True, doc="G: bytes of one gradient")
+    intra_bytes = QuantityField("byte", seed=True, doc="bytes each device sends inside its node")
+    inter_bytes = QuantityField("byte", seed=True, doc="bytes each device sends across nodes")
+    intra_time = QuantityField("millisecond", seed=True, doc="AllReduce time inside a node")
+    inter_time = QuantityField("millisecond", seed=True, doc="AllReduce time across nodes")
+    communication_time = QuantityField("millisecond", seed=True, doc="intra_time + inter_time")
+    compute_time = QuantityField("millisecond", seed=True, doc="A x T1 per update")
+    update_time = QuantityField("millisecond", seed=True, doc="time of one optimizer update")
+    communication_overhead = ResultField[float](seed=True, doc="communication / compute")
+    compute_share = ResultField[float](seed=True, doc="compute / update")
+    communication_share = ResultField[float](seed=True, doc="exposed communication / update")
+    speedup = ResultField[float](seed=True, doc="n x compute / update")
+    efficiency = ResultField[float](seed=True, doc="speedup / n")
+    global_batch = IntField(seed=True, doc="per_device_batch x n x A")
+    training_time = QuantityField("hour", seed=True, doc="the whole run on the cluster")
+    cost = MoneyField("USD", seed=True, doc="US dollars, or None without a node price")
+    # the opt-in model's fields
+    exposed_communication_time = QuantityField("millisecond", doc="communication not hidden")
+    hidden_communication_time = QuantityField("millisecond", doc="communication under backward")
+    synchronization_time = QuantityField("millisecond", doc="straggler wait + update overhead")
+    synchronization_share = ResultField[float](doc="synchronization / update")
+    algorithm = LabelField(lambda r: r.choices.algorithm, doc="the AllReduce choice asked for")
+    intra_algorithm = LabelField(
+        lambda r: "ring" if r.devices_per_node > 1 else "none", doc="inside a node"
+    )
+    inter_algorithm = LabelField(_inter_algorithm, doc="across nodes (auto: the one picked)")
+    bottleneck = LabelField(
+        lambda r: BOTTLENECKS[int(r.figures.bottleneck)], doc="largest term of the update time"
+    )
+    memory_per_device = QuantityField("byte", doc="training state + activations per device")
+    device_memory = OptionalQuantityField("byte", doc="memory of one device, when known")
+    fits = FitsField(doc="memory_per_device <= device_memory, None when unknown")
+    constraint_trace = TraceField(doc="notes on what limits this layout")
 
     def __init__(
         self,
-        values: Mapping[str, Any],
-        inputs: Mapping[str, Any] | None = None,
+        figures: Figures,
+        inputs: Mapping[str, Value],
+        choices: Choices,
+        model_inputs: Inputs,
         *,
-        trace: Callable[[], tuple[str, ...]] | None = None,
+        trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
     ) -> None:
-        object.__setattr__(self, "_values", dict(values))
+        object.__setattr__(self, "figures", figures)
+        object.__setattr__(self, "inputs", MappingProxyType(inputs))
+        object.__setattr__(self, "choices", choices)
+        object.__setattr__(self, "model_inputs", model_inputs)
         object.__setattr__(self, "_cache", {})
-        object.__setattr__(self, "_trace", trace)
-        object.__setattr__(self, "inputs", MappingProxyType(dict(inputs or {})))
+        object.__setattr__(self, "_trace_of", trace)
 
     @property
-    def constraint_trace(self) -> tuple[str, ...]:
-        """Short notes on what limits this layout and which choices applied (computed when first read)."""
-        trace = self._cache.get("constraint_trace")
-        if trace is None:
-            trace = self._values.get("constraint_trace")
-            if trace is None:
-                trace = tuple(self._trace()) if self._trace is not None else ()
-            self._cache["constraint_trace"] = trace
-        return trace
+    def devices_per_node(self) -> int:
+        return cast(int, self.inputs["devices_per_node"])
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def _trace(self) -> tuple[str, ...]:
+        return self._trace_of(self)
+
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
             f"{type(self).__name__} is immutable; use scenario.variant(...) to change inputs"
         )
 
     __delattr__ = __setattr__  # type: ignore[assignment]
 
+    def _key(self) -> tuple[object, ...]:
+        return tuple(_hashable(getattr(self, name)) for name in FIELDS if name != "constraint_trace")
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataParallelScaleOutResult):
             return NotImplemented
-        mine = {k: v for k, v in self._values.items() if k != "constraint_trace"}
-        theirs = {k: v for k, v in other._values.items() if k != "constraint_trace"}
-        return mine == theirs
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(
-            tuple(sorted((k, v) for k, v in self._values.items() if k != "constraint_trace"))
-        )
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        v = self._values
+        f = self.figures
         return (
-            f"DataParallelScaleOutResult(n_devices={v['n_devices']}, "
-            f"update_time={v['update_time'] * 1e3:.6g} ms, speedup={v['speedup']:.6g}, "
-            f"efficiency={v['efficiency']:.6g}, training_time={v['training_time'] / 3600:.6g} h, "
-            f"cost={v['cost']!r})"
+            f"DataParallelScaleOutResult(n_devices={self.n_devices}, "
+            f"update_time={f.update_time * 1e3:.6g} ms, speedup={f.speedup:.6g}, "
+            f"efficiency={f.efficiency:.6g}, training_time={f.training_time / 3600:.6g} h, "
+            f"cost={self.cost!r})"
         )
 
-    def raw(self, name: str) -> Any:
-        """A field's value as a float in canonical SI units (seconds, bytes), or as stored."""
-        return self._values[name]
+    def raw(self, name: str) -> float:
+        """A figure's value as a float in canonical SI units (seconds, bytes)."""
+        return getattr(self.figures, name)
 
-    def to_dict(self, *, seed_only: bool = False) -> dict[str, Any]:
-        """Plain Python values: Quantities as ``{"value": float, "unit": "millisecond"}``."""
-        out: dict[str, Any] = {}
-        for name in SEED_FIELDS if seed_only else FIELDS:
-            value = getattr(self, name)
-            if hasattr(value, "magnitude"):
-                out[name] = {"value": float(value.magnitude), "unit": field_unit(name)}
-            elif isinstance(value, tuple):
-                out[name] = list(value)
-            else:
-                out[name] = value
-        return out
+    def to_dict(self, *, seed_only: bool = False) -> dict[str, JSONValue]:
+        """Plain Python values in the project's JSON encoding (``{"value": x, "unit": u}``)."""
+        from mlsysim.core.jsonio import encode
+
+        names = SEED_FIELDS if seed_only else FIELDS
+        return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
 
     def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as JSON."""
-        return json.dumps(self.to_dict(), **{"allow_nan": False, **kwargs})
+        """:meth:`to_dict` as strict JSON (no NaN or Infinity)."""
+        from mlsysim.core.jsonio import dumps
+
+        return dumps(self.to_dict(), **kwargs)
 
     def explain(self, format: str = "text") -> str:
         """The derivation of every figure, equation by equation with numbers and units.
@@ -198,36 +289,31 @@ class DataParallelScaleOutResult:
         return explain_result(self, format=format)
 
 
-def _quantity_property(name: str, unit_name: str, factor: float, optional: bool) -> property:
-    def get(self: DataParallelScaleOutResult) -> Any:
-        cache = self._cache
-        q = cache.get(name)
-        if q is None:
-            raw = self._values[name]
-            if optional and (raw is None or raw != raw):
-                return None
-            q = cache[name] = ureg.Quantity(raw * factor, unit(unit_name))
-        return q
-
-    get.__name__ = name
-    return property(get, doc=f"{name} as a Quantity in {unit_name}")
+def _hashable(value: object) -> object:
+    if isinstance(value, Quantity):
+        return (float(value.magnitude), str(value.units))
+    return value
 
 
-def _plain_property(name: str) -> property:
-    def get(self: DataParallelScaleOutResult) -> Any:
-        return self._values[name]
+FIELDS: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
+"""Every result field: the seed's, then those of the opt-in model."""
 
-    get.__name__ = name
-    return property(get)
+_RESULT_FIELDS: dict[str, ResultField[object]] = {
+    name: DataParallelScaleOutResult.__dict__[name] for name in FIELDS
+}
+
+SEED_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if _RESULT_FIELDS[n].seed)
+"""The seed contract's result fields, in its order."""
 
 
-for _name, (_unit, _factor) in QUANTITY_FIELDS.items():
-    setattr(DataParallelScaleOutResult, _name, _quantity_property(_name, _unit, _factor, False))
-for _name, (_unit, _factor) in OPTIONAL_QUANTITY_FIELDS.items():
-    setattr(DataParallelScaleOutResult, _name, _quantity_property(_name, _unit, _factor, True))
-for _name in (*FLOAT_FIELDS, *INT_FIELDS, *OTHER_FIELDS):
-    setattr(DataParallelScaleOutResult, _name, _plain_property(_name))
-del _name, _unit, _factor
+def result_fields() -> Mapping[str, ResultField[object]]:
+    """Every declared result field by name, in declaration order."""
+    return MappingProxyType(_RESULT_FIELDS)
+
+
+def field_unit(name: str) -> str | None:
+    """The unit a field is reported in (``"millisecond"``, ``"USD"`` for cost), or None."""
+    return _RESULT_FIELDS[name].unit
 
 
 def finite_or_none(value: float) -> float | None:

@@ -1,54 +1,166 @@
-"""Scenario types: validated, immutable bundles of inputs, evaluated by a solver."""
+"""Scenario types: validated, immutable bundles of inputs, evaluated by a solver.
+
+The fields of :class:`DataParallelScaleOutScenario` are generated from the
+field table (:mod:`mlsysim.engine.fields`): each input is checked once, at
+construction (or, for the changed inputs only, in :meth:`variant`), and the
+solver trusts the result.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from pydantic import PlainValidator
+import pydantic
+from pydantic import WithJsonSchema
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import Quantity
-from mlsysim.core.validation import (
-    Validated,
-    as_pydantic,
-    check_nonnegative_quantity,
-    check_positive_int,
-    check_positive_quantity,
-    check_precision,
-)
+from mlsysim.core.validation import input_error
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.engine.solvers.data_parallel import (
-    DataParallelScaleOutModel,
-    check_assumptions,
-    check_device_memory,
-    check_inter_bandwidth_for_nodes,
-    check_zero_stage,
+from mlsysim.engine.fields import (
+    FIELDS,
+    MODEL_FIELDS,
+    REQUIRED,
+    InputField,
+    Value,
+    check_together,
 )
-from mlsysim.models.types import Workload, workload_of
+from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.models.types import Workload
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
 
 
-def _v(check: Any) -> PlainValidator:
-    return PlainValidator(as_pydantic(check))
+def _json_schema(f: InputField) -> dict[str, object]:
+    """The JSON Schema of one input in the project's JSON encoding (see docs/json.md)."""
+    if f.kind in ("count", "index"):
+        schema: dict[str, object] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
+        if f.choices:
+            schema["enum"] = list(f.choices)
+    elif f.kind == "quantity":
+        schema = {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"value": {"type": "number"}, "unit": {"type": "string"}},
+                    "required": ["value", "unit"],
+                },
+                {"type": "string", "description": "a value with units, e.g. '100 Gbps'"},
+            ]
+        }
+    elif f.kind == "choice":
+        schema = {"type": "string", "enum": list(f.choices)}
+    elif f.kind == "workload":
+        schema = {
+            "anyOf": [
+                {"type": "string", "description": "a workload registry name, e.g. 'GPT2'"},
+                {"type": "object", "description": "a workload table"},
+            ]
+        }
+    elif f.kind == "assumptions":
+        schema = {
+            "anyOf": [
+                {"type": "string", "enum": ["seed", "realistic"]},
+                {"type": "object", "description": "Assumptions fields, 'preset' names the base"},
+            ]
+        }
+    else:
+        schema = {"type": "string"}
+    if f.optional:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    schema["description"] = f.label + (f" [{f.display_unit}]" if f.display_unit else "")
+    return schema
 
 
-def _optional(check: Any) -> PlainValidator:
-    return PlainValidator(as_pydantic(lambda v: None if v is None else check(v)))
+def _pydantic_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {}  # pydantic's (annotation, FieldInfo) pairs
+    for f in FIELDS.values():
+        annotation = Annotated[Any, WithJsonSchema(_json_schema(f))]
+        if f.default is REQUIRED:
+            spec = pydantic.Field(description=f.label)
+        elif f.default is None or isinstance(f.default, (int, float, str)):
+            spec = pydantic.Field(default=f.default, description=f.label)
+        else:  # an object (the seed Assumptions): not a JSON default
+            spec = pydantic.Field(default_factory=lambda d=f.default: d, description=f.label)
+        fields[f.name] = (annotation, spec)
+    return fields
 
 
-PositiveInt = Annotated[int, _v(check_positive_int)]
-Time = Annotated[Quantity, _v(check_positive_quantity("time"))]
-Bandwidth = Annotated[Quantity, _v(check_positive_quantity("bandwidth"))]
-OptionalBandwidth = Annotated[Quantity | None, _optional(check_positive_quantity("bandwidth"))]
-OptionalRate = Annotated[Quantity | None, _optional(check_positive_quantity("money_rate"))]
-OptionalLatency = Annotated[Quantity | None, _optional(check_nonnegative_quantity("time"))]
-OptionalData = Annotated[Quantity | None, _optional(check_nonnegative_quantity("data"))]
-
-_SOLVER = DataParallelScaleOutModel()
+_ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
+    "_ScenarioFields",
+    __config__=pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True),
+    **_pydantic_fields(),
+)
 
 
-class DataParallelScaleOutScenario(Validated):
+_DEFAULTS: dict[str, Value] = {
+    f.name: cast(Value, f.default) for f in FIELDS.values() if not f.required
+}
+_DEFAULT_NUMBERS: dict[str, float] = {
+    name: FIELDS[name].to_model(value)
+    for name, value in _DEFAULTS.items()
+    if FIELDS[name].numeric and value is not None
+}
+_REQUIRED: tuple[str, ...] = tuple(f.name for f in FIELDS.values() if f.required)
+
+
+def checked_inputs(
+    data: Mapping[str, object],
+    owner: str,
+    base: Mapping[str, Value] | None = None,
+    base_numbers: Mapping[str, float] | None = None,
+) -> tuple[dict[str, Value], dict[str, float]]:
+    """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
+
+    Returns the checked values and the model numbers of the numeric inputs that
+    are given (canonical SI floats; an input not given keeps its neutral value
+    in :class:`~mlsysim.engine.equations.Inputs`). Unknown names, missing required
+    inputs and bad values are reported together, located at their fields; then
+    the cross-field rules run.
+    """
+    errors: list[InputError] = []
+    if base is None:
+        values, numbers = dict(_DEFAULTS), dict(_DEFAULT_NUMBERS)
+        errors += [
+            InputError("required field is missing", loc=(name,))
+            for name in _REQUIRED
+            if name not in data
+        ]
+    else:
+        values, numbers = dict(base), dict(base_numbers or {})
+    for name, value in data.items():
+        f = FIELDS.get(name)
+        if f is None:
+            errors.append(
+                InputError(f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,))
+            )
+            continue
+        try:
+            checked, number = f.normalize(value)
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        values[name] = checked
+        if number is not None:
+            numbers[name] = number
+        elif name in numbers:
+            del numbers[name]
+    if errors:
+        errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
+        raise input_error(owner, errors)
+    try:
+        check_together(values)
+    except InputError as exc:
+        raise exc.at(owner=owner) from None
+    return values, numbers
+
+
+_ORDER = {name: i for i, name in enumerate(FIELDS)}
+
+
+class DataParallelScaleOutScenario(_ScenarioFields):
     """A data-parallel job of ``workload`` on ``nodes`` nodes, from a one-device profile.
 
     Construct with keyword inputs; every input is checked here, and a bad one
@@ -57,17 +169,18 @@ class DataParallelScaleOutScenario(Validated):
     ``result`` evaluates it through
     :meth:`mlsysim.solvers.DataParallelScaleOutModel.solve`.
 
-    Seed inputs (SPEC section 3): ``workload``, ``precision`` (default fp16),
-    ``step_time`` and ``training_time`` (one device), ``per_device_batch``,
-    ``devices_per_node``, ``nodes`` (default 1), ``intra_bandwidth`` (per
-    direction), ``inter_bandwidth`` (required when nodes > 1),
-    ``accumulation_steps`` (default 1), ``node_hour_rate`` (optional).
+    Seed inputs: ``workload``, ``precision`` (default fp16), ``step_time`` and
+    ``training_time`` (one device), ``per_device_batch``, ``devices_per_node``,
+    ``nodes`` (default 1), ``intra_bandwidth`` (per direction),
+    ``inter_bandwidth`` (required when nodes > 1), ``accumulation_steps``
+    (default 1), ``node_hour_rate`` (optional).
 
     Opt-in inputs (defaults keep the seed's results): ``nics_per_node``
     (None = one inter-node link of inter_bandwidth), ``intra_latency`` and
     ``inter_latency`` (per-step startup alpha, default none = 0 s),
     ``assumptions`` (:class:`mlsysim.Assumptions`), ``device_memory`` (a size
     or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
+    The table of every input is :data:`mlsysim.engine.fields.FIELDS`.
 
     >>> from mlsysim import Scenarios
     >>> case = Scenarios.Gpt2DataParallelOneNode
@@ -75,63 +188,40 @@ class DataParallelScaleOutScenario(Validated):
     'DataParallelScaleOutResult'
     """
 
-    workload: Annotated[Workload, _v(workload_of)]
-    precision: Annotated[str, _v(check_precision)] = "fp16"
-    step_time: Time
-    training_time: Time
-    per_device_batch: PositiveInt
-    devices_per_node: PositiveInt
-    nodes: PositiveInt = 1
-    intra_bandwidth: Bandwidth
-    inter_bandwidth: OptionalBandwidth = None
-    accumulation_steps: PositiveInt = 1
-    node_hour_rate: OptionalRate = None
-    nics_per_node: Annotated[int | None, _optional(check_positive_int)] = None
-    intra_latency: OptionalLatency = None
-    inter_latency: OptionalLatency = None
-    assumptions: Annotated[Assumptions, _v(check_assumptions)] = Assumptions()
-    device_memory: Annotated[Quantity | None, _optional(check_device_memory)] = None
-    zero_stage: Annotated[int, _v(check_zero_stage)] = 0
-    activation_memory: OptionalData = None
-    name: str | None = None
-    description: str | None = None
+    if TYPE_CHECKING:  # the fields are generated from the field table
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        try:
-            check_inter_bandwidth_for_nodes(self.nodes, self.inter_bandwidth)
-        except InputError as exc:
-            raise InputError(f"{type(self).__name__}.{exc}", field=exc.field) from None
+        def __getattr__(self, name: str) -> Any: ...
 
-    def inputs(self) -> dict[str, Any]:
+    _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
+
+    def __init__(self, **data: object) -> None:
+        values, numbers = checked_inputs(data, type(self).__name__)
+        super().__init__(**values)
+        self._numbers = numbers
+
+    def fields(self) -> dict[str, Value]:
+        """Every input and its value, as a new dict (no copies of the values)."""
+        return {name: getattr(self, name) for name in FIELDS}
+
+    def variant(self, **changes: object) -> DataParallelScaleOutScenario:
+        """A copy with some inputs changed; only those are checked (the rest already were)."""
+        values, numbers = checked_inputs(
+            changes, type(self).__name__, base=self.fields(), base_numbers=self._numbers
+        )
+        copy = type(self).model_construct(**cast("dict[str, Any]", values))
+        copy._numbers = numbers
+        return copy
+
+    def inputs(self) -> dict[str, Value]:
         """The solver's inputs (every field but ``name`` and ``description``)."""
-        data = self.fields()
-        del data["name"], data["description"]
-        return data
+        return {name: getattr(self, name) for name in MODEL_FIELDS}
 
     @cached_property
     def result(self) -> DataParallelScaleOutResult:
         """Evaluate this scenario through :meth:`mlsysim.solvers.DataParallelScaleOutModel.solve`."""
-        return _SOLVER.solve(
-            self.workload,
-            self.precision,
-            self.step_time,
-            self.training_time,
-            self.per_device_batch,
-            self.devices_per_node,
-            self.nodes,
-            self.intra_bandwidth,
-            self.inter_bandwidth,
-            self.accumulation_steps,
-            self.node_hour_rate,
-            nics_per_node=self.nics_per_node,
-            intra_latency=self.intra_latency,
-            inter_latency=self.inter_latency,
-            assumptions=self.assumptions,
-            device_memory=self.device_memory,
-            zero_stage=self.zero_stage,
-            activation_memory=self.activation_memory,
-        )
+        from mlsysim.engine.solvers.data_parallel import solve_checked
+
+        return solve_checked(self.inputs(), self._numbers)
 
     def explain(self, format: str = "text") -> str:
         """The derivation of this scenario's result (see :meth:`DataParallelScaleOutResult.explain`)."""
@@ -140,6 +230,26 @@ class DataParallelScaleOutScenario(Validated):
         return explain_result(
             self.result, format=format, title=self.name, description=self.description
         )
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}}``.
+
+        Quantities are ``{"value", "unit"}``, the workload its registry name (or
+        its figures), the assumptions their fields.
+        """
+        from mlsysim.core.jsonio import encode
+        from mlsysim.engine.files import registry_name
+
+        inputs: dict[str, JSONValue] = {}
+        for name, value in self.inputs().items():
+            if name == "workload":
+                workload = cast(Workload, value)
+                inputs[name] = registry_name(workload) or workload.name
+            elif name == "assumptions":
+                inputs[name] = encode(cast(Assumptions, value).fields())
+            else:
+                inputs[name] = encode(value)
+        return {"scenario": self.name, "description": self.description, "inputs": inputs}
 
     def __repr__(self) -> str:
         label = f"{self.name!r}" if self.name else "unnamed"

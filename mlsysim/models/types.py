@@ -9,13 +9,12 @@ from pydantic import PlainValidator
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, to_canonical
 from mlsysim.core.validation import (
-    BYTES_PER_ELEMENT,
     Validated,
     as_pydantic,
     check_positive_int,
     check_positive_quantity,
-    check_precision,
 )
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 _check_data = check_positive_quantity("data")
 _check_count = check_positive_quantity("count")

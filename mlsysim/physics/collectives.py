@@ -24,15 +24,31 @@ Sources:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
-from mlsysim.physics._array import ceil, log2, maximum, minimum
+from mlsysim.physics._array import Num, ceil, log2, maximum, minimum
 
 ALGORITHMS = ("ring", "hierarchical", "tree")
 """AllReduce algorithms across nodes; ``auto`` picks the fastest of these."""
 
 
-def ring_allreduce_factor(k: Any) -> Any:
+class StageCost(NamedTuple):
+    """The cost of one AllReduce stage: ``t(M) = startup + M * volume / rate``.
+
+    ``startup`` in seconds (per message), ``volume`` bytes sent per byte of
+    message, ``rate`` in bytes per second. Floats, or numpy arrays in a sweep.
+    """
+
+    startup: Num
+    volume: Num
+    rate: Num
+
+
+RING_FACTOR_EQUATION = "f(k) = 2(k-1)/k"
+"""The ring AllReduce volume factor, as :func:`ring_allreduce_factor` computes it."""
+
+
+def ring_allreduce_factor(k: Num) -> Num:
     """Bytes each rank sends in a ring AllReduce, per byte of buffer: f(k) = 2(k-1)/k.
 
     A reduce-scatter then an all-gather, each moving (k-1)/k of the buffer per
@@ -42,8 +58,8 @@ def ring_allreduce_factor(k: Any) -> Any:
 
 
 def intra_node_cost(
-    devices_per_node: Any, bandwidth: Any, latency: Any = 0.0
-) -> tuple[Any, Any, Any]:
+    devices_per_node: Num, bandwidth: Num, latency: Num = 0.0
+) -> StageCost:
     """Cost of the AllReduce stage inside a node: ``(L, v, rate)``, the same for every algorithm.
 
     A ring reduce-scatter + all-gather over d devices moves v = f(d) bytes per
@@ -51,17 +67,33 @@ def intra_node_cost(
     With alpha = 0 this is the seed's ``intra_time = G * f(d) / intra_bandwidth``.
     """
     d = devices_per_node
-    return 2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth
+    return StageCost(2.0 * (d - 1) * latency, ring_allreduce_factor(d), bandwidth)
+
+
+INTRA_NODE_EQUATION = ("intra_bytes = G x f(d)", "2(d-1)")
+"""(bytes per device, ring steps) of :func:`intra_node_cost`, in symbols."""
+
+INTER_NODE_EQUATIONS: dict[str, tuple[str, str, str]] = {
+    "ring": ("inter_bytes = G x f(n)  (flat ring over all n devices)", "2(n-1)", "inter_bytes"),
+    "hierarchical": (
+        "inter_bytes = (G / d) x f(N)  (each device's shard, ring over the N nodes)",
+        "2(N-1)",
+        "G f(N)",
+    ),
+    "tree": ("inter_bytes = 2 G / d  (shard up and down a double binary tree)", "2 ceil(log2 N)", "2 G"),
+}
+"""Per algorithm of :func:`inter_node_cost`: (bytes per device, latency steps, volume over
+the NICs of a node), in symbols."""
 
 
 def inter_node_cost(
     algorithm: str,
-    devices_per_node: Any,
-    nodes: Any,
-    bandwidth: Any,
-    nics: Any = 1,
-    latency: Any = 0.0,
-) -> tuple[Any, Any, Any]:
+    devices_per_node: Num,
+    nodes: Num,
+    bandwidth: Num,
+    nics: Num = 1,
+    latency: Num = 0.0,
+) -> StageCost:
     """Cost of the AllReduce stage across nodes: ``(L, v, rate)``, zero for one node.
 
     Each device sends ``M * v`` bytes across nodes and the stage takes
@@ -84,21 +116,25 @@ def inter_node_cost(
     rate = minimum(nics, d) * bandwidth
     if algorithm == "ring":
         n = d * big_n
-        return 2.0 * (n - 1) * latency * many, ring_allreduce_factor(n) * many, rate
+        return StageCost(2.0 * (n - 1) * latency * many, ring_allreduce_factor(n) * many, rate)
     if algorithm == "hierarchical":
-        return 2.0 * (big_n - 1) * latency, ring_allreduce_factor(big_n) / d, rate / d
+        return StageCost(2.0 * (big_n - 1) * latency, ring_allreduce_factor(big_n) / d, rate / d)
     if algorithm == "tree":
-        return 2.0 * ceil(log2(big_n)) * latency, 2.0 * many / d, rate / d
+        return StageCost(2.0 * ceil(log2(big_n)) * latency, 2.0 * many / d, rate / d)
     raise ValueError(f"unknown AllReduce algorithm {algorithm!r}; expected one of {ALGORITHMS}")
 
 
-def stage_time(message_bytes: Any, cost: tuple[Any, Any, Any]) -> Any:
+def stage_time(message_bytes: Num, cost: StageCost) -> Num:
     """``t(M) = L + M * v / rate`` for a stage cost ``(L, v, rate)``."""
     startup, volume, rate = cost
     return startup + message_bytes * volume / rate
 
 
-def bucket_layout(gradient_bytes: Any, bucket_bytes: Any) -> tuple[Any, Any, Any]:
+BUCKETS_EQUATION = "m = ceil(G / b);  r = G - (m-1) b"
+"""The bucket layout of :func:`bucket_layout`, in symbols."""
+
+
+def bucket_layout(gradient_bytes: Num, bucket_bytes: Num) -> tuple[Num, Num, Num]:
     """Split the gradient into DDP buckets: (count m, full bucket size b, last bucket size r).
 
     m = ceil(G / b); the last bucket holds r = G - (m-1) b. A bucket larger than

@@ -18,7 +18,7 @@ AllReduce; stage 3 moves 1.5 times as much (an extra parameter all-gather).
 
 from __future__ import annotations
 
-from typing import Any
+from mlsysim.physics._array import Num
 
 WEIGHT_BYTES = 2.0
 GRADIENT_BYTES = 2.0
@@ -28,7 +28,19 @@ OPTIMIZER_BYTES = 12.0
 ZERO_STAGES = (0, 1, 2, 3)
 
 
-def training_state_bytes(parameters: Any, zero_stage: int, n_devices: Any) -> Any:
+STATE_EQUATIONS = {
+    0: "(w + g + K) psi",
+    1: "(w + g) psi + K psi / n",
+    2: "w psi + (g + K) psi / n",
+    3: "(w + g + K) psi / n",
+}
+"""Bytes of training state per device by ZeRO stage, as :func:`training_state_bytes` computes
+them (w, g = 2 bytes of 16-bit weights and gradients, K = 12 bytes of optimizer state)."""
+
+ZERO3_VOLUME_EQUATION = "G_c = 1.5 G (extra parameter all-gather; Rajbhandari et al. 2020, section 7)"
+
+
+def training_state_bytes(parameters: Num, zero_stage: int, n_devices: Num) -> Num:
     """Bytes of weights, gradients and optimizer state on one device (ZeRO section 3.1)."""
     psi, nd = parameters, n_devices
     w, g, k = WEIGHT_BYTES, GRADIENT_BYTES, OPTIMIZER_BYTES

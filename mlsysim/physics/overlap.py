@@ -28,20 +28,21 @@ the closed form against a direct simulation of the schedule.
 
 from __future__ import annotations
 
-from typing import Any
+from mlsysim.physics._array import Num, maximum, where
 
-from mlsysim.physics._array import maximum, where
+EXPOSED_EQUATION = "exposed = max(c(r), C - T_b (1 - b/G), c(b) + c(r) - T_b r/G)"
+"""The closed form of :func:`exposed_communication`, in symbols (T_b: backward time)."""
 
 
 def exposed_communication(
-    total_time: Any,
-    full_bucket_time: Any,
-    last_bucket_time: Any,
-    backward_time: Any,
-    buckets: Any,
-    full_bucket_fraction: Any,
-    last_bucket_fraction: Any,
-) -> Any:
+    total_time: Num,
+    full_bucket_time: Num,
+    last_bucket_time: Num,
+    backward_time: Num,
+    buckets: Num,
+    full_bucket_fraction: Num,
+    last_bucket_fraction: Num,
+) -> Num:
     """Communication time left on the critical path after overlap (see the module docstring).
 
     ``total_time`` is C, ``full_bucket_time`` c(b), ``last_bucket_time`` c(r),

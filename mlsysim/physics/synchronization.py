@@ -12,16 +12,17 @@ micro-step has sigma = c T1 sqrt(A).
 
 from __future__ import annotations
 
-from typing import Any
+from mlsysim.physics._array import Num, log, sqrt
 
-from mlsysim.physics._array import log, sqrt
+STRAGGLER_EQUATION = "sync = c x T1 x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)"
+"""The synchronisation cost of :func:`straggler_delay` and :func:`update_overhead`."""
 
 
-def straggler_delay(step_time: Any, accumulation_steps: Any, n_devices: Any, cv: Any) -> Any:
+def straggler_delay(step_time: Num, accumulation_steps: Num, n_devices: Num, cv: Num) -> Num:
     """Expected wait for the slowest device: ``c * T1 * sqrt(A) * sqrt(2 ln n)`` (0 for n = 1)."""
     return cv * step_time * sqrt(accumulation_steps) * sqrt(2.0 * log(n_devices))
 
 
-def update_overhead(n_devices: Any, overhead: Any) -> Any:
+def update_overhead(n_devices: Num, overhead: Num) -> Num:
     """Fixed per-update cost of a distributed step (launch, bookkeeping, barrier); 0 for n = 1."""
     return overhead * (n_devices > 1)

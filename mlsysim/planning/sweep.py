@@ -2,7 +2,7 @@
 
 The grid of ``len(axis_1) x ... x len(axis_k)`` layouts is never built as
 rows: each numeric axis becomes an array along its own dimension, and
-:func:`mlsysim.engine.model.evaluate` (the scalar solve's equations) runs on
+:func:`mlsysim.engine.equations.evaluate` (the scalar solve's equations) runs on
 them with numpy broadcasting, so a term that depends on two axes is computed
 on those two only. Categorical fields (workload, precision, assumptions,
 zero_stage) take one ``evaluate`` call per combination of their values; large
@@ -22,29 +22,18 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
-from mlsysim.engine.model import BOTTLENECKS, Inputs, evaluate
-from mlsysim.engine.results import (
-    FIELDS,
-    FLOAT_FIELDS,
-    INT_FIELDS,
-    QUANTITY_FIELDS,
-    field_unit,
-)
-from mlsysim.engine.solvers.data_parallel import choices_of
+from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
+from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
+from mlsysim.engine.results import FIELDS as RESULT_FIELDS
+from mlsysim.engine.results import field_unit, result_fields
+from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.physics.collectives import ALGORITHMS
-from mlsysim.planning.fields import (
-    CATEGORICAL_FIELDS,
-    NUMERIC_FIELDS,
-    field_validator,
-    sweepable_fields,
-    unsupported_fields,
-)
 from mlsysim.planning.table import Axis, SweepTable
 
 DEFAULT_CHUNK_ROWS = 1 << 16
 """Layouts per ``evaluate`` call: small enough for the temporaries to stay in cache."""
 
-RESULT_COLUMNS = tuple(f for f in FIELDS if f != "constraint_trace")
+RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "constraint_trace")
 """Result fields a sweep reports (every scalar field of the result)."""
 
 TEXT_LABELS: dict[str, tuple[str, ...]] = {
@@ -94,13 +83,6 @@ def sweep(
     if chunk_rows < 1:
         raise InputError(f"chunk_rows: expected a positive integer, got {chunk_rows!r}")
     columns = _result_columns(fields)
-    unknown = unsupported_fields(scenario)
-    if unknown:
-        raise InputError(
-            f"sweep cannot vary a scenario whose {', '.join(unknown)} is set: "
-            "that field is not known to the sweep yet",
-            field=unknown[0],
-        )
     prepared = tuple(_axis(type(scenario), field, values) for field, values in axes.items())
     _check_combinations(scenario, prepared)
     shape = tuple(len(a) for a in prepared)
@@ -126,7 +108,7 @@ def sweep(
 
 def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
     """Check an axis and every value on it; the values as the scenario holds them."""
-    allowed = sweepable_fields(scenario_type)
+    allowed = MODEL_FIELDS
     if field not in allowed:
         raise InputError(
             f"sweep: cannot sweep {field!r}; sweepable fields: {', '.join(allowed)}", field=field
@@ -135,7 +117,7 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
         raise InputError(
             f"sweep axis {field}: expected a list or range of values, got {values!r}", field=field
         )
-    check = field_validator(scenario_type, field)
+    check = FIELDS[field].validate
     checked = []
     for value in _items(values):
         try:
@@ -247,7 +229,7 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
     categorical = [p for p, a in enumerate(axes) if a.field in CATEGORICAL_FIELDS]
     numeric = [p for p, a in enumerate(axes) if a.field not in CATEGORICAL_FIELDS]
     canonical = {
-        p: np.asarray([NUMERIC_FIELDS[axes[p].field].canonical(v) for v in axes[p].values])
+        p: np.asarray([FIELDS[axes[p].field].to_model(v) for v in axes[p].values])
         for p in numeric
     }
     for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
@@ -266,7 +248,7 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
                 values = canonical[p][part]
                 shape = [1] * ndim
                 shape[p] = len(values)
-                arrays[NUMERIC_FIELDS[axes[p].field].attr] = values.reshape(shape)
+                arrays[axes[p].field] = values.reshape(shape)
             yield choices, tuple(index), Inputs(**arrays)
 
 
@@ -295,55 +277,44 @@ def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]
 
 def _base_inputs(scenario: Any) -> dict[str, Any]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
-    workload, precision = scenario.workload, scenario.precision
-    inputs = {
-        "gradient_bytes": workload.gradient_bytes(precision),
-        "parameters": workload.parameter_count(),
-    }
-    for field, spec in NUMERIC_FIELDS.items():
-        inputs[spec.attr] = spec.canonical(getattr(scenario, field))
-    return inputs
+    x = model_inputs(scenario.inputs())
+    return {name: getattr(x, name) for name in Inputs.__dataclass_fields__}
 
 
 TEXT_COLUMNS = ("algorithm", "intra_algorithm", "inter_algorithm", "bottleneck")
 
 
 def _dtype(column: str) -> Any:
-    if column in INT_FIELDS:
+    kind = result_fields()[column].kind
+    if kind == "int":
         return np.int64
-    if column == "fits":
+    if kind == "bool":
         return bool
-    if column in TEXT_COLUMNS:
+    if kind == "label":
         return np.int8
     return float
 
 
-def _write(column: str, out: np.ndarray, v: dict[str, Any], x: Inputs, algorithm: str) -> None:
+def _write(column: str, out: np.ndarray, v: Figures, x: Inputs, algorithm: str) -> None:
     """Write one result column of a block into its place in the grid (``out`` is a view).
 
-    Figures are converted as the scalar result converts them (raw * factor),
-    so both give the same floats.
+    Figures are converted with the factor of the result field's declared unit,
+    as the scalar result converts them, so both give the same floats. Labels
+    are stored as codes into :data:`TEXT_LABELS`; ``fits`` is True where the
+    device memory is unknown (nothing is excluded for it).
     """
-    if column in QUANTITY_FIELDS:
-        np.multiply(v[column], QUANTITY_FIELDS[column][1], out=out)
-    elif column in FLOAT_FIELDS or column in INT_FIELDS or column == "cost":
-        np.copyto(out, v[column], casting="unsafe")
-    elif column == "device_memory":
-        np.copyto(out, x.device_memory)
-    elif column == "fits":  # unknown memory (NaN) excludes nothing
-        np.logical_or(v["fits"], np.isnan(x.device_memory), out=out)
-    elif column == "algorithm":
+    spec = result_fields()[column]
+    if column == "algorithm":
         out[...] = TEXT_LABELS["algorithm"].index(algorithm)
     elif column == "intra_algorithm":
         np.copyto(out, np.greater(x.devices_per_node, 1), casting="unsafe")
     elif column == "inter_algorithm":
-        code = v["inter_algorithm"]
-        code = ALGORITHMS.index(code) if isinstance(code, str) else code
-        np.copyto(out, np.where(np.greater(x.nodes, 1), np.add(code, 1), 0), casting="unsafe")
-    elif column == "bottleneck":
-        np.copyto(out, v["bottleneck"], casting="unsafe")
-    else:  # pragma: no cover - RESULT_COLUMNS and this function change together
-        raise AssertionError(f"no writer for result column {column!r}")
+        code = np.add(v.inter_algorithm, 1)
+        np.copyto(out, np.where(np.greater(x.nodes, 1), code, 0), casting="unsafe")
+    elif spec.kind == "quantity":
+        np.multiply(getattr(v, column), spec.factor, out=out)
+    else:
+        np.copyto(out, getattr(v, column), casting="unsafe")
 
 
 def _result_columns(fields: Iterable[str] | None) -> tuple[str, ...]:

@@ -146,7 +146,7 @@ def test_plan_prints_the_plan_and_the_front(capsys, tmp_path):
         (["sweep", ONE, "--axis", "nodes"], "FIELD=VALUES"),
         (["sweep", ONE, "--axis", "nodes=4..1"], "holds no values"),
         (["sweep", ONE, "--axis", "nodes=1,x"], "nodes"),
-        (["sweep", ONE, "--axis", "bogus=1"], "cannot sweep 'bogus'"),
+        (["sweep", ONE, "--axis", "bogus=1"], "bogus: unknown field"),
         (["sweep", ONE, "--axis", "nodes=1", "--axis", "nodes=2"], "twice"),
         (["sweep", ONE, "--axis", "nodes=1", "--plot", "x.gif"], ".png or .svg"),
         (["sweep", ONE, "--plot-kind", "pie"], "pie"),

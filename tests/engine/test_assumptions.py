@@ -65,7 +65,7 @@ def test_bad_assumptions_fail_at_construction(field, bad):
         ("nics_per_node", 1.5),
         ("intra_latency", Q_(-1, "us")),
         ("inter_latency", Q_(1, "GB")),
-        ("assumptions", "realistic"),
+        ("assumptions", "optimistic"),
     ],
 )
 def test_bad_hardware_inputs_fail_at_construction(field, bad):

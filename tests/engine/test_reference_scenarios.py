@@ -101,7 +101,7 @@ def test_result_is_immutable_and_serialisable():
         "unit": "millisecond",
     }
     assert data["training_time"]["unit"] == "hour"
-    assert data["cost"] == pytest.approx(100.648148148)
+    assert data["cost"] == {"value": pytest.approx(100.648148148), "unit": "USD"}
     assert data["n_devices"] == 8
 
 

@@ -51,7 +51,7 @@ QUANTITY_FIELDS = {
     "step_time": [
         Q_(3, "GB"),
         1.8,
-        "1.8",  # text without a unit ("1.8 s" is read as a time)
+        "1.8",
         Q_(0, "s"),
         Q_(-1, "s"),
         Q_(math.nan, "s"),
@@ -130,7 +130,19 @@ def test_missing_required_field_is_named(base_inputs):
 
 def test_workload_must_be_a_workload(base_inputs):
     with pytest.raises(InputError, match="workload"):
-        DataParallelScaleOutScenario(**{**base_inputs, "workload": "GPT2"})
+        DataParallelScaleOutScenario(**{**base_inputs, "workload": 42})
+    with pytest.raises(InputError, match="workload"):
+        DataParallelScaleOutScenario(**{**base_inputs, "workload": "NoSuchModel"})
+
+
+def test_text_forms_work_in_python_as_on_the_command_line(base_inputs):
+    """A workload or accelerator by registry name, a quantity as text with units."""
+    s = DataParallelScaleOutScenario(
+        **{**base_inputs, "workload": "GPT2", "step_time": "1.8 s", "device_memory": "H100"}
+    )
+    assert s.workload.name == base_inputs["workload"].name
+    assert s.step_time == Q_(1.8, "s")
+    assert s.device_memory == Q_(80, "GB") or s.device_memory.to("GB").magnitude > 0
 
 
 def test_scenarios_are_frozen(gpt2_one_node):

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from mlsysim.core.text import parse_float, parse_int, printable
 from mlsysim.core.units import KINDS, Quantity, parse_quantity, to_canonical
-from mlsysim.engine.overrides import coerce_assumption, coerce_field
+from mlsysim.engine.assumptions import assumption_from_text
+from mlsysim.engine.overrides import coerce_field
 from tests.hostile.conftest import FUZZ, ours_or_valid
 
 # Pieces people (and attackers) type: numbers, units, operators, unicode look-alikes.
@@ -74,7 +75,7 @@ def test_set_a_field_from_text(gpt2_scenario, field, text):
 )
 def test_set_an_assumption_from_text(gpt2_scenario, field, text):
     def build():
-        a = gpt2_scenario.assumptions.variant(**{field: coerce_assumption(field, text)})
+        a = gpt2_scenario.assumptions.variant(**{field: assumption_from_text(field, text)})
         return gpt2_scenario.variant(assumptions=a).result
 
     ours_or_valid("assumptions", build, _finite_result)

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Hardware, InputError, Models, Scenarios, Workload, sweep
+from mlsysim.engine.fields import MODEL_FIELDS
 from mlsysim.engine.results import FIELDS, field_unit
-from mlsysim.planning.fields import NOT_SWEPT, sweepable_fields
 from tests.planning.conftest import assert_table_matches_scalar
 
 ONE = Scenarios.Gpt2DataParallelOneNode
@@ -162,10 +162,12 @@ def test_unknown_result_field_is_an_error_and_fields_limit_columns():
     assert table.columns == ("nodes", "efficiency", "cost")
 
 
-def test_every_scenario_field_is_sweepable():
-    """A field added to the scenario must be taught to the sweep (planning/fields.py)."""
-    fields = set(type(ONE).model_fields) - set(NOT_SWEPT)
-    assert set(sweepable_fields(type(ONE))) == fields
+def test_every_model_input_is_sweepable():
+    """Each input the model reads can be an axis: the sweep reads the same field table."""
+    for name in MODEL_FIELDS:
+        value = getattr(FOUR, name)
+        table = sweep(FOUR, **{name: [value]}, fields=["update_time"])
+        assert table["update_time"][0] == pytest.approx(FOUR.result.update_time.magnitude)
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 5, 7, 64, 10_000])

@@ -1,0 +1,315 @@
+"""The data-parallel model: SPEC section 4, plus the opt-in choices of :class:`Assumptions`.
+
+:func:`evaluate` composes the pure formulas of :mod:`mlsysim.physics` on
+plain floats (one scenario) or numpy arrays (a sweep): the scalar solve and
+the vectorized sweep run this same code. Units are canonical SI: bytes,
+seconds, bytes/second, US dollars per hour.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
+
+from mlsysim.physics._array import Array, Num, is_array, where
+from mlsysim.physics.collectives import (
+    ALGORITHMS,
+    StageCost,
+    bucket_layout,
+    inter_node_cost,
+    intra_node_cost,
+    stage_time,
+)
+from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
+from mlsysim.physics.overlap import exposed_communication
+from mlsysim.physics.synchronization import straggler_delay, update_overhead
+
+
+@dataclass(slots=True)
+class Inputs:
+    """Numeric inputs in canonical units; each a float or a numpy array (broadcast together).
+
+    Attributes carry the names of the scenario inputs they come from
+    (:mod:`mlsysim.engine.fields`); ``gradient_bytes`` and ``parameters`` are
+    derived from the workload and precision. The default of an optional input
+    is the value that leaves the seed model unchanged: ``inter_bandwidth`` inf
+    (one node), ``node_hour_rate`` nan (no price), ``nics_per_node`` 1 (the
+    seed's one link), zero latencies and activation memory, ``device_memory``
+    nan (unknown).
+    """
+
+    gradient_bytes: Num
+    parameters: Num
+    devices_per_node: Num
+    nodes: Num
+    accumulation_steps: Num
+    step_time: Num
+    training_time: Num
+    per_device_batch: Num
+    intra_bandwidth: Num
+    inter_bandwidth: Num = math.inf
+    node_hour_rate: Num = math.nan
+    nics_per_node: Num = 1.0
+    intra_latency: Num = 0.0
+    inter_latency: Num = 0.0
+    activation_memory: Num = 0.0
+    device_memory: Num = math.nan
+
+
+@dataclass(frozen=True)
+class Choices:
+    """Modeling choices as plain values: :class:`mlsysim.Assumptions` in canonical SI (scalars).
+
+    Names are the Assumptions' own; ``bucket_size`` is in bytes and
+    ``update_overhead`` in seconds.
+    """
+
+    algorithm: str = "ring"
+    intra_efficiency: float = 1.0
+    inter_efficiency: float = 1.0
+    overlap: bool = False
+    bucket_size: float = 25 * 2**20
+    backward_fraction: float = 2.0 / 3.0
+    update_overhead: float = 0.0
+    straggler_cv: float = 0.0
+    zero_stage: int = 0
+
+
+SEED_CHOICES = Choices()
+
+UPDATE_TERMS = ("compute_time", "exposed_communication_time", "synchronization_time")
+"""The :class:`Figures` that add up to ``update_time``, in order; ``explain`` prints the sum
+from this list, so a new term of the update is declared here and in :func:`evaluate` only."""
+
+
+class Bottleneck(IntEnum):
+    """The largest term of the update time."""
+
+    COMPUTE = 0
+    INTRA_NODE_LINK = 1
+    INTER_NODE_LINK = 2
+    SYNCHRONIZATION = 3
+
+    @property
+    def label(self) -> str:
+        """``"inter-node link"``: how results and tables name it."""
+        return self.name.lower().replace("_node_", "-node ").replace("_", " ")
+
+
+BOTTLENECKS = tuple(b.label for b in Bottleneck)
+"""Labels of :class:`Bottleneck`, by code."""
+
+
+class Buckets(NamedTuple):
+    """How the overlap model cut the gradient (DDP buckets), for :func:`explain`.
+
+    ``number`` buckets of ``size`` bytes, the last one ``last_size``;
+    ``time`` and ``last_time`` are one bucket's AllReduce over both stages.
+    Without overlap the gradient is one bucket.
+    """
+
+    number: Num
+    size: Num
+    last_size: Num
+    time: Num
+    last_time: Num
+
+
+class Figures(NamedTuple):
+    """Every figure of one layout (floats) or many (arrays), in canonical SI units.
+
+    Seconds, bytes, dollars; ratios as plain numbers. ``inter_algorithm`` is the
+    index into :data:`~mlsysim.physics.collectives.ALGORITHMS` of the algorithm
+    used across nodes, ``bottleneck`` a :class:`Bottleneck` code; ``fits`` is
+    whether the memory fits, and is True where the device memory is unknown
+    (nothing is excluded for it).
+    """
+
+    n_devices: Num
+    gradient_bytes: Num
+    intra_bytes: Num
+    inter_bytes: Num
+    intra_time: Num
+    inter_time: Num
+    communication_time: Num
+    exposed_communication_time: Num
+    hidden_communication_time: Num
+    synchronization_time: Num
+    compute_time: Num
+    update_time: Num
+    communication_overhead: Num
+    compute_share: Num
+    communication_share: Num
+    synchronization_share: Num
+    speedup: Num
+    efficiency: Num
+    global_batch: Num
+    training_time: Num
+    cost: Num
+    memory_per_device: Num
+    device_memory: Num
+    fits: bool | Array
+    inter_algorithm: int | Array
+    bottleneck: int | Array
+    intra_cost: StageCost
+    inter_cost: StageCost
+    buckets: Buckets
+
+
+def _inter_costs(
+    x: Inputs, c: Choices, message_bytes: Num
+) -> tuple[StageCost, int | Array]:
+    """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
+    bandwidth = x.inter_bandwidth * c.inter_efficiency
+    if c.algorithm != "auto":
+        cost = inter_node_cost(
+            c.algorithm, x.devices_per_node, x.nodes, bandwidth, x.nics_per_node, x.inter_latency
+        )
+        return cost, ALGORITHMS.index(c.algorithm)
+    costs = [
+        inter_node_cost(
+            name, x.devices_per_node, x.nodes, bandwidth, x.nics_per_node, x.inter_latency
+        )
+        for name in ALGORITHMS
+    ]
+    times = [stage_time(message_bytes, cost) for cost in costs]
+    if not is_array(*times, *(v for cost in costs for v in cost)):
+        best = min(range(len(ALGORITHMS)), key=lambda i: times[i])
+        return costs[best], best
+    best_codes = np.argmin(np.broadcast_arrays(*times), axis=0)
+    picked = StageCost(
+        *(
+            np.choose(best_codes, np.broadcast_arrays(*(cost[part] for cost in costs)))
+            for part in range(3)
+        )
+    )
+    return picked, best_codes
+
+
+def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
+    """All result figures of one layout (floats) or many (arrays), in canonical units.
+
+    The seed equations, with the opt-in terms at their neutral values
+    (efficiency 1, latency 0, one NIC, no overlap, no sync cost):
+
+        n = d N;  G_c = G z (z = 1.5 under ZeRO-3, else 1)
+        intra_bytes = G_c f(d);  intra_time = L_i + intra_bytes / (e_i B_i)
+        inter_bytes = G_c v_o;   inter_time = L_o + inter_bytes / rate_o
+        communication_time = intra_time + inter_time
+        compute_time = A T1
+        update_time = compute_time + exposed_communication + synchronization
+        speedup = n compute_time / update_time;  efficiency = speedup / n
+        training_time = T_train / speedup;  cost = hours(training_time) N rate
+    """
+    d, big_n = x.devices_per_node, x.nodes
+    n = d * big_n
+    g = x.gradient_bytes * communication_volume_factor(c.zero_stage)
+
+    if c.overlap:
+        count, bucket, last = bucket_layout(g, c.bucket_size)
+        message = bucket
+    else:
+        count, bucket, last = 1.0, g, g
+        message = g
+
+    intra_cost = intra_node_cost(d, x.intra_bandwidth * c.intra_efficiency, x.intra_latency)
+    inter_cost, inter_algorithm = _inter_costs(x, c, message)
+
+    intra_bytes = g * intra_cost.volume
+    inter_bytes = g * inter_cost.volume
+    intra_time = count * intra_cost.startup + intra_bytes / intra_cost.rate
+    inter_time = count * inter_cost.startup + inter_bytes / inter_cost.rate
+    communication_time = intra_time + inter_time
+
+    compute_time = x.accumulation_steps * x.step_time
+    if c.overlap:
+        bucket_time = stage_time(bucket, intra_cost) + stage_time(bucket, inter_cost)
+        last_bucket_time = stage_time(last, intra_cost) + stage_time(last, inter_cost)
+        exposed = exposed_communication(
+            communication_time,
+            bucket_time,
+            last_bucket_time,
+            c.backward_fraction * x.step_time,
+            count,
+            bucket / g,
+            last / g,
+        )
+    else:
+        bucket_time = last_bucket_time = exposed = communication_time
+    synchronization = straggler_delay(
+        x.step_time, x.accumulation_steps, n, c.straggler_cv
+    ) + update_overhead(n, c.update_overhead)
+    update_time = compute_time + exposed + synchronization  # the UPDATE_TERMS
+
+    speedup = n * compute_time / update_time
+    training_time = x.training_time / speedup
+    memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
+    unknown_memory = x.device_memory != x.device_memory
+
+    return Figures(
+        n_devices=n,
+        gradient_bytes=x.gradient_bytes,
+        intra_bytes=intra_bytes,
+        inter_bytes=inter_bytes,
+        intra_time=intra_time,
+        inter_time=inter_time,
+        communication_time=communication_time,
+        exposed_communication_time=exposed,
+        hidden_communication_time=communication_time - exposed,
+        synchronization_time=synchronization,
+        compute_time=compute_time,
+        update_time=update_time,
+        communication_overhead=communication_time / compute_time,
+        compute_share=compute_time / update_time,
+        communication_share=exposed / update_time,
+        synchronization_share=synchronization / update_time,
+        speedup=speedup,
+        efficiency=speedup / n,
+        global_batch=x.per_device_batch * n * x.accumulation_steps,
+        training_time=training_time,
+        cost=training_time / 3600.0 * big_n * x.node_hour_rate,
+        memory_per_device=memory,
+        device_memory=x.device_memory,
+        fits=(memory <= x.device_memory) | unknown_memory,
+        inter_algorithm=inter_algorithm,
+        bottleneck=_bottleneck(
+            compute_time, intra_time, inter_time, communication_time, exposed, synchronization
+        ),
+        intra_cost=intra_cost,
+        inter_cost=inter_cost,
+        buckets=Buckets(count, bucket, last, bucket_time, last_bucket_time),
+    )
+
+
+def _bottleneck(
+    compute: Num, intra: Num, inter: Num, total: Num, exposed: Num, sync: Num
+) -> int | Array:
+    """The :class:`Bottleneck` code (an int, or an array of them) of the largest term of the update time.
+
+    Exposed communication is split between the two links in proportion to
+    their share of the communication time.
+    """
+    share = where(total > 0, exposed / where(total > 0, total, 1.0), 0.0)
+    terms = (compute, intra * share, inter * share, sync)
+    if not is_array(*terms):
+        return max(range(4), key=lambda i: terms[i])
+    return _argmax_first(terms)
+
+
+def _argmax_first(terms: tuple[Num, ...]) -> Array:
+    """Index of the largest of several broadcastable arrays, the first on ties (as argmax).
+
+    A chain of comparisons: ~5x faster than ``np.argmax`` over stacked arrays on
+    large sweeps, with the same answer.
+    """
+    top = terms[0]
+    best = np.zeros(np.broadcast_shapes(*(np.shape(t) for t in terms)), dtype=np.intp)
+    for index, term in enumerate(terms[1:], 1):
+        better = term > top
+        best[np.broadcast_to(better, best.shape)] = index
+        top = np.maximum(top, term)
+    return best

@@ -1,0 +1,553 @@
+"""The scenario's inputs, each declared once.
+
+Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
+:class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
+it is computed in, the label and unit it is shown in, how text parses into it,
+and how it enters the model (a numeric attribute of
+:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
+choice that selects one model evaluation per value). Everything else reads
+this table: the scenario class (its pydantic fields), the solver, ``--set``,
+scenario files, sweep axes, explain's input section and the JSON schema.
+
+Adding an input is one entry here, plus its physics (an ``Inputs`` attribute of
+the same name and the equations that use it).
+
+Two doors lead in, and both end in the same check:
+
+* :func:`check` takes a Python value (``Q_(100, "Gbps")``, a registry entry, or
+  a text for the fields whose text cannot be mistaken for a number:
+  ``"100 Gbps"``, ``"H100"``, ``"InfiniBand_NDR"``);
+* :func:`from_text` takes text from the command line, a scenario file or a URL
+  (``"4"`` for a count, ``"none"`` to clear an optional input).
+
+Errors are :class:`~mlsysim.core.exceptions.InputError` located at the field
+(``exc.loc == ("nodes",)``) with a bare message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, TypeAlias, cast
+
+from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.text import parse_int, parse_name
+from mlsysim.core.units import (
+    KINDS,
+    Quantity,
+    nonnegative_canonical,
+    parse_quantity,
+    positive_canonical,
+    to_canonical,
+)
+from mlsysim.core.validation import (
+    check_nonnegative_int,
+    check_nonnegative_quantity,
+    check_positive_int,
+    check_positive_quantity,
+)
+from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Final = _Required()
+
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | None"
+"""A checked input value: what a scenario holds in a field."""
+"""The default of an input that must be given."""
+
+NONE_WORDS = ("none", "null")
+"""Text that clears an optional input."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputField:
+    """One scenario input.
+
+    ``check`` normalises a Python value (raising :class:`InputError` with a bare
+    message); ``parse`` turns text into a Python value for ``check``.
+    ``dimension`` names a unit kind of :data:`mlsysim.core.units.KINDS`;
+    ``canonical`` turns a checked value into the float the model computes with
+    (numeric inputs only). ``display_unit`` is the unit a person reads it in.
+    """
+
+    name: str
+    label: str
+    kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
+    check: Callable[[object], Value]
+    parse: Callable[[str], object]
+    default: Value | _Required = REQUIRED
+    optional: bool = False
+    dimension: str | None = None
+    display_unit: str | None = None
+    symbol: str | None = None
+    numeric: bool = False
+    seed: bool = False
+    canonical: Callable[[Value], float] | None = None
+    choices: tuple[str | int, ...] = ()
+    checked_canonical: Callable[[Quantity], float] | None = None
+    """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    @property
+    def categorical(self) -> bool:
+        """Selects one model evaluation per value (workload, precision, assumptions, ZeRO stage)."""
+        return not self.numeric and self.kind != "text"
+
+    def validate(self, value: object) -> Value:
+        """The checked value of a Python value, or an :class:`InputError` located at this field."""
+        if value is None and (self.optional or self.kind == "text"):
+            return None
+        try:
+            return self.check(value)
+        except InputError as exc:
+            raise exc.at(self.name) from None
+        except UnknownNameError as exc:
+            raise InputError(str(exc), loc=(self.name,)) from None
+
+    def from_text(self, text: str) -> Value:
+        """The checked value of ``text`` as typed on the command line or in a file."""
+        if self.optional and text.strip().lower() in NONE_WORDS:
+            return None
+        try:
+            value = self.parse(text)
+        except InputError as exc:
+            raise exc.at(self.name) from None
+        except UnknownNameError as exc:
+            raise InputError(str(exc), loc=(self.name,)) from None
+        return self.validate(value)
+
+    def normalize(self, value: object) -> tuple[Value, float | None]:
+        """``(checked value, model number)``: :meth:`validate` and :meth:`to_model` in one pass.
+
+        The number is None for an input that is not numeric or not given.
+        """
+        kind = type(value)
+        if kind is Quantity and self.checked_canonical is not None and self.dimension:
+            q = cast(Quantity, value)
+            try:
+                x = to_canonical(q, self.dimension)
+                if not 0.0 < x < math.inf:
+                    x = self.checked_canonical(q)  # zero where allowed, else the error
+            except InputError as exc:
+                raise exc.at(self.name) from None
+            return q, x
+        if kind is int and self.kind == "count":
+            count = cast(int, value)
+            if count > 0:
+                return count, float(count)
+        checked = self.validate(value)
+        if checked is None or not self.numeric:
+            return checked, None
+        return checked, self.to_model(checked)
+
+    def to_model(self, value: Value) -> float:
+        """The float the model computes with: the canonical value, or the neutral one when None."""
+        if value is None:
+            return _neutral(self.name)
+        assert self.canonical is not None, f"{self.name} is not a numeric input"
+        return self.canonical(value)
+
+
+# -- parsers and checks, by kind ---------------------------------------------------------
+
+
+def _count_number(value: Value) -> float:
+    """The model number of a checked count."""
+    return float(cast(int, value))
+
+
+def _quantity_check(dimension: str, *, allow_zero: bool) -> Callable[[object], Value]:
+    bounded = check_nonnegative_quantity if allow_zero else check_positive_quantity
+    inner = bounded(dimension)
+
+    def check(value: object) -> Value:
+        if isinstance(value, str):
+            value = parse_quantity(value, dimension)
+        checked: Quantity = inner(value)
+        return checked
+
+    return check
+
+
+def _quantity_parse(dimension: str) -> Callable[[str], object]:
+    return lambda text: parse_quantity(text, dimension)
+
+
+def _canonical(dimension: str) -> Callable[[Value], float]:
+    return lambda value: to_canonical(value, dimension)
+
+
+def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
+    """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
+
+    def lookup(text: str) -> Quantity | None:
+        from mlsysim.hardware.registry import Systems
+
+        try:
+            fabric = Systems.Fabrics.get(text.strip().removeprefix("Fabrics."))
+        except UnknownNameError:
+            return None
+        return getattr(fabric, attribute)
+
+    return lookup
+
+
+def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable, Callable]:
+    """Check and parse of a link figure that also takes a fabric's registry name."""
+    quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
+    fabric = _fabric_figure(attribute)
+
+    def parse(text: str) -> Quantity:
+        figure = fabric(text)
+        if figure is not None:
+            return figure
+        try:
+            return parse_quantity(text, dimension)
+        except InputError as exc:
+            from mlsysim.hardware.registry import Systems
+
+            names = ", ".join(Systems.Fabrics.entries())
+            raise InputError(f"{exc.message}; or name a fabric: {names}") from None
+
+    def check(value: object) -> Value:
+        if isinstance(value, str):
+            value = parse(value)
+        return quantity_check(value)
+
+    return check, parse
+
+
+def _device_memory(value: object) -> Value:
+    """A memory size, or an accelerator (its memory capacity is taken), by entry or by name."""
+    from mlsysim.hardware.types import Accelerator
+
+    if isinstance(value, str):
+        value = _parse_device_memory(value)
+    if isinstance(value, Accelerator):
+        return value.memory.capacity
+    return check_positive_quantity("data")(value)
+
+
+def _parse_device_memory(text: str) -> object:
+    from mlsysim.hardware.registry import Hardware
+
+    try:
+        return Hardware.get(parse_name(text))
+    except UnknownNameError:
+        return parse_quantity(text, "data")
+
+
+def _workload(value: object) -> Workload:
+    if isinstance(value, Workload):
+        return value
+    if isinstance(value, str):
+        value = _workload_named(value)
+    return workload_of(value)
+
+
+def _workload_named(text: str) -> Workload:
+    from mlsysim.models.registry import Models
+
+    return Models.get(parse_name(text))
+
+
+def _assumptions(value: object) -> Assumptions:
+    return assumptions_of(value)
+
+
+def _assumptions_text(text: str) -> object:
+    return text
+
+
+ZERO_STAGES: Final = (0, 1, 2, 3)
+
+
+def _zero_stage(value: object) -> int:
+    stage = check_nonnegative_int(value)
+    if stage not in ZERO_STAGES:
+        raise InputError(f"expected a ZeRO stage in {ZERO_STAGES}, got {value!r}")
+    return stage
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
+
+
+def _count(
+    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
+) -> InputField:
+    return InputField(
+        name,
+        label,
+        "count",
+        check_positive_int,
+        parse_int,
+        default=default,
+        symbol=symbol,
+        numeric=True,
+        seed=seed,
+        canonical=_count_number,
+    )
+
+
+def _quantity(
+    name: str,
+    label: str,
+    dimension: str,
+    display_unit: str,
+    symbol: str | None,
+    *,
+    default: Value | _Required = REQUIRED,
+    optional: bool = False,
+    allow_zero: bool = False,
+    seed: bool = True,
+    fabric_attribute: str | None = None,
+) -> InputField:
+    if fabric_attribute is None:
+        check = _quantity_check(dimension, allow_zero=allow_zero)
+        parse = _quantity_parse(dimension)
+    else:
+        check, parse = _link(dimension, fabric_attribute, allow_zero=allow_zero)
+    convert = nonnegative_canonical if allow_zero else positive_canonical
+    return InputField(
+        name,
+        label,
+        "quantity",
+        check,
+        parse,
+        default=default,
+        optional=optional,
+        dimension=dimension,
+        display_unit=display_unit,
+        symbol=symbol,
+        numeric=True,
+        seed=seed,
+        canonical=_canonical(dimension),
+        checked_canonical=lambda value: convert(value, dimension),
+    )
+
+
+# -- the table ---------------------------------------------------------------------------
+
+_TABLE: tuple[InputField, ...] = (
+    InputField(
+        "workload",
+        "the model trained",
+        "workload",
+        _workload,
+        _workload_named,
+        seed=True,
+    ),
+    InputField(
+        "precision",
+        "number format of the gradients",
+        "choice",
+        check_precision,
+        lambda text: text.strip(),
+        default="fp16",
+        seed=True,
+        choices=tuple(BYTES_PER_ELEMENT),
+    ),
+    _quantity("step_time", "one device, one local step", "time", "s", "T1"),
+    _quantity("training_time", "one device, the whole run", "time", "hour", "T_train"),
+    _count("per_device_batch", "samples per device per step", "b"),
+    _count("devices_per_node", "devices in each node", "d"),
+    _count("nodes", "nodes", "N", default=1),
+    _quantity(
+        "intra_bandwidth",
+        "link inside a node, per direction",
+        "bandwidth",
+        "GB/s",
+        "B_intra",
+        fabric_attribute="bandwidth",
+    ),
+    _quantity(
+        "inter_bandwidth",
+        "link between nodes, per direction",
+        "bandwidth",
+        "Gbps",
+        "B_inter",
+        default=None,
+        optional=True,
+        fabric_attribute="bandwidth",
+    ),
+    _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
+    _quantity(
+        "node_hour_rate",
+        "price of one node for one hour",
+        "money_rate",
+        "USD/hour",
+        None,
+        default=None,
+        optional=True,
+    ),
+    InputField(
+        "nics_per_node",
+        "inter-node NICs per node (None: one link of inter_bandwidth)",
+        "count",
+        check_positive_int,
+        parse_int,
+        default=None,
+        optional=True,
+        symbol="k",
+        numeric=True,
+        canonical=_count_number,
+    ),
+    _quantity(
+        "intra_latency",
+        "startup time of one ring step inside a node",
+        "time",
+        "us",
+        "alpha_intra",
+        default=None,
+        optional=True,
+        allow_zero=True,
+        seed=False,
+        fabric_attribute="latency",
+    ),
+    _quantity(
+        "inter_latency",
+        "startup time of one ring step between nodes",
+        "time",
+        "us",
+        "alpha_inter",
+        default=None,
+        optional=True,
+        allow_zero=True,
+        seed=False,
+        fabric_attribute="latency",
+    ),
+    InputField(
+        "assumptions",
+        "modeling choices (seed or realistic, or their values)",
+        "assumptions",
+        _assumptions,
+        _assumptions_text,
+        default=Assumptions(),
+    ),
+    InputField(
+        "device_memory",
+        "memory of one device (a size or an accelerator)",
+        "quantity",
+        _device_memory,
+        _parse_device_memory,
+        default=None,
+        optional=True,
+        dimension="data",
+        display_unit="GB",
+        numeric=True,
+        canonical=_canonical("data"),
+    ),
+    InputField(
+        "zero_stage",
+        "ZeRO stage of the training state (0: none)",
+        "index",
+        _zero_stage,
+        parse_int,
+        default=0,
+        choices=ZERO_STAGES,
+    ),
+    _quantity(
+        "activation_memory",
+        "activation memory per device",
+        "data",
+        "GB",
+        None,
+        default=None,
+        optional=True,
+        allow_zero=True,
+        seed=False,
+    ),
+    InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
+    InputField("description", "what it is", "text", _text, str, default=None, optional=True),
+)
+
+FIELDS: Final[Mapping[str, InputField]] = {f.name: f for f in _TABLE}
+"""Every scenario input by name, in declaration order."""
+
+MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
+"""The inputs the model reads (all but ``name`` and ``description``)."""
+
+NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
+"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
+
+CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
+"""Inputs that select one model evaluation per value."""
+
+SOLVE_ORDER: Final = (
+    "workload",
+    "precision",
+    "step_time",
+    "training_time",
+    "per_device_batch",
+    "devices_per_node",
+    "nodes",
+    "intra_bandwidth",
+    "inter_bandwidth",
+    "accumulation_steps",
+    "node_hour_rate",
+)
+"""The seed contract's positional order of ``solve`` (``workload`` is passed as ``model``)."""
+
+
+def field(name: str) -> InputField:
+    """The field named ``name``, or an :class:`InputError` listing the known ones."""
+    try:
+        return FIELDS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,)
+        ) from None
+
+
+def _neutral(name: str) -> float:
+    """The :class:`Inputs` default of a numeric input: its value when the field is not given."""
+    neutral = _neutrals().get(name)
+    if neutral is None:
+        raise InputError("a value is required", loc=(name,))
+    return neutral
+
+
+@functools.cache
+def _neutrals() -> dict[str, float]:
+    from mlsysim.engine.equations import Inputs
+
+    return {
+        f.name: float(f.default)
+        for f in dataclasses.fields(Inputs)
+        if f.default is not dataclasses.MISSING
+    }
+
+
+# -- cross-field rules --------------------------------------------------------------------
+
+
+def check_together(values: Mapping[str, Value]) -> None:
+    """Rules between inputs, applied after each input is checked on its own."""
+    nodes = cast(int, values.get("nodes", 1))
+    if nodes > 1 and values.get("inter_bandwidth") is None:
+        raise InputError(
+            f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "
+            "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps')",
+            loc=("inter_bandwidth",),
+        )
+
+
+def unit_kinds() -> tuple[str, ...]:
+    """The unit kinds quantity inputs may have (for documentation and schemas)."""
+    return tuple(KINDS)

@@ -1,0 +1,69 @@
+"""--json documents and `mlsysim schema`: one encoding, valid against the printed schema."""
+
+import json
+
+import pytest
+
+from mlsysim.cli import main
+
+FOUR = "Gpt2DataParallelFourNodes10GbE"
+
+
+@pytest.fixture
+def cli(capsys):
+    def run(*argv):
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def _json(cli):
+    def read(*argv):
+        code, out, err = cli(*argv)
+        assert code == 0, err
+        return json.loads(out)
+
+    return read
+
+
+def test_run_json_is_a_result_document_that_reads_back_as_a_scenario(_json):
+    from mlsysim.engine.files import scenario_from_dict
+
+    doc = _json("run", FOUR, "--json")
+    assert (doc["schema_version"], doc["kind"]) == (1, "result")
+    inputs = {
+        k: (f"{v['value']} {v['unit']}" if isinstance(v, dict) and "unit" in v else v)
+        for k, v in doc["inputs"].items()
+        if k != "assumptions"
+    }
+    again = scenario_from_dict(inputs)
+    assert again.result.update_time.magnitude == doc["result"]["update_time"]["value"]
+
+
+def test_explain_json_lists_the_steps(_json):
+    doc = _json("explain", FOUR, "--json")
+    assert doc["kind"] == "explanation"
+    quantities = [s["quantity"] for s in doc["steps"]]
+    assert "inter time" in quantities and "efficiency" in quantities
+    step = doc["steps"][quantities.index("inter time")]
+    assert step["value"] == "4650 ms"
+
+
+def test_schema_command_prints_each_kind_and_refuses_an_unknown_one(_json, cli):
+    for kind in ("scenario", "result", "explanation"):
+        schema = _json("schema", kind)
+        assert schema["properties"]["kind"]["const"] == kind
+    code, out, err = cli("schema", "plans")
+    assert code == 2 and "expected one of" in err and len(err.splitlines()) == 1
+
+
+def test_result_document_matches_its_schema_keys(_json):
+    doc = _json("run", FOUR, "--json")
+    schema = _json("schema", "result")
+    result_props = schema["$defs"]["Result"]["properties"]
+    assert set(doc["result"]) == set(result_props)
+    scenario_props = schema["$defs"]["DataParallelScaleOutScenario"]["properties"]
+    assert set(doc["inputs"]) <= set(scenario_props)

@@ -1,0 +1,91 @@
+"""explain() prints numbers that are the model's own: every printed right-hand side recomputed.
+
+Each derivation step prints ``= <operands>`` then ``= <value>``. The test reads
+the operands back (numbers with units, x, /, +, -, sqrt, ln, ceil, max), evaluates
+them, and checks the result equals the printed value to display precision. A
+formula changed in the physics but not in the printed derivation fails here.
+"""
+
+import math
+import re
+
+import pytest
+
+from mlsysim import Q_, Assumptions, Scenarios
+
+UNITS = {
+    "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6,
+    "USD/h": 1 / 3600, "USD": 1.0,
+    "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
+    "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6,
+}
+NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+QUANTITY = re.compile(rf"({NUMBER})(?:\s+({'|'.join(re.escape(u) for u in UNITS)}))?(?![\w/])")
+
+
+def value_of(text: str) -> float:
+    """A printed operand expression or value, in SI (h as seconds, USD/h as USD per hour)."""
+    expr = text.replace(" x ", " * ").replace("ln(", "log(")
+    expr = QUANTITY.sub(lambda m: f"({m[1]} * {UNITS.get(m[2], 1.0) if m[2] else 1.0})", expr)
+    return float(eval(expr, {"__builtins__": {}}, {"sqrt": math.sqrt, "log": math.log, "ceil": math.ceil, "max": max}))
+
+
+def steps(text: str) -> list[tuple[str, str, str]]:
+    """(what, operands, value) of every step that prints both."""
+    out = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        head = re.match(r"\s+\d+\. ([^:]+):", line)
+        if not head:
+            continue
+        follow = []
+        for nxt in lines[i + 1 : i + 3]:
+            if nxt.strip().startswith("= "):
+                follow.append(nxt.strip()[2:])
+        if len(follow) == 2:
+            out.append((head[1], follow[0], follow[1]))
+    return out
+
+
+FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
+CASES = {
+    "seed one node": Scenarios.Gpt2DataParallelOneNode,
+    "seed four nodes": FOUR,
+    "seed accumulation": Scenarios.Gpt2GradientAccumulationOneNode,
+    "realistic zero-3": FOUR.variant(
+        assumptions=Assumptions.realistic(), nics_per_node=8, zero_stage=3, device_memory=Q_(80, "GB")
+    ),
+    "ring with latency": FOUR.variant(
+        intra_latency=Q_(2, "us"), inter_latency=Q_(5, "us"), accumulation_steps=4
+    ),
+    "tree": FOUR.variant(
+        assumptions=Assumptions(algorithm="tree"), nodes=16, nics_per_node=4, inter_latency=Q_(5, "us")
+    ),
+    "hierarchical zero-1": FOUR.variant(
+        assumptions=Assumptions(algorithm="hierarchical", overlap=True), zero_stage=1,
+        activation_memory=Q_(3, "GB"), device_memory=Q_(40, "GB"),
+    ),
+    "one bucket": Scenarios.Gpt2DataParallelOneNode.variant(
+        assumptions=Assumptions(overlap=True, bucket_size=Q_(8, "GB"))
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_printed_step_recomputes_from_its_printed_operands(name):
+    text = CASES[name].explain()
+    checked = 0
+    for what, operands, value in steps(text):
+        if value in ("none",) or not re.match(NUMBER, value):
+            continue
+        printed = value_of(re.sub(r"\s*\((?:does NOT )?fits?\)$", "", value))
+        computed = value_of(operands)
+        assert computed == pytest.approx(printed, rel=2e-5, abs=1e-9), (what, operands, value)
+        checked += 1
+    assert checked >= 15, f"only {checked} steps could be read back"
+
+
+def test_a_changed_operand_would_be_caught():
+    """The checker is not vacuous: a wrong printed value fails it."""
+    assert value_of("3 GB x 1.75") == pytest.approx(5.25e9)
+    assert value_of("32 x 1800 ms / 6461.67 ms") != pytest.approx(value_of("8.9"), rel=2e-5)
