@@ -43,6 +43,18 @@ def _check_backward_fraction(value: object) -> float:
 
 Algorithm = Literal["ring", "hierarchical", "tree", "auto"]
 
+LINKS = ("intra", "inter")
+
+
+def _check_measured_links(value: object) -> tuple[str, ...]:
+    """Link names (``intra``, ``inter``), as a list, a tuple or a comma-separated text."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, list | tuple) and all(isinstance(v, str) for v in items):
+        names = tuple(dict.fromkeys(v.strip().lower() for v in items if v.strip()))
+        if all(n in LINKS for n in names):
+            return tuple(n for n in LINKS if n in names)
+    raise InputError(f"expected link names among intra and inter, got {value!r}")
+
 DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
 """PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
 
@@ -71,9 +83,12 @@ class Assumptions(Validated):
     * ``update_overhead``: fixed time added to every distributed update.
     * ``straggler_cv``: coefficient of variation of one device's step time;
       the update waits for the slowest of n devices.
+    * ``measured_links``: the links (``intra``, ``inter``) whose bandwidth is a
+      measured, achieved figure (written by ``mlsysim calibrate``): their
+      efficiency is not applied again (taken as 1).
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, measured_links=())
     """
 
     algorithm: Algorithm = "ring"
@@ -90,6 +105,9 @@ class Assumptions(Validated):
         Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
     ] = quantity(0, "s")
     straggler_cv: NonNegative = 0.0
+    measured_links: Annotated[
+        tuple[str, ...], PlainValidator(as_pydantic(_check_measured_links))
+    ] = ()
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -152,8 +170,8 @@ class Assumptions(Validated):
         """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
         return Choices(
             algorithm=self.algorithm,
-            intra_efficiency=self.intra_efficiency,
-            inter_efficiency=self.inter_efficiency,
+            intra_efficiency=1.0 if "intra" in self.measured_links else self.intra_efficiency,
+            inter_efficiency=1.0 if "inter" in self.measured_links else self.inter_efficiency,
             overlap=self.overlap,
             bucket_size=self.bucket_bytes(),
             backward_fraction=self.backward_fraction,
@@ -197,6 +215,8 @@ def assumption_from_text(name: str, value: object) -> object:
         raise InputError(f"expected true or false, got {value!r}", loc=(name,))
     if name == "algorithm":
         return text.lower()
+    if name == "measured_links":
+        return text
     if name in Assumptions.model_fields:
         from mlsysim.core.text import parse_float
 
