@@ -209,7 +209,7 @@ def _gradient_steps(s: _Steps, c: _Context) -> None:
 
 def _intra_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage inside a node."""
-    f, a, d = c.r.figures, c.a, c.d
+    f, d = c.r.figures, c.d
     e_i = c.r.choices.intra_efficiency  # 1 for a measured link
     bytes_eq, steps_sym = INTRA_NODE_EQUATION
     s.add(
