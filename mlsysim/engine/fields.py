@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, TypeAlias, cast
@@ -37,6 +36,7 @@ from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
     KINDS,
+    PHYSICAL_RANGE,
     Quantity,
     nonnegative_canonical,
     parse_quantity,
@@ -139,7 +139,8 @@ class InputField:
             q = cast(Quantity, value)
             try:
                 x = to_canonical(q, self.dimension)
-                if not 0.0 < x < math.inf:
+                low, high, _ = PHYSICAL_RANGE[self.dimension]
+                if not low <= x <= high:
                     x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
                 raise exc.at(self.name) from None

@@ -95,3 +95,34 @@ def _finite_result(result) -> None:
 def test_printable_leaves_no_control_characters(text):
     out = printable(text)
     assert out.isprintable()
+
+
+UNITS = {
+    "step_time": "s", "training_time": "hour", "intra_bandwidth": "GB/s", "inter_bandwidth": "Gbps",
+    "node_hour_rate": "USD/hour", "intra_latency": "us", "inter_latency": "us",
+    "device_memory": "GB", "activation_memory": "GB",
+}  # fmt: skip
+
+
+@FUZZ
+@given(
+    st.dictionaries(
+        st.sampled_from(sorted(UNITS)), st.floats(allow_nan=True, allow_infinity=True), max_size=4
+    ),
+    st.dictionaries(
+        st.sampled_from(["nodes", "devices_per_node", "per_device_batch", "accumulation_steps"]),
+        st.integers(-5, 10**18),
+        max_size=3,
+    ),
+    st.booleans(),
+)
+def test_python_quantities_give_a_finite_result_or_our_error(gpt2_scenario, quantities, counts, realistic):
+    from mlsysim import Q_, Assumptions
+
+    def build():
+        changes = {k: Q_(v, UNITS[k]) for k, v in quantities.items()} | counts
+        if realistic:
+            changes["assumptions"] = Assumptions.realistic()
+        return gpt2_scenario.variant(**changes).result
+
+    ours_or_valid("python inputs", build, _finite_result)
