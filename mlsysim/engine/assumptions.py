@@ -24,8 +24,28 @@ from mlsysim.core.validation import (
 )
 from mlsysim.engine.equations import Choices
 
-Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
-NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
+MIN_EFFICIENCY = 0.01
+"""Lowest link efficiency accepted: below 1% of its line rate a link is broken, not modeled."""
+MAX_STRAGGLER_CV = 10.0
+"""Highest straggler coefficient of variation accepted (1000% of the step time)."""
+
+
+def _check_efficiency(value: object) -> float:
+    x = check_fraction(value)
+    if x < MIN_EFFICIENCY:
+        raise InputError(f"expected a number in [{MIN_EFFICIENCY:g}, 1], got {value!r}")
+    return x
+
+
+def _check_straggler_cv(value: object) -> float:
+    x = check_nonnegative_float(value)
+    if x > MAX_STRAGGLER_CV:
+        raise InputError(f"expected a number in [0, {MAX_STRAGGLER_CV:g}], got {value!r}")
+    return x
+
+
+Fraction = Annotated[float, PlainValidator(as_pydantic(_check_efficiency))]
+NonNegative = Annotated[float, PlainValidator(as_pydantic(_check_straggler_cv))]
 
 
 def _check_bool(value: object) -> bool:

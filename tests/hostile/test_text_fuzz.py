@@ -115,14 +115,21 @@ UNITS = {
         max_size=3,
     ),
     st.booleans(),
+    st.dictionaries(
+        st.sampled_from(["intra_efficiency", "inter_efficiency", "backward_fraction", "straggler_cv"]),
+        st.floats(allow_nan=True, allow_infinity=True),
+        max_size=3,
+    ),
 )
-def test_python_quantities_give_a_finite_result_or_our_error(gpt2_scenario, quantities, counts, realistic):
+def test_python_quantities_give_a_finite_result_or_our_error(
+    gpt2_scenario, quantities, counts, realistic, choices
+):
     from mlsysim import Q_, Assumptions
 
     def build():
         changes = {k: Q_(v, UNITS[k]) for k, v in quantities.items()} | counts
-        if realistic:
-            changes["assumptions"] = Assumptions.realistic()
+        base = Assumptions.realistic() if realistic else Assumptions()
+        changes["assumptions"] = base.variant(**choices)
         return gpt2_scenario.variant(**changes).result
 
     ours_or_valid("python inputs", build, _finite_result)
