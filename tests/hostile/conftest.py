@@ -24,7 +24,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-CASE_SECONDS = 5
+CASE_SECONDS = 10
 """Wall-clock bound of one case (generous: shared, loaded machines)."""
 CASE_MEGABYTES = 64
 """Bound on the Python memory one case may allocate at its peak."""
