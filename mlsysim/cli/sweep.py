@@ -39,9 +39,16 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, list[Any]]:
     field = field.strip()
     if not sep or not field or not spec.strip():
         raise InputError(f"--axis expects FIELD=VALUES (e.g. nodes=1..64), got {text!r}")
-    found = _RANGE.fullmatch(spec)
+    from mlsysim.core.text import check_text, parse_int
+
+    try:
+        found = _RANGE.fullmatch(check_text(spec, what="--axis values", limit=4000))
+        if found:
+            start, stop = parse_int(found[1]), parse_int(found[2])
+            step = parse_int(found[3] or "1")
+    except InputError as exc:
+        raise InputError(f"--axis {field}: {exc}", field=field) from None
     if found:
-        start, stop, step = int(found[1]), int(found[2]), int(found[3] or 1)
         values: list[Any] = list(range(start, stop + 1, step)) if step > 0 else []
         if not values:
             raise InputError(

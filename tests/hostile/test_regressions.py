@@ -227,3 +227,10 @@ def test_control_characters_are_escaped(capsys, tmp_path):
 
 def test_nproc_one_is_refused_before_work(capsys):
     one_line_error(capsys, "calibrate", "torch", "--nproc", "1", match="at least 2 ranks")
+
+
+def test_axis_with_a_huge_number_is_one_line(capsys):
+    one_line_error(capsys, "sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1.." + "9" * 5000,
+                   match="--axis nodes")  # fmt: skip
+    one_line_error(capsys, "sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1.." + "9" * 40,
+                   match="at most 18 digits")  # fmt: skip
