@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "Hardware": "mlsysim.hardware.registry",
     "Systems": "mlsysim.hardware.registry",
     "Infrastructure": "mlsysim.hardware.registry",
+    "load_registry": "mlsysim.core.registry",
     # engine
     "Assumptions": "mlsysim.engine.assumptions",
     "DataParallelScaleOutScenario": "mlsysim.engine.scenario_types",
@@ -79,6 +80,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnitsError,
         UnknownNameError,
     )
+    from mlsysim.core.registry import load_registry
     from mlsysim.core.units import Q_, Quantity, ureg
     from mlsysim.engine.assumptions import Assumptions
     from mlsysim.engine.files import load_scenario, save_scenario

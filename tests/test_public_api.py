@@ -29,6 +29,7 @@ EXPECTED = {
     "SweepTable",
     "Workload",
     "estimate",
+    "load_registry",
     "load_scenario",
     "plan",
     "save_scenario",

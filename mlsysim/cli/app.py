@@ -24,7 +24,8 @@ app = typer.Typer(
         "  mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic\n\n"
         '  mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"\n\n'
         '  mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" --deadline "1 hour"\n\n'
-        "  mlsysim run --file job.toml"
+        "  mlsysim run --file job.toml\n\n"
+        "  mlsysim --registry my_cluster.toml registry nodes"
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -42,12 +43,27 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(
+def _global_options(
+    registry: list[str] | None = typer.Option(
+        None,
+        "--registry",
+        metavar="FILE",
+        help=(
+            "Add or replace registry entries (accelerators, nodes, fabrics, prices, models) "
+            "from a TOML file before the command runs; repeatable, later files win. "
+            "'mlsysim registry' shows where each entry came from."
+        ),
+    ),
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
     ),
 ) -> None:
-    pass
+    """Options that apply to every command."""
+    if registry:
+        from mlsysim.core.registry import load_registry
+
+        for path in registry:
+            load_registry(path)
 
 
 def _scenario(name: str | None, sets: list[str] | None, file: str | None = None) -> Any:
@@ -76,13 +92,16 @@ def registry(
         False, "--sources", help="Also print each entry's source and note."
     ),
 ) -> None:
-    """List the registry entries (the names --set and scenario files accept), with their key figures.
+    """List the registry entries (the names --set and scenario files accept), with their key figures
+    and the file each comes from (built-in, or a --registry file).
 
     Examples:
 
       mlsysim registry fabrics
 
       mlsysim registry models --sources
+
+      mlsysim --registry my_cluster.toml registry nodes
     """
     from mlsysim.cli.render import registry_lines
 
@@ -107,13 +126,21 @@ def run(
 
       mlsysim run --file job.toml
     """
-    from mlsysim.cli.render import print_result, result_json
+    from mlsysim.cli.render import next_steps, print_result, result_json
 
     scenario = _scenario(name, set_, file)
     if json_:
         typer.echo(result_json(scenario))
     else:
-        print_result(scenario)
+        print_result(scenario, next_steps=next_steps(scenario, _source(name, set_, file)))
+
+
+def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
+    """The scenario as the command line named it, to repeat in a suggested command."""
+    words = [name] if name else ["--file", file or ""]
+    for text in sets or []:
+        words += ["--set", text]
+    return " ".join(f'"{w}"' if set(w) & set(" '*?$;&|<>()") else w for w in words)
 
 
 @app.command("explain")
@@ -154,10 +181,12 @@ def _register_commands() -> None:
     """Commands defined in their own modules (each light to import)."""
     from mlsysim.cli.calibrate import calibrate_app
     from mlsysim.cli.sweep import plan_command, sweep_command
+    from mlsysim.cli.ui import ui_command
     from mlsysim.cli.validate import validate_app
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
+    app.command("ui")(ui_command)
     app.add_typer(validate_app, name="validate")
     app.add_typer(calibrate_app, name="calibrate")
 

@@ -6,7 +6,15 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
+from mlsysim.core.text import printable
 from mlsysim.engine.results import field_unit
+
+
+def safe(text: str) -> str:
+    """User text for a rich table cell: control characters and rich markup escaped."""
+    from rich.markup import escape
+
+    return escape(printable(text))
 
 
 def _text(value: Any) -> str:
@@ -17,17 +25,8 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     if hasattr(value, "name") and not isinstance(value, str):
-        return safe(str(value.name))
-    return safe(str(value))
-
-
-def safe(text: str) -> str:
-    """User text for a rich table: control characters and rich markup escaped."""
-    from rich.markup import escape
-
-    from mlsysim.core.text import printable
-
-    return escape(printable(text))
+        return printable(str(value.name))
+    return printable(str(value))
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
@@ -43,68 +42,181 @@ def result_json(scenario: Any) -> str:
     return dumps(document("result", body), indent=2)
 
 
-def print_result(scenario: Any) -> None:
-    from rich.console import Console
-    from rich.table import Table
+RESULT_ROWS: dict[str, str] = {
+    "n_devices": "devices, n = d x N",
+    "update_time": "update time",
+    "compute_time": "compute per update (A x T1)",
+    "communication_time": "gradient AllReduce per update",
+    "intra_time": "  inside each node",
+    "inter_time": "  across nodes",
+    "exposed_communication_time": "AllReduce not hidden (exposed)",
+    "hidden_communication_time": "AllReduce hidden under backward",
+    "synchronization_time": "synchronization per update",
+    "speedup": "speedup over one device",
+    "efficiency": "scaling efficiency",
+    "communication_overhead": "communication / compute",
+    "global_batch": "global batch",
+    "training_time": "training time on {n} devices",
+    "cost": "cost on {nodes}",
+    "gradient_bytes": "gradient bytes (G)",
+    "intra_bytes": "bytes sent per device inside a node",
+    "inter_bytes": "bytes sent per device across nodes",
+    "memory_per_device": "memory per device",
+    "device_memory": "device memory",
+    "fits": "fits in device memory",
+    "algorithm": "AllReduce algorithm asked",
+    "intra_algorithm": "AllReduce inside a node",
+    "inter_algorithm": "AllReduce across nodes",
+    "bottleneck": "bottleneck",
+}
+"""Result field -> its label on the terminal, in the order printed (the answer first)."""
 
+OPT_IN_ROWS = (
+    "exposed_communication_time",
+    "hidden_communication_time",
+    "synchronization_time",
+    "algorithm",
+)
+"""Rows shown only when the opt-in model is switched on (they equal the seed's figures otherwise)."""
+
+
+def _fixed(value: float, unit: str) -> tuple[str, str]:
+    """A figure in fixed point with its unit: bytes scaled to kB..TB, times in ms or s."""
+    if unit == "byte":
+        for name, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+            if abs(value) >= scale:
+                return f"{value / scale:,.3f}", name
+        return f"{value:,.0f}", "B"
+    if unit == "millisecond":
+        return f"{value:,.1f}", "ms"
+    if unit == "hour":
+        return (f"{value:,.2f}", "h") if value >= 1 else (f"{value * 60:,.1f}", "min")
+    return f"{value:,.3f}", unit
+
+
+def result_rows(scenario: Any) -> list[tuple[str, str, str]]:
+    """The result as (label, value, unit) rows, fixed point, the answer first."""
     result = scenario.result
-    console = Console()
-    title = safe(scenario.name or "scenario")
-    inputs = Table(title=f"{title}: inputs", show_header=True, header_style="bold")
-    inputs.add_column("input")
-    inputs.add_column("value", justify="right")
-    for key, value in scenario.fields().items():
-        if key in ("name", "description"):
+    seed_only = scenario.assumptions.is_seed()
+    n, nodes = result.n_devices, scenario.nodes
+    rows = []
+    for key, label in RESULT_ROWS.items():
+        value = getattr(result, key)
+        if value is None or (seed_only and key in OPT_IN_ROWS):
             continue
-        if key == "assumptions":
+        label = label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        if hasattr(value, "magnitude"):
+            text, unit = _fixed(float(value.magnitude), field_unit(key) or "")
+        elif key == "cost":
+            text, unit = f"{value:,.2f}", "USD"
+        elif key == "efficiency":
+            text, unit = f"{value:.3f}", f"({value:.1%})"
+        elif key == "speedup":
+            text, unit = f"{value:,.2f}", "x"
+        elif key == "communication_overhead":
+            text, unit = f"{value:.3f}", ""
+        elif key == "fits":
+            text, unit = ("yes" if value else "NO"), ""
+        elif isinstance(value, int) and not isinstance(value, bool):
+            text, unit = f"{value:,}", ""
+        else:
+            text, unit = str(value), ""
+        rows.append((label, text, unit))
+    return rows
+
+
+def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
+    """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
+    from mlsysim.engine.fields import FIELDS
+
+    values = scenario.fields()
+    rows = []
+    for name, f in FIELDS.items():
+        value = values.get(name)
+        if name == "assumptions":
             value = (
                 "seed (default)"
                 if value.is_seed()
                 else ("realistic" if value == type(value).realistic() else "custom")
             )
-        if value is None:
+        if value is None or name in ("name", "description") or (name == "zero_stage" and not value):
             continue
-        inputs.add_row(key, _text(value))
-    console.print(inputs)
-    table = Table(title=f"{title}: results", show_header=True, header_style="bold")
+        label = f"{name} ({f.symbol})" if f.symbol else name
+        rows.append((label, _text(value), f.label))
+    return rows
+
+
+def _console() -> Any:
+    """A console that wraps only on a terminal (a pipe or file gets whole lines)."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=max(console.width, 160), soft_wrap=True)
+    return console
+
+
+def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
+    """The answer in one line, the results and the inputs, notes, then what to try next."""
+    from rich import box
+    from rich.table import Table
+
+    from mlsysim.engine.explain import headline
+
+    result = scenario.result
+    console = _console()
+    title = printable(scenario.name or "scenario")
+    console.print(f"{title}: {headline(result)}", markup=False)
+    console.print()
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     table.add_column("result")
     table.add_column("value", justify="right")
-    seed_only = scenario.assumptions.is_seed()
-    from mlsysim.engine.results import result_fields
-
-    for key, spec in result_fields().items():
-        if key == "constraint_trace":
-            continue
-        value = getattr(result, key)
-        if seed_only and key in (
-            "exposed_communication_time",
-            "hidden_communication_time",
-            "synchronization_time",
-            "synchronization_share",
-            "algorithm",
-        ):
-            continue
-        if value is None:
-            continue
-        if key == "cost":
-            text = f"{value:,.2f} USD"
-        elif spec.unit == "byte":
-            text = fmt_bytes(float(value.magnitude))
-        elif spec.unit is not None:
-            text = f"{float(value.magnitude):.6g} {_short(spec.unit)}"
-        else:
-            text = _text(value)
-        table.add_row(key, text)
+    table.add_column("unit")
+    for label, text, unit in result_rows(scenario):
+        table.add_row(label, text, unit)
     console.print(table)
-    for note in result.constraint_trace:
-        console.print(f"  - {safe(note)}")
+    console.print()
+    inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    inputs.add_column("input")
+    inputs.add_column("value", justify="right")
+    inputs.add_column("meaning")
+    for label, text, meaning in input_rows(scenario):
+        inputs.add_row(label, safe(text), meaning)
+    console.print(inputs)
+    if result.constraint_trace:
+        console.print()
+        console.print("Notes", style="bold")
+        for note in result.constraint_trace:
+            console.print(f"  - {printable(note)}", markup=False)
+    if next_steps:
+        console.print()
+    for step in next_steps or []:
+        console.print(printable(step), markup=False)
 
 
-def _short(unit: str) -> str:
-    return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit, unit)
+def next_steps(scenario: Any, source: str) -> list[str]:
+    """One or two commands worth running next, spelled for this scenario (``source``: name, --file, --set)."""
+    result = scenario.result
+    lines = [f"Next: mlsysim explain {source}   (how each figure is derived)"]
+    if result.fits is False:
+        lines.append(f"      mlsysim run {source} --set zero_stage=3   (shard the training state)")
+        return lines
+    top = max(2 * scenario.nodes, 16)
+    if result.bottleneck in ("inter-node link", "intra-node link", "synchronization"):
+        fabrics = '"inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"'
+        lines.append(
+            f"      mlsysim sweep {source} --axis nodes=1..{top} --axis {fabrics}"
+            "   (how it scales with the fabric)"
+        )
+    else:
+        axis = "" if scenario.nodes > 1 else ' --set "inter_bandwidth=100 Gbps"'
+        lines.append(
+            f"      mlsysim sweep {source}{axis} --axis nodes=1..{top}   (how far it scales)"
+        )
+    return lines
 
 
-__all__ = ["inputs_dict", "print_result", "result_json", "field_unit"]
+__all__ = ["inputs_dict", "next_steps", "print_result", "result_json", "field_unit"]
 
 
 def print_validation(seed: list[Any], realistic: list[Any]) -> None:
@@ -135,10 +247,9 @@ def print_validation(seed: list[Any], realistic: list[Any]) -> None:
     Console().print(table)
 
 
-def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
+def _registry_figures() -> dict[str, Callable[[Any], str]]:
+    """The key figures printed for an entry, by kind."""
     from mlsysim.core.units import to_canonical
-    from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
-    from mlsysim.models.registry import Models
 
     def gb(q: Any) -> str:
         return fmt_bytes(to_canonical(q, "data"))
@@ -146,47 +257,62 @@ def _registry_groups() -> dict[str, tuple[Any, Callable[[Any], str]]]:
     def rate(q: Any) -> str:
         return f"{to_canonical(q, 'bandwidth') / 1e9:.6g} GB/s"
 
+    def usd(q: Any) -> str:
+        return f"{to_canonical(q, 'money_rate'):.6g} USD/hour"
+
+    def flops(a: Any) -> str:
+        """The dense 16-bit peak (bf16, else fp16), the usual training precision."""
+        for precision in ("bf16", "fp16"):
+            if precision in a.dense_flops:
+                peak = to_canonical(a.peak_flops(precision), "compute_rate") / 1e12
+                return f", {peak:.6g} TFLOP/s dense {precision}"
+        return ""
+
+    def workload(w: Any) -> str:
+        text = f"{to_canonical(w.parameters, 'count'):.4g} parameters"
+        if w.forward_flops_per_sample is not None:
+            text += (
+                f", {w.forward_flops_per_sample.to('flop').magnitude:.4g} forward FLOPs per sample"
+            )
+        return text
+
     return {
-        "models": (Models, lambda w: f"{to_canonical(w.parameters, 'count'):.4g} parameters"),
-        "accelerators": (
-            Hardware,
-            lambda a: (
-                f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} per direction"
-            ),
+        "models": workload,
+        "accelerators": lambda a: (
+            f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
+            f"per direction{flops(a)}"
         ),
-        "nodes": (
-            Systems.Nodes,
-            lambda n: (
-                f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
-                f"{n.nics_per_node} x {rate(n.nic_bandwidth)} NICs"
-            ),
+        "nodes": lambda n: (
+            f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
+            f"{n.nics_per_node} x {rate(n.nic_bandwidth)} NICs"
+            + (f", {usd(n.price.rate)}" if n.price is not None else "")
         ),
-        "fabrics": (
-            Systems.Fabrics,
-            lambda f: (
-                f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
-            ),
+        "fabrics": lambda f: (
+            f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
-        "prices": (Infrastructure, lambda p: f"{to_canonical(p.rate, 'money_rate'):.6g} USD/hour"),
+        "prices": lambda p: usd(p.rate),
     }
 
 
 def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
-    """One line per registry entry (path, name, key figures), optionally with source and note."""
+    """One line per registry entry (path, name, key figures, where it was read), optionally
+    with its source and note."""
     from mlsysim.core.exceptions import UnknownNameError
+    from mlsysim.core.registry import CATALOG
 
-    groups = _registry_groups()
-    if group is not None and group.lower() not in groups:
-        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(groups)}")
+    figures = _registry_figures()
+    if group is not None and group.lower() not in figures:
+        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(figures)}")
+    listing = list(CATALOG.listing())
     lines: list[str] = []
-    for name, (registry, figures) in groups.items():
-        if group is not None and name != group.lower():
+    for kind, figure in figures.items():
+        if group is not None and kind != group.lower():
             continue
-        lines.append(f"{name}:")
-        entries = list(registry.walk())
-        width = max(len(path) for path, _ in entries)
-        for path, entry in entries:
-            lines.append(f"  {path.ljust(width)}  {entry.name}: {figures(entry)}")
+        entries = [(path, entry, origin) for k, path, entry, origin in listing if k == kind]
+        lines.append(f"{kind}:")
+        width = max(len(path) for path, _, _ in entries)
+        for path, entry, origin in entries:
+            lines.append(f"  {path.ljust(width)}  {entry.name}: {figure(entry)}  [{origin}]")
             if sources:
                 lines.append(f"  {''.ljust(width)}  source: {entry.source}")
                 lines.append(f"  {''.ljust(width)}  note: {entry.note}")

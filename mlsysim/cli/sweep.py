@@ -181,25 +181,34 @@ HEADERS = {
 }
 
 
-def _print_table(table: Any, rows: Any, title: str) -> None:
+def _print_table(
+    table: Any, rows: Any, title: str, axis_text: dict[int, dict[str, str]] | None = None
+) -> None:
+    """Rows of ``table`` in fixed point, units in the headers; wraps only on a terminal.
+
+    ``axis_text`` replaces the axis cells of a row (a group's equivalent values).
+    """
     from rich.console import Console
     from rich.table import Table
 
+    rows = [int(i) for i in rows]
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     from mlsysim.cli.render import safe
 
     out = Table(title=safe(title), header_style="bold")
+    formats = {c: _format(table, c, rows) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
         label = HEADERS.get(column, column)
         out.add_column(f"{label} ({unit})" if unit else label, justify="right")
     for i in rows:
-        out.add_row(*(_cell(table, c, int(i)) for c in show))
-    console = Console()
-    if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
-        console = Console(width=max(console.width, 160))
+        given = (axis_text or {}).get(i, {})
+        out.add_row(*(given.get(c) or formats[c](table[c][i]) for c in show))
+    console = Console(highlight=False)
+    if not console.is_terminal:  # a pipe or a file: whole lines, never squeezed into 80 columns
+        console = Console(highlight=False, width=max(console.width, 200), soft_wrap=True)
     console.print(out)
 
 
@@ -209,14 +218,38 @@ def _unknown_memory(table: Any) -> bool:
     return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
 
 
-def _cell(table: Any, column: str, i: int) -> str:
-    value = table.row(i)[column]
-    if value is None:
-        return "-"
-    if column == "cost":
-        return f"{value:,.2f}"
-    if isinstance(value, float):
-        return f"{value:.4g}"
+DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communication_time": 1}
+"""Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
+
+
+def _format(table: Any, column: str, rows: list[int]) -> Any:
+    """A formatter for one column: fixed point, as many decimals as its smallest value needs."""
+    import math
+
+    import numpy as np
+
+    axis_columns = {a.column for a in table.axes}
+    values = table[column][rows] if rows else table[column][:0]
+    numeric = values.dtype.kind in "fiu" and values.dtype != bool
+    if column in axis_columns or not numeric:
+        return lambda v: _plain(v)
+    if values.dtype.kind in "iu":
+        return lambda v: f"{int(v):,}"
+    decimals = DECIMALS.get(column)
+    if decimals is None:  # three significant digits for the smallest value, at most 5 decimals
+        finite = np.abs(values[np.isfinite(values) & (values != 0)])
+        smallest = float(finite.min()) if finite.size else 1.0
+        decimals = min(5, max(0, 2 - math.floor(math.log10(smallest))))
+    return lambda v: "-" if v != v else f"{float(v):,.{decimals}f}"
+
+
+def _plain(value: Any) -> str:
+    import numpy as np
+
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "NO"
+    if isinstance(value, (float, np.floating)):
+        return "-" if value != value else f"{float(value):g}"
     from mlsysim.cli.render import safe
 
     return safe(str(value))
@@ -224,6 +257,10 @@ def _cell(table: Any, column: str, i: int) -> str:
 
 def _short(unit: str | None) -> str | None:
     return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit or "", unit)
+
+
+RATE_MIN_SECONDS = 1.0
+"""A sweep's rate (layouts per second) is printed only when it ran at least this long."""
 
 
 def sweep_command(
@@ -268,9 +305,9 @@ def sweep_command(
     with _ProgressBar(_size(axes), progress) as bar:
         table = sweep(scenario, progress=bar, **axes)
     elapsed = time.perf_counter() - started
-    rate = len(table) / elapsed if elapsed > 0 else float("inf")
+    rate = f", {len(table) / elapsed:,.0f} per second" if elapsed >= RATE_MIN_SECONDS else ""
     typer.echo(
-        f"{len(table):,} layouts of {printable(scenario.name or 'the scenario')} in {elapsed:.3g} s ({rate:,.0f} per second)"
+        f"{len(table):,} layouts of {printable(scenario.name or 'the scenario')} in {elapsed:.2f} s{rate}"
     )
     shown = np.arange(min(max(rows, 0), len(table)))
     if len(shown):
@@ -292,6 +329,27 @@ def sweep_command(
             else:
                 plots.breakdown_plot(table, path=plot)
         typer.echo(f"wrote {printable(plot)}")
+
+
+def _group_cells(table: Any, group: Any) -> dict[str, str]:
+    """Axis cells of a group: its one value, the equivalent values, or "any" (no difference)."""
+    from mlsysim.planning.summary import fmt_value
+
+    cells = {}
+    for axis in table.axes:
+        values = group.values[axis.field]
+        if axis.field in group.free:
+            cells[axis.column] = "any"
+        elif len(values) > 1:
+            cells[axis.column] = ", ".join(_axis_cell(axis, v, fmt_value) for v in values)
+    return cells
+
+
+def _axis_cell(axis: Any, value: Any, fmt_value: Any) -> str:
+    """A value in the unit of its column (the header carries the unit)."""
+    if axis.unit is not None and hasattr(value, "to"):
+        return f"{value.to(axis.unit).magnitude:g}"
+    return fmt_value(value)
 
 
 def plan_command(
@@ -330,7 +388,6 @@ def plan_command(
 
       mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps" --objective cost --deadline "2 hour" --min-efficiency 0.8
     """
-    import numpy as np
 
     from mlsysim.core.fileio import replacing_read_only
     from mlsysim.core.text import printable, printable_lines
@@ -350,13 +407,22 @@ def plan_command(
             progress=bar,
             **axes,
         )
+    from mlsysim.planning.summary import group_results
+
     typer.echo(printable_lines(result.summary()))
     front = result.pareto
+    groups = group_results(front)
+    shown = groups[: max(rows, 0)]
     _print_table(
-        front, np.arange(min(rows, len(front))), "Pareto front: training time against cost"
+        front,
+        [g.rows[0] for g in shown],
+        "Pareto front: training time against cost (layouts with equal results on one row)",
+        axis_text={g.rows[0]: _group_cells(front, g) for g in shown},
     )
-    if len(front) > rows:
-        typer.echo(f"... {len(front) - rows} more layouts on the front (--rows N, or --csv FILE)")
+    if len(groups) > len(shown):
+        typer.echo(
+            f"... {len(groups) - len(shown)} more results on the front (--rows N, or --csv FILE)"
+        )
     if csv:
         with replacing_read_only(force):
             front.to_csv(csv)

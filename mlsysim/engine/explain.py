@@ -40,6 +40,39 @@ from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import STRAGGLER_EQUATION
 
 
+def fmt_hours(hours: float) -> str:
+    """A training time for people: ``2.80 h``, ``3.1 min``, ``4.2 days``."""
+    if hours >= 48:
+        return f"{hours / 24:.1f} days"
+    if hours >= 1:
+        return f"{hours:.2f} h"
+    if hours * 60 >= 1:
+        return f"{hours * 60:.1f} min"
+    return f"{hours * 3600:.1f} s"
+
+
+def headline(result: DataParallelScaleOutResult) -> str:
+    """The answer in one line: devices, efficiency, update time, training time, cost, bottleneck.
+
+    ``32 devices (4 nodes x 8): efficiency 27.9%, update time 6.46 s, training time on
+    32 devices 2.80 h, cost 358.98 USD; bottleneck: inter-node link``
+    """
+    i = result.inputs or {}
+    n = result.n_devices
+    nodes = i.get("nodes")
+    layout = f" ({nodes} node{'s' if nodes != 1 else ''} x {i['devices_per_node']})" if i else ""
+    seconds = float(result.figures.update_time)
+    update = f"{seconds:.2f} s" if seconds >= 1 else fmt_time(seconds)
+    hours = float(result.figures.training_time) / 3600
+    cost = "no price given" if result.cost is None else f"{result.cost:,.2f} USD"
+    fits = "" if result.fits in (None, True) else "; does NOT fit in device memory"
+    return (
+        f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
+        f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
+        f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+    )
+
+
 class _Steps:
     def __init__(self) -> None:
         self.rows: list[tuple[str, str, str, str]] = []
@@ -364,8 +397,8 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         str(r.global_batch),
     )
     s.add(
-        "training time",
-        "training_time = T_train(1 device) / speedup",
+        f"training time on {n} devices",
+        "training_time = T_train(one device) / speedup",
         f"{fmt_time(x.training_time)} / {fmt_num(f.speedup)}",
         f"{f.training_time / 3600:.6g} h",
     )
@@ -437,6 +470,7 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     out = [head["title"]]
     if head["description"]:
         out.append(head["description"])
+    out.append(headline(head["result"]))
     out.append("")
     out.append("Inputs")
     width = max(len(k) for k in head["inputs"])
@@ -467,6 +501,7 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     out = [f"## {head['title']}", ""]
     if head["description"]:
         out += [head["description"], ""]
+    out += [f"**{headline(head['result'])}**", ""]
     out += ["| input | value | meaning |", "|---|---|---|"]
     out += [f"| {k} | {v} | {label} |" for k, (v, label) in head["inputs"].items()]
     out += [

@@ -535,6 +535,23 @@ def _neutrals() -> dict[str, float]:
     }
 
 
+def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
+    """Model numbers derived from several inputs: the gradient bytes and the parameter count.
+
+    G = parameters x bytes_per_element(precision), or the stated 16-bit model
+    size (:meth:`~mlsysim.Workload.gradient_bytes`).
+    """
+    workload = cast(Workload, values["workload"])
+    return {
+        "gradient_bytes": workload.gradient_bytes(cast(str, values["precision"])),
+        "parameters": workload.parameter_count(),
+    }
+
+
+DERIVED_FROM: Final = ("workload", "precision")
+"""The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
+
+
 # -- cross-field rules --------------------------------------------------------------------
 
 

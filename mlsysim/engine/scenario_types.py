@@ -19,12 +19,14 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.validation import input_error
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.fields import (
+    DERIVED_FROM,
     FIELDS,
     MODEL_FIELDS,
     REQUIRED,
     InputField,
     Value,
     check_together,
+    derived_numbers,
 )
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
@@ -154,6 +156,8 @@ def checked_inputs(
         check_together(values)
     except InputError as exc:
         raise exc.at(owner=owner) from None
+    if base is None or any(name in data for name in DERIVED_FROM):
+        numbers.update(derived_numbers(values))
     return values, numbers
 
 

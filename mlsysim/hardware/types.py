@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
 from pydantic import PlainValidator
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.core.validation import (
     Validated,
@@ -14,18 +15,21 @@ from mlsysim.core.validation import (
     check_positive_int,
     check_positive_quantity,
 )
+from mlsysim.physics.precision import check_precision
 
 
-def _q(kind: str) -> Any:
-    return Annotated[Quantity, PlainValidator(as_pydantic(check_positive_quantity(kind)))]
+def _positive(kind: str) -> PlainValidator:
+    return PlainValidator(as_pydantic(check_positive_quantity(kind)))
 
 
-Bandwidth = _q("bandwidth")
-DataSize = _q("data")
-PositiveInt = Annotated[int, PlainValidator(as_pydantic(check_positive_int))]
-ComputeRate = _q("compute_rate")
-MoneyRate = _q("money_rate")
-Latency = Annotated[Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))]
+Bandwidth: TypeAlias = Annotated[Quantity, _positive("bandwidth")]
+DataSize: TypeAlias = Annotated[Quantity, _positive("data")]
+PositiveInt: TypeAlias = Annotated[int, PlainValidator(as_pydantic(check_positive_int))]
+ComputeRate: TypeAlias = Annotated[Quantity, _positive("compute_rate")]
+MoneyRate: TypeAlias = Annotated[Quantity, _positive("money_rate")]
+Latency: TypeAlias = Annotated[
+    Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
+]
 
 
 class Sourced(Validated):
@@ -55,12 +59,54 @@ class Interconnect(Sourced):
     bandwidth_per_direction: Bandwidth
 
 
+def _check_flops_table(value: Any) -> dict[str, Any]:
+    """A table of peak compute rates by precision name (``{"bf16": Q_(989.4, "Tflop/s")}``)."""
+    if not isinstance(value, dict):
+        raise InputError(f"expected a table of compute rates by precision, got {value!r}")
+    check = check_positive_quantity("compute_rate")
+    out: dict[str, Any] = {}
+    for key, rate in value.items():
+        try:
+            out[check_precision(key)] = check(rate)
+        except InputError as exc:
+            raise exc.at(str(key)) from None
+    return out
+
+
 class Accelerator(Sourced):
-    """One accelerator: memory, scale-up link and dense 16-bit peak compute."""
+    """One accelerator: memory, scale-up link, and dense peak compute per precision.
+
+    ``dense_flops`` maps a precision (``fp32``, ``tf32``, ``fp16``, ``bf16``,
+    ``fp8``, ``int8``) to the datasheet's peak rate without structured
+    sparsity; :meth:`peak_flops` reads it.
+
+    >>> from mlsysim import Hardware
+    >>> Hardware.Cloud.H100.peak_flops("bf16")
+    <Quantity(989.4, 'teraflop / second')>
+    """
 
     memory: Memory
     nvlink: Interconnect
-    peak_flops: ComputeRate
+    dense_flops: Annotated[
+        dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))
+    ] = {}
+
+    def peak_flops(self, precision: str) -> Quantity:
+        """Dense peak compute rate at ``precision`` (a Quantity in flop/s).
+
+        Raises :class:`~mlsysim.InputError` naming the precision and listing
+        those this accelerator has figures for.
+        """
+        key = precision.lower() if isinstance(precision, str) else precision
+        rate = self.dense_flops.get(key) if isinstance(key, str) else None
+        if rate is None:
+            known = ", ".join(self.dense_flops) or "none"
+            raise InputError(
+                f"{self.name} has no peak compute figure for precision {precision!r}; "
+                f"supported: {known}",
+                field="precision",
+            )
+        return rate
 
 
 class Fabric(Sourced):
@@ -70,11 +116,20 @@ class Fabric(Sourced):
     latency: Latency
 
 
+class Price(Sourced):
+    """A price per unit of time."""
+
+    rate: MoneyRate
+
+
 class Node(Sourced):
     """A server: its accelerators, the link between them, and its network adapters.
 
-    ``intra_node_bw`` is per accelerator, per direction. ``nic_bandwidth`` is per
-    adapter (NIC), per direction; the node has ``nics_per_node`` of them.
+    ``intra_node_bw`` is per accelerator, per direction, over ``intra_fabric``
+    (whose latency is ``intra_latency``). ``nic_bandwidth`` is per adapter
+    (NIC), per direction; the node has ``nics_per_node`` of them, of the
+    technology ``nic_fabric``. ``price`` is an hourly price of the whole node
+    where one is published.
     """
 
     accelerator: Accelerator
@@ -83,9 +138,6 @@ class Node(Sourced):
     nics_per_node: PositiveInt
     nic_bandwidth: Bandwidth
     nic_fabric: Fabric | None = None
-
-
-class Price(Sourced):
-    """A price per unit of time."""
-
-    rate: MoneyRate
+    intra_fabric: Fabric | None = None
+    intra_latency: Latency | None = None
+    price: Price | None = None

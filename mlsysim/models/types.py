@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import PlainValidator
@@ -30,6 +31,24 @@ def _check_parameters(value: Any) -> Any:
 ParameterCount = Annotated[Quantity, PlainValidator(as_pydantic(_check_parameters))]
 
 
+def _check_flop_count(value: Any) -> Any:
+    """A number of floating-point operations: a finite Quantity in ``flop`` above zero."""
+    if (
+        isinstance(value, Quantity)
+        and value.dimensionality == _FLOP_DIMENSION
+        and math.isfinite(float(value.magnitude))
+        and value.magnitude > 0
+    ):
+        return value
+    raise InputError(
+        f"expected a number of floating-point operations above zero (e.g. Q_(7.6e9, 'flop')), "
+        f"got {value!r}"
+    )
+
+
+_FLOP_DIMENSION = quantity(1, "flop").dimensionality
+
+
 def _optional(check: Any) -> PlainValidator:
     """Validator for an optional field: None, or a value that passes ``check``."""
     return PlainValidator(as_pydantic(lambda v: None if v is None else check(v)))
@@ -40,7 +59,9 @@ class Workload(Validated):
 
     ``model_size``, when given, is the size of the weights in a 16-bit format
     (fp16/bf16) as the source states it, and is used as the gradient size at
-    those precisions (SPEC section 4).
+    those precisions (SPEC section 4). ``forward_flops_per_sample``, when
+    given, is the compute of one forward pass over one sample, in
+    floating-point operations (a multiply-add counts as two).
 
     >>> from mlsysim import Workload, Q_
     >>> w = Workload(name="x", parameters=Q_(7e9, "param"))
@@ -55,6 +76,7 @@ class Workload(Validated):
     description: str = ""
     source: str = ""
     note: str = ""
+    forward_flops_per_sample: Annotated[Quantity | None, _optional(_check_flop_count)] = None
 
     def parameter_count(self) -> float:
         """The number of parameters as a float."""

@@ -123,31 +123,10 @@ class Plan:
         return self._scenarios[row]
 
     def summary(self) -> str:
-        """A few lines: the search, the constraints, the best layout, the front, the knee."""
-        t = self.table
-        axes = " x ".join(f"{a.field}[{len(a)}]" for a in t.axes) or "the scenario alone"
-        name = getattr(t.base, "name", None) or "unnamed scenario"
-        drop = ", ".join(f"{n} by {k}" for k, n in self.excluded.items() if n)
-        lines = [
-            f"Plan for {name!r} over {axes}: {len(t)} layouts, objective: {self.objective}",
-            f"Constraints: {self.constraints.describe()}",
-            f"Feasible: {int(self.feasible.sum())} of {len(t)}"
-            + (f" (excluded: {drop})" if drop else ""),
-            f"Best: {describe_row(t, self.best_row)}",
-        ]
-        front = self.pareto
-        if len(front):
-            first, last = front.row(0), front.row(len(front) - 1)
-            lines.append(
-                f"Pareto front (time vs cost): {len(front)} layout(s), from "
-                f"{_figures(first)} to {_figures(last)}"
-            )
-        if self.knee_row is not None:
-            lines.append(
-                f"Knee (largest layout with efficiency >= {self.constraints.min_efficiency:g}): "
-                f"{describe_row(t, self.knee_row)}"
-            )
-        return "\n".join(lines)
+        """Best, runner-up, knee, front, search and constraints (:mod:`mlsysim.planning.summary`)."""
+        from mlsysim.planning.summary import plan_summary
+
+        return plan_summary(self)
 
     def __str__(self) -> str:
         return self.summary()

@@ -3,18 +3,32 @@
 * :func:`speedup_plot`: speedup against device count, with the ideal line;
 * :func:`efficiency_plot`: efficiency against one axis, one line per value of another;
 * :func:`pareto_plot`: training time against cost, the front and the chosen plan marked;
-* :func:`breakdown_plot`: per layout, a stacked bar of compute, exposed and hidden
-  communication (and synchronisation) per update.
+* :func:`breakdown_plot`: per layout, one update's time: compute, exposed
+  communication and synchronisation stacked to the update time, the hidden
+  (overlapped) communication drawn apart, hatched, inside the compute it hides under.
 
-Each takes a :class:`~mlsysim.SweepTable` (or a :class:`~mlsysim.Plan`), names
-the scenario in the title, puts units on both axes, and writes ``path`` when
-given (the format from its suffix, written atomically). Figures are built with
-``matplotlib.figure.Figure`` directly, so no GUI backend or global state is used.
+Rules every plot follows, so that none can mislead:
+
+* lines are told apart by colour, marker and line style together, and labelled
+  at their right end, so two lines that coincide both stay visible (and the
+  label says which);
+* colour follows the swept value (a sequential map, light to dark as the value
+  grows) when that value is a number, a qualitative palette when it is a name;
+* value axes start at zero (efficiency, speedup, cost, time per update), so a
+  4% difference looks like 4%; a log axis says so in its label;
+* legends sit outside the data, to the right of the axes;
+* the title names the scenario and any axis held at one value; every axis has its unit.
+
+Each takes a :class:`~mlsysim.SweepTable` (or a :class:`~mlsysim.Plan`) and
+writes ``path`` when given (the format from its suffix, written atomically).
+Figures are built with ``matplotlib.figure.Figure`` directly, so no GUI
+backend or global state is used.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +38,14 @@ from mlsysim.core.exceptions import InputError, MissingDependencyError
 
 FORMATS = (".png", ".svg")
 MAX_SERIES = 8
-"""Lines beyond this many become one scatter of points, to stay readable."""
+"""Lines beyond this many become one scatter of points, coloured by value."""
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), "-", "--")
+COMPUTE, EXPOSED, SYNC = "#4c9a2a", "#c0392b", "#7d3c98"
 
 
-def _figure(width: float = 7.5, height: float = 4.8) -> Any:
+def _figure(width: float = 8.5, height: float = 4.8) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -88,35 +106,8 @@ def _fix_others(table: Any, keep: set[str]) -> tuple[np.ndarray, list[str]]:
     return mask, notes
 
 
-def speedup_plot(table: Any, path: Any = None) -> Any:
-    """Speedup against the number of devices, with the ideal (linear) speedup.
-
-    One line per value of the axes other than ``nodes`` and ``devices_per_node``
-    (up to :data:`MAX_SERIES`; beyond that the layouts are drawn as points).
-    """
-    figure = _figure()
-    ax = figure.add_subplot()
-    n, speedup = table["n_devices"], table["speedup"]
-    others = [a for a in table.axes if a.field not in ("nodes", "devices_per_node") and len(a) > 1]
-    groups = _groups(table, others)
-    if len(groups) > MAX_SERIES:
-        ax.scatter(n, speedup, s=8, alpha=0.5, label="layouts")
-    else:
-        for label, rows in groups:
-            order = rows[np.argsort(n[rows], kind="stable")]
-            ax.plot(n[order], speedup[order], marker="o", markersize=3, label=label or "model")
-    top = max(float(n.max()), 1.0)
-    ax.plot([1, top], [1, top], linestyle="--", color="grey", label="ideal (speedup = devices)")
-    ax.set_xlabel("devices, n = nodes x devices per node (count)")
-    ax.set_ylabel("speedup over one device (x)")
-    ax.set_title(f"{_name(table)}: speedup against device count")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    return _finish(figure, path)
-
-
 def _groups(table: Any, axes: list[Any]) -> list[tuple[str, np.ndarray]]:
-    """Rows grouped by the values of ``axes``, with a legend label per group."""
+    """Rows grouped by the values of ``axes`` (in axis order), with a label per group."""
     if not axes:
         return [("", np.arange(len(table)))]
     codes = np.stack([table.axis_indices(table.axes.index(a)) for a in axes], axis=1)
@@ -131,13 +122,200 @@ def _groups(table: Any, axes: list[Any]) -> list[tuple[str, np.ndarray]]:
     return groups
 
 
+def _colors(count: int, numeric: bool) -> list[Any]:
+    """``count`` colours: light to dark along viridis for ordered values, tab10 for names."""
+    from matplotlib import colormaps
+
+    if numeric:
+        cmap = colormaps["viridis"]
+        if count == 1:
+            return [cmap(0.35)]
+        return [cmap(0.75 - 0.7 * k / (count - 1)) for k in range(count)]
+    cmap = colormaps["tab10"]
+    return [cmap(k % 10) for k in range(count)]
+
+
+def _series(
+    ax: Any,
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    labels: Sequence[str],
+    values: np.ndarray | None,
+) -> None:
+    """Lines that stay visible when they coincide: colour, marker, style, and an end label each.
+
+    ``values`` (one number per line, or None for names) orders the colours:
+    light for the smallest value, dark for the largest.
+    """
+    palette = _colors(len(xs), values is not None)
+    ranks = np.argsort(np.argsort(values, kind="stable")) if values is not None else range(len(xs))
+    colors = [palette[int(r)] for r in ranks]
+    for k, (x, y, label) in enumerate(zip(xs, ys, labels, strict=True)):
+        every = max(1, len(x) // 12)
+        ax.plot(
+            x,
+            y,
+            color=colors[k],
+            marker=MARKERS[k % len(MARKERS)],
+            markersize=5,
+            markevery=(k % every, every),
+            markerfacecolor="white" if k % 2 else colors[k],
+            linestyle=LINESTYLES[k % len(LINESTYLES)],
+            linewidth=1.8,
+            label=label or "model",
+            zorder=3 + k,
+        )
+    _end_labels(ax, xs, ys, labels, colors)
+
+
+def _end_labels(
+    ax: Any,
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    labels: Sequence[str],
+    colors: Sequence[Any],
+) -> None:
+    """Each line's label just right of its last point, spread apart where the ends coincide."""
+    from matplotlib.transforms import ScaledTranslation
+
+    if len(xs) < 2 or not all(len(x) for x in xs):
+        return
+    low, high = ax.get_ylim()
+    gap = 0.06 * (high - low)
+    ends = sorted((float(y[-1]), k) for k, y in enumerate(ys))
+    slots: list[float] = []
+    for y, _ in ends:
+        slots.append(y if not slots else max(y, slots[-1] + gap))
+    overflow = max(0.0, slots[-1] - (high - 0.03 * (high - low)))
+    right = ax.transData + ScaledTranslation(10 / 72, 0, ax.figure.dpi_scale_trans)
+    for (y, k), slot in zip(ends, slots, strict=True):
+        x = float(xs[k][-1])
+        ax.annotate(
+            _short_label(labels[k]),
+            xy=(x, y),
+            xytext=(x, slot - overflow),
+            textcoords=right,
+            va="center",
+            ha="left",
+            fontsize="small",
+            color=colors[k],
+            annotation_clip=False,
+            arrowprops=None
+            if slot - overflow == y
+            else {"arrowstyle": "-", "color": colors[k], "lw": 0.6, "shrinkA": 0, "shrinkB": 2},
+        )
+
+
+def _short_label(label: str) -> str:
+    """``inter_bandwidth=400 Gbps`` -> ``400 Gbps`` (the legend gives the field)."""
+    return ", ".join(part.split("=", 1)[-1] for part in label.split(", ")) or "model"
+
+
+def _legend(ax: Any, columns: int = 3) -> None:
+    """The legend under the plot, outside the data (end labels use the right margin)."""
+    handles, labels = ax.get_legend_handles_labels()
+    ax.figure.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncols=max(1, min(columns, len(labels))),
+        fontsize="small",
+        frameon=False,
+    )
+
+
+def _line_values(
+    table: Any, axes: list[Any], groups: list[tuple[str, np.ndarray]]
+) -> np.ndarray | None:
+    """The number each line stands for (one numeric axis), to order its colour; else None."""
+    if len(axes) != 1 or axes[0].magnitudes is None:
+        return None
+    column = table[axes[0].column]
+    return np.array([float(column[rows[0]]) for _, rows in groups])
+
+
+def _series_axes(table: Any, exclude: Sequence[str]) -> list[Any]:
+    return [a for a in table.axes if a.field not in exclude and len(a) > 1]
+
+
+def speedup_plot(table: Any, path: Any = None) -> Any:
+    """Speedup against the number of devices, with the ideal (linear) speedup.
+
+    One line per value of the axes other than ``nodes`` and ``devices_per_node``
+    (up to :data:`MAX_SERIES`; beyond that the layouts are drawn as points
+    coloured by the first such axis).
+    """
+    figure = _figure()
+    ax = figure.add_subplot()
+    n, speedup = table["n_devices"], table["speedup"]
+    others = _series_axes(table, ("nodes", "devices_per_node"))
+    groups = _groups(table, others)
+    top = max(float(n.max()), 1.0)
+    ax.plot([0, top], [0, top], linestyle=(0, (4, 3)), color="grey", label="ideal: speedup = n")
+    if len(groups) > MAX_SERIES:
+        _scatter_by_value(ax, figure, table, others[0], n, speedup)
+    else:
+        ax.set_xlim(0, top * 1.02)
+        ax.set_ylim(0, top * 1.05)
+        xs, ys, labels = [], [], []
+        for label, rows in groups:
+            order = rows[np.argsort(n[rows], kind="stable")]
+            xs.append(n[order])
+            ys.append(speedup[order])
+            labels.append(label)
+        _series(ax, xs, ys, labels, _line_values(table, others, groups))
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("devices, n = nodes x devices per node (count)")
+    ax.set_ylabel("speedup over one device (x)")
+    ax.set_title(f"{_name(table)}: speedup against device count")
+    ax.grid(True, alpha=0.3)
+    _legend(ax)
+    return _finish(figure, path)
+
+
+def _scatter_by_value(
+    ax: Any, figure: Any, table: Any, axis: Any, x: np.ndarray, y: np.ndarray
+) -> None:
+    """Points coloured by ``axis``: a legend entry per value, or a colour bar for many numbers."""
+    from matplotlib.colors import ListedColormap
+
+    position = table.axes.index(axis)
+    codes = table.axis_indices(position)
+    numeric = axis.magnitudes is not None
+    if numeric and len(axis) > MAX_SERIES:
+        from matplotlib import colormaps
+
+        cmap = ListedColormap(colormaps["viridis"](np.linspace(0.75, 0.05, 256)))
+        from matplotlib.colors import LogNorm
+
+        values = table[axis.column].astype(float)
+        low, high = np.nanmin(values), np.nanmax(values)
+        wide = low > 0 and high / low > 10  # values spread over decades: a log colour scale
+        norm = LogNorm(low, high) if wide else None
+        points = ax.scatter(x, y, c=values, cmap=cmap, norm=norm, s=10, alpha=0.85)
+        bar = figure.colorbar(points, ax=ax, pad=0.01)
+        bar.set_label(_axis_label(table, axis.column) + (", log scale" if wide else ""))
+        return
+    order = np.argsort(axis.magnitudes, kind="stable") if numeric else np.arange(len(axis))
+    colors = _colors(len(axis), numeric)
+    for rank, j in enumerate(order):
+        rows = codes == j
+        if not rows.any():
+            continue
+        value = _value_text(table, axis.column, table[axis.column][np.flatnonzero(rows)[0]])
+        ax.scatter(
+            x[rows], y[rows], s=12, alpha=0.85, color=colors[rank], label=f"{axis.field}={value}"
+        )
+
+
 def efficiency_plot(
     table: Any, x: str | None = None, series: str | None = None, path: Any = None
 ) -> Any:
     """Efficiency against axis ``x`` (default: the first numeric axis), one line per ``series`` value.
 
     ``series`` defaults to the next axis; any other axis is held at its first
-    value, as the title says.
+    value, as the title says. Lines are coloured by the series value.
     """
     numeric = _numeric_axes(table)
     if x is None:
@@ -153,114 +331,181 @@ def efficiency_plot(
     mask, notes = _fix_others(table, keep)
     figure = _figure()
     ax = figure.add_subplot()
+    ax.set_ylim(0, 1.05)
     axis = [a for a in table.axes if a.column == series]
+    xs, ys, labels = [], [], []
     for label, rows in _groups(table, axis):
         rows = rows[mask[rows]]
         order = rows[np.argsort(table[x][rows], kind="stable")]
-        ax.plot(
-            table[x][order],
-            table["efficiency"][order],
-            marker="o",
-            markersize=3,
-            label=label or "model",
-        )
+        xs.append(table[x][order])
+        ys.append(table["efficiency"][order])
+        labels.append(label)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=(0, (4, 3)))
+    _series(ax, xs, ys, labels, _line_values(table, axis, _groups(table, axis)))
     ax.set_xlabel(_axis_label(table, x))
-    ax.set_ylabel("scaling efficiency, speedup / devices (fraction)")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("scaling efficiency = speedup / n (fraction)")
     title = f"{_name(table)}: efficiency against {x.replace('_', ' ')}"
     if notes:
         title += f"\n({', '.join(notes)})"
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend(ax)
     return _finish(figure, path)
 
 
 def pareto_plot(plan: Any, path: Any = None) -> Any:
-    """Training time against cost for every layout, the Pareto front, the chosen plan and the knee."""
-    table = plan.table
+    """Training time against cost: every layout coloured by a swept value, the front, the plan, the knee.
+
+    Cost starts at zero, so the vertical distance between layouts is their
+    true difference in cost. Points are coloured by the first swept field
+    other than ``nodes`` (by ``nodes`` when it is the only one). The knee is
+    marked only when the efficiency bar is crossed inside the range; at the
+    edge of the range the marker says "largest layout searched".
+    """
+    from mlsysim.planning.summary import knee_of
+
+    table = getattr(plan, "table", None)
+    ok = getattr(plan, "feasible", None)
+    if table is None or not isinstance(ok, np.ndarray):  # a plan that kept only its front
+        table, ok = plan.pareto, np.ones(len(plan.pareto), dtype=bool)
     time, cost = table["training_time"], table["cost"]
-    figure = _figure()
+    figure = _figure(9.0, 5.0)
     ax = figure.add_subplot()
-    ok = plan.feasible
-    ax.scatter(time[~ok], cost[~ok], s=8, color="lightgrey", label="breaks a constraint")
-    ax.scatter(time[ok], cost[ok], s=10, color="tab:blue", alpha=0.6, label="feasible")
+    if not ok.all():
+        ax.scatter(
+            time[~ok], cost[~ok], s=8, color="#d0d0d0", label="breaks a constraint", zorder=1
+        )
+    swept = _series_axes(table, ("nodes",)) or _series_axes(table, ())
+    if swept:
+        _scatter_by_value(ax, figure, table.take(ok), swept[0], time[ok], cost[ok])
+    else:
+        ax.scatter(time[ok], cost[ok], s=10, color="tab:blue", label="meets the constraints")
     front = plan.pareto
     ax.plot(
         front["training_time"],
         front["cost"],
-        color="tab:orange",
-        marker="o",
-        markersize=4,
+        color="black",
+        linewidth=1.0,
         label="Pareto front",
+        zorder=4,
     )
     ax.scatter(
-        [time[plan.best_row]],
-        [cost[plan.best_row]],
+        *_point(plan.best),
         marker="*",
-        s=250,
+        s=260,
         color="tab:red",
-        zorder=5,
-        label=f"plan (best {plan.objective})",
+        edgecolors="black",
+        linewidths=0.6,
+        zorder=6,
+        label=f"plan: best {plan.objective}",
     )
-    if plan.knee_row is not None:
+    knee = knee_of(plan)
+    if knee is not None:
+        label = "knee" if knee.kind == "found" else "largest feasible layout (no knee in range)"
         ax.scatter(
-            [time[plan.knee_row]],
-            [cost[plan.knee_row]],
+            *_point(knee.layout),
             marker="D",
-            s=60,
+            s=70,
             facecolors="none",
             edgecolors="black",
+            linewidths=1.2,
             zorder=5,
-            label="knee",
+            label=label,
         )
     ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylim(bottom=0, top=float(np.nanmax(cost)) * 1.08 if np.isfinite(cost).any() else None)
     ax.set_xlabel("training time (hour, log scale)")
-    ax.set_ylabel("cost (USD)")
+    ax.set_ylabel("cost (USD, from zero)")
     ax.set_title(f"{_name(table)}: training time against cost")
     ax.grid(True, alpha=0.3, which="both")
-    ax.legend(fontsize="small")
+    _legend(ax)
     return _finish(figure, path)
 
 
-def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
-    """Per layout, a stacked bar of one update: compute, exposed and hidden communication.
+def _point(scenario: Any) -> tuple[list[float], list[float]]:
+    """A layout's (training time, cost) as one-point lists for ``scatter``."""
+    r = scenario.result
+    return [r.training_time.magnitude], [np.nan if r.cost is None else r.cost]
 
-    Hidden communication runs under the backward pass (it is drawn hatched,
-    on top, and does not add to the update time); synchronisation is shown
-    when present. At most ``max_bars`` rows, evenly spaced over the table.
+
+def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
+    """Per layout, one update: compute, exposed communication and synchronisation, stacked.
+
+    The stacked parts add up to the update time (the bar's height; its value
+    is printed above). Communication hidden under the backward pass adds
+    nothing, so it is not stacked: it is drawn apart, as a hatched outline
+    inside the top of the compute it runs under. At most ``max_bars`` rows,
+    evenly spaced over the table.
     """
     rows = np.unique(np.linspace(0, len(table) - 1, min(len(table), max_bars)).round().astype(int))
     compute = table["compute_time"][rows]
     exposed = table["exposed_communication_time"][rows]
     hidden = table["hidden_communication_time"][rows]
     sync = table["synchronization_time"][rows]
-    labels = [_row_label(table, int(i)) for i in rows]
-    figure = _figure(max(7.5, 0.45 * len(rows) + 3), 5.2)
+    update = table["update_time"][rows]
+    labels, xlabel = _bar_labels(table, rows)
+    figure = _figure(max(8.5, 0.55 * len(rows) + 4), 5.2)
     ax = figure.add_subplot()
     where = np.arange(len(rows))
-    ax.bar(where, compute, label="compute", color="tab:green")
-    ax.bar(where, exposed, bottom=compute, label="exposed communication", color="tab:red")
-    bottom = compute + exposed
+    ax.bar(where, compute, width=0.7, label="compute", color=COMPUTE)
+    ax.bar(where, exposed, width=0.7, bottom=compute, label="exposed communication", color=EXPOSED)
     if sync.any():
-        ax.bar(where, sync, bottom=bottom, label="synchronization", color="tab:purple")
-        bottom = bottom + sync
-    ax.bar(
-        where,
-        hidden,
-        bottom=bottom,
-        label="hidden communication (overlapped)",
-        color="white",
-        edgecolor="tab:red",
-        hatch="//",
-    )
-    ax.set_xticks(where, labels, rotation=45, ha="right", fontsize="small")
+        ax.bar(
+            where,
+            sync,
+            width=0.7,
+            bottom=compute + exposed,
+            label="synchronization (stragglers, overhead)",
+            color=SYNC,
+        )
+    if hidden.any():
+        ax.bar(
+            where,
+            hidden,
+            width=0.42,
+            bottom=compute - hidden,
+            label="hidden communication\n(under the backward pass;\nnot added to the update)",
+            fill=False,
+            edgecolor=EXPOSED,
+            hatch="///",
+            linewidth=1.0,
+        )
+    ax.set_ylim(0, float(update.max()) * 1.12)
+    for x, total in zip(where, update, strict=True):
+        ax.annotate(
+            f"{total:,.0f}",
+            (x, total),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize="x-small",
+        )
+    ax.set_xticks(where, labels, fontsize="small")
     ax.set_ylabel("time per update (millisecond)")
-    ax.set_xlabel("layout (swept values)")
-    ax.set_title(f"{_name(table)}: where an update's time goes")
-    ax.legend(fontsize="small")
+    ax.set_xlabel(xlabel)
+    ax.set_title(f"{_name(table)}: where an update's time goes (bar = update time)")
+    _legend(ax)
     ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
     return _finish(figure, path)
+
+
+def _bar_labels(table: Any, rows: np.ndarray) -> tuple[list[str], str]:
+    """Tick labels of the swept values only (one line per axis), and the axis label naming them."""
+    axes = [a for a in table.axes if len(a) > 1] or list(table.axes[:1])
+    labels = []
+    for i in rows:
+        parts = []
+        for axis in axes:
+            value = table[axis.column][int(i)]
+            parts.append(f"{value:g}" if isinstance(value, (float, np.floating)) else str(value))
+        labels.append("\n".join(parts) or "scenario")
+    names = [f"{a.field} ({a.unit})" if a.unit else a.field for a in axes]
+    return labels, " / ".join(names) if names else "layout"
 
 
 def _row_label(table: Any, i: int) -> str:

@@ -26,7 +26,7 @@ def test_list_prints_one_line_per_scenario(capsys):
 def test_run_prints_inputs_and_results(capsys):
     code, out, _ = run(capsys, "run", "Gpt2DataParallelFourNodes10GbE")
     assert code == 0
-    assert "4650 ms" in out and "358.98 USD" in out and "0.278566" in out
+    assert "4,650.0" in out and "358.98" in out and "0.279" in out
 
 
 def test_run_json_has_units_spelled_out(capsys):

@@ -103,7 +103,7 @@ def test_sweep_reads_a_scenario_file(capsys, tmp_path):
     code, out, _ = run(capsys, "sweep", "--file", str(path), "--axis", "accumulation_steps=1,4")
     assert code == 0 and "2 layouts" in out
     code, out, _ = run(capsys, "run", "--file", str(path))
-    assert code == 0 and "4650 ms" in out
+    assert code == 0 and "4,650.0" in out
 
 
 def test_plan_prints_the_plan_and_the_front(capsys, tmp_path):

@@ -62,17 +62,70 @@ def test_accelerator_bounds(path, gpu):
     per_dir = to_canonical(gpu.nvlink.bandwidth_per_direction, "bandwidth")
     assert 10e9 <= per_dir <= 2e12
     assert to_canonical(gpu.nvlink.bandwidth, "bandwidth") == pytest.approx(2 * per_dir)
-    assert 10e12 <= to_canonical(gpu.peak_flops, "compute_rate") <= 10e15
+    assert len(gpu.nvlink.source) > 10 and len(gpu.nvlink.note) > 10
+    assert (
+        {"fp32", "fp16"} <= set(gpu.dense_flops) <= {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"}
+    )
+    rates = {p: to_canonical(gpu.peak_flops(p), "compute_rate") for p in gpu.dense_flops}
+    assert all(5e12 <= r <= 10e15 for r in rates.values()), rates
+    # tensor rates never fall below the vector fp32 rate; 8-bit is never slower than 16-bit
+    assert all(rates[p] >= rates["fp32"] for p in rates)
+    for low, high in (("fp8", "fp16"), ("int8", "fp16"), ("fp16", "tf32"), ("bf16", "tf32")):
+        if low in rates and high in rates:
+            assert rates[low] >= rates[high], (low, high)
+
+
+def test_peak_flops_by_precision_and_a_clear_error_for_an_unsupported_one():
+    from mlsysim import InputError
+
+    h100 = Hardware.Cloud.H100
+    assert h100.peak_flops("bf16") == ureg.Quantity(989.4, "Tflop/s")
+    assert h100.peak_flops("BF16") is h100.peak_flops("bf16")
+    assert Hardware.Cloud.A100.peak_flops("tf32") == ureg.Quantity(156, "Tflop/s")
+    with pytest.raises(
+        InputError, match=r"precision 'fp8'.*supported: fp32, tf32, fp16, bf16, int8"
+    ):
+        Hardware.Cloud.A100.peak_flops("fp8")
+    with pytest.raises(InputError, match="'int4'"):
+        h100.peak_flops("int4")
+
+
+def test_memory_bandwidth_is_a_quantity():
+    assert Hardware.Cloud.H100.memory.bandwidth == ureg.Quantity(3.35, "TB/s")
 
 
 @pytest.mark.parametrize("path, node", NODES)
 def test_node_bounds(path, node):
     assert 1 <= node.accelerators_per_node <= 72
-    assert 1 <= node.nics_per_node <= 16
+    assert 1 <= node.nics_per_node <= 64
     assert 10e9 <= to_canonical(node.intra_node_bw, "bandwidth") <= 2e12
     assert 1e9 <= to_canonical(node.nic_bandwidth, "bandwidth") <= 200e9
     # the node's intra link never beats its accelerators' own link
     assert node.intra_node_bw <= node.accelerator.nvlink.bandwidth_per_direction
+    # every node names its NIC technology and its intra link, whose figures it carries
+    assert isinstance(node.nic_fabric, Fabric) and node.nic_bandwidth == node.nic_fabric.bandwidth
+    assert isinstance(node.intra_fabric, Fabric) and node.intra_latency == node.intra_fabric.latency
+    assert 0 <= to_canonical(node.intra_latency, "time") <= 100e-6
+    # all the node's network adapters together: 10 Gb/s to 6.4 Tb/s per node
+    total = node.nics_per_node * to_canonical(node.nic_bandwidth, "bandwidth")
+    assert 1.25e9 <= total <= 800e9
+    if node.price is not None:
+        assert isinstance(node.price, Price)
+        # a node-hour costs between 1 and 50 USD per accelerator
+        per_gpu = to_canonical(node.price.rate, "money_rate") / node.accelerators_per_node
+        assert 1 <= per_gpu <= 50
+
+
+def test_contract_node_figures():
+    node = Systems.Nodes.DGX_H100
+    assert node.accelerator is Hardware.Cloud.H100
+    assert node.intra_node_bw == ureg.Quantity(450, "GB/s")
+    assert node.nics_per_node == 8 and node.nic_bandwidth == ureg.Quantity(400, "Gbps")
+    assert node.nic_fabric is Systems.Fabrics.InfiniBand_NDR
+    assert node.price is None  # sold, not rented: no public hourly price
+    p5 = Systems.Nodes.AWS_p5_48xlarge
+    assert p5.price is Infrastructure.Pricing.Cloud.AWS_p5_48xlarge
+    assert p5.price.rate == ureg.Quantity(98.32, "USD/hour")
 
 
 @pytest.mark.parametrize("path, fabric", FABRICS)

@@ -43,6 +43,37 @@ def test_every_workload_cites_its_source(path, workload):
     assert 1e6 <= workload.parameter_count() <= 1e13
 
 
+@pytest.mark.parametrize("path, workload", WORKLOADS)
+def test_every_workload_has_its_shape_or_its_forward_flops(path, workload):
+    if isinstance(workload, TransformerWorkload):
+        shape = (workload.layers, workload.hidden_dim, workload.heads, workload.seq_len)
+        assert None not in shape and workload.vocab_size is not None
+        assert workload.hidden_dim % workload.heads == 0
+        # the shape accounts for the parameter count: 12 L h^2 (blocks) + V h (embedding),
+        # within a factor of 1.5 (gated MLPs, grouped-query attention and untied heads differ)
+        estimate = 12 * workload.layers * workload.hidden_dim**2
+        estimate += workload.vocab_size * workload.hidden_dim
+        assert 1 / 1.5 <= workload.parameter_count() / estimate <= 1.5, estimate
+    else:
+        flops = workload.forward_flops_per_sample
+        assert flops is not None and flops.units == ureg.flop
+        # at least two FLOPs per parameter (each weight is used once or more per sample)
+        assert 2 * workload.parameter_count() <= flops.magnitude <= 1e11
+        assert "multiply-add" in workload.note  # says how the source counted
+
+
+def test_cnn_forward_flops_are_twice_the_papers_multiply_adds():
+    assert Models.Vision.ResNet50.forward_flops_per_sample == Q_(2 * 3.8e9, "flop")
+    assert Models.Vision.InceptionV3.forward_flops_per_sample == Q_(2 * 5e9, "flop")
+    assert Models.Language.GPT2.forward_flops_per_sample is None
+
+
+@pytest.mark.parametrize("bad", [Q_(7, "GB"), Q_(-1, "flop"), 5e9, "5e9 flop"])
+def test_forward_flops_must_be_a_positive_flop_count(bad):
+    with pytest.raises(InputError, match="forward_flops_per_sample"):
+        Workload(name="x", parameters=Q_(7e9, "param"), forward_flops_per_sample=bad)
+
+
 def test_workload_construction_per_spec():
     w = Workload(name="x", parameters=Q_(7e9, "param"))
     assert w.size_in_bytes("bf16") == Q_(14e9, "B")

@@ -11,9 +11,15 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, NUMERIC_FIELDS, SOLVE_ORDER, Value
+from mlsysim.engine.fields import (
+    FIELDS,
+    MODEL_FIELDS,
+    NUMERIC_FIELDS,
+    SOLVE_ORDER,
+    Value,
+    derived_numbers,
+)
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.models.types import Workload
 
 
 class DataParallelScaleOutModel:
@@ -90,19 +96,14 @@ def model_inputs(values: Mapping[str, Value], numbers: Mapping[str, float] | Non
     they are computed here. An input not given keeps its Inputs default, its
     neutral value.
     """
-    workload = cast(Workload, values["workload"])
-    precision = cast(str, values["precision"])
     if numbers is None:
         numbers = {
             name: FIELDS[name].to_model(value)
             for name in NUMERIC_FIELDS
             if (value := values.get(name)) is not None
         }
-    return Inputs(
-        gradient_bytes=workload.gradient_bytes(precision),
-        parameters=workload.parameter_count(),
-        **numbers,
-    )
+        numbers.update(derived_numbers(values))
+    return Inputs(**numbers)
 
 
 def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
@@ -147,15 +148,20 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")
     else:
-        notes.append(
-            f"inter-node AllReduce: {r.inter_algorithm} over {x.nodes:g} nodes, {x.nics_per_node:g} NIC(s) per node"
-        )
+        nics = f"{x.nics_per_node:g} NIC{'s' if x.nics_per_node != 1 else ''} per node"
+        n, d, big_n = int(v.n_devices), int(x.devices_per_node), int(x.nodes)
+        over = {
+            "ring": f"one flat ring over all {n} devices ({big_n} nodes x {d})",
+            "hierarchical": f"hierarchical: each device's 1/{d} shard on a ring over the {big_n} nodes",
+            "tree": f"double binary tree over the {big_n} nodes, each device's 1/{d} shard",
+        }[r.inter_algorithm]
+        notes.append(f"inter-node AllReduce: {over}, {nics}")
     if x.devices_per_node == 1:
         notes.append("one device per node: no intra-node traffic")
     comm = v.communication_time
-    if comm > 0:
+    if comm > 0 and x.nodes > 1:
         inter_share = v.inter_time / comm
-        notes.append(f"inter-node link carries {inter_share:.1%} of the communication time")
+        notes.append(f"the inter-node stage takes {inter_share:.1%} of the communication time")
     notes.append(f"bottleneck: {r.bottleneck}")
     if c.overlap:
         notes.append(

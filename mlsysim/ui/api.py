@@ -1,0 +1,479 @@
+"""The JSON API behind the page, as plain functions of the request's parameters.
+
+Each function takes the parameters of a query string (or a JSON body) as
+text, in the forms of ``mlsysim run --set`` (see :mod:`mlsysim.ui.state`), and
+returns JSON-able data; a bad value raises :class:`ApiError` naming the field
+with the library's own message. :mod:`mlsysim.ui.app` serves them over HTTP;
+nothing here reads or writes a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
+from mlsysim.core.jsonio import document
+from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
+from mlsysim.ui.state import (
+    PAGE_PARAMS,
+    SCENARIO_PARAM,
+    FieldErrors,
+    form_fields,
+    scenario_from,
+    text_of,
+    text_values,
+)
+
+MAX_PARAMS = 64
+"""Most parameters one request may carry."""
+MAX_TEXT = 300
+"""Longest text of one parameter, in characters."""
+MAX_SWEEP_ROWS = 20_000
+"""Largest sweep or plan the server answers (layouts); bigger grids belong to ``mlsysim sweep``."""
+DEFAULT_MAX_NODES = 64
+"""The scaling chart's sweep runs over nodes = 1 .. max(this, 2 x the current nodes)."""
+
+SCALE_OUT_FABRICS = ("Ethernet", "InfiniBand")
+"""Registry fabrics (by name prefix) the default plan tries between nodes."""
+
+_RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
+
+
+class ApiError(Exception):
+    """A request the API refuses: ``status`` (422 for a bad value), ``errors`` field -> message."""
+
+    def __init__(self, errors: dict[str, str], status: int = 422) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+        self.status = status
+
+    def payload(self) -> dict[str, Any]:
+        """``{"schema_version", "error", "field", "errors": {field: message}}``."""
+        first_field, first_message = next(iter(self.errors.items()))
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "error": first_message,
+            "field": first_field,
+            "errors": self.errors,
+        }
+
+
+@dataclass(frozen=True)
+class Request:
+    """A request's parameters: the scenario, the field changes, page parameters, axes."""
+
+    scenario: str | None = None
+    changes: dict[str, str] = field(default_factory=dict)
+    page: dict[str, str] = field(default_factory=dict)
+    axes: tuple[str, ...] = ()
+    plan_axes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_items(cls, items: Iterable[tuple[str, Any]]) -> Request:
+        """From (key, value) pairs of a query string or a JSON body, bounded and checked.
+
+        A value may be text, a number, a bool or a quantity ``{"value": x, "unit": "..."}``;
+        ``axis`` and ``plan_axis`` may repeat (``axis=nodes=1..64``); any other key once.
+        """
+        pairs = list(items)
+        if len(pairs) > MAX_PARAMS:
+            raise ApiError({"request": f"too many parameters ({len(pairs)}; at most {MAX_PARAMS})"})
+        scenario: str | None = None
+        changes: dict[str, str] = {}
+        page: dict[str, str] = {}
+        axes: list[str] = []
+        plan_axes: list[str] = []
+        for key, raw in pairs:
+            text = _text(key, raw)
+            if key == "axis":
+                axes.append(text)
+            elif key == "plan_axis":
+                plan_axes.append(text)
+            elif key in changes or key in page or (key == SCENARIO_PARAM and scenario is not None):
+                raise ApiError({key: f"{key} is given twice"})
+            elif key == SCENARIO_PARAM:
+                scenario = text
+            elif key in PAGE_PARAMS:
+                page[key] = text
+            else:
+                changes[key] = text
+        return cls(scenario, changes, page, tuple(axes), tuple(plan_axes))
+
+    @classmethod
+    def from_json(cls, body: Any) -> Request:
+        """From ``{"scenario": name, "set": {field: value}, "axis": [...], ...page parameters}``."""
+        if not isinstance(body, dict):
+            raise ApiError({"request": "expected a JSON object"})
+        items: list[tuple[str, Any]] = []
+        for key, value in body.items():
+            if key == "set":
+                if not isinstance(value, dict):
+                    raise ApiError({"set": "expected an object of field: value"})
+                items += list(value.items())
+            elif key in ("axis", "plan_axis") and isinstance(value, list):
+                items += [(key, v) for v in value]
+            else:
+                items.append((key, value))
+        return cls.from_items(items)
+
+    def query(self) -> list[tuple[str, str]]:
+        """The request as query-string pairs (the page's link)."""
+        out = [(SCENARIO_PARAM, self.scenario)] if self.scenario else []
+        return out + list(self.changes.items()) + list(self.page.items())
+
+
+def _text(key: str, value: Any) -> str:
+    if len(key) > 64:
+        raise ApiError({"request": f"parameter name too long ({len(key)} characters)"})
+    if isinstance(value, dict) and set(value) == {"value", "unit"}:
+        value = f"{value['value']} {value['unit']}"
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if value is None:
+        value = ""
+    if isinstance(value, (int, float)):
+        value = repr(value)
+    if not isinstance(value, str):
+        raise ApiError({key: f"{key}: expected text, a number or a quantity, got {value!r}"})
+    if len(value) > MAX_TEXT:
+        raise ApiError(
+            {key: f"{key}: value too long ({len(value)} characters; at most {MAX_TEXT})"}
+        )
+    return value
+
+
+def _document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A top-level answer: :func:`mlsysim.core.jsonio.document` (``schema_version``, ``kind``)."""
+    return dict(document(kind, body))
+
+
+def scenario_of(request: Request) -> Any:
+    """The request's scenario; :class:`ApiError` (422) naming each bad field."""
+    try:
+        return scenario_from(request.scenario, request.changes)
+    except FieldErrors as exc:
+        raise ApiError(exc.errors) from None
+
+
+# -- evaluate ----------------------------------------------------------------------------
+
+
+def result_values(result: Any) -> dict[str, Any]:
+    """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
+    from mlsysim.engine.results import FIELDS, field_unit
+
+    out: dict[str, Any] = {}
+    for name in FIELDS:
+        value = getattr(result, name)
+        if name == "cost" and value is not None:
+            value = {"value": value, "unit": field_unit(name)}
+        out[name] = json_value(value)
+    return out
+
+
+def evaluate(request: Request) -> dict[str, Any]:
+    """The scenario's inputs (as text) and every result figure."""
+    scenario = scenario_of(request)
+    result = scenario.result
+    return _document(
+        "evaluate",
+        {
+            "scenario": request.scenario or scenario_from(None, {}).name,
+            "name": scenario.name,
+            "description": scenario.description,
+            "values": text_values(scenario),
+            "result": result_values(result),
+            "notes": list(result.constraint_trace),
+        },
+    )
+
+
+# -- sweep and plan ----------------------------------------------------------------------
+
+
+def axis_size(text: str) -> int:
+    """How many values ``FIELD=VALUES`` holds, counted without building them."""
+    _, _, spec = text.partition("=")
+    found = _RANGE.fullmatch(spec)
+    if found:
+        start, stop, step = int(found[1]), int(found[2]), int(found[3] or 1)
+        return len(range(start, stop + 1, step)) if step > 0 else 0
+    return len(spec.split(","))
+
+
+def _check_size(axes: Iterable[str], what: str) -> int:
+    size = math.prod(axis_size(a) for a in axes)
+    if size > MAX_SWEEP_ROWS:
+        raise ApiError(
+            {
+                what: f"{what}: {size:,} layouts is too large to answer quickly here (at most "
+                f"{MAX_SWEEP_ROWS:,}); use 'mlsysim {'plan' if what == 'plan_axis' else 'sweep'}' "
+                "on the command line for bigger grids"
+            }
+        )
+    return size
+
+
+def _parse_axes(texts: Iterable[str], scenario: Any, what: str) -> dict[str, Any]:
+    from mlsysim.cli.sweep import parse_axis
+
+    axes: dict[str, Any] = {}
+    for text in texts:
+        try:
+            name, values = parse_axis(text, scenario)
+        except MlsysimError as exc:
+            raise ApiError({what: f"{what} {text!r}: {exc}"}) from None
+        if name in axes:
+            raise ApiError({what: f"{what}: {name} is given twice"})
+        axes[name] = values
+    return axes
+
+
+def default_axes(scenario: Any) -> tuple[str, ...]:
+    """The scaling chart's axis: ``nodes=1..max(64, 2 x nodes)``; without an inter-node link
+    (one node), ``devices_per_node=1..max(8, devices_per_node)``. Within the size limit.
+    """
+    if scenario.inter_bandwidth is None:
+        top = min(max(8, scenario.devices_per_node), MAX_SWEEP_ROWS)
+        return (f"devices_per_node=1..{top}",)
+    top = min(max(DEFAULT_MAX_NODES, 2 * scenario.nodes), MAX_SWEEP_ROWS)
+    return (f"nodes=1..{top}",)
+
+
+def _table(request: Request, scenario: Any, axes_texts: tuple[str, ...], what: str) -> Any:
+    from mlsysim.planning.sweep import sweep
+
+    _check_size(axes_texts, what)
+    axes = _parse_axes(axes_texts, scenario, what)
+    try:
+        return sweep(scenario, **axes)
+    except MlsysimError as exc:
+        raise ApiError({getattr(exc, "field", None) or what: str(exc)}) from None
+
+
+def _columns(table: Any, rows: Any = None) -> dict[str, Any]:
+    return {
+        c: {
+            "unit": table.units.get(c),
+            "values": json_value(table[c] if rows is None else table[c][rows]),
+        }
+        for c in table.columns
+    }
+
+
+def sweep_payload(request: Request) -> dict[str, Any]:
+    """Every layout of the sweep (``axis`` parameters; default: nodes from 1), column by column."""
+    scenario = scenario_of(request)
+    texts = request.axes or default_axes(scenario)
+    table = _table(request, scenario, texts, "axis")
+    return _document(
+        "sweep",
+        {
+            "axes": [{"field": a.field, "column": a.column, "unit": a.unit} for a in table.axes],
+            "rows": len(table),
+            "columns": _columns(table),
+        },
+    )
+
+
+def sweep_csv(request: Request) -> str:
+    """The sweep as CSV, with the header of ``mlsysim sweep --csv`` (``name [unit]``)."""
+    scenario = scenario_of(request)
+    table = _table(request, scenario, request.axes or default_axes(scenario), "axis")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(table.header())
+    writer.writerows(zip(*(table[c].tolist() for c in table.columns), strict=True))
+    return out.getvalue()
+
+
+def default_plan_axes(scenario: Any) -> tuple[str, ...]:
+    """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
+    Ethernet and InfiniBand fabrics and the current link.
+    """
+    from mlsysim.ui.state import _registry_names
+
+    links = [n for n in _registry_names("fabrics") if n.startswith(SCALE_OUT_FABRICS)]
+    current = text_of(scenario.inter_bandwidth)
+    if current and current not in links:
+        links.append(current)
+    top = min(max(DEFAULT_MAX_NODES, 2 * scenario.nodes), MAX_SWEEP_ROWS // len(links))
+    return (f"nodes=1..{top}", "inter_bandwidth=" + ",".join(links))
+
+
+def plan_payload(request: Request) -> dict[str, Any]:
+    """Every layout of the plan's search with its training time, cost and feasibility;
+    the best layout and the Pareto front under ``deadline``, ``budget`` and ``min_efficiency``.
+    """
+    from mlsysim.core.units import parse_quantity
+    from mlsysim.planning.plan import plan
+
+    scenario = scenario_of(request)
+    texts = request.plan_axes or default_plan_axes(scenario)
+    _check_size(texts, "plan_axis")
+    axes = _parse_axes(texts, scenario, "plan_axis")
+    limits: dict[str, Any] = {}
+    for name, kind in (("deadline", "time"), ("budget", "money")):
+        text = request.page.get(name, "").strip()
+        if text:
+            try:
+                limits[name] = parse_quantity(text, kind)
+            except MlsysimError as exc:
+                raise ApiError({name: f"{name}: {exc}"}) from None
+    eff = request.page.get("min_efficiency", "").strip()
+    if eff:
+        try:
+            limits["min_efficiency"] = float(eff)
+        except ValueError:
+            raise ApiError(
+                {"min_efficiency": f"min_efficiency: expected a number, got {eff!r}"}
+            ) from None
+    objective = request.page.get("objective", "").strip() or (
+        "cost" if scenario.node_hour_rate is not None else "time"
+    )
+    try:
+        found = plan(scenario, objective=objective, **limits, **axes)
+    except InfeasiblePlanError as exc:
+        return _plan_rows(exc.table, None, objective, str(exc))
+    except MlsysimError as exc:
+        raise ApiError({getattr(exc, "field", None) or "plan_axis": str(exc)}) from None
+    return _plan_rows(found.table, found, objective, None)
+
+
+def _plan_rows(table: Any, found: Any, objective: str, message: str | None) -> dict[str, Any]:
+    import numpy as np
+
+    labels = _row_labels(table)
+    feasible = found.feasible if found is not None else np.zeros(len(table), dtype=bool)
+    pareto: list[int] = []
+    if found is not None:  # the plan's table is the full grid: grid index = row
+        pareto = [found.pareto.grid_index(i) for i in range(len(found.pareto))]
+    return _document(
+        "plan",
+        {
+            "objective": objective,
+            "rows": len(table),
+            "columns": _columns(table),
+            "labels": labels,
+            "feasible": json_value(feasible),
+            "pareto": pareto,
+            "best": None if found is None else found.best_row,
+            "knee": None if found is None else found.knee_row,
+            "summary": message if found is None else found.summary(),
+            "infeasible": message,
+        },
+    )
+
+
+def _row_labels(table: Any) -> list[str]:
+    """``nodes=4, inter_bandwidth=InfiniBand_NDR`` for each row (text forms of the axis values)."""
+    parts = []
+    for position, axis in enumerate(table.axes):
+        texts = [f"{axis.field}={text_of(v)}" for v in axis.values]
+        index = table.axis_indices(position)
+        parts.append([texts[int(j)] for j in index])
+    return [", ".join(p) for p in zip(*parts, strict=True)] if parts else [""] * len(table)
+
+
+# -- explain and registry ----------------------------------------------------------------
+
+
+def explain_payload(request: Request) -> dict[str, Any]:
+    """The derivation (``scenario.explain(format="json")``): ``steps`` (each numbered, with
+    ``quantity``, ``equation``, ``numbers``, ``value``), ``inputs``, ``model``, ``notes``;
+    plus ``text``, the plain-text derivation of ``mlsysim explain``.
+    """
+    scenario = scenario_of(request)
+    explanation = json.loads(scenario.explain(format="json"))
+    for number, step in enumerate(explanation["steps"], 1):
+        step["number"] = str(number)
+    explanation["text"] = scenario.explain()
+    return dict(explanation)
+
+
+def registry_payload() -> dict[str, Any]:
+    """What the page needs to draw its form: the fields, the named scenarios, registry names, limits."""
+    from mlsysim.core.units import to_canonical
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.scenarios import Scenarios
+    from mlsysim.hardware.registry import Hardware, Systems
+    from mlsysim.models.registry import Models
+
+    def short(path: str) -> str:
+        return path.rsplit(".", 1)[-1]
+
+    accelerators = {id(a): short(p) for p, a in Hardware.walk()}
+    return _document(
+        "registry",
+        {
+            "fields": list(form_fields()),
+            "scenarios": [
+                {"name": s.name, "description": s.description, "values": text_values(s)}
+                for s in Scenarios
+            ],
+            "models": [
+                {
+                    "name": short(p),
+                    "label": w.name,
+                    "parameters": to_canonical(w.parameters, "count"),
+                }
+                for p, w in Models.walk()
+            ],
+            "fabrics": [
+                {
+                    "name": short(p),
+                    "bandwidth": text_of(f.bandwidth),
+                    "latency": text_of(f.latency),
+                    "source": getattr(f, "source", None),
+                }
+                for p, f in Systems.Fabrics.walk()
+            ],
+            "accelerators": [
+                {"name": short(p), "memory": text_of(a.memory.capacity)} for p, a in Hardware.walk()
+            ],
+            "nodes": [
+                {
+                    "name": short(p),
+                    "values": {
+                        "devices_per_node": str(n.accelerators_per_node),
+                        "intra_bandwidth": text_of(n.accelerator.nvlink.bandwidth_per_direction),
+                        "device_memory": accelerators.get(id(n.accelerator), ""),
+                    },
+                }
+                for p, n in Systems.Nodes.walk()
+            ],
+            "presets": {
+                name: {f"assumptions.{k}": text_of(v) for k, v in preset.fields().items()}
+                for name, preset in (
+                    ("seed", Assumptions()),
+                    ("realistic", Assumptions.realistic()),
+                )
+            },
+            "limits": {
+                "max_sweep_rows": MAX_SWEEP_ROWS,
+                "max_params": MAX_PARAMS,
+                "max_text": MAX_TEXT,
+            },
+        },
+    )
+
+
+def toml_text(request: Request) -> str:
+    """The scenario as a TOML scenario file (what ``mlsysim run --file`` reads)."""
+    import tomli_w
+
+    from mlsysim.engine.files import scenario_to_dict
+
+    return str(tomli_w.dumps(scenario_to_dict(scenario_of(request))))
+
+
+def params_of(items: Mapping[str, str]) -> Request:
+    """A :class:`Request` of a plain mapping (for scripts and tests)."""
+    return Request.from_items(items.items())

@@ -1,0 +1,250 @@
+"""The Starlette application of ``mlsysim ui``: one page, its assets, and the JSON API.
+
+Routes (every API route answers GET with a query string and POST with a JSON body):
+
+* ``GET /``: the page; ``/static/app.js``, ``/static/app.css``, ``/static/plotly.min.js``
+  (from the installed ``plotly`` package): read once when the app is made, so no
+  request reads or writes a file;
+* ``/api/evaluate``, ``/api/sweep`` (``format=csv`` for CSV), ``/api/plan``,
+  ``/api/explain``, ``/api/scenario.toml``, ``GET /api/registry``.
+
+A bad value is answered with status 422 and ``{"error", "field", "errors"}``;
+request bodies over :data:`MAX_BODY_BYTES` with 413.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from mlsysim.ui import api
+
+if TYPE_CHECKING:  # Starlette is imported when the app is made: this module loads without the extra
+    from starlette.applications import Starlette
+    from starlette.requests import Request as HttpRequest
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+INSTALL_HINT = 'the mlsysim UI needs the optional extra: pip install "mlsysim[ui]"'
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body the server reads."""
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; connect-src 'self'; font-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+"""The page may load and contact nothing but this server (Plotly injects its own styles)."""
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+STATIC_TYPES = {
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+    "plotly.min.js": "text/javascript; charset=utf-8",
+}
+
+
+def plotly_js() -> bytes:
+    """Plotly.js as bundled in the installed ``plotly`` wheel (no network)."""
+    return (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+
+
+def _assets() -> dict[str, bytes]:
+    static = resources.files("mlsysim.ui") / "static"
+    out = {name: (static / name).read_bytes() for name in ("index.html", "app.js", "app.css")}
+    out["plotly.min.js"] = plotly_js()
+    return out
+
+
+class BodyLimit:
+    """Refuse request bodies larger than ``limit`` bytes with 413 (declared or streamed)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", [])).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await _too_large(self.limit)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _BodyTooLarge:
+            await _too_large(self.limit)(scope, receive, send)
+
+
+class SecurityHeaders:
+    """Add the content security policy (nothing but this server) and no-sniff/no-referrer headers."""
+
+    HEADERS = (
+        (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+    )
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *self.HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def _too_large(limit: int) -> Response:
+    from starlette.responses import JSONResponse
+
+    error = f"request body too large (at most {limit} bytes)"
+    return JSONResponse(
+        {
+            "schema_version": api.SCHEMA_VERSION,
+            "error": error,
+            "field": "request",
+            "errors": {"request": error},
+        },
+        status_code=413,
+    )
+
+
+async def _request_of(http: HttpRequest) -> api.Request:
+    """The parameters of a GET query string or a POST JSON body."""
+    if http.method == "POST":
+        body = await http.body()
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError as exc:
+            raise api.ApiError({"request": f"the body is not JSON ({exc})"}) from None
+        return api.Request.from_json(data)
+    return api.Request.from_items(http.query_params.multi_items())
+
+
+Handler = Callable[[api.Request], Any]
+
+
+def _json_route(handler: Handler) -> Callable[[HttpRequest], Awaitable[Response]]:
+    async def endpoint(http: HttpRequest) -> Response:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import JSONResponse, Response
+
+        try:
+            request = await _request_of(http)
+            payload = await run_in_threadpool(handler, request)
+        except api.ApiError as exc:
+            return JSONResponse(exc.payload(), status_code=exc.status)
+        if isinstance(payload, Response):
+            return payload
+        return JSONResponse(payload)
+
+    return endpoint
+
+
+def _sweep(request: api.Request) -> Any:
+    from starlette.responses import PlainTextResponse
+
+    if request.page.get("format", "json") == "csv":
+        return PlainTextResponse(
+            api.sweep_csv(request),
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="mlsysim-sweep.csv"'},
+        )
+    return api.sweep_payload(request)
+
+
+def _toml(request: api.Request) -> Response:
+    from starlette.responses import PlainTextResponse
+
+    return PlainTextResponse(
+        api.toml_text(request),
+        media_type="application/toml; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="scenario.toml"'},
+    )
+
+
+def create_app(
+    *, initial_query: str = "", allowed_hosts: tuple[str, ...] | None = None, warm: bool = False
+) -> Starlette:
+    """The application. ``initial_query`` is the state ``GET /`` without a query redirects to
+    (``mlsysim ui --file``); ``allowed_hosts`` limits the Host header (against DNS rebinding);
+    ``warm`` prepares the registry answer (and the library's imports) now, not on the first visit.
+    Raises :class:`~mlsysim.core.exceptions.MissingDependencyError` without the ``ui`` extra.
+    """
+    try:
+        from starlette.applications import Starlette
+        from starlette.middleware import Middleware
+        from starlette.middleware.trustedhost import TrustedHostMiddleware
+        from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+        from starlette.routing import Route
+    except ImportError:
+        from mlsysim.core.exceptions import MissingDependencyError
+
+        raise MissingDependencyError(INSTALL_HINT) from None
+    assets = _assets()
+    registry: dict[str, Any] = api.registry_payload() if warm else {}
+
+    async def page(http: HttpRequest) -> Response:
+        if initial_query and not http.url.query:
+            return RedirectResponse(f"/?{initial_query}", status_code=307)
+        return Response(
+            assets["index.html"],
+            media_type="text/html; charset=utf-8",
+            headers={"Cache-Control": "no-store"},
+        )
+
+    async def static(http: HttpRequest) -> Response:
+        name = http.path_params["name"]
+        if name not in STATIC_TYPES:
+            return PlainTextResponse("not found", status_code=404)
+        return Response(
+            assets[name], media_type=STATIC_TYPES[name], headers={"Cache-Control": "max-age=3600"}
+        )
+
+    async def registry_route(http: HttpRequest) -> Response:
+        if not registry:
+            from starlette.concurrency import run_in_threadpool
+
+            registry.update(await run_in_threadpool(api.registry_payload))
+        return JSONResponse(registry)
+
+    routes = [
+        Route("/", page),
+        Route("/static/{name}", static),
+        Route("/api/registry", registry_route),
+        Route("/api/evaluate", _json_route(api.evaluate), methods=["GET", "POST"]),
+        Route("/api/sweep", _json_route(_sweep), methods=["GET", "POST"]),
+        Route("/api/plan", _json_route(api.plan_payload), methods=["GET", "POST"]),
+        Route("/api/explain", _json_route(api.explain_payload), methods=["GET", "POST"]),
+        Route("/api/scenario.toml", _json_route(_toml), methods=["GET", "POST"]),
+    ]
+    middleware = [Middleware(SecurityHeaders), Middleware(BodyLimit)]
+    if allowed_hosts:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    return Starlette(routes=routes, middleware=middleware)

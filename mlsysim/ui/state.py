@@ -1,0 +1,320 @@
+"""The page's state: scenario fields as text, spelled as ``mlsysim run --set`` spells them.
+
+The query string of the page (``?scenario=Gpt2DataParallelOneNode&nodes=4&inter_bandwidth=10 Gbps``)
+and the API's requests carry a named scenario and ``FIELD=TEXT`` changes to it.
+Every text value is parsed by :func:`apply_text_values`, the one place where the
+UI calls the command line's parser, so the page, the API and ``--set`` accept the
+same spellings and report the same errors. The form's fields come from the
+field table (:data:`mlsysim.engine.fields.FIELDS`) and the fields of
+:class:`~mlsysim.Assumptions` (:func:`form_fields`), never from a list written here.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from functools import cache, lru_cache
+from typing import Any
+
+from mlsysim.core.exceptions import MlsysimError
+
+SCENARIO_PARAM = "scenario"
+"""Query parameter naming the scenario the changes apply to (default: the first named one)."""
+PAGE_PARAMS = (
+    "deadline",
+    "budget",
+    "objective",
+    "min_efficiency",
+    "teach",
+    "axis",
+    "plan_axis",
+    "format",
+)
+"""Query parameters of the page and the API that are not scenario fields."""
+NOT_IN_FORM = ("name", "description")
+ASSUMPTIONS = "assumptions"
+ASSUMPTION_PRESETS = ("seed", "realistic")
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Workload": ("workload", "precision"),
+    "One-device profile": ("step_time", "training_time", "per_device_batch"),
+    "Cluster": (
+        "devices_per_node",
+        "nodes",
+        "intra_bandwidth",
+        "inter_bandwidth",
+        "nics_per_node",
+        "intra_latency",
+        "inter_latency",
+    ),
+    "Job": ("accumulation_steps", "node_hour_rate"),
+    "Memory": ("device_memory", "zero_stage", "activation_memory"),
+}
+"""How the page groups the fields (presentation only: a field of the class not listed here goes to "More")."""
+
+
+class FieldErrors(MlsysimError):
+    """Bad values, each with the library's own message: ``errors`` maps field -> message."""
+
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
+
+
+def apply_text_values(base: Any, values: Mapping[str, str]) -> Any:
+    """``base`` with each ``FIELD=TEXT`` applied, exactly as ``mlsysim run --set FIELD=TEXT``.
+
+    The only call of the command line's text parser in the UI: when the field
+    table replaces it, this is the one line to change. An empty text is the
+    ``--set`` spelling ``none`` (clears an optional field).
+    """
+    from mlsysim.engine.overrides import apply_overrides
+
+    return apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in values.items()])
+
+
+def base_scenario(name: str | None) -> Any:
+    """The named scenario (case-insensitive), or the first one when no name is given."""
+    from mlsysim.engine.scenarios import Scenarios
+
+    if name is None or not name.strip():
+        return next(iter(Scenarios))
+    try:
+        return Scenarios.get(name.strip())
+    except MlsysimError as exc:
+        raise FieldErrors({SCENARIO_PARAM: str(exc)}) from None
+
+
+def split_params(params: Mapping[str, str]) -> tuple[str | None, dict[str, str], dict[str, str]]:
+    """(scenario name, field changes, page parameters) of a query or request."""
+    changes = {k: v for k, v in params.items() if k != SCENARIO_PARAM and k not in PAGE_PARAMS}
+    page = {k: v for k, v in params.items() if k in PAGE_PARAMS}
+    return params.get(SCENARIO_PARAM), changes, page
+
+
+def scenario_from(name: str | None, changes: Mapping[str, str]) -> Any:
+    """The scenario ``name`` with ``changes``; :class:`FieldErrors` names every bad field.
+
+    When the changes fail together, each is tried alone so that every bad value
+    gets its own message; an error of a rule across fields (several nodes and
+    no ``inter_bandwidth``) is reported on the field the library names.
+    """
+    base = base_scenario(name)
+    try:
+        return apply_text_values(base, changes)
+    except MlsysimError as exc:
+        combined = exc
+    errors: dict[str, str] = {}
+    for key, text in changes.items():
+        try:
+            apply_text_values(base, {key: text})
+        except MlsysimError as exc:
+            named = getattr(exc, "field", None)
+            if not isinstance(named, str) or named == key or key.endswith(f".{named}"):
+                errors[key] = str(exc)  # the value itself is bad
+            elif named not in _form_names():
+                errors[key] = str(exc)
+            # else: a rule with another field, judged with the other changes below
+    rest = {k: v for k, v in changes.items() if k not in errors}
+    if rest:
+        try:
+            apply_text_values(base, rest)
+        except MlsysimError as exc:
+            errors.setdefault(_field_of(exc, rest), str(exc))
+    if not errors:
+        errors[_field_of(combined, changes)] = str(combined)
+    raise FieldErrors(errors)
+
+
+def _field_of(exc: Exception, changes: Mapping[str, str]) -> str:
+    named = getattr(exc, "field", None)
+    if isinstance(named, str) and named in _form_names():
+        return named
+    if isinstance(named, str):
+        for key in changes:
+            if key.endswith(f".{named}"):
+                return key
+    return _field_in(str(exc), changes)
+
+
+def _form_names() -> set[str]:
+    return {f["name"] for f in form_fields()}
+
+
+def _field_in(message: str, changes: Mapping[str, str]) -> str:
+    for key in changes:
+        if key in message:
+            return key
+    return next(iter(changes), SCENARIO_PARAM)
+
+
+# -- text forms --------------------------------------------------------------------------
+
+
+def text_of(value: Any) -> str:
+    """A field value as ``--set`` spells it (``"450.0 GB/s"``, ``"GPT2"``); ``""`` for none."""
+    from mlsysim.engine.files import quantity_text
+
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "magnitude") and hasattr(value, "units"):
+        try:
+            return _quantity_text(value.magnitude, value.units)
+        except TypeError:  # an unhashable magnitude
+            return quantity_text(value)
+    if hasattr(value, "is_seed"):
+        return _preset_of(value)
+    if hasattr(value, "parameters"):  # a workload: its registry name
+        return _workload_name(value)
+    return str(value)
+
+
+@lru_cache(maxsize=4096)
+def _quantity_text(magnitude: Any, units: Any) -> str:
+    """``quantity_text`` remembered per (magnitude, unit): it parses its text back to check it."""
+    from mlsysim.core.units import ureg
+    from mlsysim.engine.files import quantity_text
+
+    return str(quantity_text(ureg.Quantity(magnitude, units)))
+
+
+def _preset_of(assumptions: Any) -> str:
+    if assumptions.is_seed():
+        return "seed"
+    if assumptions == type(assumptions).realistic():
+        return "realistic"
+    return "custom"
+
+
+def _workload_name(workload: Any) -> str:
+    from mlsysim.models.registry import Models
+
+    for path, entry in Models.walk():
+        if entry == workload:
+            return path.rsplit(".", 1)[-1]
+    return str(workload.name)
+
+
+def text_values(scenario: Any) -> dict[str, str]:
+    """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
+    out = {k: text_of(v) for k, v in scenario.fields().items() if k not in NOT_IN_FORM}
+    for key, value in scenario.assumptions.fields().items():
+        out[f"{ASSUMPTIONS}.{key}"] = text_of(value)
+    return out
+
+
+# -- the form ----------------------------------------------------------------------------
+
+
+@cache
+def form_fields() -> tuple[dict[str, Any], ...]:
+    """One entry per input of the page: the field table's inputs in its order, then the assumptions.
+
+    Each entry: ``name`` (the field, as ``--set`` names it), ``label``, ``symbol``
+    and ``unit`` (from the field table), ``group``, ``kind`` (``int``,
+    ``quantity``, ``choice``, ``number`` or ``text``), ``required``, ``optional``
+    (may be empty: none), ``choices`` (a select's options), ``suggestions``
+    (registry names the field also takes) and ``example`` (a text it accepts).
+    """
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.fields import FIELDS
+
+    base = base_scenario(None)
+    grouped = {f: g for g, fields in GROUPS.items() for f in fields}
+    out: list[dict[str, Any]] = []
+    for f in FIELDS.values():
+        if f.name in NOT_IN_FORM or f.kind == "text":
+            continue
+        entry: dict[str, Any] = {
+            "name": f.name,
+            "label": f.label,
+            "symbol": f.symbol,
+            "unit": f.display_unit,
+            "group": grouped.get(f.name, "Model assumptions" if f.name == ASSUMPTIONS else "More"),
+            "required": f.required,
+            "optional": f.optional,
+            "choices": [],
+            "suggestions": [],
+            "example": "",
+        }
+        if f.kind == "workload":
+            entry.update(kind="choice", choices=_registry_names("models"))
+        elif f.kind == "assumptions":
+            entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
+        elif f.choices:
+            entry.update(kind="choice", choices=[str(c) for c in f.choices])
+        elif f.kind == "count":
+            entry.update(kind="int", example="1")
+        elif f.kind == "quantity":
+            entry.update(kind="quantity", **_accepted_texts(f.name, base, f.display_unit))
+        else:
+            entry.update(kind="text")
+        out.append(entry)
+    for name, info in Assumptions.model_fields.items():
+        entry = _describe(f"{ASSUMPTIONS}.{name}", info.annotation, base)
+        entry.update(
+            group="Model assumptions", required=True, optional=False, label="", symbol=None
+        )
+        entry.setdefault("unit", None)
+        out.append(entry)
+    return tuple(out)
+
+
+def _describe(name: str, annotation: Any, base: Any) -> dict[str, Any]:
+    """The form entry of one :class:`~mlsysim.Assumptions` field, from its annotation."""
+    entry: dict[str, Any] = {"name": name, "choices": [], "suggestions": [], "example": ""}
+    kinds = {a for a in typing.get_args(annotation) if a is not type(None)} or {annotation}
+    literal = [a for a in kinds if typing.get_origin(a) is typing.Literal]
+    if literal:
+        entry.update(kind="choice", choices=list(typing.get_args(literal[0])))
+    elif bool in kinds:
+        entry.update(kind="choice", choices=["false", "true"])
+    elif int in kinds:
+        entry.update(kind="int", example="1")
+    elif any(getattr(a, "__name__", "") == "Quantity" for a in kinds):
+        entry.update(kind="quantity", **_accepted_texts(name, base, None))
+    elif float in kinds:
+        entry.update(kind="number", example="0.9")
+    else:
+        entry.update(kind="text")
+    return entry
+
+
+EXAMPLES = ("100 Gbps", "5 us", "80 GB", "32 USD/hour")
+"""Candidate example texts; a quantity field's placeholder is the first it accepts."""
+
+
+def _accepted_texts(name: str, base: Any, unit: str | None) -> dict[str, Any]:
+    """A quantity field's example and the registry names it takes, both found by asking the parser."""
+    own = text_values(base).get(name, "")
+    candidates = (*EXAMPLES, f"1 {unit}") if unit else EXAMPLES
+    example = own or next((t for t in candidates if _accepts(base, name, t)), "")
+    suggestions: list[str] = []
+    for group in ("fabrics", "accelerators"):
+        names = _registry_names(group)
+        if names and _accepts(base, name, names[0]):
+            suggestions += names
+    return {"example": example, "suggestions": suggestions}
+
+
+def _accepts(base: Any, name: str, text: str) -> bool:
+    try:
+        apply_text_values(base, {name: text})
+    except MlsysimError:
+        return False
+    return True
+
+
+def _registry_names(group: str) -> list[str]:
+    from mlsysim.hardware.registry import Hardware, Systems
+    from mlsysim.models.registry import Models
+
+    registry = {
+        "models": Models,
+        "accelerators": Hardware,
+        "fabrics": Systems.Fabrics,
+        "nodes": Systems.Nodes,
+    }[group]
+    return [path.rsplit(".", 1)[-1] for path, _ in registry.walk()]

@@ -1,0 +1,93 @@
+"""The global --registry option and 'mlsysim registry' through the CLI's runner."""
+
+import json
+import textwrap
+
+import pytest
+
+from mlsysim.cli import main
+from mlsysim.core.registry import reset_registry
+
+MY_CLUSTER = """
+[models.Language.Tiny]
+kind = "transformer"
+parameters = "125e6 param"
+layers = 12
+hidden_dim = 768
+heads = 12
+seq_len = 2048
+vocab_size = 50257
+source = "our config"
+note = "a small model"
+
+[fabrics.Ethernet_10G]
+name = "10 Gb Ethernet, measured"
+bandwidth = "9.4 Gbps"
+latency = "25 us"
+source = "our iperf3 run"
+note = "achieved, not nominal"
+"""
+
+
+@pytest.fixture(autouse=True)
+def builtin_registry():
+    yield
+    reset_registry()
+
+
+@pytest.fixture
+def my_cluster(tmp_path):
+    path = tmp_path / "my_cluster.toml"
+    path.write_text(textwrap.dedent(MY_CLUSTER).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_registry_shows_where_each_entry_comes_from(capsys, my_cluster):
+    code, out, err = run(capsys, "--registry", my_cluster, "registry", "fabrics")
+    assert code == 0 and err == ""
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert lines["Ethernet_10G"].endswith(f"[{my_cluster}:12]")
+    assert "1.175 GB/s per direction, latency 25 us" in lines["Ethernet_10G"]
+    assert lines["Ethernet_25G"].endswith("[built-in fabrics.toml:16]")
+
+
+def test_a_users_entries_are_names_that_set_accepts(capsys, my_cluster):
+    code, out, err = run(
+        capsys,
+        "--registry",
+        my_cluster,
+        "run",
+        "Gpt2DataParallelOneNode",
+        "--set",
+        "workload=Tiny",
+        "--set",
+        "nodes=2",
+        "--set",
+        "inter_bandwidth=Ethernet_10G",
+        "--json",
+    )
+    assert code == 0, err
+    inputs = json.loads(out)["inputs"]
+    assert inputs["workload"].endswith("Tiny")
+    # the user's measured 10 GbE, not the nominal 10 Gbps
+    assert inputs["inter_bandwidth"] == {"value": 9.4, "unit": "Gbps"}
+
+
+def test_a_bad_registry_file_is_one_line_and_exit_2(capsys, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[nodes.Box]\naccelerator = 'Z9000'\n", encoding="utf-8")
+    code, out, err = run(capsys, "--registry", bad, "list")
+    assert code == 2 and out == ""
+    assert err.startswith(f"mlsysim: error: {bad}:2: nodes.Box.accelerator: unknown accelerators")
+    assert err.count("\n") == 1
+
+
+def test_the_option_is_in_the_help(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "--registry" in out

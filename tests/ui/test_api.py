@@ -1,0 +1,315 @@
+"""The JSON API through Starlette's test client, compared with the library's own results."""
+
+import json
+import math
+
+import pytest
+
+from tests.ui.conftest import need
+
+need("starlette", "httpx", "plotly")
+
+from starlette.testclient import TestClient  # noqa: E402
+
+from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
+from mlsysim.engine.overrides import apply_overrides  # noqa: E402
+from mlsysim.engine.results import FIELDS  # noqa: E402
+from mlsysim.ui import api  # noqa: E402
+from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402
+from mlsysim.ui.state import form_fields  # noqa: E402
+
+ONE = "Gpt2DataParallelOneNode"
+FOUR_10G = f"/api/evaluate?scenario={ONE}&nodes=4&inter_bandwidth=10%20Gbps"
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app())
+
+
+def library(*sets, name=ONE):
+    return apply_overrides(Scenarios.get(name), list(sets))
+
+
+def same_figures(result_json, result):
+    """Every result field of the JSON equals the library's, in the unit the JSON names."""
+    for name in FIELDS:
+        got, want = result_json[name], getattr(result, name)
+        if want is None:
+            assert got is None, name
+        elif hasattr(want, "magnitude"):
+            assert got["value"] == pytest.approx(want.to(got["unit"]).magnitude, rel=1e-12), name
+        elif name == "cost":
+            assert got == {"value": pytest.approx(want, rel=1e-12), "unit": "USD"}
+        elif isinstance(want, tuple):
+            assert got == list(want), name
+        elif isinstance(want, float):
+            assert got == pytest.approx(want, rel=1e-12), name
+        else:
+            assert got == want, name
+
+
+def test_evaluate_answers_the_query_of_the_page_like_set(client):
+    answer = client.get(FOUR_10G)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["schema_version"] == 1
+    same_figures(body["result"], library("nodes=4", "inter_bandwidth=10 Gbps").result)
+    assert body["result"]["efficiency"] == pytest.approx(0.27856590147020893)
+    assert body["values"]["inter_bandwidth"] == "10 Gbps"
+    assert body["notes"]
+
+
+def test_post_json_takes_text_numbers_and_quantities(client):
+    body = {"scenario": ONE, "set": {"nodes": 4, "inter_bandwidth": {"value": 10, "unit": "Gbps"}}}
+    answer = client.post("/api/evaluate", json=body)
+    assert answer.status_code == 200
+    same_figures(answer.json()["result"], library("nodes=4", "inter_bandwidth=10 Gbps").result)
+
+
+def test_registry_names_and_assumptions_go_through_set(client):
+    q = f"scenario={ONE}&nodes=8&inter_bandwidth=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
+    answer = client.get(f"/api/evaluate?{q}")
+    assert answer.status_code == 200, answer.text
+    want = library(
+        "nodes=8",
+        "inter_bandwidth=InfiniBand_NDR",
+        "assumptions=realistic",
+        "assumptions.overlap=false",
+        "workload=Llama2_7B",
+        "device_memory=H100",
+    )
+    same_figures(answer.json()["result"], want.result)
+
+
+def message_of(*sets):
+    with pytest.raises(MlsysimError) as caught:
+        library(*sets)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("nodes", "zero"),
+        ("step_time", "3 furlongs"),
+        ("inter_bandwidth", "fast"),
+        ("precision", "fp12"),
+        ("assumptions.inter_efficiency", "1.5"),
+        ("workload", "NoSuchModel"),
+    ],
+)
+def test_a_bad_value_is_422_naming_the_field_with_the_librarys_words(client, field, text):
+    answer = client.get(
+        "/api/evaluate",
+        params={"scenario": ONE, "nodes": "2", "inter_bandwidth": "100 Gbps", field: text},
+    )
+    assert answer.status_code == 422
+    body = answer.json()
+    assert body["field"] == field
+    expected = (
+        message_of("nodes=2", "inter_bandwidth=100 Gbps", f"{field}={text}")
+        if field not in ("nodes",)
+        else message_of(f"nodes={text}")
+    )
+    assert body["errors"][field] == expected
+    assert body["error"] == expected
+
+
+def test_every_bad_field_gets_its_own_message(client):
+    answer = client.get("/api/evaluate", params={"nodes": "0", "step_time": "fast"})
+    assert answer.status_code == 422
+    assert set(answer.json()["errors"]) == {"nodes", "step_time"}
+
+
+def test_a_rule_across_fields_is_reported_on_the_field_it_names(client):
+    answer = client.get(f"/api/evaluate?scenario={ONE}&nodes=4")
+    assert answer.status_code == 422
+    assert answer.json()["field"] == "inter_bandwidth"
+    assert "required when nodes > 1" in answer.json()["error"]
+
+
+def test_unknown_field_and_unknown_scenario(client):
+    answer = client.get("/api/evaluate?nodez=4")
+    assert answer.status_code == 422 and answer.json()["field"] == "nodez"
+    assert answer.json()["error"] == message_of("nodez=4")
+    answer = client.get("/api/evaluate?scenario=Nope")
+    assert answer.status_code == 422 and answer.json()["field"] == "scenario"
+
+
+def test_sweep_matches_the_library_and_exports_csv(client):
+    answer = client.get(f"/api/sweep?scenario={ONE}&inter_bandwidth=100%20Gbps&axis=nodes=1..16")
+    assert answer.status_code == 200
+    body = answer.json()
+    table = sweep(library("inter_bandwidth=100 Gbps"), nodes=range(1, 17))
+    assert body["rows"] == 16 and body["axes"][0]["field"] == "nodes"
+    assert body["columns"]["efficiency"]["values"] == pytest.approx(
+        table["efficiency"].tolist(), rel=1e-12
+    )
+    assert body["columns"]["update_time"]["unit"] == "millisecond"
+    csv = client.get(
+        f"/api/sweep?scenario={ONE}&inter_bandwidth=100%20Gbps&axis=nodes=1..16&format=csv"
+    )
+    assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
+    lines = csv.text.splitlines()
+    assert lines[0].split(",")[:3] == ["nodes", "n_devices", "gradient_bytes [byte]"]
+    assert len(lines) == 17
+
+
+def test_the_default_sweep_follows_nodes_or_devices(client):
+    body = client.get(FOUR_10G.replace("evaluate", "sweep")).json()
+    assert body["axes"][0]["field"] == "nodes" and body["rows"] == 64
+    body = client.get(f"/api/sweep?scenario={ONE}").json()  # one node, no inter-node link
+    assert body["axes"][0]["field"] == "devices_per_node"
+
+
+@pytest.mark.parametrize("axis", ["nodes=1..1000000000000", "nodes=1..200,inter_bandwidth=1 Gbps"])
+def test_a_sweep_too_large_is_refused_with_a_message(client, axis):
+    params = [
+        ("scenario", ONE),
+        ("inter_bandwidth", "100 Gbps"),
+        ("axis", "nodes=1..200"),
+        ("axis", "devices_per_node=1..200"),
+    ]
+    if axis.startswith("nodes=1..1000"):
+        params = [("scenario", ONE), ("inter_bandwidth", "100 Gbps"), ("axis", axis)]
+    answer = client.get("/api/sweep", params=params)
+    assert answer.status_code == 422
+    assert "too large" in answer.json()["error"] and answer.json()["field"] == "axis"
+
+
+def test_plan_matches_the_library(client):
+    q = f"scenario={ONE}&inter_bandwidth=100%20Gbps&deadline=2%20hour&budget=300%20USD&plan_axis=nodes=1..16&plan_axis=inter_bandwidth=25%20Gbps,400%20Gbps"
+    answer = client.get(f"/api/plan?{q}")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    want = plan(
+        library("inter_bandwidth=100 Gbps"),
+        nodes=range(1, 17),
+        inter_bandwidth=[Q_(25, "Gbps"), Q_(400, "Gbps")],
+        deadline=Q_(2, "hour"),
+        budget=Q_(300, "USD"),
+    )
+    assert body["best"] == want.best_row
+    assert body["feasible"] == want.feasible.tolist()
+    front = [want.pareto.grid_index(i) for i in range(len(want.pareto))]
+    assert body["pareto"] == front
+    assert body["labels"][body["best"]].startswith("nodes=")
+    assert body["summary"] == want.summary()
+
+
+def test_plan_without_a_feasible_layout_still_answers_with_the_reason(client):
+    answer = client.get(
+        f"/api/plan?scenario={ONE}&inter_bandwidth=100%20Gbps&deadline=1%20s&plan_axis=nodes=1..4"
+    )
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["best"] is None and not any(body["feasible"])
+    assert body["infeasible"].startswith("no layout meets the constraints")
+
+
+def test_plan_limits_are_checked(client):
+    answer = client.get(f"/api/plan?scenario={ONE}&deadline=soon")
+    assert answer.status_code == 422 and answer.json()["field"] == "deadline"
+
+
+def test_explain_has_the_derivation_steps(client):
+    body = client.get(FOUR_10G.replace("evaluate", "explain")).json()
+    text = library("nodes=4", "inter_bandwidth=10 Gbps").explain()
+    assert body["text"] == text
+    steps = {s["quantity"]: s for s in body["steps"]}
+    assert steps["inter time"]["value"] == "4650 ms"
+    assert steps["efficiency"]["equation"] == "efficiency = speedup / n"
+    assert [s["number"] for s in body["steps"]] == [
+        str(i) for i in range(1, len(body["steps"]) + 1)
+    ]
+    assert body["model"].startswith("seed")
+    assert body["kind"] == "explanation" and body["schema_version"] == 1
+
+
+def test_registry_lists_a_form_field_per_scenario_field(client):
+    body = client.get("/api/registry").json()
+    names = [f["name"] for f in body["fields"]]
+    cls = type(Scenarios.get(ONE))
+    assert [n for n in names if "." not in n] == [
+        f for f in cls.model_fields if f not in ("name", "description")
+    ]
+    from mlsysim import Assumptions
+
+    assert [n.split(".", 1)[1] for n in names if "." in n] == list(Assumptions.model_fields)
+    assert [s["name"] for s in body["scenarios"]] == Scenarios.names()
+    assert (
+        "InfiniBand_NDR"
+        in next(f for f in body["fields"] if f["name"] == "inter_bandwidth")["suggestions"]
+    )
+    assert body["presets"]["realistic"]["assumptions.algorithm"] == "auto"
+    assert form_fields()[0]["name"] == "workload"
+
+
+def test_toml_download_reads_back_to_the_same_scenario(client, tmp_path):
+    answer = client.get(FOUR_10G.replace("evaluate", "scenario.toml"))
+    assert answer.status_code == 200 and "attachment" in answer.headers["content-disposition"]
+    path = tmp_path / "job.toml"
+    path.write_text(answer.text)
+    assert load_scenario(path).result == library("nodes=4", "inter_bandwidth=10 Gbps").result
+
+
+def test_bounds_on_requests(client):
+    big = json.dumps({"set": {"description": "x" * (MAX_BODY_BYTES + 10)}})
+    answer = client.post("/api/evaluate", content=big, headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+    answer = client.get("/api/evaluate", params={"step_time": "1" * (api.MAX_TEXT + 1)})
+    assert answer.status_code == 422 and answer.json()["field"] == "step_time"
+    answer = client.get("/api/evaluate", params=[("nodes", "1")] * (api.MAX_PARAMS + 1))
+    assert answer.status_code == 422
+    answer = client.get("/api/evaluate?nodes=2&nodes=3")
+    assert answer.status_code == 422 and "twice" in answer.json()["error"]
+    answer = client.post(
+        "/api/evaluate", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 422 and answer.json()["field"] == "request"
+
+
+def test_only_the_shipped_assets_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and 'data-plot="scaling"' in page.text
+    assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert "connect-src 'self'" in CONTENT_SECURITY_POLICY
+    assert "http" not in page.text.split("<footer")[0].replace("http-equiv", "")  # nothing remote
+    for name in ("app.js", "app.css", "plotly.min.js"):
+        assert client.get(f"/static/{name}").status_code == 200
+    for path in ("/static/index.html", "/static/..%2F..%2Fpyproject.toml", "/static/state.py"):
+        assert client.get(path).status_code == 404
+
+
+def test_the_host_header_is_checked_when_bound_to_loopback():
+    guarded = TestClient(
+        create_app(allowed_hosts=("127.0.0.1", "localhost")), base_url="http://127.0.0.1"
+    )
+    assert guarded.get("/api/registry").status_code == 200
+    assert guarded.get("/api/registry", headers={"host": "attacker.example"}).status_code == 400
+
+
+def test_the_initial_state_redirects_a_bare_page():
+    app = TestClient(create_app(initial_query="scenario=Gpt2DataParallelOneNode&nodes=2"))
+    answer = app.get("/", follow_redirects=False)
+    assert answer.status_code == 307 and answer.headers["location"].endswith("nodes=2")
+    assert app.get("/?nodes=3").status_code == 200
+
+
+def test_json_values_are_finite():
+    body = api.evaluate(api.params_of({"scenario": ONE}))
+    text = json.dumps(body, allow_nan=False)
+    assert body["result"]["inter_time"] == {"value": 0.0, "unit": "millisecond"}
+    assert not math.isnan(json.loads(text)["result"]["efficiency"])
+
+
+def test_the_default_plan_searches_nodes_and_links_within_the_limit(client):
+    body = client.get(f"/api/plan?scenario={ONE}").json()  # one node: still a search over nodes
+    from mlsysim import Systems
+
+    links = [n for n in Systems.Fabrics.entries() if n.startswith(api.SCALE_OUT_FABRICS)]
+    assert body["rows"] == 64 * len(links)
+    assert body["labels"][0].startswith("nodes=1, inter_bandwidth=")
+    big = client.get(f"/api/plan?scenario={ONE}&nodes=100000&inter_bandwidth=100%20Gbps")
+    assert big.status_code == 200 and big.json()["rows"] <= api.MAX_SWEEP_ROWS

@@ -1,0 +1,313 @@
+"""The page in a real browser: headless Chromium driven by Selenium (Debian's chromium and
+chromium-driver). One server and one browser for the whole module.
+
+Screenshots go to ``$MLSYSIM_UI_SCREENSHOTS`` when set (the README's picture is made so),
+else to a temporary folder.
+"""
+
+import json
+import os
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.ui.conftest import CHROMEDRIVER, CHROMIUM, need
+
+need("starlette", "uvicorn", "plotly", "selenium", "chromium", "chromedriver")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+
+from mlsysim import MlsysimError, Scenarios  # noqa: E402
+from mlsysim.engine.overrides import apply_overrides  # noqa: E402
+from mlsysim.engine.results import FIELDS  # noqa: E402
+from mlsysim.ui.state import form_fields  # noqa: E402
+
+ONE = "Gpt2DataParallelOneNode"
+STATE = f"?scenario={ONE}&nodes=4&inter_bandwidth=10%20Gbps"
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    import uvicorn
+
+    from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
+    from mlsysim.ui.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(allowed_hosts=LOOPBACK_HOSTS), log_level="warning", lifespan="off"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if srv.started:
+            break
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="mlsysim-ui-chromium-")
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = os.environ.get("MLSYSIM_UI_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_page(driver, url):
+    driver.get(url)
+    wait(driver, lambda: driver.execute_script("return document.body.dataset.ready === 'true'"))
+    settle(driver)
+    wait_charts(driver)
+
+
+def wait(driver, condition, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    logs = driver.get_log("browser")
+    raise AssertionError(f"timed out; browser log: {logs}")
+
+
+def wait_charts(driver):
+    wait(
+        driver,
+        lambda: driver.execute_script(
+            "return ['scaling','breakdown','plan'].every(n => {"
+            "  const d = document.querySelector(`[data-plot=${n}]`);"
+            "  return d && d.data && d.data.length > 0 && d.querySelector('.main-svg'); })"
+        ),
+    )
+
+
+def settle(driver):
+    """Wait until the page has no request in flight and no change waiting to be sent."""
+    wait(driver, lambda: driver.execute_script("return document.body.dataset.busy === 'false'"))
+
+
+def value_of(driver, field):
+    return driver.find_element(By.CSS_SELECTOR, f'[data-field="{field}"]').get_attribute(
+        "data-value"
+    )
+
+
+def library(*sets):
+    return apply_overrides(Scenarios.get(ONE), list(sets))
+
+
+def assert_page_shows(driver, result):
+    """Every result figure on the page equals the library's, in the page's data-unit."""
+    shown = driver.execute_script(
+        "return [...document.querySelectorAll('[data-field]')].filter(e => e.closest('#revealable'))"
+        ".map(e => [e.dataset.field, e.dataset.value, e.dataset.unit])"
+    )
+    names = [name for name, _, _ in shown]
+    assert sorted(names) == sorted(f for f in FIELDS if f != "constraint_trace")
+    for name, value, unit in shown:
+        want = getattr(result, name)
+        if want is None:
+            assert value == "", name
+        elif hasattr(want, "magnitude"):
+            assert float(value) == pytest.approx(want.to(unit).magnitude, rel=1e-12), name
+        elif name == "cost":
+            assert unit == "USD" and float(value) == pytest.approx(want, rel=1e-12)
+        elif isinstance(want, bool):
+            assert value == str(want).lower(), name
+        elif isinstance(want, (int, float)):
+            assert float(value) == pytest.approx(want, rel=1e-12), name
+        else:
+            assert value == str(want), name
+
+
+def type_into(driver, name, text):
+    box = driver.find_element(By.CSS_SELECTOR, f'#form [name="{name}"]')
+    box.click()
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(Keys.BACKSPACE)
+    box.send_keys(text)
+    settle(driver)
+    return box
+
+
+def test_a_url_with_state_shows_the_librarys_figures(server, browser, shots):
+    open_page(browser, server + "/" + STATE)
+    assert browser.find_element(By.NAME, "nodes").get_attribute("value") == "4"
+    assert browser.find_element(By.NAME, "inter_bandwidth").get_attribute("value") == "10 Gbps"
+    assert_page_shows(browser, library("nodes=4", "inter_bandwidth=10 Gbps").result)
+    assert value_of(browser, "efficiency") == repr(0.27856590147020893)
+    browser.save_screenshot(str(shots / "desktop-1400x1000.png"))
+
+
+def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server, browser):
+    names = browser.execute_script(
+        "return [...document.querySelectorAll('#form input, #form select')].map(e => e.name)"
+    )
+    fields = sorted(f["name"] for f in form_fields())
+    assert sorted(names) == fields  # one input per field, each named after it (grouped on the page)
+    errors = browser.execute_script(
+        "return [...document.querySelectorAll('#form [data-error-for]')].map(e => e.dataset.errorFor)"
+    )
+    assert sorted(errors) == fields
+    page_controls = browser.execute_script(
+        "return [...document.querySelectorAll('input[name], select[name]')].filter(e => !e.closest('#form')).map(e => e.name)"
+    )
+    assert sorted(page_controls) == ["budget", "deadline", "objective", "scenario", "teach"]
+    plots = browser.execute_script(
+        "return [...document.querySelectorAll('[data-plot]')].map(e => e.dataset.plot)"
+    )
+    assert plots == ["scaling", "breakdown", "plan"]
+
+
+def test_typing_a_value_updates_the_figures_and_the_url(server, browser):
+    type_into(browser, "nodes", "8")
+    want = library("nodes=8", "inter_bandwidth=10 Gbps").result
+    wait(browser, lambda: value_of(browser, "efficiency") == repr(want.efficiency))
+    assert_page_shows(browser, want)
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(browser.current_url).query))
+    assert query == {"scenario": ONE, "nodes": "8", "inter_bandwidth": "10 Gbps"}
+    marker = browser.execute_script(
+        "return document.querySelector('[data-plot=scaling]').data.find(t => t.name === 'this layout').x"
+    )
+    assert marker == [8]
+
+
+def test_a_bad_value_shows_the_librarys_message_and_keeps_the_last_result(server, browser):
+    before = value_of(browser, "efficiency")
+    box = type_into(browser, "step_time", "3 furlongs")
+    with pytest.raises(MlsysimError) as caught:
+        library("nodes=8", "inter_bandwidth=10 Gbps", "step_time=3 furlongs")
+    error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="step_time"]')
+    wait(browser, lambda: error.text == str(caught.value))
+    assert box.get_attribute("aria-invalid") == "true"
+    assert value_of(browser, "efficiency") == before
+    assert "last valid inputs" in browser.find_element(By.ID, "status").text
+    type_into(browser, "step_time", "1.8 s")
+    wait(browser, lambda: error.text == "")
+
+
+def test_downloads_toml_csv_and_chart_images(server, browser):
+    toml_url = browser.find_element(By.ID, "download-toml").get_attribute("href")
+    with urllib.request.urlopen(toml_url, timeout=10) as answer:
+        text = answer.read().decode()
+    assert "nodes = 8" in text and 'inter_bandwidth = "10 Gbps"' in text
+    csv_url = browser.find_element(By.ID, "download-csv").get_attribute("href")
+    with urllib.request.urlopen(csv_url, timeout=10) as answer:
+        lines = answer.read().decode().splitlines()
+    assert lines[0].startswith("nodes,n_devices") and len(lines) == 65
+    for plot in ("scaling", "breakdown", "plan"):
+        for fmt, prefix in (("png", "data:image/png;base64,"), ("svg", "data:image/svg+xml")):
+            image = browser.execute_async_script(
+                "const done = arguments[arguments.length - 1];"
+                f"Plotly.toImage(document.querySelector('[data-plot={plot}]'), {{format: '{fmt}', width: 800, height: 500}})"
+                ".then(done, e => done('error: ' + e));"
+            )
+            assert image.startswith(prefix), (plot, fmt, image[:80])
+
+
+def test_the_plan_follows_the_deadline_and_budget(server, browser):
+    deadline = browser.find_element(By.ID, "deadline")
+    deadline.send_keys("1 hour")
+    browser.find_element(By.ID, "budget").send_keys("400 USD")
+    settle(browser)
+    wait(browser, lambda: "training time ≤ 1 h" in browser.find_element(By.ID, "plan-summary").text)
+    traces = browser.execute_script(
+        "return document.querySelector('[data-plot=plan]').data.map(t => [t.name, t.x.length])"
+    )
+    names = dict(traces)
+    assert names["Pareto front"] > 0 and "best (cost)" in names
+    assert "deadline=1%20hour" in browser.current_url and "budget=400%20USD" in browser.current_url
+
+
+def test_predict_first_hides_the_answer_until_the_guess(server, browser, shots):
+    open_page(browser, server + "/" + STATE + "&teach=1")
+    veiled = browser.find_element(By.ID, "revealable")
+    assert "veiled" in veiled.get_attribute("class")
+    assert browser.find_element(By.ID, "teach-panel").is_displayed()
+    browser.find_element(By.ID, "guess").send_keys("90")
+    browser.find_element(By.ID, "reveal").click()
+    feedback = browser.find_element(By.ID, "teach-feedback")
+    wait(browser, feedback.is_displayed)
+    assert "veiled" not in veiled.get_attribute("class")
+    assert "90 %" in feedback.text and "27.9 %" in feedback.text and "-62.1 pt" not in feedback.text
+    explains = feedback.find_element(By.CSS_SELECTOR, "[data-explains]").get_attribute(
+        "data-explains"
+    )
+    assert explains == "inter time"  # the gap is the inter-node AllReduce
+    browser.save_screenshot(str(shots / "predict-first.png"))
+
+
+def test_no_request_leaves_the_local_server(server, browser):
+    browser.get_log("performance")  # forget what came before
+    open_page(browser, server + "/" + STATE)
+    type_into(browser, "nodes", "2")
+    wait(browser, lambda: "nodes=2" in browser.current_url)
+    time.sleep(0.5)
+    urls = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    assert any(u.startswith(f"{server}/static/plotly.min.js") for u in urls)
+    assert any(u.startswith(f"{server}/api/evaluate") for u in urls)
+    outside = [
+        u for u in urls if not u.startswith(server + "/") and not u.startswith(("data:", "blob:"))
+    ]
+    assert outside == []
+
+
+def test_the_page_fits_a_phone(server, browser, shots):
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True},
+    )
+    try:
+        open_page(browser, server + "/" + STATE + "&assumptions=realistic")
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 390  # nothing wider than the screen: no sideways scrolling
+        assert_page_shows(
+            browser, library("nodes=4", "inter_bandwidth=10 Gbps", "assumptions=realistic").result
+        )
+        browser.save_screenshot(str(shots / "phone-390x844.png"))
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert (shots / "phone-390x844.png").stat().st_size > 10_000
