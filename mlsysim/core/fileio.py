@@ -26,8 +26,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -114,11 +114,17 @@ def atomic_writer(
     left as it was. An unwritable path raises :class:`InputError` naming it.
     """
     target = check_target(path, force=force)
+    temp = _temporary_name(target)
+    _TEMPORARY.add(temp)  # registered before it exists: a signal at any point finds it
     try:
-        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise InputError(f"cannot write {_label(target)}: {exc.strerror}", field="path") from None
-    _TEMPORARY.add(temp)
+        fd = _create(temp, target)
+    except InputError:  # not created (or, one chance in 2**48, someone else's name): keep it
+        _TEMPORARY.discard(temp)
+        raise
+    except BaseException:  # a signal just after the file was created
+        _remove(temp)
+        _TEMPORARY.discard(temp)
+        raise
     try:
         opened = (
             os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
@@ -147,6 +153,19 @@ def replacing_read_only(force: bool = True) -> Iterator[None]:
         yield
     finally:
         _FORCE.reset(token)
+
+
+def _temporary_name(target: Path) -> str:
+    return str(target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp")
+
+
+def _create(temp: str, target: Path) -> int:
+    """Create ``temp`` exclusively (mode 0600, as ``tempfile.mkstemp``); InputError naming the target."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(temp, flags, 0o600)
+    except OSError as exc:
+        raise InputError(f"cannot write {_label(target)}: {exc.strerror}", field="path") from None
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, force: bool = False) -> Path:

@@ -40,7 +40,9 @@ def _interrupt_while_writing(tmp_path: Path, signum: int) -> tuple[int, str]:
     finally:
         if process.poll() is None:
             process.kill()
-    assert list(tmp_path.iterdir()) == [target], "a temporary file was left behind"
+    assert list(tmp_path.iterdir()) == [target], (
+        f"a temporary file was left behind (status {process.returncode}, stderr {err!r})"
+    )
     assert target.read_text() == "previous contents\n"
     return process.returncode, err
 
