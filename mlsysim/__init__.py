@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownNameError": "mlsysim.core.exceptions",
     "ScenarioFileError": "mlsysim.core.exceptions",
     "MissingDependencyError": "mlsysim.core.exceptions",
+    "MlsysimWarning": "mlsysim.core.exceptions",
     # workloads and hardware
     "Workload": "mlsysim.models.types",
     "TransformerWorkload": "mlsysim.models.types",
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InputError,
         MissingDependencyError,
         MlsysimError,
+        MlsysimWarning,
         ScenarioFileError,
         UnitsError,
         UnknownNameError,

@@ -16,6 +16,7 @@ EXPECTED = {
     "InputError",
     "MissingDependencyError",
     "MlsysimError",
+    "MlsysimWarning",
     "Models",
     "Q_",
     "Quantity",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 
@@ -70,7 +73,8 @@ def _main(argv: list[str] | None) -> int:
     click = _click_exceptions()
     command = _command(app)
     try:
-        code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
+        with _notes():
+            code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
         if code == 130:  # typer turns KeyboardInterrupt into Exit(130) and returns its code
             print("mlsysim: interrupted", file=sys.stderr)
             return 130
@@ -96,6 +100,23 @@ def _main(argv: list[str] | None) -> int:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     return 0
+
+
+@contextlib.contextmanager
+def _notes() -> Iterator[None]:
+    """Print each :class:`~mlsysim.MlsysimWarning` as one ``mlsysim: note:`` line on stderr."""
+    from mlsysim.core.exceptions import MlsysimWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MlsysimWarning)
+        try:
+            yield
+        finally:
+            for w in caught:
+                if issubclass(w.category, MlsysimWarning):
+                    print(f"mlsysim: note: {_one_line(str(w.message))}", file=sys.stderr)
+                else:
+                    warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 def _click_exceptions():  # noqa: ANN202

@@ -25,6 +25,9 @@ app = typer.Typer(
         '  mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"\n\n'
         '  mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" --deadline "1 hour"\n\n'
         "  mlsysim run --file job.toml\n\n"
+        "  mlsysim run --set workload=Llama3_8B --set node=DGX_H100 --set fabric=InfiniBand_NDR "
+        '--set nodes=16 --set mfu=0.4 --set "training_tokens=1e12 token" --set per_device_batch=1\n\n'
+        "  mlsysim init job.toml\n\n"
         "  mlsysim --registry my_cluster.toml registry nodes"
     ),
     no_args_is_help=True,
@@ -180,12 +183,14 @@ def schema(
 def _register_commands() -> None:
     """Commands defined in their own modules (each light to import)."""
     from mlsysim.cli.calibrate import calibrate_app
+    from mlsysim.cli.init import init_command
     from mlsysim.cli.sweep import plan_command, sweep_command
     from mlsysim.cli.ui import ui_command
     from mlsysim.cli.validate import validate_app
 
     app.command("sweep")(sweep_command)
     app.command("plan")(plan_command)
+    app.command("init")(init_command)
     app.command("ui")(ui_command)
     app.add_typer(validate_app, name="validate")
     app.add_typer(calibrate_app, name="calibrate")

@@ -7,6 +7,7 @@ from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
+from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
 
 
@@ -39,7 +40,42 @@ def result_json(scenario: Any) -> str:
     from mlsysim.core.jsonio import document, dumps
 
     body = {**scenario.to_dict(), "result": scenario.result.to_dict()}
+    if not scenario.assumptions.is_seed():
+        body["intervals_80"] = intervals_dict(scenario.result)
     return dumps(document("result", body), indent=2)
+
+
+def intervals_dict(result: Any, level: float = 0.8) -> dict[str, Any]:
+    """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
+    from mlsysim.core.jsonio import encode
+    from mlsysim.validation.intervals import INTERVAL_FIELDS
+
+    out: dict[str, Any] = {}
+    for name in INTERVAL_FIELDS:
+        if name == "cost" and result.cost is None:
+            continue
+        unit = field_unit(name)
+        out[name] = [encode(b, unit=unit) for b in result.interval(name, level)]
+    return out
+
+
+def interval_line(result: Any, level: float = 0.8) -> str:
+    """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
+    from mlsysim.validation.intervals import INTERVAL_FIELDS
+
+    parts = []
+    for name in INTERVAL_FIELDS:
+        if name == "cost" and result.cost is None:
+            continue
+        low, high = result.interval(name, level)
+        if hasattr(low, "magnitude"):
+            unit = {"millisecond": "ms", "hour": "h"}.get(field_unit(name) or "", "")
+            parts.append(f"{name} {low.magnitude:,.4g}-{high.magnitude:,.4g} {unit}")
+        elif name == "cost":
+            parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
+        else:
+            parts.append(f"{name} {low:.4g}-{high:.4g}")
+    return f"{level:.0%} prediction interval (conformal, from published residuals): " + ", ".join(parts)
 
 
 RESULT_ROWS: dict[str, str] = {
@@ -52,6 +88,9 @@ RESULT_ROWS: dict[str, str] = {
     "exposed_communication_time": "AllReduce not hidden (exposed)",
     "hidden_communication_time": "AllReduce hidden under backward",
     "synchronization_time": "synchronization per update",
+    "optimizer_time": "optimizer step per update",
+    "interference_time": "compute slowed beside the AllReduce",
+    "bucket_copy_time": "DDP bucket copies per update",
     "speedup": "speedup over one device",
     "efficiency": "scaling efficiency",
     "communication_overhead": "communication / compute",
@@ -75,6 +114,9 @@ OPT_IN_ROWS = (
     "exposed_communication_time",
     "hidden_communication_time",
     "synchronization_time",
+    "optimizer_time",
+    "interference_time",
+    "bucket_copy_time",
     "algorithm",
 )
 """Rows shown only when the opt-in model is switched on (they equal the seed's figures otherwise)."""
@@ -141,8 +183,13 @@ def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
             )
         if value is None or name in ("name", "description") or (name == "zero_stage" and not value):
             continue
+        if name in PRESETS:
+            value = preset_name(name, value)
         label = f"{name} ({f.symbol})" if f.symbol else name
-        rows.append((label, _text(value), f.label))
+        origin = scenario.job.origins.get(name)
+        if origin and f.display_unit and hasattr(value, "to"):
+            value = value.to(f.display_unit)  # a derived figure in the unit a person reads
+        rows.append((label, _text(value), f.label + (f" (from {origin})" if origin else "")))
     return rows
 
 
@@ -175,6 +222,8 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
     for label, text, unit in result_rows(scenario):
         table.add_row(label, text, unit)
     console.print(table)
+    if not scenario.assumptions.is_seed():
+        console.print(interval_line(result), markup=False)
     console.print()
     inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
     inputs.add_column("input")
@@ -219,32 +268,79 @@ def next_steps(scenario: Any, source: str) -> list[str]:
 __all__ = ["inputs_dict", "next_steps", "print_result", "result_json", "field_unit"]
 
 
-def print_validation(seed: list[Any], realistic: list[Any]) -> None:
-    """Measured vs predicted efficiency per case, seed and realistic, with median and max errors."""
-    from rich.console import Console
+def print_validation(
+    seed: list[Any],
+    realistic: list[Any],
+    *,
+    band: tuple[float, float],
+    families: dict[str, dict[str, Any]],
+    totals: dict[str, Any],
+    coverage: tuple[float, float],
+    lofo: Any = None,
+) -> None:
+    """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
+    errors per family, the overall figures, and the leave-one-family-out ones when given."""
     from rich.table import Table
 
-    from mlsysim.validation.published import summary
-
+    pt = "{:+.1f} pt".format
+    console = _console()
     table = Table(
         title="Scaling efficiency: published measurements vs the model", header_style="bold"
     )
-    for column in ("case", "measured", "seed", "error", "realistic", "error"):
+    columns = ["case", "meas.", "seed", "err", "real.", "80% int.", "err"]
+    if lofo is not None:
+        columns += ["CV", "err"]
+    for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right", no_wrap=True)
+    held = {c.case.id: c for c in lofo.comparisons} if lofo is not None else {}
     for s, r in zip(seed, realistic, strict=True):
-        table.add_row(
+        low = max(r.predicted + band[0], 0.001)
+        high = min(r.predicted + band[1], 1.0)
+        inside = "" if low <= r.case.measured_eff <= high else "*"
+        row = [
             s.case.id,
             f"{s.case.measured_eff:.3f}",
             f"{s.predicted:.3f}",
-            f"{s.error * 100:+.1f} pt",
+            f"{s.error * 100:+.1f}",
             f"{r.predicted:.3f}",
-            f"{r.error * 100:+.1f} pt",
+            f"{low:.2f}-{high:.2f}{inside}",
+            f"{r.error * 100:+.1f}",
+        ]
+        if lofo is not None:
+            h = held[s.case.id]
+            row += [f"{h.predicted:.3f}", f"{h.error * 100:+.1f}"]
+        table.add_row(*row)
+    console.print(table)
+
+    fam = Table(
+        title="Error per family, points: median |e| / worst |e| / mean e", header_style="bold"
+    )
+    for column in ("family", "cases", "seed", "realistic"):
+        fam.add_column(column, justify="left" if column == "family" else "right", no_wrap=True)
+
+    def three(x: Any) -> str:
+        return f"{x.median_abs * 100:.1f} / {x.max_abs * 100:.1f} / {x.mean * 100:+.1f}"
+
+    for name, s_ in families["seed"].items():
+        fam.add_row(name, str(s_.count), three(s_), three(families["realistic"][name]))
+    fam.add_section()
+    fam.add_row("all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"]))
+    console.print(fam)
+    covered, width = coverage
+    console.print(
+        f"realistic 80% interval: predicted {pt(band[0] * 100)} .. {pt(band[1] * 100)} "
+        f"(conformal, from these residuals); covers {covered:.0%} of cases, width "
+        f"{width * 100:.1f} pt  (* = measured outside)"
+    )
+    if lofo is not None:
+        h = lofo.summary
+        jitters = [v * 1e3 for v in lofo.jitters.values()]
+        console.print(
+            f"leave one family out: median |error| {h.median_abs * 100:.1f} pt, worst "
+            f"{h.max_abs * 100:.1f} pt, mean {pt(h.mean * 100)}; 80% interval from the other "
+            f"families covers {lofo.coverage:.0%} (median width {lofo.median_width * 100:.1f} pt); "
+            f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
         )
-    (sm, sx), (rm, rx) = summary(seed), summary(realistic)
-    table.add_section()
-    table.add_row("median |error|", "", "", f"{sm * 100:.1f} pt", "", f"{rm * 100:.1f} pt")
-    table.add_row("max |error|", "", "", f"{sx * 100:.1f} pt", "", f"{rx * 100:.1f} pt")
-    Console().print(table)
 
 
 def _registry_figures() -> dict[str, Callable[[Any], str]]:

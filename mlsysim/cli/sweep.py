@@ -82,7 +82,14 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     from mlsysim.engine.overrides import apply_overrides
 
     if name is None and file is None:
-        raise typer.BadParameter("missing the scenario: give its name or --file FILE")
+        if not sets:
+            raise typer.BadParameter(
+                "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
+                "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
+            )
+        from mlsysim.engine.overrides import scenario_from_assignments
+
+        return scenario_from_assignments(sets)
     if name is not None and file is not None:
         raise typer.BadParameter(
             f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"

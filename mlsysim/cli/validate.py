@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -22,46 +23,111 @@ validate_app = typer.Typer(
 @validate_app.command("published")
 def published(
     json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    cv: bool = typer.Option(
+        False,
+        "--cv",
+        help="Also leave each family out in turn: refit the host jitter without it, "
+        "predict it, and check its 80%% interval (a few seconds).",
+    ),
 ) -> None:
     """Predict every published case with the seed model and with Assumptions.realistic().
 
-    Prints measured, predicted and error side by side, with the median and
-    maximum absolute error of each model (points of scaling efficiency).
+    Prints measured, predicted and error per case with the realistic preset's
+    80% prediction interval, then per family the median, worst and mean
+    (signed) error, and overall the interval coverage (points of scaling
+    efficiency). --cv adds the leave-one-family-out figures.
     """
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.validation.published import compare, summary
+    from mlsysim.validation.intervals import efficiency_band
+    from mlsysim.validation.published import (
+        by_family,
+        compare,
+        cross_validate,
+        in_sample_coverage,
+        summarize,
+    )
 
+    realistic_assumptions = Assumptions.realistic()
     seed = compare()
-    realistic = compare(Assumptions.realistic())
+    realistic = compare(realistic_assumptions)
+    band = efficiency_band(realistic_assumptions, 0.8)
+    coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
+    lofo = cross_validate(realistic_assumptions) if cv else None
     if json_:
-        rows = [
-            {
-                "id": s.case.id,
-                "source": s.case.source,
-                "measured_efficiency": s.case.measured_eff,
-                "seed_efficiency": s.predicted,
-                "seed_error": s.error,
-                "realistic_efficiency": r.predicted,
-                "realistic_error": r.error,
-            }
-            for s, r in zip(seed, realistic, strict=True)
-        ]
-        (sm, sx), (rm, rx) = summary(seed), summary(realistic)
         typer.echo(
-            json.dumps(
-                {
-                    "cases": rows,
-                    "seed": {"median_abs_error": sm, "max_abs_error": sx},
-                    "realistic": {"median_abs_error": rm, "max_abs_error": rx},
-                },
-                indent=2,
-                allow_nan=False,
-            )
+            json.dumps(validation_json(seed, realistic, band, coverage, width, lofo), indent=2, allow_nan=False)
         )
         return
     from mlsysim.cli.render import print_validation
 
-    print_validation(seed, realistic)
+    print_validation(
+        seed,
+        realistic,
+        band=band,
+        families={"seed": by_family(seed), "realistic": by_family(realistic)},
+        totals={"seed": summarize(seed), "realistic": summarize(realistic)},
+        coverage=(coverage, width),
+        lofo=lofo,
+    )
+
+
+def validation_json(
+    seed: list[Any],
+    realistic: list[Any],
+    band: tuple[float, float],
+    coverage: float,
+    width: float,
+    lofo: Any,
+) -> dict[str, Any]:
+    """The ``validate published`` report as plain values (fractions of efficiency)."""
+    from mlsysim.validation.published import by_family, summarize
+
+    def stats(s: Any) -> dict[str, Any]:
+        return {
+            "count": s.count,
+            "median_abs_error": s.median_abs,
+            "max_abs_error": s.max_abs,
+            "mean_error": s.mean,
+        }
+
+    rows = [
+        {
+            "id": s.case.id,
+            "family": s.case.family,
+            "source": s.case.source,
+            "measured_efficiency": s.case.measured_eff,
+            "seed_efficiency": s.predicted,
+            "seed_error": s.error,
+            "realistic_efficiency": r.predicted,
+            "realistic_error": r.error,
+            "realistic_interval_80": [
+                max(r.predicted + band[0], 0.001),
+                min(r.predicted + band[1], 1.0),
+            ],
+        }
+        for s, r in zip(seed, realistic, strict=True)
+    ]
+    out: dict[str, Any] = {
+        "cases": rows,
+        "seed": stats(summarize(seed)),
+        "realistic": {
+            **stats(summarize(realistic)),
+            "interval_80": {"band": list(band), "coverage": coverage, "width": width},
+        },
+        "families": {
+            name: {"seed": stats(s), "realistic": stats(by_family(realistic)[name])}
+            for name, s in by_family(seed).items()
+        },
+    }
+    if lofo is not None:
+        out["leave_one_family_out"] = {
+            **stats(lofo.summary),
+            "coverage_80": lofo.coverage,
+            "median_width_80": lofo.median_width,
+            "host_jitter_s": lofo.jitters,
+            "cases": {c.case.id: c.predicted for c in lofo.comparisons},
+        }
+    return out
 
 
 @validate_app.command("ddp")

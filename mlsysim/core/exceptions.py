@@ -137,3 +137,12 @@ class InfeasiblePlanError(MlsysimError, ValueError):
 
 class MissingDependencyError(MlsysimError, ImportError):
     """An optional extra (plot, yaml, calibrate) is needed and not installed."""
+
+
+class MlsysimWarning(UserWarning):
+    """A result is computed, but an input was probably not meant as given.
+
+    Raised through :func:`warnings.warn`, never as an error: for instance a
+    measured ``step_time`` carried unchanged to a different workload by
+    ``scenario.variant(workload=...)``. The command line prints it as a note.
+    """

@@ -66,6 +66,8 @@ ureg.load_definitions(_definitions())
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
 ureg.define("USD = [currency] = _ = dollar = dollars = usd")
+ureg.define("token = [token] = _ = tokens")
+ureg.define("sample = [sample] = _ = samples")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -87,6 +89,9 @@ KINDS: dict[str, tuple[Any, str]] = {
     "money_rate": (ureg.USD / ureg.hour, "a price per time (e.g. Q_(32, 'USD/hour'))"),
     "count": (ureg.param, "a parameter count (e.g. Q_(7e9, 'param'))"),
     "compute_rate": (ureg.flop / ureg.second, "a compute rate (e.g. Q_(989, 'Tflop/s'))"),
+    "compute": (ureg.flop, "an amount of computation (e.g. Q_(5e14, 'flop'))"),
+    "tokens": (ureg.token, "a number of tokens (e.g. Q_(1e12, 'token'))"),
+    "samples": (ureg.sample, "a number of samples (e.g. Q_(1.2e6, 'sample'))"),
 }
 
 _FACTORS: dict[str, dict[Any, float]] = {kind: {} for kind in KINDS}
@@ -148,6 +153,9 @@ PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
     "money_rate": (1e-9, 1e15, "1e-9 to 1e15 USD/hour"),
     "count": (1.0, 1e18, "1 to 1e18"),
     "compute_rate": (1.0, 1e24, "1 flop/s to 1e24 flop/s"),
+    "compute": (1.0, 1e30, "1 to 1e30 flop"),
+    "tokens": (1.0, 1e18, "1 to 1e18 tokens"),
+    "samples": (1.0, 1e18, "1 to 1e18 samples"),
 }
 """Physical range of an input of each kind, canonical units (low, high, said in words).
 
@@ -158,6 +166,8 @@ outside it, naming the field, instead of returning an infinite or zero result.
 
 
 def _in_range(x: float, kind: str, value: Any, *, low_bound: bool = True) -> float:
+    if kind not in PHYSICAL_RANGE:
+        return x
     low, high, words = PHYSICAL_RANGE[kind]
     if not (low <= x or not low_bound) or not x <= high:
         raise UnitsError(f"expected a value in the physical range {words}, got {value:~P}")
@@ -217,6 +227,9 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "money_rate": ("USD/hour", "USD/h", "USD/day", "USD/s"),
     "count": ("param", "kparam", "Mparam", "Gparam"),
     "compute_rate": ("flop/s", "Gflop/s", "Tflop/s", "Pflop/s", "TFLOP/s"),
+    "compute": ("flop", "Gflop", "Tflop", "Pflop", "Eflop"),
+    "tokens": ("token", "Mtoken", "Gtoken", "Ttoken"),
+    "samples": ("sample",),
 }
 PORT_SPEEDS = {"g": "Gbps", "gbe": "Gbps", "t": "Tbps", "tbe": "Tbps", "m": "Mbps", "mbe": "Mbps"}
 """A bandwidth written as a port speed (``400G``, ``100 GbE``) is in bits per second:

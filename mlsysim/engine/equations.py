@@ -25,8 +25,13 @@ from mlsysim.physics.collectives import (
     stage_time,
 )
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
-from mlsysim.physics.overlap import exposed_communication
-from mlsysim.physics.synchronization import straggler_delay, update_overhead
+from mlsysim.physics.optimizer import optimizer_step_time
+from mlsysim.physics.overlap import exposed_communication, interference_delay
+from mlsysim.physics.synchronization import (
+    jittered_straggler_delay,
+    straggler_delay,
+    update_overhead,
+)
 
 
 @dataclass(slots=True)
@@ -58,6 +63,21 @@ class Inputs:
     inter_latency: Num = 0.0
     activation_memory: Num = 0.0
     device_memory: Num = math.nan
+    # opt-in costs (docs/model.md section 2.9); the defaults leave the seed unchanged.
+    # optimizer_bytes (from ``optimizer``) and inter_transport (the factor of
+    # ``inter_transport``) are derived like gradient_bytes.
+    optimizer_step_time: Num = 0.0
+    optimizer_bytes: Num = 0.0
+    memory_bandwidth: Num = math.inf
+    inter_transport: Num = 1.0
+    # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
+    mfu: Num = math.nan
+    training_tokens: Num = math.nan
+    training_samples: Num = math.nan
+    flops_per_sample: Num = math.nan
+    peak_flops: Num = math.nan
+    sequence_length: Num = math.nan
+    activation_memory_per_sample: Num = math.nan
 
 
 @dataclass(frozen=True)
@@ -77,11 +97,15 @@ class Choices:
     update_overhead: float = 0.0
     straggler_cv: float = 0.0
     zero_stage: int = 0
+    interference: float = 0.0
+    host_jitter: float = 0.0
+    bucket_copies: bool = False
+    first_bucket_size: float = 0.0
 
 
 SEED_CHOICES = Choices()
 
-UPDATE_TERMS = ("compute_time", "exposed_communication_time", "synchronization_time")
+UPDATE_TERMS = ("compute_time", "exposed_communication_time", "synchronization_time", "extra_time")
 """The :class:`Figures` that add up to ``update_time``, in order; ``explain`` prints the sum
 from this list, so a new term of the update is declared here and in :func:`evaluate` only."""
 
@@ -158,13 +182,20 @@ class Figures(NamedTuple):
     intra_cost: StageCost
     inter_cost: StageCost
     buckets: Buckets
+    # the opt-in costs of :func:`_extra_costs` (0 by default)
+    optimizer_time: Num = 0.0
+    interference_time: Num = 0.0
+    bucket_copy_time: Num = 0.0
+    first_bucket_time: Num = 0.0
+    extra_time: Num = 0.0
+    extra_share: Num = 0.0
 
 
 def _inter_costs(
     x: Inputs, c: Choices, message_bytes: Num
 ) -> tuple[StageCost, int | Array]:
     """The inter-node stage cost and the index of the algorithm used (an array under ``auto``)."""
-    bandwidth = x.inter_bandwidth * c.inter_efficiency
+    bandwidth = x.inter_bandwidth * x.inter_transport * c.inter_efficiency
     if c.algorithm != "auto":
         cost = inter_node_cost(
             c.algorithm, x.devices_per_node, x.nodes, bandwidth, x.nics_per_node, x.inter_latency
@@ -201,8 +232,10 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         inter_bytes = G_c v_o;   inter_time = L_o + inter_bytes / rate_o
         communication_time = intra_time + inter_time
         compute_time = A T1
-        update_time = compute_time + exposed_communication + synchronization
-        speedup = n compute_time / update_time;  efficiency = speedup / n
+        update_time = compute_time + exposed_communication + synchronization + extra
+        speedup = n (compute_time + t_opt) / update_time;  efficiency = speedup / n
+
+    (``extra`` and ``t_opt``: the opt-in costs of :func:`_extra_costs`, 0 by default.)
         training_time = T_train / speedup;  cost = hours(training_time) N rate
     """
     d, big_n = x.devices_per_node, x.nodes
@@ -240,12 +273,13 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         )
     else:
         bucket_time = last_bucket_time = exposed = communication_time
-    synchronization = straggler_delay(
-        x.step_time, x.accumulation_steps, n, c.straggler_cv
-    ) + update_overhead(n, c.update_overhead)
-    update_time = compute_time + exposed + synchronization  # the UPDATE_TERMS
+    synchronization = _straggler(x, c, n) + update_overhead(n, c.update_overhead)
+    extra = _extra_costs(x, c, n, g, intra_cost, inter_cost, communication_time - exposed)
+    communication_time = communication_time + extra["first_bucket_time"]
+    exposed = exposed + extra["first_bucket_time"]
+    update_time = compute_time + exposed + synchronization + extra["extra_time"]  # the UPDATE_TERMS
 
-    speedup = n * compute_time / update_time
+    speedup = n * (compute_time + extra["optimizer_time"]) / update_time
     training_time = x.training_time / speedup
     memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
     unknown_memory = x.device_memory != x.device_memory
@@ -282,7 +316,55 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         intra_cost=intra_cost,
         inter_cost=inter_cost,
         buckets=Buckets(count, bucket, last, bucket_time, last_bucket_time),
+        extra_share=extra["extra_time"] / update_time,
+        **extra,
     )
+
+
+def _straggler(x: Inputs, c: Choices, n: Num) -> Num:
+    """The straggler wait: proportional variation only, or with absolute host jitter."""
+    if c.host_jitter:
+        return jittered_straggler_delay(
+            x.step_time, x.accumulation_steps, n, c.straggler_cv, c.host_jitter
+        )
+    return straggler_delay(x.step_time, x.accumulation_steps, n, c.straggler_cv)
+
+
+def _extra_costs(
+    x: Inputs,
+    c: Choices,
+    n: Num,
+    g: Num,
+    intra_cost: StageCost,
+    inter_cost: StageCost,
+    hidden: Num,
+) -> dict[str, Num]:
+    """The opt-in per-update costs beyond the seed (each 0 at its neutral input):
+
+        optimizer_time    = t_opt = optimizer_step_time + P beta / B_mem (once per update)
+        interference_time = s x hidden communication (compute slowed beside it)
+        bucket_copy_time  = 4 G / B_mem (DDP copies gradients into buckets and back)
+        first_bucket_time = L_intra + L_inter (DDP's capped first bucket: one more
+                            collective; exposed without overlap, hidden with it)
+        extra_time        = optimizer_time + interference_time + bucket_copy_time
+    """
+    distributed = n > 1
+    optimizer = x.optimizer_step_time + optimizer_step_time(
+        x.parameters, x.optimizer_bytes, x.memory_bandwidth
+    )
+    interference = interference_delay(hidden, c.interference)
+    copies = 4.0 * x.gradient_bytes / x.memory_bandwidth * distributed if c.bucket_copies else 0.0
+    first: Num = 0.0
+    if c.first_bucket_size and not c.overlap:
+        startup = intra_cost.startup + inter_cost.startup
+        first = where(g > c.first_bucket_size, startup, 0.0) * distributed
+    return {
+        "optimizer_time": optimizer,
+        "interference_time": interference,
+        "bucket_copy_time": copies,
+        "first_bucket_time": first,
+        "extra_time": optimizer + interference + copies,
+    }
 
 
 def _bottleneck(

@@ -19,6 +19,7 @@ from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.fields import FIELDS
+from mlsysim.engine.job import explain_rows, preset_name
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
@@ -35,9 +36,10 @@ from mlsysim.physics.memory import (
     ZERO3_VOLUME_EQUATION,
     communication_volume_factor,
 )
-from mlsysim.physics.overlap import EXPOSED_EQUATION
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_EQUATION
+from mlsysim.physics.overlap import EXPOSED_EQUATION, INTERFERENCE_EQUATION
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
-from mlsysim.physics.synchronization import STRAGGLER_EQUATION
+from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 
 def fmt_hours(hours: float) -> str:
@@ -117,7 +119,8 @@ def _heading(
         if name == "zero_stage" and value == 0:
             continue
         key = f"{name} ({f.symbol})" if f.symbol else name
-        inputs[key] = (_input_text(name, value), f.label)
+        origin = r.job.origins.get(name) if r.job is not None else None
+        inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
     if a.is_seed():
         model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     else:
@@ -130,6 +133,7 @@ def _heading(
                 else ""
             )
             + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
+            + _new_choices(a)
             + (
                 f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
                 if a.measured_links
@@ -146,6 +150,20 @@ def _heading(
     }
 
 
+def _new_choices(a: Any) -> str:
+    """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
+    parts = []
+    if a.host_jitter.magnitude:
+        parts.append(f"host_jitter={fmt_time(a.choices.host_jitter)}")
+    if a.interference:
+        parts.append(f"interference={a.interference:g}")
+    if a.bucket_copies:
+        parts.append("bucket_copies=True")
+    if a.first_bucket_size.magnitude:
+        parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
+    return "".join(f", {p}" for p in parts)
+
+
 def _input_text(name: str, value: Any) -> str:
     """An input as a reader expects it: the unit its field is shown in."""
     f = FIELDS[name]
@@ -153,6 +171,10 @@ def _input_text(name: str, value: Any) -> str:
         return "none"
     if name == "workload":
         return f"{value.name} ({value.parameter_count():.6g} parameters)"
+    if f.kind == "preset":
+        return preset_name(name, value)
+    if f.dimension in ("tokens", "samples"):
+        return f"{to_canonical(value, f.dimension):.6g} {f.display_unit}"
     if f.dimension == "time":
         return fmt_time(to_canonical(value, "time"))
     if f.dimension == "data":
@@ -208,8 +230,13 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
 def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, str]]:
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
+    if r.job is not None:
+        s.rows += explain_rows(i, r.job)  # step and training time derived from the model
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
+    if r.job is not None:  # the activations, just before the memory they are part of
+        at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
+        s.rows[at:at] = explain_rows(i, r.job, part="memory")
     return s.rows
 
 
@@ -293,6 +320,7 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
         (volume_sym, volume_num),
         [
             ("min(k, d)", str(min(k, d)), k != 1),
+            ("tau", f"{x.inter_transport:g}", x.inter_transport != 1),
             ("B_inter", fmt_rate(x.inter_bandwidth), True),
             ("e_inter", f"{e_o:g}", e_o != 1),
         ],
@@ -345,8 +373,19 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             f"{fmt_time(comm)} - {fmt_time(exposed)}",
             fmt_time(f.hidden_communication_time),
         )
+    _cost_steps(s, c)
     overhead = a.update_overhead_seconds() if n > 1 else 0.0
-    if a.straggler_cv or a.update_overhead_seconds():
+    jitter = a.choices.host_jitter
+    if jitter:
+        cv_t1 = f"({a.straggler_cv:g} x {fmt_time(t1)})"
+        s.add(
+            "synchronization",
+            JITTER_EQUATION,
+            f"sqrt({cv_t1} x {cv_t1} + {fmt_time(jitter)} x {fmt_time(jitter)}) x sqrt({acc}) "
+            f"x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
+            fmt_time(f.synchronization_time),
+        )
+    elif a.straggler_cv or a.update_overhead_seconds():
         s.add(
             "synchronization",
             STRAGGLER_EQUATION,
@@ -354,6 +393,50 @@ def _update_steps(s: _Steps, c: _Context) -> None:
             fmt_time(f.synchronization_time),
         )
     _update_step(s, f)
+
+
+def _cost_steps(s: _Steps, c: _Context) -> None:
+    """The opt-in costs beyond the seed (docs/model.md section 2.9), each when it is on."""
+    r, a, i = c.r, c.a, c.i
+    f, x = r.figures, r.model_inputs
+    if i.get("optimizer") is not None:
+        beta = OPTIMIZER_BYTES_PER_PARAMETER[i["optimizer"]]
+        s.add(
+            "optimizer step",
+            f"{OPTIMIZER_EQUATION}; {i['optimizer']}: beta = {beta:g} B read + written per parameter",
+            f"{x.parameters:.6g} x {beta:g} B / {fmt_rate(x.memory_bandwidth)}",
+            fmt_time(f.optimizer_time),
+        )
+    elif f.optimizer_time:
+        s.add("optimizer step", "t_opt = optimizer_step_time (given)", "", fmt_time(f.optimizer_time))
+    if a.interference:
+        s.add(
+            "interference",
+            INTERFERENCE_EQUATION,
+            f"{a.interference:g} x {fmt_time(f.hidden_communication_time)}",
+            fmt_time(f.interference_time),
+        )
+    if a.bucket_copies:
+        s.add(
+            "bucket copies",
+            "copies = 4 G / B_mem  (gradients into DDP's buckets and back, read + write; 0 for n = 1)",
+            f"4 x {fmt_bytes(f.gradient_bytes)} / {fmt_rate(x.memory_bandwidth)}" if c.n > 1 else "",
+            fmt_time(f.bucket_copy_time),
+        )
+    if f.first_bucket_time:
+        s.add(
+            "first bucket",
+            "first = L_intra + L_inter  (DDP's capped first bucket: one more collective, exposed)",
+            "",
+            fmt_time(f.first_bucket_time),
+        )
+    if f.extra_time:
+        s.add(
+            "extra",
+            "extra_time = t_opt + interference + copies",
+            f"{fmt_time(f.optimizer_time)} + {fmt_time(f.interference_time)} + {fmt_time(f.bucket_copy_time)}",
+            fmt_time(f.extra_time),
+        )
 
 
 def _update_step(s: _Steps, f: Any) -> None:
@@ -377,12 +460,20 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
     """Speedup, efficiency, batch, training time, cost, memory and the bottleneck."""
     r, i, big_n, acc, n, zero = c.r, c.i, c.big_n, c.acc, c.n, c.zero
     f, x = r.figures, r.model_inputs
-    s.add(
-        "speedup",
-        "speedup = n x compute_time / update_time",
-        f"{n} x {fmt_time(f.compute_time)} / {fmt_time(f.update_time)}",
-        fmt_num(f.speedup),
-    )
+    if f.optimizer_time:
+        s.add(
+            "speedup",
+            "speedup = n x (compute_time + t_opt) / update_time  (one device also steps its optimizer)",
+            f"{n} x ({fmt_time(f.compute_time)} + {fmt_time(f.optimizer_time)}) / {fmt_time(f.update_time)}",
+            fmt_num(f.speedup),
+        )
+    else:
+        s.add(
+            "speedup",
+            "speedup = n x compute_time / update_time",
+            f"{n} x {fmt_time(f.compute_time)} / {fmt_time(f.update_time)}",
+            fmt_num(f.speedup),
+        )
     s.add("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency))
     s.add(
         "overhead",
@@ -434,6 +525,31 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "largest of compute, exposed intra, exposed inter, synchronization",
         "",
         r.bottleneck,
+    )
+    if not c.a.is_seed():
+        _interval_steps(s, c)
+
+
+def _interval_steps(s: _Steps, c: _Context) -> None:
+    """The 80% prediction interval (conformal, from the published residuals)."""
+    from mlsysim.validation.intervals import efficiency_band
+
+    r = c.r
+    low, high = efficiency_band(c.a, 0.8)
+    e_low, e_high = r.interval("efficiency")
+    s.add(
+        "80% interval",
+        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
+        "published cases under these assumptions, clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        f"efficiency {e_low:.4g} - {e_high:.4g}",
+    )
+    u_low, u_high = r.interval("update_time")
+    s.add(
+        "80% interval",
+        "update_time x e / e_interval (and so speedup, training time, cost)",
+        "",
+        f"update_time {u_low.to('ms').magnitude:.6g} - {u_high.to('ms').magnitude:.6g} ms",
     )
 
 

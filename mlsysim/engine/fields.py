@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.text import parse_int, parse_name
@@ -50,8 +51,24 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.job import (
+    check_accelerator,
+    check_fabric,
+    check_mfu,
+    check_node,
+    parse_mfu,
+)
 from mlsysim.models.types import Workload, workload_of
+from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
+from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
+
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+
+Preset: TypeAlias = "Node | Fabric | Accelerator"
+"""A registry entry that fills other inputs (``node``, ``fabric``, ``accelerator``)."""
 
 
 class _Required:
@@ -61,7 +78,7 @@ class _Required:
 
 REQUIRED: Final = _Required()
 
-Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | None"
+Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | float | Preset | None"
 """A checked input value: what a scenario holds in a field."""
 """The default of an input that must be given."""
 
@@ -82,7 +99,7 @@ class InputField:
 
     name: str
     label: str
-    kind: str  # "count", "index", "quantity", "choice", "workload", "assumptions", "text"
+    kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
     check: Callable[[object], Value]
     parse: Callable[[str], object]
     default: Value | _Required = REQUIRED
@@ -139,7 +156,7 @@ class InputField:
             q = cast(Quantity, value)
             try:
                 x = to_canonical(q, self.dimension)
-                low, high, _ = PHYSICAL_RANGE[self.dimension]
+                low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
                 if not low <= x <= high:
                     x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
@@ -273,6 +290,38 @@ def _assumptions_text(text: str) -> object:
     return text
 
 
+def _memory_bandwidth(value: object) -> Value:
+    """A bandwidth, or an accelerator (its peak memory bandwidth is taken), by entry or by name."""
+    from mlsysim.hardware.types import Accelerator
+
+    if isinstance(value, str):
+        value = _parse_memory_bandwidth(value)
+    if isinstance(value, Accelerator):
+        return value.memory.bandwidth
+    return check_positive_quantity("bandwidth")(value)
+
+
+def _parse_memory_bandwidth(text: str) -> object:
+    from mlsysim.hardware.registry import Hardware
+
+    try:
+        return Hardware.get(text.strip())
+    except UnknownNameError:
+        return parse_quantity(text, "bandwidth")
+
+
+def _optimizer(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in OPTIMIZER_BYTES_PER_PARAMETER:
+        return value.strip().lower()
+    raise InputError(f"expected one of {', '.join(OPTIMIZER_BYTES_PER_PARAMETER)}, got {value!r}")
+
+
+def _transport(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in TRANSPORT_EFFICIENCY:
+        return value.strip().lower()
+    raise InputError(f"expected one of {', '.join(TRANSPORT_EFFICIENCY)}, got {value!r}")
+
+
 ZERO_STAGES: Final = (0, 1, 2, 3)
 
 
@@ -343,6 +392,60 @@ def _quantity(
     )
 
 
+def _derivable(f: InputField) -> InputField:
+    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.job`).
+
+    It may be left out or cleared (None, ``none`` on the command line); the
+    scenario reports it missing only when nothing derives it.
+    """
+    return dataclasses.replace(f, optional=True)
+
+
+def _fraction_number(value: Value) -> float:
+    """The model number of a checked fraction (``mfu``): the float itself."""
+    return float(cast(float, value))
+
+
+def _preset(name: str, label: str) -> InputField:
+    """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
+    check = {"node": check_node, "fabric": check_fabric, "accelerator": check_accelerator}[name]
+    return InputField(
+        name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
+    )
+
+
+def _fabric_or_link(f: InputField) -> InputField:
+    """``inter_bandwidth`` that keeps a fabric (entry or name) as the fabric itself.
+
+    The scenario moves it to ``fabric`` before anything else
+    (:func:`mlsysim.engine.job.normalize_given`), so the fabric's latency
+    comes with its bandwidth; a sweep axis takes its bandwidth.
+    """
+    link_check, link_parse = f.check, f.parse
+
+    def fabric(value: object) -> Value | None:
+        from mlsysim.hardware.types import Fabric
+
+        if isinstance(value, Fabric):
+            return value
+        if isinstance(value, str):
+            try:
+                return check_fabric(value.strip().removeprefix("Fabrics."))
+            except InputError:
+                return None
+        return None
+
+    def check(value: object) -> Value:
+        found = fabric(value)
+        return found if found is not None else link_check(value)
+
+    def parse(text: str) -> object:
+        found = fabric(text)
+        return found if found is not None else link_parse(text)
+
+    return dataclasses.replace(f, check=check, parse=parse)
+
+
 # -- the table ---------------------------------------------------------------------------
 
 _TABLE: tuple[InputField, ...] = (
@@ -364,28 +467,32 @@ _TABLE: tuple[InputField, ...] = (
         seed=True,
         choices=tuple(BYTES_PER_ELEMENT),
     ),
-    _quantity("step_time", "one device, one local step", "time", "s", "T1"),
-    _quantity("training_time", "one device, the whole run", "time", "hour", "T_train"),
+    _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
+    _derivable(_quantity("training_time", "one device, the whole run", "time", "hour", "T_train")),
     _count("per_device_batch", "samples per device per step", "b"),
-    _count("devices_per_node", "devices in each node", "d"),
+    _derivable(_count("devices_per_node", "devices in each node", "d")),
     _count("nodes", "nodes", "N", default=1),
-    _quantity(
-        "intra_bandwidth",
-        "link inside a node, per direction",
-        "bandwidth",
-        "GB/s",
-        "B_intra",
-        fabric_attribute="bandwidth",
+    _derivable(
+        _quantity(
+            "intra_bandwidth",
+            "link inside a node, per direction",
+            "bandwidth",
+            "GB/s",
+            "B_intra",
+            fabric_attribute="bandwidth",
+        )
     ),
-    _quantity(
-        "inter_bandwidth",
-        "link between nodes, per direction",
-        "bandwidth",
-        "Gbps",
-        "B_inter",
-        default=None,
-        optional=True,
-        fabric_attribute="bandwidth",
+    _fabric_or_link(
+        _quantity(
+            "inter_bandwidth",
+            "link between nodes, per direction (a fabric name also brings its latency)",
+            "bandwidth",
+            "Gbps",
+            "B_inter",
+            default=None,
+            optional=True,
+            fabric_attribute="bandwidth",
+        )
     ),
     _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
     _quantity(
@@ -474,6 +581,105 @@ _TABLE: tuple[InputField, ...] = (
         allow_zero=True,
         seed=False,
     ),
+    InputField(
+        "gradient_precision",
+        "number format of the gradients on the wire (None: the precision's)",
+        "choice",
+        check_precision,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(BYTES_PER_ELEMENT),
+    ),
+    InputField(
+        "optimizer",
+        "optimizer whose step is timed at memory_bandwidth (None: no step time)",
+        "choice",
+        _optimizer,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+    ),
+    _quantity(
+        "optimizer_step_time",
+        "time of one optimizer step, when given instead of optimizer",
+        "time",
+        "ms",
+        "t_opt",
+        default=None,
+        optional=True,
+        allow_zero=True,
+        seed=False,
+    ),
+    InputField(
+        "memory_bandwidth",
+        "memory bandwidth of one device (a bandwidth or an accelerator)",
+        "quantity",
+        _memory_bandwidth,
+        _parse_memory_bandwidth,
+        default=None,
+        optional=True,
+        dimension="bandwidth",
+        display_unit="GB/s",
+        symbol="B_mem",
+        numeric=True,
+        canonical=_canonical("bandwidth"),
+    ),
+    InputField(
+        "inter_transport",
+        "transport between nodes: rdma or tcp (None: rdma)",
+        "choice",
+        _transport,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(TRANSPORT_EFFICIENCY),
+    ),
+    _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
+    _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
+    _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
+    InputField(
+        "mfu",
+        "model FLOPs utilisation (0-1), from which step_time is derived",
+        "number",
+        check_mfu,
+        parse_mfu,
+        default=None,
+        optional=True,
+        symbol="u",
+        numeric=True,
+        canonical=_fraction_number,
+    ),
+    _quantity(
+        "training_tokens",
+        "tokens to train on, from which training_time is derived",
+        "tokens",
+        "token",
+        "D",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    _quantity(
+        "training_samples",
+        "samples to train on, from which training_time is derived",
+        "samples",
+        "sample",
+        "S",
+        default=None,
+        optional=True,
+        seed=False,
+    ),
+    InputField(
+        "recompute",
+        "activation recomputation: none, selective (default, as FlashAttention) or full",
+        "choice",
+        check_recompute,
+        lambda text: text.strip(),
+        default="selective",
+        choices=RECOMPUTE_MODES,
+    ),
     InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
     InputField("description", "what it is", "text", _text, str, default=None, optional=True),
 )
@@ -536,19 +742,26 @@ def _neutrals() -> dict[str, float]:
 
 
 def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
-    """Model numbers derived from several inputs: the gradient bytes and the parameter count.
+    """Model numbers derived from several inputs: the gradient bytes and the parameter count,
+    the optimizer's bytes per parameter and the transport's factor.
 
-    G = parameters x bytes_per_element(precision), or the stated 16-bit model
-    size (:meth:`~mlsysim.Workload.gradient_bytes`).
+    G = parameters x bytes_per_element(gradient_precision or precision), or the
+    stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
     """
     workload = cast(Workload, values["workload"])
+    wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
+    optimizer = cast("str | None", values.get("optimizer"))
+    transport = cast("str | None", values.get("inter_transport"))
     return {
-        "gradient_bytes": workload.gradient_bytes(cast(str, values["precision"])),
+        "gradient_bytes": workload.gradient_bytes(wire),
         "parameters": workload.parameter_count(),
+        # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
+        "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
+        "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
     }
 
 
-DERIVED_FROM: Final = ("workload", "precision")
+DERIVED_FROM: Final = ("workload", "precision", "gradient_precision", "optimizer", "inter_transport")
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
 
 
@@ -563,6 +776,18 @@ def check_together(values: Mapping[str, Value]) -> None:
             f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "
             "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps')",
             loc=("inter_bandwidth",),
+        )
+    optimizer = values.get("optimizer")
+    if optimizer is not None and values.get("optimizer_step_time") is not None:
+        raise InputError(
+            "give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
+            loc=("optimizer",),
+        )
+    if optimizer is not None and values.get("memory_bandwidth") is None:
+        raise InputError(
+            f"required with optimizer={optimizer!r} (its step's bytes move at the device's "
+            "memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'",
+            loc=("memory_bandwidth",),
         )
 
 

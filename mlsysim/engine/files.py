@@ -294,10 +294,19 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
     """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
     out: dict[str, Any] = {}
     tables: dict[str, Any] = {}
+    from mlsysim.engine.job import DEFAULT_RECOMPUTE, PRESETS, preset_name
+
     fields = scenario.fields()
+    for derived in scenario.job.origins:  # written as what they derive from
+        del fields[derived]
     ordered = {k: fields.pop(k) for k in ("name", "description")} | fields
     for key, value in ordered.items():
         if value is None or (key == "zero_stage" and value == 0):
+            continue
+        if key == "recompute" and value == DEFAULT_RECOMPUTE:
+            continue
+        if key in PRESETS:
+            out[key] = preset_name(key, value)
             continue
         if key == "workload":
             name = registry_name(value)

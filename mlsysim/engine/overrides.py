@@ -67,3 +67,20 @@ def apply_overrides(
     if scenario.name and "name" not in changes:
         changes["name"] = f"{scenario.name} [{', '.join(a.strip() for a in assignments)}]"
     return scenario.variant(**changes)
+
+
+def scenario_from_assignments(assignments: Sequence[str]) -> DataParallelScaleOutScenario:
+    """A new scenario from ``FIELD=VALUE`` texts alone (``mlsysim run --set ...`` without a name)."""
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+
+    data: dict[str, object] = {}
+    for text in assignments:
+        name, value = parse_assignment(text)
+        if name.startswith("assumptions."):
+            raise InputError(
+                f"{name}: set assumptions.FIELD on a named scenario or in a file; "
+                "here give assumptions=seed or assumptions=realistic",
+                field="assumptions",
+            )
+        data[name] = coerce_field(name, value)
+    return DataParallelScaleOutScenario(**data)

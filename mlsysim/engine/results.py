@@ -166,7 +166,10 @@ class DataParallelScaleOutResult:
     canonical figures (for :meth:`explain` and the sweep).
     """
 
-    __slots__ = ("figures", "inputs", "choices", "model_inputs", "_cache", "_trace_of")
+    __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
+
+    job: Any
+    """The :class:`mlsysim.engine.job.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
     figures: Figures
@@ -199,6 +202,10 @@ class DataParallelScaleOutResult:
     hidden_communication_time = QuantityField("millisecond", doc="communication under backward")
     synchronization_time = QuantityField("millisecond", doc="straggler wait + update overhead")
     synchronization_share = ResultField[float](doc="synchronization / update")
+    extra_share = ResultField[float](doc="(optimizer + interference + bucket copies) / update")
+    optimizer_time = QuantityField("millisecond", doc="one optimizer step per update")
+    interference_time = QuantityField("millisecond", doc="compute slowed beside communication")
+    bucket_copy_time = QuantityField("millisecond", doc="DDP's gradient copies into buckets and back")
     algorithm = LabelField(lambda r: r.choices.algorithm, doc="the AllReduce choice asked for")
     intra_algorithm = LabelField(
         lambda r: "ring" if r.devices_per_node > 1 else "none", doc="inside a node"
@@ -220,11 +227,13 @@ class DataParallelScaleOutResult:
         model_inputs: Inputs,
         *,
         trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
+        job: Any = None,
     ) -> None:
         object.__setattr__(self, "figures", figures)
         object.__setattr__(self, "inputs", MappingProxyType(inputs))
         object.__setattr__(self, "choices", choices)
         object.__setattr__(self, "model_inputs", model_inputs)
+        object.__setattr__(self, "job", job)  # mlsysim.engine.job.Job: what was derived
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_trace_of", trace)
 
@@ -272,6 +281,18 @@ class DataParallelScaleOutResult:
 
         names = SEED_FIELDS if seed_only else FIELDS
         return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
+
+    def interval(self, name: str, level: float = 0.8) -> tuple[Any, Any]:
+        """The (low, high) central prediction interval of ``efficiency``, ``speedup``,
+        ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
+
+        Conformal, from the model's residuals on the published cases under these
+        same assumptions (:mod:`mlsysim.validation.intervals`). The seed model
+        has none: use ``Assumptions.realistic()``.
+        """
+        from mlsysim.validation.intervals import interval
+
+        return interval(self, name, level)
 
     def to_json(self, **kwargs: Any) -> str:
         """:meth:`to_dict` as strict JSON (no NaN or Infinity)."""

@@ -28,6 +28,17 @@ from mlsysim.engine.fields import (
     check_together,
     derived_numbers,
 )
+from mlsysim.engine.job import (
+    DERIVABLE,
+    NO_JOB,
+    Job,
+    normalize_given,
+    plain_job,
+    preset_name,
+    resolve,
+    wants_derivation,
+    warn_measured,
+)
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
@@ -68,6 +79,10 @@ def _json_schema(f: InputField) -> dict[str, object]:
                 {"type": "object", "description": "Assumptions fields, 'preset' names the base"},
             ]
         }
+    elif f.kind == "number":
+        schema = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
+    elif f.kind == "preset":
+        schema = {"type": "string", "description": f"a {f.name} registry name"}
     else:
         schema = {"type": "string"}
     if f.optional:
@@ -113,8 +128,12 @@ def checked_inputs(
     owner: str,
     base: Mapping[str, Value] | None = None,
     base_numbers: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Value], dict[str, float]]:
+) -> tuple[dict[str, Value], dict[str, float], Job]:
     """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
+
+    Presets and derivations (:func:`mlsysim.engine.job.resolve`) then fill
+    the inputs they supply; the :class:`~mlsysim.engine.job.Job` returned
+    last says which and from what.
 
     Returns the checked values and the model numbers of the numeric inputs that
     are given (canonical SI floats; an input not given keeps its neutral value
@@ -123,13 +142,13 @@ def checked_inputs(
     the cross-field rules run.
     """
     errors: list[InputError] = []
+    if "inter_bandwidth" in data:
+        try:
+            data = normalize_given(data)
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
     if base is None:
         values, numbers = dict(_DEFAULTS), dict(_DEFAULT_NUMBERS)
-        errors += [
-            InputError("required field is missing", loc=(name,))
-            for name in _REQUIRED
-            if name not in data
-        ]
     else:
         values, numbers = dict(base), dict(base_numbers or {})
     for name, value in data.items():
@@ -149,16 +168,43 @@ def checked_inputs(
             numbers[name] = number
         elif name in numbers:
             del numbers[name]
+    missing = [name for name in _REQUIRED if values.get(name) is None]
+    errors += [_missing(name) for name in missing if name not in DERIVABLE]
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
+    job = plain_job(values)
+    if wants_derivation(values):
+        try:
+            values, job = resolve(values)
+            for name in job.origins:
+                values[name], number = FIELDS[name].normalize(values[name])
+                if number is not None:
+                    numbers[name] = number
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
+    still_missing = [_missing(name) for name in missing if values.get(name) is None]
+    if still_missing:
+        raise input_error(owner, still_missing)
     try:
         check_together(values)
     except InputError as exc:
         raise exc.at(owner=owner) from None
     if base is None or any(name in data for name in DERIVED_FROM):
         numbers.update(derived_numbers(values))
-    return values, numbers
+    return values, numbers, job
+
+
+_MISSING_HINTS = {
+    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",
+    "training_time": "; or give training_tokens or training_samples to derive it",
+    "devices_per_node": "; or give node= (e.g. DGX_H100)",
+    "intra_bandwidth": "; or give node= (e.g. DGX_H100)",
+}
+
+
+def _missing(name: str) -> InputError:
+    return InputError("required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,))
 
 
 _ORDER = {name: i for i, name in enumerate(FIELDS)}
@@ -186,6 +232,15 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
     The table of every input is :data:`mlsysim.engine.fields.FIELDS`.
 
+    A job from the hardware and the model (:mod:`mlsysim.engine.job`):
+    ``node``, ``fabric`` and ``accelerator`` presets fill the inputs they
+    describe (an input given explicitly wins); ``mfu`` derives ``step_time``
+    from the workload's FLOPs and the accelerator's peak, ``training_tokens``
+    or ``training_samples`` derive ``training_time``, and ``activation_memory``
+    is derived from the workload's shape (``recompute``: none, selective,
+    full). ``job.origins`` says what came from where; ``variant`` derives
+    the derived inputs again.
+
     >>> from mlsysim import Scenarios
     >>> case = Scenarios.Gpt2DataParallelOneNode
     >>> type(case.result).__name__
@@ -197,11 +252,26 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         def __getattr__(self, name: str) -> Any: ...
 
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
+    _job: Job = pydantic.PrivateAttr(default=NO_JOB)
 
     def __init__(self, **data: object) -> None:
-        values, numbers = checked_inputs(data, type(self).__name__)
+        values, numbers, job = checked_inputs(data, type(self).__name__)
         super().__init__(**values)
         self._numbers = numbers
+        self._job = job
+
+    @property
+    def job(self) -> Job:
+        """What this scenario derived from its presets and the model, and from what (``job.origins``)."""
+        return self._job
+
+    @property
+    def flops_per_sample(self) -> Any:
+        """Training FLOPs of one sample (a Quantity in flop), or None when the workload does not tell."""
+        from mlsysim.core.units import quantity
+
+        f = self._job.flops_per_sample
+        return None if f != f else quantity(f, "flop")
 
     def fields(self) -> dict[str, Value]:
         """Every input and its value, as a new dict (no copies of the values)."""
@@ -209,11 +279,21 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def variant(self, **changes: object) -> DataParallelScaleOutScenario:
         """A copy with some inputs changed; only those are checked (the rest already were)."""
-        values, numbers = checked_inputs(
-            changes, type(self).__name__, base=self.fields(), base_numbers=self._numbers
+        base, base_numbers = self.fields(), self._numbers
+        if self._job.origins:  # derived inputs are derived again from the changed ones
+            base_numbers = dict(base_numbers)
+            for name in self._job.origins:
+                if name not in changes:
+                    base[name] = _DEFAULTS.get(name)
+                    base_numbers.pop(name, None)
+        if "workload" in changes:
+            warn_measured(self, changes)
+        values, numbers, job = checked_inputs(
+            changes, type(self).__name__, base=base, base_numbers=base_numbers
         )
         copy = type(self).model_construct(**cast("dict[str, Any]", values))
         copy._numbers = numbers
+        copy._job = job
         return copy
 
     def inputs(self) -> dict[str, Value]:
@@ -225,7 +305,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         """Evaluate this scenario through :meth:`mlsysim.solvers.DataParallelScaleOutModel.solve`."""
         from mlsysim.engine.solvers.data_parallel import solve_checked
 
-        return solve_checked(self.inputs(), self._numbers)
+        return solve_checked(self.inputs(), self._numbers, self._job)
 
     def explain(self, format: str = "text") -> str:
         """The derivation of this scenario's result (see :meth:`DataParallelScaleOutResult.explain`)."""
@@ -236,7 +316,9 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         )
 
     def to_dict(self) -> dict[str, JSONValue]:
-        """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}}``.
+        """The scenario in the project's JSON encoding: ``{"scenario": name, "inputs": {...}, "derived": {...}}``.
+
+        ``derived`` maps each input a preset or a derivation supplied to where it came from.
 
         Quantities are ``{"value", "unit"}``, the workload its registry name (or
         its figures), the assumptions their fields.
@@ -251,9 +333,16 @@ class DataParallelScaleOutScenario(_ScenarioFields):
                 inputs[name] = registry_name(workload) or workload.name
             elif name == "assumptions":
                 inputs[name] = encode(cast(Assumptions, value).fields())
+            elif value is not None and FIELDS[name].kind == "preset":
+                inputs[name] = preset_name(name, value)
             else:
                 inputs[name] = encode(value)
-        return {"scenario": self.name, "description": self.description, "inputs": inputs}
+        return {
+            "scenario": self.name,
+            "description": self.description,
+            "inputs": inputs,
+            "derived": dict(self._job.origins),
+        }
 
     def __repr__(self) -> str:
         label = f"{self.name!r}" if self.name else "unnamed"

@@ -28,6 +28,20 @@ from typing import NamedTuple
 
 from mlsysim.physics._array import Num, ceil, log2, maximum, minimum
 
+TRANSPORT_EFFICIENCY: dict[str, float] = {"rdma": 1.0, "tcp": 0.5}
+"""Fraction of the inter-node rate a transport keeps, relative to RDMA (a factor on ``inter_bandwidth``).
+
+RDMA (InfiniBand, RoCE; GPUDirect) is the reference: NCCL reaches 96% of an
+HDR NIC's line rate over it (NVIDIA/nccl issue 412), the figure the link
+efficiency already stands for. Over TCP sockets NCCL moved about 6 GB/s of
+AllReduce bus bandwidth per node on 100 Gb/s Ethernet (12.5 GB/s line rate)
+with 8 processes per node on AWS p3dn (NVIDIA/nccl issue 398, NCCL 2.4.8):
+0.48 of line rate, about half of RDMA's 0.96, hence 0.5. Horovod's own
+figures show the same order of loss on 25 GbE (Sergeev and Del Balso 2018,
+"Horovod: fast and easy distributed deep learning in TensorFlow": VGG-16
+scaling 85% with RDMA, 62% with TCP).
+"""
+
 ALGORITHMS = ("ring", "hierarchical", "tree")
 """AllReduce algorithms across nodes; ``auto`` picks the fastest of these."""
 

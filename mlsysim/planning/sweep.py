@@ -24,6 +24,13 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
+from mlsysim.engine.job import (
+    DERIVED_TARGETS,
+    check_axes,
+    derive_inputs,
+    preset_name,
+    sweep_base,
+)
 from mlsysim.engine.results import FIELDS as RESULT_FIELDS
 from mlsysim.engine.results import field_unit, result_fields
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
@@ -128,7 +135,12 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
-    if field in ("workload", "precision", "assumptions"):
+    if field == "inter_bandwidth":  # a fabric named on this axis stands for its bandwidth
+        values_t = tuple(getattr(v, "bandwidth", v) for v in values_t)
+    if FIELDS[field].kind == "preset":
+        labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
+        return Axis(field, column, values_t, labels=labels)
+    if field in ("workload", "precision", "assumptions") or FIELDS[field].kind == "choice":
         return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 
@@ -229,14 +241,15 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
     categorical = [p for p, a in enumerate(axes) if a.field in CATEGORICAL_FIELDS]
     numeric = [p for p, a in enumerate(axes) if a.field not in CATEGORICAL_FIELDS]
     canonical = {
-        p: np.asarray([FIELDS[axes[p].field].to_model(v) for v in axes[p].values])
-        for p in numeric
+        p: np.asarray([_axis_number(axes[p].field, v) for v in axes[p].values]) for p in numeric
     }
+    names = tuple(a.field for a in axes if any(v is not None for v in a.values))
     for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
         group = scenario.variant(
             **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
         )
-        base = _base_inputs(group)
+        check_axes(group.job, names)
+        base = _base_inputs(group) | sweep_base(group.job)
         choices = choices_of(group.assumptions, group.zero_stage)
         fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
         sizes = [len(axes[p]) for p in numeric]
@@ -249,7 +262,28 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
                 shape = [1] * ndim
                 shape[p] = len(values)
                 arrays[axes[p].field] = values.reshape(shape)
-            yield choices, tuple(index), Inputs(**arrays)
+            yield choices, tuple(index), _derived(Inputs(**arrays))
+
+
+def _derived(x: Inputs) -> Inputs:
+    """:func:`~mlsysim.engine.job.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
+    derive_inputs(x)
+    for name in ("step_time", "training_time"):
+        if np.isnan(getattr(x, name)).any():
+            raise InputError(
+                f"sweep: {name}=none on an axis, and the scenario has nothing to derive it from "
+                "(step_time: mfu with a node or accelerator; training_time: training_tokens or "
+                "training_samples)",
+                field=name,
+            )
+    return x
+
+
+def _axis_number(field: str, value: Any) -> float:
+    """The model number of an axis value; a derived input left out (None) is NaN: derived per layout."""
+    if value is None and field in DERIVED_TARGETS:
+        return math.nan
+    return FIELDS[field].to_model(value)
 
 
 def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]]:

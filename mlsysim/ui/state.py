@@ -199,7 +199,14 @@ def _workload_name(workload: Any) -> str:
 
 def text_values(scenario: Any) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
-    out = {k: text_of(v) for k, v in scenario.fields().items() if k not in NOT_IN_FORM}
+    from mlsysim.engine.job import PRESETS, preset_name
+
+    derived = scenario.job.origins  # filled by a preset or derived: not the user's to spell
+    out = {
+        k: preset_name(k, v) if k in PRESETS and v is not None else text_of(v)
+        for k, v in scenario.fields().items()
+        if k not in NOT_IN_FORM and k not in derived
+    }
     for key, value in scenario.assumptions.fields().items():
         out[f"{ASSUMPTIONS}.{key}"] = text_of(value)
     return out

@@ -309,6 +309,28 @@ def _scatter_by_value(
         )
 
 
+def _interval_band(ax: Any, table: Any, x: str, order: np.ndarray, color: str) -> None:
+    """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
+
+    The band is the conformal one of :mod:`mlsysim.validation.intervals`
+    (efficiency + the residual quantiles, clipped to [0.001, 1]); one device
+    (n = 1) is exact.
+    """
+    if len(order) == 0:
+        return
+    assumptions = table.scenario(int(order[0])).assumptions
+    if assumptions.is_seed():
+        return
+    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+
+    low, high = efficiency_band(assumptions, 0.8)
+    e = table["efficiency"][order]
+    one = table["n_devices"][order] == 1
+    lower = np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))
+    upper = np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))
+    ax.fill_between(table[x][order], lower, upper, color=color, alpha=0.15, linewidth=0)
+
+
 def efficiency_plot(
     table: Any, x: str | None = None, series: str | None = None, path: Any = None
 ) -> Any:
@@ -333,15 +355,18 @@ def efficiency_plot(
     ax = figure.add_subplot()
     ax.set_ylim(0, 1.05)
     axis = [a for a in table.axes if a.column == series]
-    xs, ys, labels = [], [], []
+    xs, ys, labels, orders = [], [], [], []
     for label, rows in _groups(table, axis):
         rows = rows[mask[rows]]
         order = rows[np.argsort(table[x][rows], kind="stable")]
         xs.append(table[x][order])
         ys.append(table["efficiency"][order])
         labels.append(label)
+        orders.append(order)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=(0, (4, 3)))
     _series(ax, xs, ys, labels, _line_values(table, axis, _groups(table, axis)))
+    for order, line in zip(orders, ax.lines[-len(orders) :] if orders else [], strict=True):
+        _interval_band(ax, table, x, order, line.get_color())
     ax.set_xlabel(_axis_label(table, x))
     ax.set_ylabel("scaling efficiency = speedup / n (fraction)")
     title = f"{_name(table)}: efficiency against {x.replace('_', ' ')}"
@@ -445,6 +470,11 @@ def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
     exposed = table["exposed_communication_time"][rows]
     hidden = table["hidden_communication_time"][rows]
     sync = table["synchronization_time"][rows]
+    extra = (
+        table["optimizer_time"][rows]
+        + table["interference_time"][rows]
+        + table["bucket_copy_time"][rows]
+    )
     update = table["update_time"][rows]
     labels, xlabel = _bar_labels(table, rows)
     figure = _figure(max(8.5, 0.55 * len(rows) + 4), 5.2)
@@ -460,6 +490,15 @@ def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
             bottom=compute + exposed,
             label="synchronization (stragglers, overhead)",
             color=SYNC,
+        )
+    if extra.any():
+        ax.bar(
+            where,
+            extra,
+            width=0.7,
+            bottom=compute + exposed + sync,
+            label="optimizer step, interference, bucket copies",
+            color="tab:purple",
         )
     if hidden.any():
         ax.bar(

@@ -85,3 +85,12 @@ def test_parse_quantity_names_the_text():
         parse_quantity("3 blorps")
     with pytest.raises(UnitsError, match="nan s"):  # text reads finite numbers only
         parse_quantity("nan s")
+
+
+def test_tokens_and_samples_are_counts_of_their_own():
+    assert to_canonical(Q_("1e12 token"), "tokens") == 1e12
+    assert to_canonical(Q_(3, "samples"), "samples") == 3.0
+    with pytest.raises(UnitsError, match="number of tokens"):
+        to_canonical(Q_(1e12, "sample"), "tokens")
+    with pytest.raises(UnitsError, match="number of samples"):
+        to_canonical(Q_(5, "param"), "samples")

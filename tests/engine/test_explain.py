@@ -11,13 +11,13 @@ import re
 
 import pytest
 
-from mlsysim import Q_, Assumptions, Scenarios
+from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Scenarios, Systems
 
 UNITS = {
     "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6,
     "USD/h": 1 / 3600, "USD": 1.0,
     "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
-    "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6,
+    "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "flop": 1.0,
 }
 NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 QUANTITY = re.compile(rf"({NUMBER})(?:\s+({'|'.join(re.escape(u) for u in UNITS)}))?(?![\w/])")
@@ -49,6 +49,15 @@ def steps(text: str) -> list[tuple[str, str, str]]:
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 CASES = {
+    "job from scratch, no recomputation": DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100,
+        fabric=Systems.Fabrics.InfiniBand_NDR, nodes=16, mfu=0.4,
+        training_tokens=Q_(1e12, "token"), per_device_batch=2, zero_stage=1, recompute="none",
+    ),
+    "cnn job from samples": DataParallelScaleOutScenario(
+        workload=Models.Vision.ResNet50, precision="bf16", node="DGX_A100", nodes=2, mfu=0.5,
+        training_samples=Q_(90 * 1_281_167, "sample"), per_device_batch=256,
+    ),
     "seed one node": Scenarios.Gpt2DataParallelOneNode,
     "seed four nodes": FOUR,
     "seed accumulation": Scenarios.Gpt2GradientAccumulationOneNode,

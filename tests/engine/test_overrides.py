@@ -9,10 +9,12 @@ ONE = Scenarios.Gpt2DataParallelOneNode
 
 
 def test_fabric_names_give_their_bandwidth_and_latency():
-    assert (
-        coerce_field("inter_bandwidth", "InfiniBand_NDR")
-        == Systems.Fabrics.InfiniBand_NDR.bandwidth
-    )
+    # a fabric named as inter_bandwidth is the fabric: it brings its latency too
+    assert coerce_field("inter_bandwidth", "InfiniBand_NDR") == Systems.Fabrics.InfiniBand_NDR
+    four = apply_overrides(ONE, ["nodes=4", "inter_bandwidth=InfiniBand_NDR"])
+    assert four.inter_bandwidth == Systems.Fabrics.InfiniBand_NDR.bandwidth
+    assert four.inter_latency == Systems.Fabrics.InfiniBand_NDR.latency
+    assert four.fabric == Systems.Fabrics.InfiniBand_NDR
     assert coerce_field("inter_latency", "infiniband_ndr") == Systems.Fabrics.InfiniBand_NDR.latency
     assert coerce_field("intra_bandwidth", "NVLink4") == Q_(450, "GB/s")
 

@@ -102,7 +102,12 @@ def test_knee_is_the_largest_layout_above_the_efficiency_bar():
 
 
 def test_layouts_that_do_not_fit_in_memory_are_dropped():
-    base = FOUR.variant(workload=Models.Language.Llama2_7B, device_memory=Hardware.Cloud.H100)
+    base = FOUR.variant(
+        workload=Models.Language.Llama2_7B,
+        device_memory=Hardware.Cloud.H100,
+        per_device_batch=1,
+        recompute="full",  # 1 GiB of activations: the training state decides
+    )
     axes = {"zero_stage": [0, 1, 2, 3], "nodes": [1, 2, 4], "inter_bandwidth": [Q_(400, "Gbps")]}
     p = plan(base, objective="time", **axes)
     results = [s.result for s in brute_force(base, axes)]

@@ -109,7 +109,8 @@ def test_the_command_serves_the_page_and_the_api():
     try:
         assert line.startswith("mlsysim ui: serving http://127.0.0.1:"), line + proc.stderr.read()
         url = line.split()[3]
-        assert url.endswith("?scenario=Gpt2DataParallelOneNode&nodes=2&inter_bandwidth=400%20Gbps")
+        # a fabric named as inter_bandwidth is the fabric (its bandwidth and its latency)
+        assert url.endswith("?scenario=Gpt2DataParallelOneNode&nodes=2&fabric=InfiniBand_NDR")
         root = url.split("?")[0]
         with urllib.request.urlopen(url, timeout=10) as page:
             assert b'data-plot="plan"' in page.read()
@@ -117,9 +118,7 @@ def test_the_command_serves_the_page_and_the_api():
             f"{root}api/evaluate?{url.split('?')[1]}", timeout=10
         ) as answer:
             body = json.loads(answer.read())
-        want = Scenarios.Gpt2DataParallelOneNode.variant(
-            nodes=2, inter_bandwidth=Q_(400, "Gbps")
-        ).result
+        want = Scenarios.Gpt2DataParallelOneNode.variant(nodes=2, fabric="InfiniBand_NDR").result
         assert body["result"]["efficiency"] == pytest.approx(want.efficiency, rel=1e-12)
         request = urllib.request.Request(f"{root}api/registry", headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as refused:

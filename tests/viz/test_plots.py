@@ -62,7 +62,9 @@ def test_coinciding_lines_stay_apart_by_marker_style_and_end_label():
     t = sweep(base, nodes=[1, 2, 4, 8], inter_bandwidth=[Q_(100, "Gbps"), Q_(400, "Gbps")])
     figure = plots.efficiency_plot(t)
     lines = _series_lines(figure)
-    assert np.allclose(lines[0].get_ydata(), lines[1].get_ydata(), rtol=1e-3)  # they coincide
+    # they coincide within 1% (the realistic preset's interference term grows a little with
+    # the AllReduce hidden under backward, so the slower link costs ~0.4% more)
+    assert np.allclose(lines[0].get_ydata(), lines[1].get_ydata(), rtol=1e-2)
     assert lines[0].get_marker() != lines[1].get_marker()
     assert lines[0].get_linestyle() != lines[1].get_linestyle()
     ends = {a.get_text(): a.xyann[1] for a in figure.axes[0].texts}

@@ -19,6 +19,7 @@ from mlsysim.engine.fields import (
     Value,
     derived_numbers,
 )
+from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
 
 
@@ -113,14 +114,21 @@ def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
 
 
 def solve_checked(
-    values: Mapping[str, Value], numbers: Mapping[str, float] | None = None
+    values: Mapping[str, Value],
+    numbers: Mapping[str, float] | None = None,
+    job: Job | None = None,
 ) -> DataParallelScaleOutResult:
-    """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again."""
+    """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again.
+
+    ``job`` says which inputs were derived (:mod:`mlsysim.engine.job`), for the notes and explain.
+    """
     x = model_inputs(values, numbers)
     c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
     figures = evaluate(x, c)
     check_finite(figures)
-    return DataParallelScaleOutResult(figures, values, c, x, trace=constraint_trace)
+    return DataParallelScaleOutResult(
+        figures, values, c, x, trace=constraint_trace, job=job or plain_job(values)
+    )
 
 
 def check_finite(figures: Figures) -> None:
@@ -177,6 +185,10 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         need, have = v.memory_per_device / 1e9, v.device_memory / 1e9
         verdict = "fits" if r.fits else "does NOT fit"
         notes.append(f"memory: {need:.4g} GB per device {verdict} in {have:.4g} GB")
+    job = r.job
+    notes.append(memory_note(job, c.zero_stage))
+    notes.extend(origins_notes(job))
+    notes.extend(sanity_notes(r.inputs, job))
     if v.efficiency < 0.5:
         notes.append(
             f"efficiency {v.efficiency:.1%}: communication dominates; consider accumulation, a faster link or fewer nodes"

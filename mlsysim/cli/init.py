@@ -1,0 +1,89 @@
+"""``mlsysim init FILE``: write a commented scenario file to start a job from scratch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+TEMPLATE = """\
+# A data-parallel training job, planned from the hardware and the model.
+#
+#   mlsysim run --file {path}
+#   mlsysim explain --file {path}
+#   mlsysim sweep --file {path} --axis nodes=1..64
+#
+# Values with units are text ("400 Gbps", "1e12 token"); names come from
+# `mlsysim registry`. A commented line shows an alternative or an override.
+
+name = "MyJob"
+description = "Llama-3 8B on 16 DGX H100 nodes over InfiniBand NDR"
+
+# The model trained, and the number format of its gradients.
+workload = "Llama3_8B"
+precision = "bf16"
+
+# The hardware. A node preset fills devices_per_node, intra_bandwidth,
+# intra_latency, nics_per_node, the NICs' inter_bandwidth and inter_latency,
+# the accelerator and device_memory (and node_hour_rate where the registry
+# has a price); a fabric preset fills inter_bandwidth and inter_latency.
+# A field written out here wins over the preset.
+node = "DGX_H100"
+nodes = 16
+fabric = "InfiniBand_NDR"
+# devices_per_node = 8
+# intra_bandwidth = "450 GB/s"
+# inter_bandwidth = "400 Gbps"
+# node_hour_rate = "32 USD/hour"
+
+# Speed of one device: the model FLOPs utilisation (0-1), from which
+# step_time = FLOPs per sample x per_device_batch / (peak FLOP/s x mfu);
+# or a measured step_time instead.
+mfu = 0.4
+# step_time = "1.26 s"
+per_device_batch = 1
+accumulation_steps = 1
+
+# Size of the job: tokens (or samples) to train on; or the measured
+# one-device training_time instead.
+training_tokens = "1e12 token"
+# training_samples = "1.2e8 sample"
+# training_time = "42878 hour"
+
+# Memory per device: training state (ZeRO stage 0-3) plus the activations
+# of the transformer layers (recompute: none, selective or full).
+zero_stage = 1
+recompute = "selective"
+# activation_memory = "20 GB"
+
+# Modeling choices: "seed" (the default: no latency, no overlap) or "realistic".
+# assumptions = "realistic"
+"""
+
+
+def template(path: str) -> str:
+    """The commented scenario file ``mlsysim init`` writes, naming ``path`` in its examples."""
+    return TEMPLATE.format(path=path)
+
+
+def init_command(
+    path: str = typer.Argument(..., help="The scenario file to write (.toml)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite the file if it exists."),
+) -> None:
+    """Write a commented scenario file to start from (a job from the hardware and the model).
+
+    Example:
+
+      mlsysim init job.toml && mlsysim run --file job.toml
+    """
+    from mlsysim.core.exceptions import InputError
+
+    file = Path(path)
+    if file.suffix.lower() != ".toml":
+        raise InputError(f"init: expected a .toml file name, got {path!r}")
+    if file.exists() and not force:
+        raise InputError(f"init: {path!r} exists; give --force to overwrite it")
+    if not file.expanduser().resolve().parent.is_dir():
+        raise InputError(f"init: the folder of {path!r} does not exist")
+    file.write_text(template(path), encoding="utf-8")
+    typer.echo(f"wrote {path}: edit it, then run 'mlsysim run --file {path}'")

@@ -1,0 +1,78 @@
+"""result.interval: conformal prediction intervals (issue 12)."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlsysim import Q_, Assumptions, Scenarios
+from mlsysim.core.exceptions import InputError
+from mlsysim.validation.intervals import INTERVAL_FIELDS, efficiency_band
+
+REAL = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
+    assumptions=Assumptions.realistic(), nics_per_node=8, node_hour_rate=Q_(30, "USD/hour")
+)
+
+
+def test_the_seed_has_no_interval_and_says_which_preset_has_one():
+    with pytest.raises(InputError, match=r"Assumptions\.realistic\(\)"):
+        Scenarios.Gpt2DataParallelOneNode.result.interval("efficiency")
+
+
+def test_bad_name_and_level():
+    with pytest.raises(InputError, match="efficiency"):
+        REAL.result.interval("compute_time")
+    for level in (0, 1, 1.5, "0.8", True):
+        with pytest.raises(InputError, match="level"):
+            REAL.result.interval("efficiency", level)
+
+
+def test_every_field_brackets_its_point_value():
+    r = REAL.result
+    for name in INTERVAL_FIELDS:
+        low, high = r.interval(name)
+        point = getattr(r, name)
+        assert low <= point <= high, name
+    low, high = r.interval("update_time")
+    assert low.units == r.update_time.units
+
+
+def test_fields_follow_the_efficiency_interval():
+    r = REAL.result
+    e_low, e_high = r.interval("efficiency")
+    s_low, s_high = r.interval("speedup")
+    assert (s_low, s_high) == pytest.approx((r.n_devices * e_low, r.n_devices * e_high))
+    u_low, u_high = r.interval("update_time")
+    assert u_low.magnitude == pytest.approx(r.update_time.magnitude * r.efficiency / e_high)
+    assert u_high.magnitude == pytest.approx(r.update_time.magnitude * r.efficiency / e_low)
+    c_low, c_high = r.interval("cost")
+    assert c_low == pytest.approx(r.cost * r.efficiency / e_high)
+
+
+def test_wider_level_gives_a_wider_band():
+    a = Assumptions.realistic()
+    low50, high50 = efficiency_band(a, 0.5)
+    low90, high90 = efficiency_band(a, 0.9)
+    assert low90 <= low50 < 0 < high50 <= high90
+
+
+def test_one_device_is_a_point_and_missing_cost_is_an_error():
+    one = Scenarios.Gpt2DataParallelOneNode.variant(
+        assumptions=Assumptions.realistic(), devices_per_node=1
+    )
+    assert one.result.interval("efficiency") == (1.0, 1.0)
+    no_price = REAL.variant(node_hour_rate=None)
+    with pytest.raises(InputError, match="node_hour_rate"):
+        no_price.result.interval("cost")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 64), st.floats(0.05, 0.95))
+def test_interval_stays_in_the_unit_range(nodes, level):
+    r = REAL.variant(nodes=nodes).result
+    low, high = r.interval("efficiency", level)
+    assert 0 < low <= high <= 1.0
+    if level >= 0.5:  # the residuals straddle zero: a central band of half or more holds the point
+        assert low <= r.efficiency <= high
+    assert math.isfinite(r.interval("update_time", level)[1].magnitude)
