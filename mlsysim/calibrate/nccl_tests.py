@@ -25,6 +25,15 @@ from typing import Any
 
 from mlsysim.calibrate.fit import COLLECTIVES, CollectiveFit, check_collective, fit_collective
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.fileio import read_bytes
+from mlsysim.core.text import printable, short
+
+MAX_LOG_BYTES = 256 * 2**20
+"""Largest nccl-tests log read (a real one is a few kilobytes; 50 MB is read in seconds)."""
+MIN_TIME_US = 1e-3
+"""Shortest time accepted in a row, in microseconds: under a nanosecond is not a measured collective."""
+MAX_BUS_BANDWIDTH_GBS = 1e9
+"""Largest bus bandwidth accepted in a row, in GB/s (1 EB/s)."""
 
 _LOG_NOISE = re.compile(r"\b(NCCL|RCCL) (INFO|WARN|TRACE|ABORT)\b")
 _TEST_NAME = re.compile(
@@ -80,10 +89,13 @@ def parse_nccl_tests(text: str, path: str = "<text>") -> list[Run]:
     pending_name: str | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _clean(raw)
-        if not line or _LOG_NOISE.search(line) or line.startswith("```"):
+        if not line:
             continue
+        data = _is_data(line)
+        if (not data or "CCL " in line) and (_LOG_NOISE.search(line) or line.startswith("```")):
+            continue  # (the search is skipped on plain data rows: a large log is mostly those)
         current = runs[-1] if runs else None
-        if _is_data(line):
+        if data:
             if current is None or current.average_bus_bandwidth is not None:
                 current = Run(line=number, collective=pending_name)
                 runs.append(current)
@@ -100,7 +112,7 @@ def parse_nccl_tests(text: str, path: str = "<text>") -> list[Run]:
             runs.append(Run(line=number, collective=pending_name, started=True))
             pending_name = None
         elif line.startswith("#") and current is not None:
-            _header(line, current)
+            _header(line, current, f"{path}:{number}")
     return [run for run in runs if run.rows]
 
 
@@ -127,11 +139,9 @@ def from_nccl_tests(
     The fit is :func:`mlsysim.calibrate.fit.fit_collective` on (size, time).
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read the file ({exc.strerror or exc})") from None
-    runs = parse_nccl_tests(text, str(p))
+    # pasted logs may hold stray bytes: decoded leniently; a data row they break is an error
+    text = read_bytes(p, limit=MAX_LOG_BYTES).decode("utf-8", errors="replace")
+    runs = parse_nccl_tests(text, printable(str(p)))
     if not runs:
         raise InputError(
             f"{p}: no nccl-tests data rows found (expected lines like "
@@ -199,14 +209,14 @@ def _is_data(line: str) -> bool:
     return head.isdigit()
 
 
-def _header(line: str, run: Run) -> None:
+def _header(line: str, run: Run, where: str) -> None:
     rank = _RANK_LINE.match(line)
     if rank:
-        run.ranks.add(int(rank.group(1)))
+        run.ranks.add(int(_number(rank.group(1), "Rank", where, integer=True)))
         return
     average = _AVERAGE.match(line)
     if average:
-        run.average_bus_bandwidth = float(average.group(1))
+        run.average_bus_bandwidth = _number(average.group(1), "Avg bus bandwidth", where)
         return
     words = line.lstrip("#").split()
     if words[:2] == ["size", "count"]:
@@ -215,8 +225,11 @@ def _header(line: str, run: Run) -> None:
 
 def _row(line: str, run: Run, path: str, number: int) -> Row:
     """Parse ``size count type redop [root] (time algbw busbw wrong){1,2}``."""
-    where = f"{path}:{number}"
     tokens = line.split()
+    fast = _fast_row(tokens, run, number)
+    if fast is not None:
+        return fast
+    where = f"{path}:{number}"
     rest = tokens[4:]
     has_root = run.has_root if run.has_root is not None else len(rest) % 4 == 1
     groups = rest[1:] if has_root else rest
@@ -224,7 +237,7 @@ def _row(line: str, run: Run, path: str, number: int) -> Row:
         raise InputError(
             f"{where}: cannot read this data row ({len(tokens)} columns; expected "
             "'size count type redop [root] time algbw busbw #wrong [time algbw busbw #wrong]'); "
-            f"was the output cut off? line: {line!r}"
+            f"was the output cut off? line: {short(line, 80)}"
         )
     size = _number(tokens[0], "size", where, integer=True)
     if run.redop is None:
@@ -243,18 +256,61 @@ def _row(line: str, run: Run, path: str, number: int) -> Row:
     )
 
 
+def _fast_row(tokens: list[str], run: Run, number: int) -> Row | None:
+    """The row when every value is plainly valid (the common case, no error to word); else None."""
+    rest = tokens[4:]
+    has_root = run.has_root if run.has_root is not None else len(rest) % 4 == 1
+    groups = rest[1:] if has_root else rest
+    if len(tokens) < 4 or len(groups) not in (4, 8) or len(tokens[0]) > 18:
+        return None
+    try:
+        size = int(tokens[0])
+        values = [
+            (float(groups[i]), float(groups[i + 1]), float(groups[i + 2]), groups[i + 3])
+            for i in range(0, len(groups), 4)
+        ]
+        parsed = []
+        for time_us, algbw, busbw, wrong_text in values:
+            wrong = None if wrong_text in ("N/A", "n/a") else float(wrong_text)
+            if not (
+                MIN_TIME_US <= time_us < _INF
+                and 0.0 <= algbw < _INF
+                and 0.0 <= busbw <= MAX_BUS_BANDWIDTH_GBS
+                and (wrong is None or 0.0 <= wrong < _INF)
+            ):
+                return None
+            parsed.append((time_us * 1e-6, busbw * 1e9, wrong))
+    except ValueError:
+        return None
+    if size < 0:
+        return None
+    if run.redop is None:
+        run.redop = tokens[3].lower()
+    out, inp = parsed[0], (parsed[1] if len(parsed) > 1 else (None, None, None))
+    return Row(number, size, out[0], out[1], out[2], inp[0], inp[1], inp[2])
+
+
+_INF = float("inf")
+
+
 def _group(tokens: list[str], where: str) -> tuple[float, float, float | None]:
     """``time(us) algbw(GB/s) busbw(GB/s) wrong`` -> (seconds, bus bytes/s, wrong)."""
     time_us = _number(tokens[0], "time", where)
-    if not time_us > 0:
-        raise InputError(f"{where}: time must be above zero, got {tokens[0]!r}")
+    if not time_us >= MIN_TIME_US:
+        raise InputError(
+            f"{where}: time must be at least {MIN_TIME_US:g} us (1 ns), got {tokens[0]!r}"
+        )
     _number(tokens[1], "algbw", where)
     busbw = _number(tokens[2], "busbw", where)
+    if busbw > MAX_BUS_BANDWIDTH_GBS:
+        raise InputError(f"{where}: column busbw: {tokens[2]!r} GB/s is beyond any link")
     wrong = None if tokens[3].upper() == "N/A" else _number(tokens[3], "#wrong", where)
     return time_us * 1e-6, busbw * 1e9, wrong
 
 
 def _number(token: str, column: str, where: str, *, integer: bool = False) -> float:
+    if len(token) > 40:
+        raise InputError(f"{where}: column {column}: {len(token)} characters is not a number")
     try:
         value = int(token) if integer else float(token)
     except ValueError:

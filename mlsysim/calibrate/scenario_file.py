@@ -7,13 +7,15 @@ write are the shared ones of :mod:`mlsysim.engine.files`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
 from mlsysim.calibrate.fit import Link
-from mlsysim.core.exceptions import InputError, ScenarioFileError
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.fileio import read_text
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.files import parse_toml, write_text_atomically
 
@@ -30,6 +32,11 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
     The file is rewritten atomically (a temporary file in the same folder, then
     ``os.replace``); comments and formatting are not kept. Returns the values
     written.
+
+    The link is marked as measured: ``measured_links`` of the file's
+    ``[assumptions]`` gains ``which`` (a preset name given as text becomes
+    ``preset = ...`` in that table), so the bandwidth, an achieved figure, is
+    not multiplied by a preset's link efficiency again.
     """
     if which not in LINKS:
         raise InputError(f"link: expected 'intra' or 'inter', got {which!r}", field="link")
@@ -39,21 +46,33 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
         f"{which}_bandwidth": f"{to_canonical(link.bandwidth, 'bandwidth') / 1e9:.6g} GB/s",
         f"{which}_latency": f"{to_canonical(link.latency, 'time') * 1e6:.6g} us",
     }
-    _inputs_table(data, which).update(values)
+    table = _inputs_table(data, which)
+    table.update(values)
+    _mark_measured(table, which)
     write_text_atomically(p, tomli_w.dumps(data))
     return values
 
 
+def _mark_measured(table: dict[str, Any], which: str) -> None:
+    """Add ``which`` to ``assumptions.measured_links`` of the inputs table."""
+    current = table.get("assumptions")
+    if isinstance(current, str):
+        current = {"preset": current}
+    elif not isinstance(current, dict):
+        current = {}
+    links = current.get("measured_links", [])
+    links = links.split(",") if isinstance(links, str) else list(links)
+    if which not in links:
+        links.append(which)
+    current["measured_links"] = links
+    table.pop("assumptions", None)
+    table["assumptions"] = current  # tables last, as TOML requires
+
+
 def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    if not os.path.lexists(path):
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioFileError(
-            f"cannot read the file ({exc.strerror or exc})", path=str(path)
-        ) from None
-    return parse_toml(text, path)[0]
+    return parse_toml(read_text(path), path)[0]
 
 
 def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:

@@ -102,6 +102,12 @@ class Launch:
     def __post_init__(self) -> None:
         _positive("nproc", self.nproc)
         _positive("nnodes", self.nnodes)
+        if self.nproc * self.nnodes < 2:
+            raise InputError(
+                f"nproc: a collective needs at least 2 ranks, got {self.nproc} process(es) on "
+                f"{self.nnodes} node(s); use --nproc 2 or more",
+                field="nproc",
+            )
         if self.backend not in BACKENDS:
             raise InputError(
                 f"backend: expected one of {', '.join(BACKENDS)}, got {self.backend!r}",
@@ -141,10 +147,16 @@ def launch(worker: Callable[..., Any], launch: Launch, *args: Any) -> dict[int, 
     """Run ``worker(*args)`` on every rank; the results of this node's ranks, by rank.
 
     Under torchrun the worker runs in this process and the dict has this rank only.
+    One node (no ``rdzv_endpoint``) runs :func:`local_launch`: nothing listens
+    beyond 127.0.0.1. Several nodes use torch's elastic launcher (c10d
+    rendezvous at ``rdzv_endpoint``), whose stores listen on every interface,
+    as they must for the other nodes to reach them.
     """
     check_backend(launch.backend)
     if under_torchrun():
         return {int(os.environ["RANK"]): worker(*args)}
+    if launch.nnodes == 1 and not launch.rdzv_endpoint:
+        return local_launch(worker, launch.nproc, *args)
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     config = LaunchConfig(
@@ -159,6 +171,101 @@ def launch(worker: Callable[..., Any], launch: Launch, *args: Any) -> dict[int, 
     )
     results = elastic_launch(config, worker)(*args)
     return {int(rank): value for rank, value in results.items()}
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def local_launch(worker: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
+    """``worker(*args)`` on ``nproc`` spawned processes of this machine; results by rank.
+
+    The job's key-value store (torch's ``TCPStore``, which has no
+    authentication) is served by this process on a socket bound to 127.0.0.1
+    (torch's own store would listen on every interface), and the workers join
+    it as clients (``TORCHELASTIC_USE_AGENT_STORE``), with gloo and NCCL's
+    sockets on the loopback interface (``GLOO_SOCKET_IFNAME``,
+    ``NCCL_SOCKET_IFNAME``). Each worker sees the variables torchrun sets.
+    """
+    import multiprocessing
+    import queue as queues
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    processes: list[Any] = []
+    try:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(128)
+        port = int(listener.getsockname()[1])
+        store = dist.TCPStore(
+            LOOPBACK,
+            port,
+            is_master=True,
+            master_listen_fd=listener.fileno(),
+            wait_for_workers=False,
+            timeout=timedelta(seconds=300),
+        )
+        listener.detach()  # the store owns the socket now
+        env = {
+            "MASTER_ADDR": LOOPBACK,
+            "MASTER_PORT": str(port),
+            "WORLD_SIZE": str(nproc),
+            "LOCAL_WORLD_SIZE": str(nproc),
+            "GROUP_RANK": "0",
+            "TORCHELASTIC_USE_AGENT_STORE": "True",
+            "TORCHELASTIC_RESTART_COUNT": "0",
+            "GLOO_SOCKET_IFNAME": _loopback_interface(),
+            "NCCL_SOCKET_IFNAME": _loopback_interface(),
+        }
+        context = multiprocessing.get_context("spawn")
+        results: Any = context.Queue()
+        for rank in range(nproc):
+            process = context.Process(
+                target=_run_rank, args=(worker, rank, env, results, args), daemon=True
+            )
+            process.start()
+            processes.append(process)
+        out: dict[int, Any] = {}
+        while len(out) < nproc:
+            try:
+                rank, ok, value = results.get(timeout=0.2)
+            except queues.Empty:
+                dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"a worker process exited with status {dead[0]}") from None
+                continue
+            if not ok:
+                raise RuntimeError(f"rank {rank} failed: {value}")
+            out[rank] = value
+        for process in processes:
+            process.join(timeout=30)
+        del store
+        return out
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
+        if listener.fileno() != -1:
+            listener.close()
+
+
+def _loopback_interface() -> str:
+    """The loopback interface's name (``lo`` on Linux, ``lo0`` on macOS)."""
+    names = [name for _, name in socket.if_nameindex()] if hasattr(socket, "if_nameindex") else []
+    return next((n for n in names if n.startswith("lo")), "lo")
+
+
+def _run_rank(
+    worker: Callable[..., Any], rank: int, env: dict[str, str], results: Any, args: tuple
+) -> None:
+    """Body of one spawned worker: torchrun's variables, then ``worker(*args)``; the result goes back."""
+    os.environ.update(env, RANK=str(rank), LOCAL_RANK=str(rank))
+    try:
+        results.put((rank, True, worker(*args)))
+    except BaseException as exc:  # reported to the parent, which raises it
+        results.put((rank, False, f"{type(exc).__name__}: {exc}"))
 
 
 def free_port() -> int:

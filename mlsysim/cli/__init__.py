@@ -9,24 +9,81 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM or SIGHUP, so every ``finally`` and writer cleans up."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    from mlsysim.core.fileio import remove_temporary_files
+
+    remove_temporary_files()
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> dict[int, object]:
+    """SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT raises KeyboardInterrupt already)."""
+    import signal
+    import threading
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            previous[number] = signal.signal(number, _on_signal)
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; a user's mistake prints one line on stderr and exits with status 2."""
+    """Run the command line; a user's mistake prints one line on stderr and exits with status 2.
+
+    Ctrl-C prints "interrupted" and exits with 130; SIGTERM and SIGHUP print
+    "terminated" and exit with 128 + the signal number; in every case the
+    temporary file of a write in progress is removed and the target is untouched.
+    """
+    import signal
+
+    previous = _install_signal_handlers()
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("mlsysim: interrupted", file=sys.stderr)
+        return 130
+    except Terminated as exc:
+        print(f"mlsysim: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        from mlsysim.core.fileio import remove_temporary_files
+
+        remove_temporary_files()
+        for number, handler in previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+
+
+def _main(argv: list[str] | None) -> int:
     from mlsysim.cli.app import app
     from mlsysim.core.exceptions import MlsysimError
 
+    args = argv if argv is not None else sys.argv[1:]
     click = _click_exceptions()
     command = _command(app)
     try:
         with _notes():
-            code = command.main(
-                args=argv if argv is not None else sys.argv[1:],
-                prog_name="mlsysim",
-                standalone_mode=False,
-            )
+            code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
+        if code == 130:  # typer turns KeyboardInterrupt into Exit(130) and returns its code
+            print("mlsysim: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
     except click.Exit as exc:
         return exc.exit_code
     except click.Abort:
-        print("mlsysim: aborted", file=sys.stderr)
+        print("mlsysim: interrupted", file=sys.stderr)
         return 130
     except click.UsageError as exc:
         hint = (
@@ -34,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             if exc.ctx and " " in exc.ctx.command_path
             else " (see 'mlsysim --help')"
         )
-        print(f"mlsysim: error: {exc.format_message()}{hint}", file=sys.stderr)
+        print(f"mlsysim: error: {_one_line(exc.format_message())}{hint}", file=sys.stderr)
         return 2
     except click.ClickException as exc:
-        print(f"mlsysim: error: {exc.format_message()}", file=sys.stderr)
+        print(f"mlsysim: error: {_one_line(exc.format_message())}", file=sys.stderr)
         return 2
     except MlsysimError as exc:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
@@ -80,7 +137,10 @@ def _click_exceptions():  # noqa: ANN202
 
 
 def _one_line(message: str) -> str:
-    return " ".join(message.split())
+    """The message on one line, control characters from user text escaped."""
+    from mlsysim.core.text import printable
+
+    return printable(" ".join(message.split()))
 
 
 def _command(app):  # noqa: ANN001, ANN202 - typer.Typer -> click.Command

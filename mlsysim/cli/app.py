@@ -37,6 +37,14 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from mlsysim import __version__
+
+        typer.echo(f"mlsysim {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     registry: list[str] | None = typer.Option(
@@ -48,6 +56,9 @@ def _global_options(
             "from a TOML file before the command runs; repeatable, later files win. "
             "'mlsysim registry' shows where each entry came from."
         ),
+    ),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
     ),
 ) -> None:
     """Options that apply to every command."""
@@ -67,11 +78,12 @@ def _scenario(name: str | None, sets: list[str] | None, file: str | None = None)
 @app.command("list")
 def list_scenarios() -> None:
     """List the named scenarios, one line each."""
+    from mlsysim.core.text import printable
     from mlsysim.engine.scenarios import Scenarios
 
     width = max(len(n) for n in Scenarios.names())
     for scenario in Scenarios:
-        typer.echo(f"{scenario.name.ljust(width)}  {scenario.description}")
+        typer.echo(printable(f"{scenario.name.ljust(width)}  {scenario.description}"))
 
 
 @app.command("registry")
@@ -146,9 +158,12 @@ def explain(
 
     Example: mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic
     """
+    from mlsysim.core.text import printable_lines
+
     scenario = _scenario(name, set_, file)
     form = "json" if json_ else ("markdown" if markdown else "text")
-    typer.echo(scenario.explain(format=form), nl=False)
+    text = scenario.explain(format=form)
+    typer.echo(text if json_ else printable_lines(text), nl=False)
 
 
 @app.command("schema")

@@ -78,14 +78,22 @@ def torch_allreduce(
     Example: mlsysim calibrate torch --nproc 2 -b 1KiB -e 16MiB
     """
     from mlsysim.calibrate.networks import require_torch
-    from mlsysim.calibrate.torch_measure import Launch, measure_allreduce, message_sizes
+    from mlsysim.calibrate.torch_measure import (
+        Launch,
+        _nonnegative,
+        _positive,
+        measure_allreduce,
+        message_sizes,
+    )
 
     which = _check_link(write_scenario, link)
-    require_torch()
     config = Launch(
         nproc=nproc, nnodes=nnodes, backend=backend, threads=threads, rdzv_endpoint=rdzv_endpoint
     )
     sizes = message_sizes(_size("min-size", min_size), _size("max-size", max_size), factor)
+    _nonnegative("warmup", warmup)
+    _positive("iters", iters)
+    require_torch()  # after every option is checked: importing torch takes seconds
     fit = measure_allreduce(config, sizes, warmup=warmup, iters=iters)
     if fit is not None:  # None on nodes other than rank 0's
         _report(fit, write_scenario, which, json_)
@@ -132,6 +140,7 @@ def step(
                     "steps": len(timing.times),
                 },
                 indent=2,
+                allow_nan=False,
             )
         )
         return
@@ -153,6 +162,10 @@ def _check_link(write_scenario: Path | None, link: str | None) -> str | None:
         raise InputError("--write-scenario needs --link intra or --link inter")
     if link is not None and write_scenario is None:
         raise InputError("--link needs --write-scenario FILE")
+    if write_scenario is not None:
+        from mlsysim.core.fileio import check_target
+
+        check_target(write_scenario, suffixes=(".toml",), option="--write-scenario")
     return link
 
 
@@ -161,7 +174,7 @@ def _size(option: str, text: str) -> float:
     from mlsysim.core.exceptions import InputError
     from mlsysim.core.units import parse_quantity, to_canonical
 
-    if text.strip().isdigit():
+    if text.strip().isascii() and text.strip().isdigit() and len(text.strip()) <= 18:
         return float(text)
     try:
         return to_canonical(parse_quantity(text, "data"), "data")
@@ -179,7 +192,7 @@ def _report(fit: Any, write_scenario: Path | None, which: str | None, json_: boo
         data = fit.to_dict()
         if written is not None:
             data["written"] = {"file": str(write_scenario), **written}
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     typer.echo(fit_text(fit))
     if written is not None:

@@ -6,8 +6,16 @@ from collections.abc import Callable
 from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
+from mlsysim.core.text import printable
 from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
+
+
+def safe(text: str) -> str:
+    """User text for a rich table cell: control characters and rich markup escaped."""
+    from rich.markup import escape
+
+    return escape(printable(text))
 
 
 def _text(value: Any) -> str:
@@ -18,8 +26,8 @@ def _text(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     if hasattr(value, "name") and not isinstance(value, str):
-        return str(value.name)
-    return str(value)
+        return printable(str(value.name))
+    return printable(str(value))
 
 
 def inputs_dict(scenario: Any) -> dict[str, Any]:
@@ -204,7 +212,7 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
 
     result = scenario.result
     console = _console()
-    title = scenario.name or "scenario"
+    title = printable(scenario.name or "scenario")
     console.print(f"{title}: {headline(result)}", markup=False)
     console.print()
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
@@ -222,17 +230,17 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
     inputs.add_column("value", justify="right")
     inputs.add_column("meaning")
     for label, text, meaning in input_rows(scenario):
-        inputs.add_row(label, text, meaning)
+        inputs.add_row(label, safe(text), meaning)
     console.print(inputs)
     if result.constraint_trace:
         console.print()
         console.print("Notes", style="bold")
         for note in result.constraint_trace:
-            console.print(f"  - {note}", markup=False)
+            console.print(f"  - {printable(note)}", markup=False)
     if next_steps:
         console.print()
     for step in next_steps or []:
-        console.print(step, markup=False)
+        console.print(printable(step), markup=False)
 
 
 def next_steps(scenario: Any, source: str) -> list[str]:

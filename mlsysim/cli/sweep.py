@@ -47,9 +47,16 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
     field = field.strip()
     if not sep or not field or not spec.strip():
         raise InputError(f"--axis expects FIELD=VALUES (e.g. nodes=1..64), got {text!r}")
-    found = _RANGE.fullmatch(spec)
+    from mlsysim.core.text import check_text, parse_int
+
+    try:
+        found = _RANGE.fullmatch(check_text(spec, what="--axis values", limit=4000))
+        if found:
+            start, stop = parse_int(found[1]), parse_int(found[2])
+            step = parse_int(found[3] or "1")
+    except InputError as exc:
+        raise InputError(f"--axis {field}: {exc}", field=field) from None
     if found:
-        start, stop, step = int(found[1]), int(found[2]), int(found[3] or 1)
         values = range(start, stop + 1, step) if step > 0 else range(0)
         if not values:
             raise InputError(
@@ -65,20 +72,22 @@ def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
     return field, [coerce_field(field, p) for p in parts]
 
 
-def check_outputs(csv: str | None, plot: str | None, parquet: str | None = None) -> None:
-    """Refuse unusable output paths before any work is done."""
-    from pathlib import Path
+def check_outputs(
+    csv: str | None, plot: str | None, parquet: str | None = None, force: bool = False
+) -> None:
+    """Refuse unusable output paths before any work is done (:func:`mlsysim.core.fileio.check_target`)."""
+    from mlsysim.core.fileio import check_target
 
-    from mlsysim.core.exceptions import InputError
+    if csv is not None:
+        check_target(csv, suffixes=(".csv",), force=force, option="--csv")
+    if plot is not None:
+        check_target(plot, suffixes=(".png", ".svg"), force=force, option="--plot")
 
-    for option, path in (("--csv", csv), ("--plot", plot), ("--parquet", parquet)):
-        if path is None:
-            continue
-        folder = Path(path).expanduser().resolve().parent
-        if not folder.is_dir():
-            raise InputError(f"{option} {path!r}: the folder {str(folder)!r} does not exist")
-    if plot is not None and Path(plot).suffix.lower() not in (".png", ".svg"):
-        raise InputError(f"--plot {plot!r}: expected a .png or .svg file")
+    if parquet is not None:
+        check_target(parquet, suffixes=(".parquet",), force=force, option="--parquet")
+
+
+FORCE_HELP = "Replace read-only output files."
 
 
 def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
@@ -246,9 +255,9 @@ def _print_table(
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
-    from rich.markup import escape
+    from mlsysim.cli.render import safe
 
-    out = Table(title=escape(title), header_style="bold")
+    out = Table(title=safe(title), header_style="bold")
     formats = {c: _format(table, c, rows) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
@@ -301,7 +310,9 @@ def _plain(value: Any) -> str:
         return "yes" if value else "NO"
     if isinstance(value, (float, np.floating)):
         return "-" if value != value else f"{float(value):g}"
-    return str(value)
+    from mlsysim.cli.render import safe
+
+    return safe(str(value))
 
 
 def _short(unit: str | None) -> str | None:
@@ -332,6 +343,7 @@ def sweep_command(
         help="Stream every row to this Parquet file in bounded memory (pip install 'mlsysim[parquet]'); for sweeps bigger than memory.",
     ),
     max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Evaluate every combination of the --axis values and print the key figures.
 
@@ -346,9 +358,11 @@ def sweep_command(
     import numpy as np
 
     from mlsysim.core.exceptions import InputError
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable
     from mlsysim.planning.sweep import sweep
 
-    check_outputs(csv, plot, parquet)
+    check_outputs(csv, plot, parquet, force)
     if parquet is not None and (csv is not None or plot is not None):
         raise InputError("--parquet writes every row to a file: give --csv/--plot without it")
     scenario = load(name, file, set_)
@@ -360,10 +374,10 @@ def sweep_command(
         )
     started = time.perf_counter()
     if parquet is not None:
-        with _ProgressBar(_size(axes), progress) as bar:
+        with _ProgressBar(_size(axes), progress) as bar, replacing_read_only(force):
             sweep(scenario, progress=bar, out=parquet, max_layouts=max_layouts, **axes)
         _report_rate(_size(axes), scenario, time.perf_counter() - started)
-        typer.echo(f"wrote {parquet}")
+        typer.echo(f"wrote {printable(parquet)}")
         return
     with _ProgressBar(_size(axes), progress) as bar:
         table = sweep(scenario, progress=bar, max_layouts=max_layouts, **axes)
@@ -374,23 +388,28 @@ def sweep_command(
     if len(table) > len(shown):
         typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
     if csv:
-        table.to_csv(csv)
-        typer.echo(f"wrote {csv}")
+        with replacing_read_only(force):
+            table.to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}")
     if plot:
         from mlsysim.viz import plots
 
-        if plot_kind == "efficiency" and any(a.magnitudes is not None for a in table.axes):
-            plots.efficiency_plot(table, path=plot)
-        elif plot_kind == "speedup":
-            plots.speedup_plot(table, path=plot)
-        else:
-            plots.breakdown_plot(table, path=plot)
-        typer.echo(f"wrote {plot}")
+        with replacing_read_only(force):
+            if plot_kind == "efficiency" and any(a.magnitudes is not None for a in table.axes):
+                plots.efficiency_plot(table, path=plot)
+            elif plot_kind == "speedup":
+                plots.speedup_plot(table, path=plot)
+            else:
+                plots.breakdown_plot(table, path=plot)
+        typer.echo(f"wrote {printable(plot)}")
 
 
 def _report_rate(size: int, scenario: Any, elapsed: float) -> None:
+    from mlsysim.core.text import printable
+
     rate = f", {size / elapsed:,.0f} per second" if elapsed >= RATE_MIN_SECONDS else ""
-    typer.echo(f"{size:,} layouts of {scenario.name or 'the scenario'} in {elapsed:.2f} s{rate}")
+    name = printable(scenario.name or "the scenario")
+    typer.echo(f"{size:,} layouts of {name} in {elapsed:.2f} s{rate}")
 
 
 def _group_cells(table: Any, group: Any) -> dict[str, str]:
@@ -450,6 +469,7 @@ def plan_command(
     ),
     top: int = typer.Option(0, "--top", help="Also list the K best layouts."),
     max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
+    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
@@ -460,9 +480,11 @@ def plan_command(
       mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps" --objective cost --deadline "2 hour" --min-efficiency 0.8
     """
 
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable, printable_lines
     from mlsysim.planning.plan import PlanInterrupted, plan
 
-    check_outputs(csv, plot)
+    check_outputs(csv, plot, force=force)
     scenario = load(name, file, set_)
     axes = _axes(axis, scenario)
     limits: dict[str, Any] = {} if max_layouts is None else {"max_layouts": max_layouts}
@@ -483,7 +505,7 @@ def plan_command(
                 **axes,
             )
     except PlanInterrupted as stop:
-        typer.echo("mlsysim: interrupted; the workers are stopped", err=True)
+        typer.echo("mlsysim: the workers are stopped", err=True)
         if stop.plan is not None:
             typer.echo(stop.plan.summary())
         else:
@@ -494,7 +516,7 @@ def plan_command(
         raise typer.Exit(130) from None
     from mlsysim.planning.summary import group_results
 
-    typer.echo(result.summary())
+    typer.echo(printable_lines(result.summary()))
     if result.top is not None and len(result.top):
         _print_table(result.top, range(len(result.top)), f"Top {len(result.top)} layouts")
     front = result.pareto
@@ -511,10 +533,12 @@ def plan_command(
             f"... {len(groups) - len(shown)} more results on the front (--rows N, or --csv FILE)"
         )
     if csv:
-        front.to_csv(csv)
-        typer.echo(f"wrote {csv}")
+        with replacing_read_only(force):
+            front.to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}")
     if plot:
         from mlsysim.viz.plots import pareto_plot
 
-        pareto_plot(result, path=plot)
-        typer.echo(f"wrote {plot}")
+        with replacing_read_only(force):
+            pareto_plot(result, path=plot)
+        typer.echo(f"wrote {printable(plot)}")

@@ -55,7 +55,7 @@ def published(
     lofo = cross_validate(realistic_assumptions) if cv else None
     if json_:
         typer.echo(
-            json.dumps(validation_json(seed, realistic, band, coverage, width, lofo), indent=2)
+            json.dumps(validation_json(seed, realistic, band, coverage, width, lofo), indent=2, allow_nan=False)
         )
         return
     from mlsysim.cli.render import print_validation
@@ -185,7 +185,7 @@ def ddp(
     )
     data = result.to_dict()
     if json_:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
     fit = data["allreduce_fit"]
     ms = "{:.4g} ms".format

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pint
 
-from mlsysim.core.exceptions import UnitsError
+from mlsysim.core.exceptions import InputError, UnitsError
 
 
 def _definitions() -> list[str]:
@@ -27,18 +27,34 @@ def _definitions() -> list[str]:
     pass for a data size and ``1/s`` for a bandwidth. Here ``bit`` is the base
     unit of ``[information]``, and ``bps`` means bit per second (pint aliases
     it to baud, which prints as "Bd").
+
+    Networking spellings mean bits, as people write them: ``b`` is the bit's
+    symbol (so ``Kb``, ``Mb``, ``Gb``, ``Tb`` are kilo- to terabits, not
+    kilobarns or gilberts: barn and gilbert lose their symbols), ``KB`` is a
+    kilobyte and ``Kbps`` a kilobit per second.
     """
     root = files("pint")
     text = root.joinpath("default_en.txt").read_text(encoding="utf-8")
     text = text.replace(
         "@import constants_en.txt", root.joinpath("constants_en.txt").read_text(encoding="utf-8")
     )
-    patched = text.replace("\nbit = []\n", "\nbit = [information]\n").replace(
-        "baud = bit / second = Bd = bps",
-        "baud = bit / second = Bd\nbps = bit / second\n"
-        "kbps = 1e3 * bps\nMbps = 1e6 * bps\nGbps = 1e9 * bps\nTbps = 1e12 * bps",
+    patched = (
+        text.replace("\nbit = []\n", "\nbit = [information] = b\n")
+        .replace(
+            "baud = bit / second = Bd = bps",
+            "baud = bit / second = Bd\nbps = bit / second\n"
+            "kbps = 1e3 * bps = _ = Kbps\nMbps = 1e6 * bps\nGbps = 1e9 * bps\nTbps = 1e12 * bps\n"
+            "Kb = 1e3 * bit\nKB = 1e3 * byte",
+        )
+        .replace("barn = 1e-28 * meter ** 2 = b\n", "barn = 1e-28 * meter ** 2\n")
+        .replace("* biot_turn = Gb\n", "* biot_turn\n")
     )
-    if patched.count("[information]") != 1 or "\nbps = bit / second" not in patched:
+    if (
+        patched.count("[information] = b\n") != 1
+        or "\nbps = bit / second" not in patched
+        or "= Gb\n" in patched
+        or "meter ** 2 = b\n" in patched
+    ):
         raise RuntimeError(
             "pint's default definitions changed: cannot make information a dimension"
         )
@@ -129,20 +145,52 @@ def _to_canonical_slow(value: Any, kind: str) -> float:
     return float(magnitude) * _factor(kind, value._units)
 
 
+PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
+    "time": (1e-12, 1e12, "1 ps to 1e12 s (31,700 years)"),
+    "data": (0.125, 1e21, "1 bit to 1 ZB"),
+    "bandwidth": (0.125, 1e18, "1 bit/s to 1 EB/s"),
+    "money": (1e-9, 1e18, "1e-9 to 1e18 USD"),
+    "money_rate": (1e-9, 1e15, "1e-9 to 1e15 USD/hour"),
+    "count": (1.0, 1e18, "1 to 1e18"),
+    "compute_rate": (1.0, 1e24, "1 flop/s to 1e24 flop/s"),
+    "compute": (1.0, 1e30, "1 to 1e30 flop"),
+    "tokens": (1.0, 1e18, "1 to 1e18 tokens"),
+    "samples": (1.0, 1e18, "1 to 1e18 samples"),
+}
+"""Physical range of an input of each kind, canonical units (low, high, said in words).
+
+Wide enough for any real system, and narrow enough that no result of the
+model overflows or divides by a vanishing number: the model refuses an input
+outside it, naming the field, instead of returning an infinite or zero result.
+"""
+
+
+def _in_range(x: float, kind: str, value: Any, *, low_bound: bool = True) -> float:
+    if kind not in PHYSICAL_RANGE:
+        return x
+    low, high, words = PHYSICAL_RANGE[kind]
+    if not (low <= x or not low_bound) or not x <= high:
+        raise UnitsError(f"expected a value in the physical range {words}, got {value:~P}")
+    return x
+
+
 def positive_canonical(value: Any, kind: str) -> float:
-    """:func:`to_canonical`, then require a finite value above zero."""
+    """:func:`to_canonical`, then require a finite value above zero, in :data:`PHYSICAL_RANGE`."""
     x = to_canonical(value, kind)
     if not (x > 0.0 and x != math.inf):  # also rejects NaN
         raise UnitsError(f"expected a finite value above zero, got {value:~P}")
-    return x
+    return _in_range(x, kind, value)
 
 
 def nonnegative_canonical(value: Any, kind: str) -> float:
-    """:func:`to_canonical`, then require a finite value at or above zero."""
+    """:func:`to_canonical`, then require a finite value at or above zero, below the top of :data:`PHYSICAL_RANGE`.
+
+    (Such inputs, latencies and memory sizes, are added, never divided by: a tiny one is harmless.)
+    """
     x = to_canonical(value, kind)
     if not (x >= 0.0 and x != math.inf):
         raise UnitsError(f"expected a finite value at or above zero, got {value:~P}")
-    return x
+    return _in_range(x, kind, value, low_bound=False)
 
 
 _UNITS: dict[str, Any] = {}
@@ -161,17 +209,164 @@ def quantity(magnitude: Any, unit_name: str) -> Any:
     return Quantity(magnitude, unit(unit_name))
 
 
-def parse_quantity(text: str, kind: str | None = None) -> Any:
-    """Parse ``"100 Gbps"`` into a Quantity; check its kind when given.
+# Spellings accepted for each kind, exactly or (when only one matches) ignoring case;
+# the error for an unknown unit lists them. Any pint unit of the right dimension is
+# accepted too ("furlong / fortnight"), built name by name without evaluating expressions.
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "time": ("s", "ms", "us", "µs", "ns", "min", "h", "hour", "day", "week", "second", "minute"),
+    "data": (
+        "B", "kB", "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB",
+        "bit", "Kb", "Mb", "Gb", "Tb", "kbit", "Mbit", "Gbit", "Tbit", "byte",
+    ),
+    "bandwidth": (
+        "B/s", "kB/s", "KB/s", "MB/s", "GB/s", "TB/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s",
+        "bps", "Kbps", "Mbps", "Gbps", "Tbps", "Kb/s", "Mb/s", "Gb/s", "Tb/s",
+        "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s", "G", "GbE", "T", "TbE",
+    ),
+    "money": ("USD", "dollar"),
+    "money_rate": ("USD/hour", "USD/h", "USD/day", "USD/s"),
+    "count": ("param", "kparam", "Mparam", "Gparam"),
+    "compute_rate": ("flop/s", "Gflop/s", "Tflop/s", "Pflop/s", "TFLOP/s"),
+    "compute": ("flop", "Gflop", "Tflop", "Pflop", "Eflop"),
+    "tokens": ("token", "Mtoken", "Gtoken", "Ttoken"),
+    "samples": ("sample",),
+}
+PORT_SPEEDS = {"g": "Gbps", "gbe": "Gbps", "t": "Tbps", "tbe": "Tbps", "m": "Mbps", "mbe": "Mbps"}
+"""A bandwidth written as a port speed (``400G``, ``100 GbE``) is in bits per second:
+the line rate Ethernet and InfiniBand ports are named by. Only for bandwidths."""
 
-    Raises :class:`UnitsError` naming the text when it cannot be parsed.
+MAX_UNIT_TEXT = 40
+MAX_UNIT_NAMES = 6
+_PARSED_UNITS: dict[tuple[str, str | None], Any] = {}
+
+
+def parse_quantity(text: str, kind: str | None = None) -> Any:
+    """Parse ``"100 Gbps"`` (or ``"100Gbps"``, ``"2.1 s"``, ``"32 USD/hour"``) into a Quantity.
+
+    The number is decimal notation (:func:`mlsysim.core.text.split_number`:
+    bounded digits, no expressions, finite); the unit is one of
+    :data:`SPELLINGS` (ignoring case where that is unambiguous), a bandwidth
+    port speed (:data:`PORT_SPEEDS`), or pint unit names joined by ``*``,
+    ``/`` and small integer powers, looked up name by name: pint never
+    evaluates the text. With ``kind``, the dimension is checked and the value
+    must be finite in the kind's canonical unit. Raises :class:`UnitsError`
+    with a bare message.
+
+    >>> parse_quantity("100 Gb/s", "bandwidth").to("GB/s")
+    <Quantity(12.5, 'gigabyte / second')>
     """
+    from mlsysim.core.text import number_value, split_number
+
     try:
-        q: Any = ureg.Quantity(text)
-    except Exception as exc:  # pint's tokenizer and parser raise many unrelated types on garbage
-        raise UnitsError(f"cannot read {text!r} as a quantity with units ({exc})") from None
-    if not isinstance(q, pint.Quantity):
-        q = ureg.Quantity(q)
+        number, unit_text = split_number(text)
+        magnitude = number_value(number)
+    except UnitsError:
+        raise
+    except InputError as exc:
+        raise UnitsError(str(exc)) from None
+    if unit_text[:1] in ("*", "/", "^", "(", "+", "-"):
+        raise UnitsError(
+            f"expected a number then a unit (e.g. '100 Gbps'), got {text.strip()[:40]!r}: "
+            "expressions are not evaluated"
+        )
+    if not unit_text:
+        what = KINDS[kind][1] if kind in KINDS else "a quantity with units"
+        raise UnitsError(f"expected {what}, got {number!r} without a unit")
+    q = Quantity(magnitude, parse_unit(unit_text, kind))
     if kind is not None:
-        to_canonical(q, kind)
+        x = to_canonical(q, kind)
+        if not math.isfinite(x):
+            raise UnitsError(f"{text.strip()!r} is out of the range of a floating-point number")
     return q
+
+
+def parse_unit(text: str, kind: str | None = None) -> Any:
+    """A pint Unit from text such as ``"GB/s"``, ``"gbps"``, ``"USD / hour"``, ``"m*s^-2"``."""
+    key = (text, kind)
+    found = _PARSED_UNITS.get(key)
+    if found is None:
+        found = _parse_unit(text, kind)
+        if len(_PARSED_UNITS) < 4096:
+            _PARSED_UNITS[key] = found
+    return found
+
+
+def _parse_unit(text: str, kind: str | None) -> Any:
+    if len(text) > MAX_UNIT_TEXT:
+        raise UnitsError(f"expected a unit of at most {MAX_UNIT_TEXT} characters, got {len(text)}")
+    compact = "".join(text.split()) if "/" in text or "*" in text else text.strip()
+    spellings = SPELLINGS.get(kind, ()) if kind else tuple(s for v in SPELLINGS.values() for s in v)
+    if kind == "bandwidth" and compact.lower() in PORT_SPEEDS:
+        return unit(PORT_SPEEDS[compact.lower()])
+    if compact in spellings:
+        return unit(compact)
+    folded = [s for s in spellings if s.lower() == compact.lower()]
+    if len(folded) == 1:
+        return unit(folded[0])
+    if len(folded) > 1:
+        raise UnitsError(
+            f"the unit {compact!r} is ambiguous: write {' or '.join(folded)} "
+            "(B is a byte, b a bit)"
+        )
+    try:
+        return _compound(compact)
+    except UnitsError as exc:
+        accepted = ", ".join(spellings)
+        where = f" for {KINDS[kind][1].split(' (')[0].split(' in ')[0]}" if kind in KINDS else ""
+        port = " (G, GbE, T, TbE: port speeds, 400G = 400 Gb/s)" if kind == "bandwidth" else ""
+        raise UnitsError(
+            f"{exc}; accepted spellings{where}: {accepted}{port}; "
+            "other pint units of that kind work too"
+        ) from None
+
+
+_POWERS = {"²": 2, "³": 3}
+
+
+def _compound(text: str) -> Any:
+    """Unit names joined by ``*``, ``·``, ``/`` or spaces, each with an optional power of one digit."""
+    result = None
+    i, n, names, divide = 0, len(text), 0, False
+    while i < n:
+        ch = text[i]
+        if ch in " *·":
+            i += 1
+            continue
+        if ch == "/":
+            if result is None or divide:
+                raise UnitsError(f"cannot read the unit {text!r}")
+            divide = True
+            i += 1
+            continue
+        start = i
+        while i < n and (text[i].isalpha() or text[i] == "_") and text[i] not in _POWERS:
+            i += 1
+        name = text[start:i]
+        if not name:
+            raise UnitsError(f"cannot read the unit {text!r} (at {text[start:]!r})")
+        power = 1
+        if i < n and text[i] in _POWERS:
+            power, i = _POWERS[text[i]], i + 1
+        elif text.startswith(("^", "**"), i):
+            i += 2 if text.startswith("**", i) else 1
+            sign = -1 if i < n and text[i] == "-" else 1
+            i += 1 if i < n and text[i] in "+-" else 0
+            if i >= n or not ("0" <= text[i] <= "9") or (i + 1 < n and "0" <= text[i + 1] <= "9"):
+                raise UnitsError(f"cannot read the unit {text!r}: powers are one digit")
+            power, i = sign * int(text[i]), i + 1
+        names += 1
+        if names > MAX_UNIT_NAMES:
+            raise UnitsError(f"the unit {text!r} has more than {MAX_UNIT_NAMES} names")
+        factor = _named_unit(name) ** power
+        result = factor if result is None else (result / factor if divide else result * factor)
+        divide = False
+    if result is None or divide:
+        raise UnitsError(f"cannot read the unit {text!r}")
+    return result
+
+
+def _named_unit(name: str) -> Any:
+    try:
+        return unit(name)
+    except Exception:  # pint's UndefinedUnitError, or a name its parser refuses
+        raise UnitsError(f"unknown unit {name!r}") from None

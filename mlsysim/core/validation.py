@@ -19,7 +19,7 @@ import pydantic
 from pydantic_core import PydanticCustomError
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import nonnegative_canonical, positive_canonical
+from mlsysim.core.units import nonnegative_canonical, parse_quantity, positive_canonical
 
 
 def _describe(value: Any) -> str:
@@ -28,15 +28,21 @@ def _describe(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
+MAX_INT = 10**15
+"""Largest integer input (devices, nodes, batch, steps): far above any machine, far below float overflow."""
+
+
 def check_positive_int(value: Any) -> int:
-    """A positive integer: not a bool, a float, or a string."""
+    """A positive integer up to :data:`MAX_INT`: not a bool, a float, or a string."""
     if type(value) is int:
-        if value > 0:
+        if 0 < value <= MAX_INT:
             return value
     elif isinstance(value, Integral) and not isinstance(value, bool):
         value = int(value)
-        if value > 0:
+        if 0 < value <= MAX_INT:
             return value
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INT:
+        raise InputError(f"expected a positive integer up to 1e15, got {value:.3g}")
     raise InputError(f"expected a positive integer, got {_describe(value)}")
 
 
@@ -67,9 +73,14 @@ def check_nonnegative_float(value: Any) -> float:
 
 
 def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
-    """Validator for a finite Quantity above zero of the given kind; returns the Quantity."""
+    """Validator for a finite Quantity above zero of the given kind; returns the Quantity.
+
+    Text is read with :func:`~mlsysim.core.units.parse_quantity` (``"100 Gb/s"``).
+    """
 
     def check(value: Any) -> Any:
+        if isinstance(value, str):
+            value = parse_quantity(value, kind)
         positive_canonical(value, kind)
         return value
 
@@ -77,9 +88,11 @@ def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
 
 
 def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
-    """Validator for a finite Quantity at or above zero of the given kind."""
+    """Validator for a finite Quantity at or above zero of the given kind (text is parsed)."""
 
     def check(value: Any) -> Any:
+        if isinstance(value, str):
+            value = parse_quantity(value, kind)
         nonnegative_canonical(value, kind)
         return value
 

@@ -24,8 +24,28 @@ from mlsysim.core.validation import (
 )
 from mlsysim.engine.equations import Choices
 
-Fraction = Annotated[float, PlainValidator(as_pydantic(check_fraction))]
-NonNegative = Annotated[float, PlainValidator(as_pydantic(check_nonnegative_float))]
+MIN_EFFICIENCY = 0.01
+"""Lowest link efficiency accepted: below 1% of its line rate a link is broken, not modeled."""
+MAX_STRAGGLER_CV = 10.0
+"""Highest straggler coefficient of variation accepted (1000% of the step time)."""
+
+
+def _check_efficiency(value: object) -> float:
+    x = check_fraction(value)
+    if x < MIN_EFFICIENCY:
+        raise InputError(f"expected a number in [{MIN_EFFICIENCY:g}, 1], got {value!r}")
+    return x
+
+
+def _check_straggler_cv(value: object) -> float:
+    x = check_nonnegative_float(value)
+    if x > MAX_STRAGGLER_CV:
+        raise InputError(f"expected a number in [0, {MAX_STRAGGLER_CV:g}], got {value!r}")
+    return x
+
+
+Fraction = Annotated[float, PlainValidator(as_pydantic(_check_efficiency))]
+NonNegative = Annotated[float, PlainValidator(as_pydantic(_check_straggler_cv))]
 
 
 def _check_bool(value: object) -> bool:
@@ -42,6 +62,18 @@ def _check_backward_fraction(value: object) -> float:
 
 
 Algorithm = Literal["ring", "hierarchical", "tree", "auto"]
+
+LINKS = ("intra", "inter")
+
+
+def _check_measured_links(value: object) -> tuple[str, ...]:
+    """Link names (``intra``, ``inter``), as a list, a tuple or a comma-separated text."""
+    items = value.split(",") if isinstance(value, str) else value
+    if isinstance(items, list | tuple) and all(isinstance(v, str) for v in items):
+        names = tuple(dict.fromkeys(v.strip().lower() for v in items if v.strip()))
+        if all(n in LINKS for n in names):
+            return tuple(n for n in LINKS if n in names)
+    raise InputError(f"expected link names among intra and inter, got {value!r}")
 
 DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
 """PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
@@ -91,9 +123,12 @@ class Assumptions(Validated):
       bytes of memory traffic at the scenario's ``memory_bandwidth``.
     * ``first_bucket_size``: DDP caps its first bucket (1 MiB): one more
       collective startup, exposed when the AllReduce is not overlapped.
+    * ``measured_links``: the links (``intra``, ``inter``) whose bandwidth is a
+      measured, achieved figure (written by ``mlsysim calibrate``): their
+      efficiency is not applied again (taken as 1).
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=())
     """
 
     algorithm: Algorithm = "ring"
@@ -118,6 +153,9 @@ class Assumptions(Validated):
     first_bucket_size: Annotated[
         Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("data")))
     ] = quantity(0, "B")
+    measured_links: Annotated[
+        tuple[str, ...], PlainValidator(as_pydantic(_check_measured_links))
+    ] = ()
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -193,8 +231,8 @@ class Assumptions(Validated):
         """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
         return Choices(
             algorithm=self.algorithm,
-            intra_efficiency=self.intra_efficiency,
-            inter_efficiency=self.inter_efficiency,
+            intra_efficiency=1.0 if "intra" in self.measured_links else self.intra_efficiency,
+            inter_efficiency=1.0 if "inter" in self.measured_links else self.inter_efficiency,
             overlap=self.overlap,
             bucket_size=self.bucket_bytes(),
             backward_fraction=self.backward_fraction,
@@ -242,11 +280,15 @@ def assumption_from_text(name: str, value: object) -> object:
         raise InputError(f"expected true or false, got {value!r}", loc=(name,))
     if name == "algorithm":
         return text.lower()
+    if name == "measured_links":
+        return text
     if name in Assumptions.model_fields:
+        from mlsysim.core.text import parse_float
+
         try:
-            return float(text)
-        except ValueError:
-            raise InputError(f"expected a number, got {value!r}", loc=(name,)) from None
+            return parse_float(text)
+        except InputError as exc:
+            raise exc.at(name) from None
     return value
 
 

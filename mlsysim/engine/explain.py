@@ -134,6 +134,11 @@ def _heading(
             )
             + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
             + _new_choices(a)
+            + (
+                f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
+                if a.measured_links
+                else ""
+            )
         )
     name = title or "Data-parallel scale-out"
     return {
@@ -264,8 +269,8 @@ def _gradient_steps(s: _Steps, c: _Context) -> None:
 
 def _intra_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage inside a node."""
-    f, a, d = c.r.figures, c.a, c.d
-    e_i = a.intra_efficiency
+    f, d = c.r.figures, c.d
+    e_i = c.r.choices.intra_efficiency  # 1 for a measured link
     bytes_eq, steps_sym = INTRA_NODE_EQUATION
     s.add(
         "intra bytes",
@@ -287,7 +292,7 @@ def _inter_steps(s: _Steps, c: _Context) -> None:
     """Bytes and time of the AllReduce stage across nodes, with the algorithm used."""
     r, a, d, big_n, n = c.r, c.a, c.d, c.big_n, c.n
     f, x = r.figures, r.model_inputs
-    e_o = a.inter_efficiency
+    e_o = r.choices.inter_efficiency  # 1 for a measured link
     alg = r.inter_algorithm
     if big_n == 1:
         s.add("inter bytes and time", "N = 1: no inter-node stage", "", "0 B, 0 ms")

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
     KINDS,
+    PHYSICAL_RANGE,
     Quantity,
     nonnegative_canonical,
     parse_quantity,
@@ -154,7 +156,8 @@ class InputField:
             q = cast(Quantity, value)
             try:
                 x = to_canonical(q, self.dimension)
-                if not 0.0 < x < math.inf:
+                low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
+                if not low <= x <= high:
                     x = self.checked_canonical(q)  # zero where allowed, else the error
             except InputError as exc:
                 raise exc.at(self.name) from None
@@ -177,15 +180,6 @@ class InputField:
 
 
 # -- parsers and checks, by kind ---------------------------------------------------------
-
-
-def parse_int(text: str) -> int:
-    """An integer written in decimal digits (``"8"``, ``"+8"``); anything else is an error."""
-    body = text.strip()
-    digits = body[1:] if body[:1] in "+-" else body
-    if not (0 < len(digits) <= 18 and digits.isascii() and digits.isdigit()):
-        raise InputError(f"expected an integer, got {text!r}")
-    return int(body)
 
 
 def _count_number(value: Value) -> float:
@@ -269,7 +263,7 @@ def _parse_device_memory(text: str) -> object:
     from mlsysim.hardware.registry import Hardware
 
     try:
-        return Hardware.get(text.strip())
+        return Hardware.get(parse_name(text))
     except UnknownNameError:
         return parse_quantity(text, "data")
 
@@ -285,7 +279,7 @@ def _workload(value: object) -> Workload:
 def _workload_named(text: str) -> Workload:
     from mlsysim.models.registry import Models
 
-    return Models.get(text.strip())
+    return Models.get(parse_name(text))
 
 
 def _assumptions(value: object) -> Assumptions:

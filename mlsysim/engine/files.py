@@ -39,10 +39,8 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from mlsysim.core.exceptions import (
     InputError,
@@ -50,6 +48,8 @@ from mlsysim.core.exceptions import (
     ScenarioFileError,
     UnknownNameError,
 )
+from mlsysim.core.fileio import atomic_writer, check_target, read_text
+from mlsysim.core.text import check_depth
 from mlsysim.core.units import Quantity, parse_quantity
 
 if sys.version_info >= (3, 11):
@@ -71,13 +71,14 @@ def load_scenario(path: str | os.PathLike[str]) -> Any:
     line and the field for a syntax error, an unknown field, a bad unit or
     value, or a missing required field.
     """
-    file = Path(path)
+    file = Path(os.path.expanduser(os.fspath(path)))
     kind = _format(file)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioFileError(f"cannot read the file ({exc.strerror})", path=str(file)) from None
+    text = read_text(file)
     data, lines = parse_toml(text, file) if kind == "toml" else _parse_yaml(text, file)
+    try:
+        check_depth(data)
+    except InputError as exc:
+        raise ScenarioFileError(str(exc), path=str(file)) from None
     try:
         return scenario_from_dict(data)
     except InputError as exc:
@@ -169,26 +170,45 @@ def parse_toml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, .
         raise ScenarioFileError(
             f"TOML syntax error: {message}", path=str(file), line=line
         ) from None
+    except RecursionError:
+        raise ScenarioFileError("TOML nested too deep", path=str(file)) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ScenarioFileError(f"TOML value error: {exc}", path=str(file)) from None
     return data, _toml_key_lines(text)
 
 
-_TOML_HEADER = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\- ]+?)\s*\]\s*(#.*)?$")
-_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+(?:\s*\.\s*[A-Za-z0-9_\-]+)*)\s*=")
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _dotted(text: str) -> tuple[str, ...] | None:
+    """``"assumptions . overlap"`` -> ``("assumptions", "overlap")``; None unless bare keys."""
+    parts = tuple(p.strip() for p in text.split("."))
+    if all(p and _KEY_CHARS.issuperset(p) for p in parts):
+        return parts
+    return None
 
 
 def _toml_key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Line (1-based) of each key path: ``("nodes",)``, ``("assumptions", "overlap")``."""
+    """Line (1-based) of each key path: ``("nodes",)``, ``("assumptions", "overlap")``.
+
+    A scan of each line in linear time (no regular expression on the file's text).
+    """
     lines: dict[tuple[str, ...], int] = {}
     section: tuple[str, ...] = ()
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = _TOML_HEADER.match(line)
-        if header:
-            section = tuple(p.strip() for p in header.group(1).split("."))
-            lines.setdefault(section, number)
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("["):
+            close = line.find("]")
+            header = _dotted(line[1:close].strip("[]")) if close > 0 else None
+            rest = line[close + 1 :].lstrip("]").strip() if close > 0 else "x"
+            if header is not None and (not rest or rest.startswith("#")):
+                section = header
+                lines.setdefault(section, number)
             continue
-        key = _TOML_KEY.match(line)
-        if key:
-            path = section + tuple(p.strip() for p in key.group(1).split("."))
+        equals = line.find("=")
+        key = _dotted(line[:equals]) if equals > 0 else None
+        if key is not None:
+            path = section + key
             for i in range(1, len(path) + 1):
                 lines.setdefault(path[:i], number)
     return lines
@@ -215,46 +235,24 @@ def _yaml() -> Any:
 
 
 def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
-    yaml = _yaml()
+    """YAML text of ``file`` -> (data, line of each key), by :func:`mlsysim.core.yaml12.load_yaml`."""
+    from mlsysim.core.yaml12 import YamlError, load_yaml
+
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
+        data, lines = load_yaml(text)
+    except YamlError as exc:
+        raise ScenarioFileError(str(exc), path=str(file), line=exc.line) from None
+    if not isinstance(data, dict):
         raise ScenarioFileError(
-            f"YAML syntax error: {problem}",
-            path=str(file),
-            line=mark.line + 1 if mark is not None else None,
-        ) from None
-    if node is None or not isinstance(node, yaml.MappingNode):
-        line = node.start_mark.line + 1 if node is not None else None
-        raise ScenarioFileError("expected a mapping of scenario fields", path=str(file), line=line)
-    lines: dict[tuple[str, ...], int] = {}
-    _yaml_key_lines(yaml, node, (), lines, file)
-    data = yaml.SafeLoader(text).get_single_data()
+            "expected a mapping of scenario fields", path=str(file), line=1 if text else None
+        )
     return data, lines
-
-
-def _yaml_key_lines(yaml: Any, node: Any, prefix: tuple, lines: dict, file: Path) -> None:
-    """Record the line of each key; a key given twice is an error (YAML would keep the last)."""
-    for key_node, value_node in node.value:
-        path = (*prefix, str(key_node.value))
-        if path in lines:
-            raise ScenarioFileError(
-                f"duplicate key {'.'.join(path)!r} (first on line {lines[path]})",
-                path=str(file),
-                line=key_node.start_mark.line + 1,
-                field=".".join(path),
-            )
-        lines[path] = key_node.start_mark.line + 1
-        if isinstance(value_node, yaml.MappingNode):
-            _yaml_key_lines(yaml, value_node, path, lines, file)
 
 
 # -- writing -----------------------------------------------------------------------------
 
 
-def save_scenario(scenario: Any, path: str | os.PathLike[str]) -> Path:
+def save_scenario(scenario: Any, path: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
 
     Units are written as text, registry workloads by name, assumptions as a
@@ -262,8 +260,9 @@ def save_scenario(scenario: Any, path: str | os.PathLike[str]) -> Path:
     fields that are not set are left out. ``load_scenario`` reads it back to
     an equal scenario.
     """
-    file = Path(path)
+    file = Path(os.path.expanduser(os.fspath(path)))
     kind = _format(file)
+    _target(file, force)
     data = scenario_to_dict(scenario)
     if kind == "toml":
         import tomli_w
@@ -271,17 +270,24 @@ def save_scenario(scenario: Any, path: str | os.PathLike[str]) -> Path:
         text = tomli_w.dumps(data)
     else:
         text = _yaml().safe_dump(data, sort_keys=False, allow_unicode=True)
-    write_text_atomically(file, text)
+    write_text_atomically(file, text, force=force)
     return file
 
 
-def write_text_atomically(path: Path, text: str) -> None:
+def _target(path: Path, force: bool) -> None:
+    try:
+        check_target(path, suffixes=tuple(FORMATS), force=force)
+    except InputError as exc:
+        raise ScenarioFileError(str(exc).split(": ", 1)[-1], path=str(path)) from None
+
+
+def write_text_atomically(path: Path, text: str, *, force: bool = False) -> None:
     """Replace ``path`` by ``text`` through :func:`atomic_writer`; failures name the file."""
     try:
-        with atomic_writer(path) as handle:
+        with atomic_writer(path, force=force) as handle:
             handle.write(text)
     except InputError as exc:
-        raise ScenarioFileError(str(exc), path=str(path)) from None
+        raise ScenarioFileError(str(exc).split(": ", 1)[-1], path=str(path)) from None
 
 
 def scenario_to_dict(scenario: Any) -> dict[str, Any]:
@@ -368,51 +374,3 @@ def _assumptions_value(assumptions: Any) -> Any:
         return "realistic"
     seed = Assumptions()
     return {k: _plain(v) for k, v in assumptions.fields().items() if v != getattr(seed, k)}
-
-
-# -- atomic writes -----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def atomic_writer(
-    path: str | os.PathLike[str], *, newline: str | None = None, binary: bool = False
-) -> Iterator[IO[Any]]:
-    """Open a file for writing (text, or bytes with ``binary``) that appears at ``path`` only when complete.
-
-    Writes go to a temporary file in the same folder, which is flushed, synced
-    and renamed over ``path`` (``os.replace``, atomic on POSIX and Windows)
-    when the ``with`` block ends without an error; on an error it is removed
-    and ``path`` is left as it was. An unwritable path raises
-    :class:`InputError` naming it.
-    """
-    target = Path(path)
-    try:
-        fd, temp = tempfile.mkstemp(
-            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or "."
-        )
-    except OSError as exc:
-        raise InputError(f"cannot write {str(target)!r}: {exc.strerror}", field="path") from None
-    try:
-        opened = (
-            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
-        )
-        with opened as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp, _mode_for(target))
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
-def _mode_for(target: Path) -> int:
-    """Keep an existing file's permissions; a new file gets the usual ``0o666 & ~umask``."""
-    try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask

@@ -27,7 +27,7 @@ def test_sets_the_two_keys_and_keeps_the_rest(tmp_path):
     assert data["intra_bandwidth"] == "322.074 GB/s"
     assert data["intra_latency"] == "1.31159 us"
     assert data["name"] == "mine" and data["devices_per_node"] == 8
-    assert data["assumptions"] == {"overlap": True}
+    assert data["assumptions"] == {"overlap": True, "measured_links": ["intra"]}  # kept, and marked
     assert [p.name for p in tmp_path.iterdir()] == ["s.toml"]  # no temporary file left
 
 
@@ -42,6 +42,7 @@ def test_inter_link_goes_into_the_table_that_holds_the_inputs(tmp_path):
             "nodes": 4,
             "inter_bandwidth": "322.074 GB/s",
             "inter_latency": "1.31159 us",
+            "assumptions": {"measured_links": ["inter"]},
         }
     }
 
@@ -49,7 +50,7 @@ def test_inter_link_goes_into_the_table_that_holds_the_inputs(tmp_path):
 def test_a_missing_file_is_created(tmp_path):
     path = tmp_path / "new.toml"
     write_link(path, LINK, "intra")
-    assert set(tomllib.loads(path.read_text())) == {"intra_bandwidth", "intra_latency"}
+    assert set(tomllib.loads(path.read_text())) == {"intra_bandwidth", "intra_latency", "assumptions"}
 
 
 def test_malformed_toml_names_file_and_line(tmp_path):
@@ -63,3 +64,25 @@ def test_malformed_toml_names_file_and_line(tmp_path):
 def test_unknown_link_is_refused(tmp_path):
     with pytest.raises(InputError, match="intra' or 'inter"):
         write_link(tmp_path / "s.toml", LINK, "both")
+
+
+def test_a_written_link_is_marked_measured_and_not_derated_again(tmp_path):
+    from mlsysim import Q_, Assumptions, Scenarios
+    from mlsysim.calibrate import write_link
+    from mlsysim.calibrate.fit import Link
+    from mlsysim.engine.files import load_scenario
+
+    path = tmp_path / "job.toml"
+    path.write_text('base = "Gpt2DataParallelFourNodes10GbE"\nassumptions = "realistic"\n')
+    write_link(path, Link(bandwidth=Q_(45, "GB/s"), latency=Q_(12, "us")), "inter")
+    scenario = load_scenario(path)
+    assert scenario.assumptions.measured_links == ("inter",)
+    assert scenario.result.choices.inter_efficiency == 1.0
+    assert scenario.result.choices.intra_efficiency == Assumptions.realistic().intra_efficiency
+    derated = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
+        inter_bandwidth=Q_(45, "GB/s"), inter_latency=Q_(12, "us"), assumptions=Assumptions.realistic()
+    )
+    assert scenario.result.inter_time < derated.result.inter_time
+    assert "measured (achieved) bandwidth, no efficiency applied: inter" in scenario.explain()
+    write_link(path, Link(bandwidth=Q_(370, "GB/s"), latency=Q_(2, "us")), "intra")
+    assert load_scenario(path).assumptions.measured_links == ("intra", "inter")

@@ -139,7 +139,7 @@ def test_models_can_be_added_as_transformers_with_their_shape(tmp_path):
         (
             "[fabrics.Slow]\nbandwidth = '10 bogons'\nlatency = '1 us'\nsource = 'x'\nnote = 'y'\n",
             ":2: fabrics.Slow.bandwidth:",
-            "cannot read '10 bogons'",
+            "unknown unit 'bogons'",
         ),
         (
             "[nodes.Box]\naccelerator = 'Z9000'\naccelerators_per_node = 4\nnics_per_node = 1\n"

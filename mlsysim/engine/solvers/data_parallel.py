@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import cast
@@ -9,7 +10,7 @@ from typing import cast
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.equations import Choices, Inputs, evaluate
+from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.fields import (
     FIELDS,
     MODEL_FIELDS,
@@ -123,9 +124,29 @@ def solve_checked(
     """
     x = model_inputs(values, numbers)
     c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
+    figures = evaluate(x, c)
+    check_finite(figures)
     return DataParallelScaleOutResult(
-        evaluate(x, c), values, c, x, trace=constraint_trace, job=job or plain_job(values)
+        figures, values, c, x, trace=constraint_trace, job=job or plain_job(values)
     )
+
+
+def check_finite(figures: Figures) -> None:
+    """Every float figure must be finite: refuse the inputs instead of returning inf or NaN.
+
+    With inputs inside :data:`mlsysim.core.units.PHYSICAL_RANGE` this never fires; it
+    guards combinations (e.g. extreme integers) that the per-field ranges do not bound.
+    ``cost`` and ``device_memory`` are NaN when not known (reported as None).
+    """
+    for key, value in zip(figures._fields, figures, strict=True):
+        if key in ("cost", "device_memory", "fits"):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(
+                f"the inputs give a non-finite {key} ({value}): an input is outside the "
+                "range this model is meant for (step_time, bandwidths, nodes, devices_per_node)",
+                field=key,
+            )
 
 
 def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
