@@ -16,8 +16,9 @@ import tomli_w
 from mlsysim.calibrate.fit import Link
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
+from mlsysim.core.tomlfile import parse_toml
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.files import parse_toml, write_text_atomically
+from mlsysim.engine.files import write_text_atomically
 
 LINKS = ("intra", "inter")
 

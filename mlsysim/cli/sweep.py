@@ -9,7 +9,6 @@ Axes are given as ``--axis FIELD=VALUES``: an inclusive integer range
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -30,47 +29,6 @@ MAX_LAYOUTS_HELP = (
 )
 PROGRESS_MIN_ROWS = 1_000_000
 """Sweeps at least this large show a progress bar on a terminal."""
-
-_RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
-
-
-def parse_axis(text: str, scenario: Any) -> tuple[str, Sequence[Any]]:
-    """``"nodes=1..8:2"`` -> ``("nodes", range(1, 9, 2))``; lists go through ``coerce_field``.
-
-    A range stays a ``range`` (its size is known before any value is made).
-    """
-    from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.assumptions import assumption_from_text
-    from mlsysim.engine.overrides import coerce_field
-
-    field, sep, spec = text.partition("=")
-    field = field.strip()
-    if not sep or not field or not spec.strip():
-        raise InputError(f"--axis expects FIELD=VALUES (e.g. nodes=1..64), got {text!r}")
-    from mlsysim.core.text import check_text, parse_int
-
-    try:
-        found = _RANGE.fullmatch(check_text(spec, what="--axis values", limit=4000))
-        if found:
-            start, stop = parse_int(found[1]), parse_int(found[2])
-            step = parse_int(found[3] or "1")
-    except InputError as exc:
-        raise InputError(f"--axis {field}: {exc}", field=field) from None
-    if found:
-        values = range(start, stop + 1, step) if step > 0 else range(0)
-        if not values:
-            raise InputError(
-                f"--axis {field}: the range {spec.strip()!r} holds no values", field=field
-            )
-        return field, values
-    parts = [p.strip() for p in spec.split(",")]
-    if field.startswith("assumptions."):
-        sub = field.split(".", 1)[1]
-        return "assumptions", [
-            scenario.assumptions.variant(**{sub: assumption_from_text(sub, p)}) for p in parts
-        ]
-    return field, [coerce_field(field, p) for p in parts]
-
 
 def check_outputs(
     csv: str | None, plot: str | None, parquet: str | None = None, force: bool = False
@@ -121,6 +79,7 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
 def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Any]:
     """Field -> values (a ``range`` or a list), as ``sweep``/``plan`` take them."""
     from mlsysim.core.exceptions import InputError
+    from mlsysim.planning.axes import parse_axis
 
     axes: dict[str, Any] = {}
     for text in texts or []:

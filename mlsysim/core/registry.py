@@ -396,7 +396,7 @@ def _text_of(source: _Readable, shown: str) -> str:
 
 def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
     """The entries of one registry file; structural mistakes name the file and line."""
-    from mlsysim.engine.files import parse_toml  # the one TOML reader with key lines
+    from mlsysim.core.tomlfile import parse_toml  # the one TOML reader with key lines
 
     data, lines = parse_toml(text, Path(path))
     out: list[_Raw] = []

@@ -37,8 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +48,8 @@ from mlsysim.core.exceptions import (
 )
 from mlsysim.core.fileio import atomic_writer, check_target, read_text
 from mlsysim.core.text import check_depth
+from mlsysim.core.tomlfile import parse_toml
 from mlsysim.core.units import Quantity, parse_quantity
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
 WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
@@ -155,63 +149,6 @@ def _format(file: Path) -> str:
             f"unknown scenario file type {file.suffix!r}; use .toml, .yaml or .yml", path=str(file)
         )
     return kind
-
-
-def parse_toml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
-    """TOML text of ``file`` -> (data, line of each key); syntax errors name the file and line."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        found = re.search(r"at line (\d+)", str(exc))
-        if line is None and found:
-            line = int(found.group(1))
-        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        raise ScenarioFileError(
-            f"TOML syntax error: {message}", path=str(file), line=line
-        ) from None
-    except RecursionError:
-        raise ScenarioFileError("TOML nested too deep", path=str(file)) from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise ScenarioFileError(f"TOML value error: {exc}", path=str(file)) from None
-    return data, _toml_key_lines(text)
-
-
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _dotted(text: str) -> tuple[str, ...] | None:
-    """``"assumptions . overlap"`` -> ``("assumptions", "overlap")``; None unless bare keys."""
-    parts = tuple(p.strip() for p in text.split("."))
-    if all(p and _KEY_CHARS.issuperset(p) for p in parts):
-        return parts
-    return None
-
-
-def _toml_key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Line (1-based) of each key path: ``("nodes",)``, ``("assumptions", "overlap")``.
-
-    A scan of each line in linear time (no regular expression on the file's text).
-    """
-    lines: dict[tuple[str, ...], int] = {}
-    section: tuple[str, ...] = ()
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line.startswith("["):
-            close = line.find("]")
-            header = _dotted(line[1:close].strip("[]")) if close > 0 else None
-            rest = line[close + 1 :].lstrip("]").strip() if close > 0 else "x"
-            if header is not None and (not rest or rest.startswith("#")):
-                section = header
-                lines.setdefault(section, number)
-            continue
-        equals = line.find("=")
-        key = _dotted(line[:equals]) if equals > 0 else None
-        if key is not None:
-            path = section + key
-            for i in range(1, len(path) + 1):
-                lines.setdefault(path[:i], number)
-    return lines
 
 
 def _line_of(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | None:

@@ -222,7 +222,7 @@ def _check_size(axes: Iterable[str], what: str) -> int:
 
 
 def _parse_axes(texts: Iterable[str], scenario: Any, what: str) -> dict[str, Any]:
-    from mlsysim.cli.sweep import parse_axis
+    from mlsysim.planning.axes import parse_axis
 
     axes: dict[str, Any] = {}
     for text in texts:

@@ -6,7 +6,7 @@ import pytest
 
 from mlsysim import Q_, Scenarios, plan, save_scenario, sweep
 from mlsysim.cli import main
-from mlsysim.cli.sweep import parse_axis
+from mlsysim.planning.axes import parse_axis
 
 ONE = "Gpt2DataParallelOneNode"
 BW = "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"
