@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from mlsysim.calibrate.fit import CollectiveFit, fit_collective
 from mlsysim.calibrate.networks import ModelSpec, build, parameter_count, training_step
@@ -39,10 +39,25 @@ from mlsysim.calibrate.torch_measure import (
     time_steps,
 )
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import quantity
+from mlsysim.core.units import Quantity, quantity
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.engine.results import DataParallelScaleOutResult
 
 MIN_SWEEP_SIZE = 1024
 """Smallest AllReduce message of the sweep, bytes (1 KiB)."""
+
+
+class DdpMeasurements(TypedDict):
+    """What rank 0 of :func:`ddp_worker` returns (times in seconds, sizes in bytes)."""
+
+    sizes: list[int]
+    sweep: list[float]
+    local: list[float]
+    updates: list[float]
+    parameters: int
+    world_size: int
 
 
 @dataclass(frozen=True)
@@ -74,7 +89,7 @@ def default_overlap(backend: str, nproc: int, threads: int, cores: int) -> bool:
     return backend == "nccl" or nproc * threads < cores
 
 
-def ddp_worker(config: DdpConfig) -> dict[str, Any] | None:
+def ddp_worker(config: DdpConfig) -> DdpMeasurements | None:
     """One rank of the validation job; rank 0 returns the measurements, the others None."""
     import torch
     from torch.nn.parallel import DistributedDataParallel
@@ -87,7 +102,7 @@ def ddp_worker(config: DdpConfig) -> dict[str, Any] | None:
         sweep = time_allreduce(dist, device, sync, sizes, config.sweep_warmup, config.sweep_iters)
         dist.barrier()
         local = time_steps(training_step(model, batch), sync, config.warmup, config.steps)
-        everyone = [None] * dist.get_world_size()
+        everyone: list[list[float]] = [[] for _ in range(dist.get_world_size())]
         dist.all_gather_object(everyone, local)
         dist.barrier()
         ids = [device.index] if device.type == "cuda" else None
@@ -117,24 +132,24 @@ class DdpValidation:
     batch: int
     steps: int
     parameters: int
-    step_time: Any
+    step_time: Quantity
     local_step_times: tuple[float, ...]
     update_times: tuple[float, ...]
     fit: CollectiveFit
     overlap: bool
-    predicted: Any  # DataParallelScaleOutResult
+    predicted: DataParallelScaleOutResult
 
     @property
     def ranks(self) -> int:
         return self.fit.ranks
 
     @property
-    def measured_update_time(self) -> Any:
+    def measured_update_time(self) -> Quantity:
         """Median over steps of the slowest rank's DDP step, in ms."""
         return quantity(1e3 * statistics.median(self.update_times), "ms")
 
     @property
-    def predicted_update_time(self) -> Any:
+    def predicted_update_time(self) -> Quantity:
         return self.predicted.update_time
 
     @property
@@ -150,8 +165,8 @@ class DdpValidation:
         t1 = self.step_time.to("ms").magnitude
         return self.ranks * t1 / self.measured_update_time.to("ms").magnitude
 
-    def to_dict(self) -> dict[str, Any]:
-        def q(value: Any) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
+        def q(value: Quantity) -> dict[str, JSONValue]:
             return {"value": float(value.magnitude), "unit": f"{value.units:D}"}
 
         fit = self.fit.to_dict()
@@ -215,6 +230,7 @@ def validate_ddp(
             config.backend, launch_config.nproc, config.threads, available_cores()
         )
     data = launch(ddp_worker, launch_config, config)[0]
+    assert data is not None  # rank 0 returns the measurements
     fit = fit_collective(
         data["sizes"],
         data["sweep"],
@@ -240,8 +256,8 @@ def validate_ddp(
 
 
 def predict(
-    fit: CollectiveFit, parameters: int, step_time: Any, *, batch: int, overlap: bool
-) -> Any:
+    fit: CollectiveFit, parameters: int, step_time: Quantity, *, batch: int, overlap: bool
+) -> DataParallelScaleOutResult:
     """The model's DDP result for ``fit.ranks`` devices on one node, fp32 gradients.
 
     Assumptions: the seed's (full fitted bandwidth, no synchronisation terms)

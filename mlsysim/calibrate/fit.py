@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -35,11 +35,17 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import PHYSICAL_RANGE, Quantity, quantity, to_canonical, ureg
 from mlsysim.core.validation import check_positive_int
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.physics._array import Array, Num
+
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 """Collectives whose timings can be fitted (the nccl-tests binaries ``<name>_perf``)."""
 
 
-def check_collective(value: Any) -> str:
+def check_collective(value: object) -> str:
     """One of :data:`COLLECTIVES`; ``-`` and upper case are accepted (``All-Reduce``)."""
     name = str(value).strip().lower().replace("-", "_")
     if name in ("allreduce", "allgather", "reducescatter"):
@@ -52,7 +58,11 @@ def check_collective(value: Any) -> str:
     return name
 
 
-def bus_factor(collective: str, ranks: Any) -> Any:
+@overload
+def bus_factor(collective: str, ranks: float) -> float: ...
+@overload
+def bus_factor(collective: str, ranks: Array) -> Array: ...
+def bus_factor(collective: str, ranks: Num) -> Num:
     """F(n): bytes each rank moves per byte of buffer (nccl-tests, doc/PERFORMANCE.md).
 
     ``2 (n-1) / n`` for AllReduce, ``(n-1) / n`` for AllGather and ReduceScatter.
@@ -70,7 +80,7 @@ def ring_steps(collective: str, ranks: int) -> int:
     return 2 * (ranks - 1) if collective == "all_reduce" else ranks - 1
 
 
-def fit_alpha_beta(moved_bytes: Any, times: Any) -> tuple[float, float]:
+def fit_alpha_beta(moved_bytes: ArrayLike, times: ArrayLike) -> tuple[float, float]:
     """Fit ``t = alpha + x / beta`` to (x_i, t_i), minimising the sum of relative errors.
 
     ``x`` is the bytes each rank moves (S F(n)), ``t`` the measured seconds.
@@ -120,12 +130,12 @@ def _cost(x: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float, slope: floa
     return float(np.sum(np.abs(alpha + slope * x - t) * w))
 
 
-def _weighted_median(values: np.ndarray, weights: np.ndarray) -> Any:
+def _weighted_median(values: Array, weights: Array) -> float:
     """A minimiser of ``sum_i weights_i |values_i - m|`` over m (the lower weighted median)."""
     order = np.argsort(values, kind="stable")
     cumulative = np.cumsum(weights[order])
     k = int(np.searchsorted(cumulative, 0.5 * cumulative[-1]))
-    return values[order[min(k, order.size - 1)]]
+    return float(values[order[min(k, order.size - 1)]])
 
 
 def _descend(
@@ -152,7 +162,7 @@ def _descend(
     return alpha, slope
 
 
-def relative_errors(moved_bytes: Any, times: Any, alpha: float, beta: float) -> np.ndarray:
+def relative_errors(moved_bytes: ArrayLike, times: ArrayLike, alpha: float, beta: float) -> Array:
     """``(fitted - measured) / measured`` at each point."""
     t = np.asarray(times, dtype=float)
     return (alpha + np.asarray(moved_bytes, dtype=float) / beta - t) / t
@@ -240,7 +250,7 @@ class CollectiveFit:
             latency=quantity(1e6 * alpha / ring_steps(self.collective, self.ranks), "us"),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         """Plain JSON-able values; Quantities as ``{"value": ..., "unit": ...}``."""
         link = self.to_link()
         fitted = self.predict(quantity(np.asarray(self.message_sizes), "byte")).magnitude
@@ -339,7 +349,7 @@ def _round(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def _ranks(value: Any) -> int:
+def _ranks(value: object) -> int:
     try:
         n = check_positive_int(value)
     except InputError as exc:
@@ -369,12 +379,12 @@ def _points(sizes: Sequence[float], times: Sequence[float]) -> tuple[np.ndarray,
     return s, t
 
 
-def _bytes(value: Any, name: str) -> Any:
+def _bytes(value: object, name: str) -> Num:
     """A data Quantity (scalar or array) as bytes: a float or a numpy array."""
     try:
-        magnitude = getattr(value, "magnitude", None)
-        if isinstance(value, ureg.Quantity) and np.ndim(magnitude) > 0:
-            size = np.asarray(magnitude, dtype=float) * to_canonical(
+        size: Num
+        if isinstance(value, ureg.Quantity) and np.ndim(value.magnitude) > 0:
+            size = np.asarray(value.magnitude, dtype=float) * to_canonical(
                 quantity(1.0, str(value.units)), "data"
             )
         else:
@@ -386,6 +396,6 @@ def _bytes(value: Any, name: str) -> Any:
     return size
 
 
-def _json(q: Quantity) -> dict[str, Any]:
+def _json(q: Quantity) -> dict[str, JSONValue]:
     value = float(q.magnitude)
     return {"value": value if math.isfinite(value) else None, "unit": f"{q.units:D}"}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mlsysim.calibrate.fit import COLLECTIVES, CollectiveFit, check_collective, fit_collective
 from mlsysim.core.exceptions import InputError
@@ -359,7 +358,7 @@ def _collective_of(run: Run, path: str) -> str:
     return "all_gather" if run.redop == "none" else "all_reduce"
 
 
-def _ranks_of(run: Run, ranks: Any, path: str) -> int:
+def _ranks_of(run: Run, ranks: int | None, path: str) -> int:
     listed = len(run.ranks) or None
     if ranks is None:
         if listed is None:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError
 from mlsysim.core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from torch import Tensor, nn
 
 INSTALL_HINT = "pip install 'mlsysim[calibrate]' (torch==2.13.0)"
 
@@ -29,7 +33,7 @@ DEFAULT_BATCH = {"mlp": 64, "gpt": 8}
 """Default per-process batch: tens to hundreds of ms per step on one CPU thread."""
 
 
-def require_torch() -> Any:
+def require_torch() -> ModuleType:
     """Import torch, or raise :class:`MissingDependencyError` saying how to install it."""
     try:
         import torch
@@ -94,7 +98,9 @@ class ModelSpec:
         )
 
 
-def build(spec: ModelSpec, batch: int, *, device: str = "cpu", seed: int = 0) -> tuple[Any, Any]:
+def build(
+    spec: ModelSpec, batch: int, *, device: str = "cpu", seed: int = 0
+) -> tuple[nn.Module, tuple[Tensor, Tensor]]:
     """The model and one fixed random batch ``(inputs, targets)`` on ``device``."""
     torch = require_torch()
     check_positive_int(batch)
@@ -111,12 +117,14 @@ def build(spec: ModelSpec, batch: int, *, device: str = "cpu", seed: int = 0) ->
     return model.to(device), (inputs.to(device), targets.to(device))
 
 
-def parameter_count(model: Any) -> int:
+def parameter_count(model: nn.Module) -> int:
     """Parameters that get a gradient (what DDP AllReduces); shared tensors counted once."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def training_step(model: Any, batch: tuple[Any, Any], *, lr: float = 1e-3) -> Callable[[], None]:
+def training_step(
+    model: nn.Module, batch: tuple[Tensor, Tensor], *, lr: float = 1e-3
+) -> Callable[[], None]:
     """One SGD step on the fixed batch: zero the gradients, forward, loss, backward, update."""
     torch = require_torch()
     inputs, targets = batch
@@ -133,16 +141,17 @@ def training_step(model: Any, batch: tuple[Any, Any], *, lr: float = 1e-3) -> Ca
     return step
 
 
-def _mlp(torch: Any, spec: ModelSpec) -> Any:
-    nn = torch.nn
-    blocks: list[Any] = []
+def _mlp(torch: ModuleType, spec: ModelSpec) -> nn.Module:
+    from torch import nn
+
+    blocks: list[nn.Module] = []
     for _ in range(spec.layers):
         blocks += [nn.Linear(spec.width, spec.width), nn.GELU()]
     return nn.Sequential(*blocks, nn.Linear(spec.width, 10))
 
 
-def _gpt(torch: Any, spec: ModelSpec) -> Any:
-    nn = torch.nn
+def _gpt(torch: ModuleType, spec: ModelSpec) -> nn.Module:
+    from torch import nn
 
     class TinyGPT(nn.Module):
         def __init__(self) -> None:
@@ -164,7 +173,7 @@ def _gpt(torch: Any, spec: ModelSpec) -> Any:
             mask = nn.Transformer.generate_square_subsequent_mask(spec.seq_len)
             self.register_buffer("mask", mask, persistent=False)
 
-        def forward(self, idx: Any) -> Any:
+        def forward(self, idx: Tensor) -> Tensor:
             positions = torch.arange(idx.shape[1], device=idx.device)
             x = self.tokens(idx) + self.positions(positions)
             x = self.blocks(x, mask=self.mask, is_causal=True)

@@ -8,8 +8,9 @@ write are the shared ones of :mod:`mlsysim.engine.files`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 import tomli_w
 
@@ -54,15 +55,19 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
     return values
 
 
-def _mark_measured(table: dict[str, Any], which: str) -> None:
+def _mark_measured(table: dict[str, object], which: str) -> None:
     """Add ``which`` to ``assumptions.measured_links`` of the inputs table."""
-    current = table.get("assumptions")
-    if isinstance(current, str):
-        current = {"preset": current}
-    elif not isinstance(current, dict):
+    found = table.get("assumptions")
+    current: dict[str, object]
+    if isinstance(found, str):
+        current = {"preset": found}
+    elif isinstance(found, dict):
+        current = found
+    else:
         current = {}
-    links = current.get("measured_links", [])
-    links = links.split(",") if isinstance(links, str) else list(links)
+    listed = current.get("measured_links", [])
+    # a TOML array; anything else that is not iterable raises TypeError in list() as before
+    links = listed.split(",") if isinstance(listed, str) else list(cast("Iterable[object]", listed))
     if which not in links:
         links.append(which)
     current["measured_links"] = links
@@ -70,13 +75,13 @@ def _mark_measured(table: dict[str, Any], which: str) -> None:
     table["assumptions"] = current  # tables last, as TOML requires
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     if not os.path.lexists(path):
         return {}
     return parse_toml(read_text(path), path)[0]
 
 
-def _inputs_table(data: dict[str, Any], which: str) -> dict[str, Any]:
+def _inputs_table(data: dict[str, object], which: str) -> dict[str, object]:
     """The table holding the scenario's inputs: the top level, or the one table that has them."""
     markers = (f"{which}_bandwidth", "devices_per_node", "intra_bandwidth")
     if any(key in data for key in markers):

@@ -25,7 +25,8 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from mlsysim.calibrate.fit import CollectiveFit, fit_collective
 from mlsysim.calibrate.networks import (
@@ -37,6 +38,14 @@ from mlsysim.calibrate.networks import (
 )
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.validation import check_positive_int
+
+if TYPE_CHECKING:
+    from multiprocessing.context import SpawnProcess
+    from multiprocessing.queues import Queue
+
+    import torch
+
+T = TypeVar("T")
 
 BACKENDS = ("gloo", "nccl")
 
@@ -143,7 +152,7 @@ def check_backend(backend: str) -> None:
         )
 
 
-def launch(worker: Callable[..., Any], launch: Launch, *args: Any) -> dict[int, Any]:
+def launch(worker: Callable[..., T], launch: Launch, *args: object) -> dict[int, T]:
     """Run ``worker(*args)`` on every rank; the results of this node's ranks, by rank.
 
     Under torchrun the worker runs in this process and the dict has this rank only.
@@ -176,7 +185,7 @@ def launch(worker: Callable[..., Any], launch: Launch, *args: Any) -> dict[int, 
 LOOPBACK = "127.0.0.1"
 
 
-def local_launch(worker: Callable[..., Any], nproc: int, *args: Any) -> dict[int, Any]:
+def local_launch(worker: Callable[..., T], nproc: int, *args: object) -> dict[int, T]:
     """``worker(*args)`` on ``nproc`` spawned processes of this machine; results by rank.
 
     The job's key-value store (torch's ``TCPStore``, which has no
@@ -193,7 +202,7 @@ def local_launch(worker: Callable[..., Any], nproc: int, *args: Any) -> dict[int
     import torch.distributed as dist
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    processes: list[Any] = []
+    processes: list[SpawnProcess] = []
     try:
         listener.bind((LOOPBACK, 0))
         listener.listen(128)
@@ -219,14 +228,14 @@ def local_launch(worker: Callable[..., Any], nproc: int, *args: Any) -> dict[int
             "NCCL_SOCKET_IFNAME": _loopback_interface(),
         }
         context = multiprocessing.get_context("spawn")
-        results: Any = context.Queue()
+        results: Queue[tuple[int, bool, object]] = context.Queue()
         for rank in range(nproc):
             process = context.Process(
                 target=_run_rank, args=(worker, rank, env, results, args), daemon=True
             )
             process.start()
             processes.append(process)
-        out: dict[int, Any] = {}
+        out: dict[int, T] = {}
         while len(out) < nproc:
             try:
                 rank, ok, value = results.get(timeout=0.2)
@@ -237,7 +246,7 @@ def local_launch(worker: Callable[..., Any], nproc: int, *args: Any) -> dict[int
                 continue
             if not ok:
                 raise RuntimeError(f"rank {rank} failed: {value}")
-            out[rank] = value
+            out[rank] = cast(T, value)  # ok: value is what worker returned
         for process in processes:
             process.join(timeout=30)
         del store
@@ -258,7 +267,11 @@ def _loopback_interface() -> str:
 
 
 def _run_rank(
-    worker: Callable[..., Any], rank: int, env: dict[str, str], results: Any, args: tuple
+    worker: Callable[..., object],
+    rank: int,
+    env: dict[str, str],
+    results: Queue[tuple[int, bool, object]],
+    args: tuple[object, ...],
 ) -> None:
     """Body of one spawned worker: torchrun's variables, then ``worker(*args)``; the result goes back."""
     os.environ.update(env, RANK=str(rank), LOCAL_RANK=str(rank))
@@ -278,7 +291,7 @@ def free_port() -> int:
 # --------------------------------------------------------------------------- inside a worker
 
 
-def init_worker(backend: str, threads: int) -> tuple[Any, Any, Callable[[], None]]:
+def init_worker(backend: str, threads: int) -> tuple[ModuleType, torch.device, Callable[[], None]]:
     """Join the process group; returns (dist, device, synchronize)."""
     torch = require_torch()
     import torch.distributed as dist
@@ -295,7 +308,12 @@ def init_worker(backend: str, threads: int) -> tuple[Any, Any, Callable[[], None
 
 
 def time_allreduce(
-    dist: Any, device: Any, sync: Callable[[], None], sizes: Sequence[int], warmup: int, iters: int
+    dist: ModuleType,
+    device: torch.device,
+    sync: Callable[[], None],
+    sizes: Sequence[int],
+    warmup: int,
+    iters: int,
 ) -> list[float]:
     """Median over ``iters`` of the slowest rank's time of one AllReduce, per size (seconds)."""
     torch = require_torch()
@@ -317,7 +335,7 @@ def time_allreduce(
     return medians
 
 
-def slowest(dist: Any, samples: Any, device: Any) -> list[float]:
+def slowest(dist: ModuleType, samples: torch.Tensor, device: torch.device) -> list[float]:
     """Element-wise maximum of ``samples`` over all ranks."""
     on_device = samples.to(device)
     dist.all_reduce(on_device, op=dist.ReduceOp.MAX)
@@ -340,6 +358,14 @@ def time_steps(
     return times
 
 
+class SweepResult(TypedDict):
+    """What :func:`allreduce_worker` returns: per-size median seconds, world size, host name."""
+
+    times: list[float]
+    world_size: int
+    host: str
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     """What :func:`allreduce_worker` measures."""
@@ -351,12 +377,12 @@ class SweepConfig:
     threads: int = 1
 
 
-def allreduce_worker(config: SweepConfig) -> dict[str, Any]:
+def allreduce_worker(config: SweepConfig) -> SweepResult:
     """One rank of an AllReduce sweep: per-size median times (seconds) and the world size."""
     dist, device, sync = init_worker(config.backend, config.threads)
     try:
         times = time_allreduce(dist, device, sync, config.sizes, config.warmup, config.iters)
-        return {"times": times, "world_size": dist.get_world_size(), "host": socket.gethostname()}
+        return SweepResult(times=times, world_size=dist.get_world_size(), host=socket.gethostname())
     finally:
         dist.destroy_process_group()
 
@@ -442,14 +468,14 @@ def measure_step(
     return StepTiming(statistics.median(times), tuple(times), parameter_count(model), count)
 
 
-def _positive(name: str, value: Any) -> int:
+def _positive(name: str, value: object) -> int:
     try:
         return check_positive_int(value)
     except InputError as exc:
         raise InputError(f"{name}: {exc}", field=name) from None
 
 
-def _nonnegative(name: str, value: Any) -> int:
+def _nonnegative(name: str, value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     raise InputError(f"{name}: expected an integer at or above zero, got {value!r}", field=name)
