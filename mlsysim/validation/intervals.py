@@ -36,12 +36,16 @@ from the other families only; the held-out cases fall inside the 80% band in
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.assumptions import Assumptions
+
+if TYPE_CHECKING:
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.results import DataParallelScaleOutResult
 
 INTERVAL_FIELDS = ("efficiency", "speedup", "update_time", "training_time", "cost")
 """Result fields with a prediction interval."""
@@ -65,8 +69,11 @@ def efficiency_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float
     return conformal_band(residuals(assumptions), level)
 
 
-def _check(result: Any, name: str, level: Any) -> Assumptions:
-    assumptions = result.inputs.get("assumptions") if result.inputs else None
+def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
+    # the checked input "assumptions" is an Assumptions (or absent)
+    assumptions = (
+        cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
+    )
     if assumptions is None or assumptions.is_seed():
         raise InputError(
             "interval: the seed model has no prediction interval (it is a bound, not an "
@@ -83,7 +90,9 @@ def _check(result: Any, name: str, level: Any) -> Assumptions:
     return assumptions
 
 
-def efficiency_interval(result: Any, level: float = 0.8) -> tuple[float, float]:
+def efficiency_interval(
+    result: DataParallelScaleOutResult, level: float = 0.8
+) -> tuple[float, float]:
     """(low, high) efficiency of ``result`` at a central ``level`` (floats)."""
     assumptions = _check(result, "efficiency", level)
     e = float(result.efficiency)
@@ -96,7 +105,9 @@ def efficiency_interval(result: Any, level: float = 0.8) -> tuple[float, float]:
     )
 
 
-def interval(result: Any, name: str, level: float = 0.8) -> tuple[Any, Any]:
+def interval(
+    result: DataParallelScaleOutResult, name: str, level: float = 0.8
+) -> tuple[float, float] | tuple[Quantity, Quantity]:
     """The (low, high) central prediction interval of a result field.
 
     ``name``: ``efficiency``, ``speedup`` (floats), ``update_time``,
@@ -111,7 +122,7 @@ def interval(result: Any, name: str, level: float = 0.8) -> tuple[Any, Any]:
     if name == "speedup":
         n = result.n_devices
         return n * e_low, n * e_high
-    value = getattr(result, name)
+    value: Quantity | float | None = getattr(result, name)
     if value is None:
         raise InputError(f"interval: {name} is not known (give node_hour_rate)", field=name)
     return value * (e / e_high), value * (e / e_low)

@@ -43,7 +43,7 @@ import statistics
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -53,6 +53,9 @@ from mlsysim.engine.equations import Figures, Inputs, evaluate
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 PRECISION_OF_GRADIENT_BYTES = {4: "fp32", 2: "fp16"}
 
@@ -117,6 +120,29 @@ CASE_EXTRAS = ("optimizer", "inter_transport")
 memory bandwidth) and the transport; ``gradient_precision`` is always the case's."""
 
 
+class CaseRecord(TypedDict):
+    """One case of the data file as it is stored (``published_scaling.json``)."""
+
+    id: str
+    source: str
+    stated: str
+    params: int
+    grad_bytes: int
+    batch: int
+    t1_s: float
+    devices_per_node: int
+    nodes: int
+    base: str
+    accumulation_base: int
+    accumulation_scaled: int
+    intra_GBps: float
+    inter_Gbps: float | None
+    nics_per_node: int | None
+    measured_eff: float
+    assumed: list[str]
+    framework: str
+
+
 @dataclass(frozen=True)
 class Case:
     """One published measurement, as in the data file."""
@@ -124,7 +150,7 @@ class Case:
     id: str
     source: str
     measured_eff: float
-    raw: dict[str, Any]
+    raw: CaseRecord
 
     @property
     def family(self) -> str:
@@ -155,7 +181,7 @@ class Summary:
     mean: float
 
     @classmethod
-    def of(cls, errors: Any) -> Summary:
+    def of(cls, errors: ArrayLike) -> Summary:
         e = np.asarray(errors, dtype=float)
         return cls(
             count=int(e.size),
@@ -225,7 +251,7 @@ def scenario_for(
         if c["inter_Gbps"] is None or n_nodes == 1
         else quantity(float(c["inter_Gbps"]), "Gbps")
     )
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if not seed:
         extra = {
             "gradient_precision": PRECISION_OF_GRADIENT_BYTES[c["grad_bytes"]],
@@ -279,7 +305,7 @@ def base_scenario_for(
     )
 
 
-def _inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Any]:
+def _inputs(scenario: DataParallelScaleOutScenario) -> dict[str, float]:
     """The model's numeric inputs of a scenario, by attribute (canonical SI floats)."""
     x = model_inputs(scenario.inputs())
     return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
@@ -420,7 +446,7 @@ def fit_host_jitter(
     return 0.5 * (low + high)
 
 
-def conformal_band(residuals: Any, level: float) -> tuple[float, float]:
+def conformal_band(residuals: ArrayLike, level: float) -> tuple[float, float]:
     """Split-conformal quantiles of ``residuals`` (measured - predicted) for a central ``level``.
 
     With m residuals sorted, the band is [r_(k_lo), r_(k_hi)] with
