@@ -16,10 +16,10 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
-from mlsysim.core.jsonio import document
+from mlsysim.core.jsonio import JSONValue, document
 from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
 from mlsysim.ui.state import (
     PAGE_PARAMS,
@@ -30,6 +30,14 @@ from mlsysim.ui.state import (
     text_of,
     text_values,
 )
+
+if TYPE_CHECKING:
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.physics._array import Array
+    from mlsysim.planning.plan import Plan
+    from mlsysim.planning.table import SweepTable
 
 MAX_PARAMS = 64
 """Most parameters one request may carry."""
@@ -54,14 +62,14 @@ class ApiError(Exception):
         self.errors = errors
         self.status = status
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, JSONValue]:
         """``{"schema_version", "error", "field", "errors": {field: message}}``."""
         first_field, first_message = next(iter(self.errors.items()))
         return {
             "schema_version": SCHEMA_VERSION,
             "error": first_message,
             "field": first_field,
-            "errors": self.errors,
+            "errors": dict(self.errors),
         }
 
 
@@ -76,7 +84,7 @@ class Request:
     plan_axes: tuple[str, ...] = ()
 
     @classmethod
-    def from_items(cls, items: Iterable[tuple[str, Any]]) -> Request:
+    def from_items(cls, items: Iterable[tuple[str, object]]) -> Request:
         """From (key, value) pairs of a query string or a JSON body, bounded and checked.
 
         A value may be text, a number, a bool or a quantity ``{"value": x, "unit": "..."}``;
@@ -107,11 +115,11 @@ class Request:
         return cls(scenario, changes, page, tuple(axes), tuple(plan_axes))
 
     @classmethod
-    def from_json(cls, body: Any) -> Request:
+    def from_json(cls, body: object) -> Request:
         """From ``{"scenario": name, "set": {field: value}, "axis": [...], ...page parameters}``."""
         if not isinstance(body, dict):
             raise ApiError({"request": "expected a JSON object"})
-        items: list[tuple[str, Any]] = []
+        items: list[tuple[str, object]] = []
         for key, value in body.items():
             if key == "set":
                 if not isinstance(value, dict):
@@ -129,7 +137,7 @@ class Request:
         return out + list(self.changes.items()) + list(self.page.items())
 
 
-def _text(key: str, value: Any) -> str:
+def _text(key: str, value: object) -> str:
     if len(key) > 64:
         raise ApiError({"request": f"parameter name too long ({len(key)} characters)"})
     if isinstance(value, dict) and set(value) == {"value", "unit"}:
@@ -149,12 +157,13 @@ def _text(key: str, value: Any) -> str:
     return value
 
 
-def _document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+def _document(kind: str, body: Mapping[str, object]) -> dict[str, JSONValue]:
     """A top-level answer: :func:`mlsysim.core.jsonio.document` (``schema_version``, ``kind``)."""
-    return dict(document(kind, body))
+    # the bodies here hold JSON data only: text, numbers, None, lists and dicts of them
+    return dict(document(kind, cast("Mapping[str, JSONValue]", body)))
 
 
-def scenario_of(request: Request) -> Any:
+def scenario_of(request: Request) -> DataParallelScaleOutScenario:
     """The request's scenario; :class:`ApiError` (422) naming each bad field."""
     try:
         return scenario_from(request.scenario, request.changes)
@@ -165,11 +174,11 @@ def scenario_of(request: Request) -> Any:
 # -- evaluate ----------------------------------------------------------------------------
 
 
-def result_values(result: Any) -> dict[str, Any]:
+def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
     from mlsysim.engine.results import FIELDS, field_unit
 
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for name in FIELDS:
         value = getattr(result, name)
         if name == "cost" and value is not None:
@@ -178,7 +187,7 @@ def result_values(result: Any) -> dict[str, Any]:
     return out
 
 
-def evaluate(request: Request) -> dict[str, Any]:
+def evaluate(request: Request) -> dict[str, JSONValue]:
     """The scenario's inputs (as text) and every result figure."""
     scenario = scenario_of(request)
     result = scenario.result
@@ -221,10 +230,12 @@ def _check_size(axes: Iterable[str], what: str) -> int:
     return size
 
 
-def _parse_axes(texts: Iterable[str], scenario: Any, what: str) -> dict[str, Any]:
+def _parse_axes(
+    texts: Iterable[str], scenario: DataParallelScaleOutScenario, what: str
+) -> dict[str, Any]:
     from mlsysim.planning.axes import parse_axis
 
-    axes: dict[str, Any] = {}
+    axes: dict[str, Any] = {}  # values of scenario fields, passed on as **axes
     for text in texts:
         try:
             name, values = parse_axis(text, scenario)
@@ -236,7 +247,7 @@ def _parse_axes(texts: Iterable[str], scenario: Any, what: str) -> dict[str, Any
     return axes
 
 
-def default_axes(scenario: Any) -> tuple[str, ...]:
+def default_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The scaling chart's axis: ``nodes=1..max(64, 2 x nodes)``; without an inter-node link
     (one node), ``devices_per_node=1..max(8, devices_per_node)``. Within the size limit.
     """
@@ -247,7 +258,9 @@ def default_axes(scenario: Any) -> tuple[str, ...]:
     return (f"nodes=1..{top}",)
 
 
-def _table(request: Request, scenario: Any, axes_texts: tuple[str, ...], what: str) -> Any:
+def _table(
+    request: Request, scenario: DataParallelScaleOutScenario, axes_texts: tuple[str, ...], what: str
+) -> SweepTable:
     from mlsysim.planning.sweep import sweep
 
     _check_size(axes_texts, what)
@@ -258,7 +271,7 @@ def _table(request: Request, scenario: Any, axes_texts: tuple[str, ...], what: s
         raise ApiError({getattr(exc, "field", None) or what: str(exc)}) from None
 
 
-def _columns(table: Any, rows: Any = None) -> dict[str, Any]:
+def _columns(table: SweepTable, rows: Array | None = None) -> dict[str, JSONValue]:
     return {
         c: {
             "unit": table.units.get(c),
@@ -268,7 +281,7 @@ def _columns(table: Any, rows: Any = None) -> dict[str, Any]:
     }
 
 
-def sweep_payload(request: Request) -> dict[str, Any]:
+def sweep_payload(request: Request) -> dict[str, JSONValue]:
     """Every layout of the sweep (``axis`` parameters; default: nodes from 1), column by column."""
     scenario = scenario_of(request)
     texts = request.axes or default_axes(scenario)
@@ -294,7 +307,7 @@ def sweep_csv(request: Request) -> str:
     return out.getvalue()
 
 
-def default_plan_axes(scenario: Any) -> tuple[str, ...]:
+def default_plan_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
     Ethernet and InfiniBand fabrics and the current link.
     """
@@ -308,7 +321,7 @@ def default_plan_axes(scenario: Any) -> tuple[str, ...]:
     return (f"nodes=1..{top}", "inter_bandwidth=" + ",".join(links))
 
 
-def plan_payload(request: Request) -> dict[str, Any]:
+def plan_payload(request: Request) -> dict[str, JSONValue]:
     """Every layout of the plan's search with its training time, cost and feasibility;
     the best layout and the Pareto front under ``deadline``, ``budget`` and ``min_efficiency``.
     """
@@ -319,7 +332,8 @@ def plan_payload(request: Request) -> dict[str, Any]:
     texts = request.plan_axes or default_plan_axes(scenario)
     _check_size(texts, "plan_axis")
     axes = _parse_axes(texts, scenario, "plan_axis")
-    limits: dict[str, Any] = {}
+    limits: dict[str, Quantity] = {}
+    min_efficiency: float | None = None
     for name, kind in (("deadline", "time"), ("budget", "money")):
         text = request.page.get(name, "").strip()
         if text:
@@ -330,7 +344,7 @@ def plan_payload(request: Request) -> dict[str, Any]:
     eff = request.page.get("min_efficiency", "").strip()
     if eff:
         try:
-            limits["min_efficiency"] = float(eff)
+            min_efficiency = float(eff)
         except ValueError:
             raise ApiError(
                 {"min_efficiency": f"min_efficiency: expected a number, got {eff!r}"}
@@ -339,15 +353,25 @@ def plan_payload(request: Request) -> dict[str, Any]:
         "cost" if scenario.node_hour_rate is not None else "time"
     )
     try:
-        found = plan(scenario, objective=objective, **limits, **axes)
+        found = plan(
+            scenario,
+            objective=objective,
+            deadline=limits.get("deadline"),
+            budget=limits.get("budget"),
+            min_efficiency=min_efficiency,
+            **axes,
+        )
     except InfeasiblePlanError as exc:
-        return _plan_rows(exc.table, None, objective, str(exc))
+        # plans here are within MAX_SWEEP_ROWS: small enough to carry their table
+        return _plan_rows(cast("SweepTable", exc.table), None, objective, str(exc))
     except MlsysimError as exc:
         raise ApiError({getattr(exc, "field", None) or "plan_axis": str(exc)}) from None
     return _plan_rows(found.table, found, objective, None)
 
 
-def _plan_rows(table: Any, found: Any, objective: str, message: str | None) -> dict[str, Any]:
+def _plan_rows(
+    table: SweepTable, found: Plan | None, objective: str, message: str | None
+) -> dict[str, JSONValue]:
     import numpy as np
 
     labels = _row_labels(table)
@@ -372,7 +396,7 @@ def _plan_rows(table: Any, found: Any, objective: str, message: str | None) -> d
     )
 
 
-def _row_labels(table: Any) -> list[str]:
+def _row_labels(table: SweepTable) -> list[str]:
     """``nodes=4, inter_bandwidth=InfiniBand_NDR`` for each row (text forms of the axis values)."""
     parts = []
     for position, axis in enumerate(table.axes):
@@ -385,7 +409,7 @@ def _row_labels(table: Any) -> list[str]:
 # -- explain and registry ----------------------------------------------------------------
 
 
-def explain_payload(request: Request) -> dict[str, Any]:
+def explain_payload(request: Request) -> dict[str, JSONValue]:
     """The derivation (``scenario.explain(format="json")``): ``steps`` (each numbered, with
     ``quantity``, ``equation``, ``numbers``, ``value``), ``inputs``, ``model``, ``notes``;
     plus ``text``, the plain-text derivation of ``mlsysim explain``.
@@ -398,7 +422,7 @@ def explain_payload(request: Request) -> dict[str, Any]:
     return dict(explanation)
 
 
-def registry_payload() -> dict[str, Any]:
+def registry_payload() -> dict[str, JSONValue]:
     """What the page needs to draw its form: the fields, the named scenarios, registry names, limits."""
     from mlsysim.core.units import to_canonical
     from mlsysim.engine.assumptions import Assumptions

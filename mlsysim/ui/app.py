@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mlsysim.ui import api
 
@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # Starlette is imported when the app is made: this module loa
     from starlette.requests import Request as HttpRequest
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from mlsysim.core.jsonio import JSONValue
 
 INSTALL_HINT = 'the mlsysim UI needs the optional extra: pip install "mlsysim[ui]"'
 
@@ -147,7 +149,7 @@ async def _request_of(http: HttpRequest) -> api.Request:
     return api.Request.from_items(http.query_params.multi_items())
 
 
-Handler = Callable[[api.Request], Any]
+Handler = Callable[[api.Request], object]  # a Response, or JSON data
 
 
 def _json_route(handler: Handler) -> Callable[[HttpRequest], Awaitable[Response]]:
@@ -167,7 +169,7 @@ def _json_route(handler: Handler) -> Callable[[HttpRequest], Awaitable[Response]
     return endpoint
 
 
-def _sweep(request: api.Request) -> Any:
+def _sweep(request: api.Request) -> Response | dict[str, JSONValue]:
     from starlette.responses import PlainTextResponse
 
     if request.page.get("format", "json") == "csv":
@@ -208,7 +210,7 @@ def create_app(
 
         raise MissingDependencyError(INSTALL_HINT) from None
     assets = _assets()
-    registry: dict[str, Any] = api.registry_payload() if warm else {}
+    registry: dict[str, JSONValue] = api.registry_payload() if warm else {}
 
     async def page(http: HttpRequest) -> Response:
         if initial_query and not http.url.query:

@@ -10,14 +10,13 @@ other registry entry is its name, and assumptions are a table of their fields.
 from __future__ import annotations
 
 import math
-from typing import Any
 
-from mlsysim.core.jsonio import SCHEMA_VERSION, encode
+from mlsysim.core.jsonio import SCHEMA_VERSION, JSONValue, encode
 
 __all__ = ["SCHEMA_VERSION", "json_value"]
 
 
-def json_value(value: Any) -> Any:
+def json_value(value: object) -> JSONValue:
     """``value`` as plain JSON data (see the module docstring for the rules).
 
     >>> from mlsysim import Q_

@@ -7,14 +7,17 @@ import sys
 import threading
 import urllib.parse
 import webbrowser
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
 from mlsysim.ui.state import SCENARIO_PARAM, text_values
 
+if TYPE_CHECKING:
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
-def query_of(scenario: Any) -> str:
+
+def query_of(scenario: DataParallelScaleOutScenario) -> str:
     """The page's query string for ``scenario``: the closest named scenario and the fields that differ.
 
     Raises :class:`InputError` when the page cannot express the scenario (an
@@ -24,7 +27,7 @@ def query_of(scenario: Any) -> str:
     from mlsysim.ui.state import FieldErrors, scenario_from
 
     wanted = text_values(scenario)
-    best: tuple[int, Any, dict[str, str]] | None = None
+    best: tuple[int, DataParallelScaleOutScenario, dict[str, str]] | None = None
     for base in Scenarios:
         have = text_values(base)
         diff = {k: v for k, v in wanted.items() if have.get(k) != v}

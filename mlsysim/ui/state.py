@@ -14,9 +14,17 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.exceptions import MlsysimError
+
+if TYPE_CHECKING:
+    import pint
+
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.models.types import Workload
 
 SCENARIO_PARAM = "scenario"
 """Query parameter naming the scenario the changes apply to (default: the first named one)."""
@@ -61,7 +69,9 @@ class FieldErrors(MlsysimError):
         self.errors = errors
 
 
-def apply_text_values(base: Any, values: Mapping[str, str]) -> Any:
+def apply_text_values(
+    base: DataParallelScaleOutScenario, values: Mapping[str, str]
+) -> DataParallelScaleOutScenario:
     """``base`` with each ``FIELD=TEXT`` applied, exactly as ``mlsysim run --set FIELD=TEXT``.
 
     The only call of the command line's text parser in the UI: when the field
@@ -73,7 +83,7 @@ def apply_text_values(base: Any, values: Mapping[str, str]) -> Any:
     return apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in values.items()])
 
 
-def base_scenario(name: str | None) -> Any:
+def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
     """The named scenario (case-insensitive), or the first one when no name is given."""
     from mlsysim.engine.scenarios import Scenarios
 
@@ -92,7 +102,7 @@ def split_params(params: Mapping[str, str]) -> tuple[str | None, dict[str, str],
     return params.get(SCENARIO_PARAM), changes, page
 
 
-def scenario_from(name: str | None, changes: Mapping[str, str]) -> Any:
+def scenario_from(name: str | None, changes: Mapping[str, str]) -> DataParallelScaleOutScenario:
     """The scenario ``name`` with ``changes``; :class:`FieldErrors` names every bad field.
 
     When the changes fail together, each is tried alone so that every bad value
@@ -138,7 +148,7 @@ def _field_of(exc: Exception, changes: Mapping[str, str]) -> str:
 
 
 def _form_names() -> set[str]:
-    return {f["name"] for f in form_fields()}
+    return {str(f["name"]) for f in form_fields()}
 
 
 def _field_in(message: str, changes: Mapping[str, str]) -> str:
@@ -151,7 +161,7 @@ def _field_in(message: str, changes: Mapping[str, str]) -> str:
 # -- text forms --------------------------------------------------------------------------
 
 
-def text_of(value: Any) -> str:
+def text_of(value: object) -> str:
     """A field value as ``--set`` spells it (``"450.0 GB/s"``, ``"GPT2"``); ``""`` for none."""
     from mlsysim.engine.files import quantity_text
 
@@ -163,16 +173,16 @@ def text_of(value: Any) -> str:
         try:
             return _quantity_text(value.magnitude, value.units)
         except TypeError:  # an unhashable magnitude
-            return quantity_text(value)
+            return quantity_text(cast("Quantity", value))  # field values with units are Quantities
     if hasattr(value, "is_seed"):
-        return _preset_of(value)
+        return _preset_of(cast("Assumptions", value))
     if hasattr(value, "parameters"):  # a workload: its registry name
-        return _workload_name(value)
+        return _workload_name(cast("Workload", value))
     return str(value)
 
 
 @lru_cache(maxsize=4096)
-def _quantity_text(magnitude: Any, units: Any) -> str:
+def _quantity_text(magnitude: float, units: pint.Unit) -> str:
     """``quantity_text`` remembered per (magnitude, unit): it parses its text back to check it."""
     from mlsysim.core.units import ureg
     from mlsysim.engine.files import quantity_text
@@ -180,7 +190,7 @@ def _quantity_text(magnitude: Any, units: Any) -> str:
     return str(quantity_text(ureg.Quantity(magnitude, units)))
 
 
-def _preset_of(assumptions: Any) -> str:
+def _preset_of(assumptions: Assumptions) -> str:
     if assumptions.is_seed():
         return "seed"
     if assumptions == type(assumptions).realistic():
@@ -188,7 +198,7 @@ def _preset_of(assumptions: Any) -> str:
     return "custom"
 
 
-def _workload_name(workload: Any) -> str:
+def _workload_name(workload: Workload) -> str:
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():
@@ -197,7 +207,7 @@ def _workload_name(workload: Any) -> str:
     return str(workload.name)
 
 
-def text_values(scenario: Any) -> dict[str, str]:
+def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
     from mlsysim.engine.job import PRESETS, preset_name
 
@@ -216,7 +226,7 @@ def text_values(scenario: Any) -> dict[str, str]:
 
 
 @cache
-def form_fields() -> tuple[dict[str, Any], ...]:
+def form_fields() -> tuple[dict[str, object], ...]:
     """One entry per input of the page: the field table's inputs in its order, then the assumptions.
 
     Each entry: ``name`` (the field, as ``--set`` names it), ``label``, ``symbol``
@@ -230,11 +240,11 @@ def form_fields() -> tuple[dict[str, Any], ...]:
 
     base = base_scenario(None)
     grouped = {f: g for g, fields in GROUPS.items() for f in fields}
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for f in FIELDS.values():
         if f.name in NOT_IN_FORM or f.kind == "text":
             continue
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "name": f.name,
             "label": f.label,
             "symbol": f.symbol,
@@ -269,9 +279,11 @@ def form_fields() -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def _describe(name: str, annotation: Any, base: Any) -> dict[str, Any]:
+def _describe(
+    name: str, annotation: object, base: DataParallelScaleOutScenario
+) -> dict[str, object]:
     """The form entry of one :class:`~mlsysim.Assumptions` field, from its annotation."""
-    entry: dict[str, Any] = {"name": name, "choices": [], "suggestions": [], "example": ""}
+    entry: dict[str, object] = {"name": name, "choices": [], "suggestions": [], "example": ""}
     kinds = {a for a in typing.get_args(annotation) if a is not type(None)} or {annotation}
     literal = [a for a in kinds if typing.get_origin(a) is typing.Literal]
     if literal:
@@ -293,7 +305,9 @@ EXAMPLES = ("100 Gbps", "5 us", "80 GB", "32 USD/hour")
 """Candidate example texts; a quantity field's placeholder is the first it accepts."""
 
 
-def _accepted_texts(name: str, base: Any, unit: str | None) -> dict[str, Any]:
+def _accepted_texts(
+    name: str, base: DataParallelScaleOutScenario, unit: str | None
+) -> dict[str, object]:
     """A quantity field's example and the registry names it takes, both found by asking the parser."""
     own = text_values(base).get(name, "")
     candidates = (*EXAMPLES, f"1 {unit}") if unit else EXAMPLES
@@ -306,7 +320,7 @@ def _accepted_texts(name: str, base: Any, unit: str | None) -> dict[str, Any]:
     return {"example": example, "suggestions": suggestions}
 
 
-def _accepts(base: Any, name: str, text: str) -> bool:
+def _accepts(base: DataParallelScaleOutScenario, name: str, text: str) -> bool:
     try:
         apply_text_values(base, {name: text})
     except MlsysimError:
