@@ -362,7 +362,7 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
             **axes,
         )
     except InfeasiblePlanError as exc:
-        # plans here are within MAX_SWEEP_ROWS: small enough to carry their table
+        # plans here are within MAX_SWEEP_ROWS < INFEASIBLE_TABLE_LAYOUTS: the error carries the table
         return _plan_rows(cast("SweepTable", exc.table), None, objective, str(exc))
     except MlsysimError as exc:
         raise ApiError({getattr(exc, "field", None) or "plan_axis": str(exc)}) from None
