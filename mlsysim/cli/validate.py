@@ -183,7 +183,7 @@ def ddp(
         sweep_iters=iters,
         overlap=overlap,
     )
-    data = result.to_dict()
+    data: dict[str, Any] = result.to_dict()  # JSON data, read by key below
     if json_:
         typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
