@@ -86,6 +86,19 @@ def sweep(
 ) -> str: ...
 
 
+@overload
+def sweep(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    fields: Iterable[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    out: str | os.PathLike[str] | None = None,
+    max_layouts: int | None = None,
+    **axes: Iterable[object],
+) -> SweepTable | str: ...
+
+
 def sweep(
     scenario: DataParallelScaleOutScenario,
     *,
@@ -389,7 +402,7 @@ def _grid_values(
     field: str,
     f: Callable[[Value], object],
 ) -> tuple[np.ndarray, int | None]:
-    """``f`` of a field over the grid: an array along its axis (others size 1), or a scalar."""
+    """``f`` of a field over the grid: an array along its axis (others size 1), or 0-d."""
     for position, axis in enumerate(axes):
         if axis.field == field:
             shape = [1] * len(axes)
