@@ -72,6 +72,7 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     else:
         from mlsysim.engine.scenarios import Scenarios
 
+        assert name is not None  # both None returned above
         scenario = Scenarios.get(name)
     return apply_overrides(scenario, sets or [])
 
