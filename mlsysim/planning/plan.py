@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +74,7 @@ class Constraints:
     @classmethod
     def checked(cls, **limits: Any) -> Constraints:
         """Constraints with each limit validated (naming the bad one)."""
-        checks = {
+        checks: dict[str, Callable[[object], object]] = {
             "deadline": check_positive_quantity("time"),
             "budget": check_positive_quantity("money"),
             "min_efficiency": check_fraction,
