@@ -94,7 +94,7 @@ def _axes(
     from mlsysim.core.exceptions import InputError
     from mlsysim.planning.axes import parse_axis
 
-    # values typed Any: the dict is passed as **axes beside sweep's and plan's own keywords
+    # loosely typed values: the dict is passed as **axes beside sweep's and plan's own keywords
     axes: dict[str, Any] = {}
     for text in texts or []:
         field, values = parse_axis(text, scenario)
