@@ -266,7 +266,7 @@ class _Raw:
 
     kind: Kind
     path: tuple[str, ...]
-    table: dict[str, Any]
+    table: dict[str, object]
     origin: Origin
     lines: dict[tuple[str, ...], int]
 
@@ -435,7 +435,7 @@ def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
 
 def _entry_tables(
     kind: Kind, above: tuple[str, ...], value: object, path: str, lines: dict[tuple[str, ...], int]
-) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+) -> Iterator[tuple[tuple[str, ...], dict[str, object]]]:
     """(path, table) of each entry below ``kind.name``, at its kind's depth."""
     shape = ".".join((kind.name, *(["<group>"] * kind.group_depth), "<Name>"))
     if not isinstance(value, dict):
@@ -520,12 +520,13 @@ def _build(catalog: Catalog, raw: _Raw) -> Entry:
     cls = kind.type_for(choice)
     for key, target in kind.references.items():
         if key in table:
-            if not isinstance(table[key], str):
+            named = table[key]
+            if not isinstance(named, str):
                 raise _error(
-                    raw, (key,), f"expected the name of a {target} entry, got {table[key]!r}"
+                    raw, (key,), f"expected the name of a {target} entry, got {named!r}"
                 )
             try:
-                table[key] = catalog.entry(target, table[key])
+                table[key] = catalog.entry(target, named)
             except UnknownNameError as exc:
                 raise _error(raw, (key,), str(exc)) from None
     for key, (reference, attribute) in kind.derived.items():

@@ -25,7 +25,7 @@ Errors are :class:`~mlsysim.core.exceptions.InputError` with the 1-based
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError
 from mlsysim.core.text import MAX_DEPTH, parse_float, parse_int, short
@@ -41,6 +41,19 @@ _SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "times
 _NULL = ("", "~", "null", "Null", "NULL")
 _TRUE = ("true", "True", "TRUE")
 _FALSE = ("false", "False", "FALSE")
+
+
+class _Mark(Protocol):
+    line: int
+
+
+class _Node(Protocol):
+    """What is read of a PyYAML node (PyYAML has no type stubs)."""
+
+    tag: str
+    value: Any  # a scalar's text, a sequence's nodes, or a mapping's (key, value) node pairs
+    style: str | None
+    start_mark: _Mark
 
 
 class YamlError(InputError):
@@ -80,17 +93,17 @@ def load_yaml(text: str) -> tuple[JSONValue, dict[tuple[str, ...], int]]:
     return _build(yaml, root, lines), lines
 
 
-def _line(node: Any) -> int:
+def _line(node: _Node) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _build(yaml: ModuleType, root: Any, lines: dict[tuple[str, ...], int]) -> JSONValue:
+def _build(yaml: ModuleType, root: _Node, lines: dict[tuple[str, ...], int]) -> JSONValue:
     """Plain values from the node graph, iteratively, with the limits of the module docstring."""
     count = 0
     result: list[JSONValue] = [None]
     # (node, where to store the value: (container, key), key path, ancestors' ids); the nodes
-    # are PyYAML's (no stubs), a container is a list with int slots or a dict with str keys
-    stack: list[tuple[Any, Any, int | str, tuple[str, ...], frozenset[int]]] = [
+    # are PyYAML's, a container is a list with int slots or a dict with str keys
+    stack: list[tuple[_Node, Any, int | str, tuple[str, ...], frozenset[int]]] = [
         (root, result, 0, (), frozenset())
     ]
     while stack:
@@ -137,12 +150,12 @@ def _build(yaml: ModuleType, root: Any, lines: dict[tuple[str, ...], int]) -> JS
     return result[0]
 
 
-def _check_tag(node: Any, expected: str) -> None:
+def _check_tag(node: _Node, expected: str) -> None:
     if node.tag != expected:
         raise YamlError(f"YAML tag {node.tag!r} is not accepted (no tags)", _line(node))
 
 
-def _key(yaml: ModuleType, node: Any) -> str:
+def _key(yaml: ModuleType, node: _Node) -> str:
     if not isinstance(node, yaml.ScalarNode):
         raise YamlError("a mapping key must be a name, not a list or a mapping", _line(node))
     value = _scalar(node)
@@ -154,7 +167,7 @@ def _key(yaml: ModuleType, node: Any) -> str:
     return value
 
 
-def _scalar(node: Any) -> str | int | float | bool | None:
+def _scalar(node: _Node) -> str | int | float | bool | None:
     """A scalar by the YAML 1.2 core schema; forms YAML 1.1 reads otherwise are refused."""
     text = node.value
     if node.tag not in _SCALAR_TAGS:
@@ -176,7 +189,7 @@ def _scalar(node: Any) -> str | int | float | bool | None:
     return text
 
 
-def _number(node: Any, text: str) -> int | float | str:
+def _number(node: _Node, text: str) -> int | float | str:
     body = text.lstrip("+-")
     ambiguous = (
         ":" in body
