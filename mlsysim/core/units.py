@@ -211,7 +211,7 @@ def quantity(magnitude: object, unit_name: str) -> Quantity:
 
 
 # Spellings accepted for each kind, exactly or (when only one matches) ignoring case;
-# the error for an unknown unit lists them. Any pint unit of the right dimension is
+# the error for an unknown unit lists them. Every pint unit of the right dimension is
 # accepted too ("furlong / fortnight"), built name by name without evaluating expressions.
 SPELLINGS: dict[str, tuple[str, ...]] = {
     "time": ("s", "ms", "us", "µs", "ns", "min", "h", "hour", "day", "week", "second", "minute"),
