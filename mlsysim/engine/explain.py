@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
@@ -40,6 +40,14 @@ from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, OPTIMIZER_E
 from mlsysim.physics.overlap import EXPOSED_EQUATION, INTERFERENCE_EQUATION
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
+
+if TYPE_CHECKING:
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.equations import Figures
+    from mlsysim.engine.job import Checked
+    from mlsysim.models.types import Workload
+
 
 
 def fmt_hours(hours: float) -> str:
@@ -105,7 +113,7 @@ def explain_result(
 
 
 def _heading(
-    r: DataParallelScaleOutResult, i: Any, title: str | None, description: str | None
+    r: DataParallelScaleOutResult, i: Checked, title: str | None, description: str | None
 ) -> dict[str, Any]:
     """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
@@ -150,7 +158,7 @@ def _heading(
     }
 
 
-def _new_choices(a: Any) -> str:
+def _new_choices(a: Assumptions) -> str:
     """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
     parts = []
     if a.host_jitter.magnitude:
@@ -164,13 +172,14 @@ def _new_choices(a: Any) -> str:
     return "".join(f", {p}" for p in parts)
 
 
-def _input_text(name: str, value: Any) -> str:
+def _input_text(name: str, value: object) -> str:
     """An input as a reader expects it: the unit its field is shown in."""
     f = FIELDS[name]
     if value is None:
         return "none"
     if name == "workload":
-        return f"{value.name} ({value.parameter_count():.6g} parameters)"
+        workload = cast("Workload", value)  # the field's checked kind
+        return f"{workload.name} ({workload.parameter_count():.6g} parameters)"
     if f.kind == "preset":
         return preset_name(name, value)
     if f.dimension in ("tokens", "samples"):
@@ -181,7 +190,8 @@ def _input_text(name: str, value: Any) -> str:
         return fmt_bytes(to_canonical(value, "data"))
     if f.dimension == "bandwidth":
         rate = fmt_rate(to_canonical(value, "bandwidth"))
-        shown = f"{value.to(f.display_unit).magnitude:.6g} {f.display_unit}" if f.display_unit else rate
+        q = cast("Quantity", value)
+        shown = f"{q.to(f.display_unit).magnitude:.6g} {f.display_unit}" if f.display_unit else rate
         return shown if shown == rate else f"{shown} ({rate})"
     if f.dimension == "money_rate":
         return f"{to_canonical(value, 'money_rate'):.6g} USD/h"
@@ -193,8 +203,8 @@ class _Context:
     """The inputs of a derivation as plain floats, shared by its sections."""
 
     r: DataParallelScaleOutResult
-    i: Any
-    a: Any
+    i: Checked
+    a: Assumptions
     d: int
     big_n: int
     acc: int
@@ -206,7 +216,7 @@ class _Context:
     buckets_num: str
 
 
-def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
+def _context(r: DataParallelScaleOutResult, i: Checked) -> _Context:
     a = i["assumptions"]
     zero = i.get("zero_stage") or 0
     f = r.figures
@@ -227,7 +237,7 @@ def _context(r: DataParallelScaleOutResult, i: Any) -> _Context:
     )
 
 
-def _derive(r: DataParallelScaleOutResult, i: Any) -> list[tuple[str, str, str, str]]:
+def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, str, str]]:
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
     if r.job is not None:
@@ -439,7 +449,7 @@ def _cost_steps(s: _Steps, c: _Context) -> None:
         )
 
 
-def _update_step(s: _Steps, f: Any) -> None:
+def _update_step(s: _Steps, f: Figures) -> None:
     """``update_time`` as the sum of :data:`UPDATE_TERMS` (the terms that are not zero)."""
     terms = [t for t in UPDATE_TERMS if t == "compute_time" or getattr(f, t) != 0]
     if terms == ["compute_time", "exposed_communication_time"] and (
@@ -544,7 +554,7 @@ def _interval_steps(s: _Steps, c: _Context) -> None:
         f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
         f"efficiency {e_low:.4g} - {e_high:.4g}",
     )
-    u_low, u_high = r.interval("update_time")
+    u_low, u_high = (cast("Quantity", u) for u in r.interval("update_time"))
     s.add(
         "80% interval",
         "update_time x e / e_interval (and so speedup, training time, cost)",

@@ -77,10 +77,10 @@ class _Required:
 
 
 REQUIRED: Final = _Required()
+"""The default of an input that must be given."""
 
 Value: TypeAlias = "Workload | Assumptions | Quantity | str | int | float | Preset | None"
 """A checked input value: what a scenario holds in a field."""
-"""The default of an input that must be given."""
 
 NONE_WORDS = ("none", "null")
 """Text that clears an optional input."""
@@ -408,7 +408,12 @@ def _fraction_number(value: Value) -> float:
 
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
-    check = {"node": check_node, "fabric": check_fabric, "accelerator": check_accelerator}[name]
+    checks: dict[str, Callable[[object], Value]] = {
+        "node": check_node,
+        "fabric": check_fabric,
+        "accelerator": check_accelerator,
+    }
+    check = checks[name]
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
     )

@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import (
     InputError,
@@ -51,6 +51,14 @@ from mlsysim.core.text import check_depth
 from mlsysim.core.tomlfile import parse_toml
 from mlsysim.core.units import Quantity, parse_quantity
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.models.types import Workload
+
+
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
 WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
 
@@ -58,7 +66,7 @@ WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
 # -- reading -----------------------------------------------------------------------------
 
 
-def load_scenario(path: str | os.PathLike[str]) -> Any:
+def load_scenario(path: str | os.PathLike[str]) -> DataParallelScaleOutScenario:
     """The scenario described by a TOML or YAML file (chosen by its suffix).
 
     Raises :class:`ScenarioFileError` (an ``InputError``) naming the file, the
@@ -81,7 +89,7 @@ def load_scenario(path: str | os.PathLike[str]) -> Any:
         ) from None
 
 
-def scenario_from_dict(data: dict[str, Any]) -> Any:
+def scenario_from_dict(data: Mapping[str, object]) -> DataParallelScaleOutScenario:
     """A scenario from parsed file contents (strings with units, registry names, tables).
 
     Each value is read by its field's entry in the field table; errors are
@@ -93,7 +101,7 @@ def scenario_from_dict(data: dict[str, Any]) -> Any:
 
     data = dict(data)
     base_name = data.pop("base", None)
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for key, value in data.items():
         if key == "workload" and isinstance(value, dict):
             fields[key] = _inline_workload(value)
@@ -120,7 +128,7 @@ def _without_owner(exc: InputError) -> InputError:
     return stripped
 
 
-def _inline_workload(table: dict[str, Any]) -> Any:
+def _inline_workload(table: Mapping[str, object]) -> Workload:
     from mlsysim.models.types import TransformerWorkload, Workload
 
     data = dict(table)
@@ -130,9 +138,10 @@ def _inline_workload(table: dict[str, Any]) -> Any:
             f"expected 'workload' or 'transformer', got {kind!r}", loc=("workload", "kind")
         )
     for key, unit_kind in WORKLOAD_QUANTITIES.items():
-        if isinstance(data.get(key), str):
+        text = data.get(key)
+        if isinstance(text, str):
             try:
-                data[key] = parse_quantity(data[key], unit_kind)
+                data[key] = parse_quantity(text, unit_kind)
             except InputError as exc:
                 raise exc.at("workload", key) from None
     cls = TransformerWorkload if kind == "transformer" else Workload
@@ -189,7 +198,9 @@ def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, 
 # -- writing -----------------------------------------------------------------------------
 
 
-def save_scenario(scenario: Any, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+def save_scenario(
+    scenario: DataParallelScaleOutScenario, path: str | os.PathLike[str], *, force: bool = False
+) -> Path:
     """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
 
     Units are written as text, registry workloads by name, assumptions as a
@@ -227,10 +238,10 @@ def write_text_atomically(path: Path, text: str, *, force: bool = False) -> None
         raise ScenarioFileError(str(exc).split(": ", 1)[-1], path=str(path)) from None
 
 
-def scenario_to_dict(scenario: Any) -> dict[str, Any]:
+def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object]:
     """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
-    out: dict[str, Any] = {}
-    tables: dict[str, Any] = {}
+    out: dict[str, object] = {}
+    tables: dict[str, object] = {}
     from mlsysim.engine.job import DEFAULT_RECOMPUTE, PRESETS, preset_name
 
     fields = scenario.fields()
@@ -246,13 +257,14 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
             out[key] = preset_name(key, value)
             continue
         if key == "workload":
-            name = registry_name(value)
+            workload = cast("Workload", value)  # the field's checked kind
+            name = registry_name(workload)
             if name is None:
-                tables[key] = _workload_table(value)
+                tables[key] = _workload_table(workload)
             else:
                 out[key] = name
         elif key == "assumptions":
-            preset = _assumptions_value(value)
+            preset = _assumptions_value(cast("Assumptions", value))
             if isinstance(preset, dict):
                 tables[key] = preset
             elif preset != "seed":
@@ -262,13 +274,13 @@ def scenario_to_dict(scenario: Any) -> dict[str, Any]:
     return out | tables  # tables last, as TOML requires
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     if isinstance(value, Quantity):
         return quantity_text(value)
     return value
 
 
-def quantity_text(q: Any) -> str:
+def quantity_text(q: Quantity) -> str:
     """``"450 GB/s"``: a Quantity as text that :func:`parse_quantity` reads back exactly."""
     magnitude = q.magnitude
     number = str(magnitude) if isinstance(magnitude, int) else repr(float(magnitude))
@@ -281,7 +293,7 @@ def quantity_text(q: Any) -> str:
     return f"{number} {q.units:C}"
 
 
-def registry_name(workload: Any) -> str | None:
+def registry_name(workload: Workload) -> str | None:
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():
@@ -290,10 +302,10 @@ def registry_name(workload: Any) -> str | None:
     return None
 
 
-def _workload_table(workload: Any) -> dict[str, Any]:
+def _workload_table(workload: Workload) -> dict[str, object]:
     from mlsysim.models.types import TransformerWorkload
 
-    table: dict[str, Any] = {}
+    table: dict[str, object] = {}
     if isinstance(workload, TransformerWorkload):
         table["kind"] = "transformer"
     for key, value in workload.fields().items():
@@ -302,7 +314,7 @@ def _workload_table(workload: Any) -> dict[str, Any]:
     return table
 
 
-def _assumptions_value(assumptions: Any) -> Any:
+def _assumptions_value(assumptions: Assumptions) -> object:
     from mlsysim.engine.assumptions import Assumptions
 
     if assumptions.is_seed():

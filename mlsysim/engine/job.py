@@ -37,14 +37,15 @@ fabric, accelerator, recompute) go through :func:`resolve` once per value.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import quantity, to_canonical
+from mlsysim.physics._array import Num
 from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes
 from mlsysim.physics.compute import (
     cnn_flops_per_sample,
@@ -54,6 +55,19 @@ from mlsysim.physics.compute import (
     transformer_flops_per_sample,
 )
 from mlsysim.physics.memory import training_state_bytes
+
+if TYPE_CHECKING:
+    from mlsysim.core.registry import Registry
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.equations import Inputs
+    from mlsysim.engine.fields import Value
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.hardware.types import Accelerator, Fabric, Node
+    from mlsysim.models.types import Workload
+
+Checked: TypeAlias = Mapping[str, Any]
+"""Checked scenario inputs by field name: each value is of its field's kind (see
+:mod:`mlsysim.engine.fields`), which a mapping's type cannot say key by key."""
 
 PRESETS = ("node", "fabric", "accelerator")
 """Inputs that fill other inputs from a registry entry."""
@@ -113,12 +127,12 @@ NO_JOB = Job()
 _GIVEN_ACTIVATIONS = Job(activations="given")
 
 
-def plain_job(values: Mapping[str, Any]) -> Job:
+def plain_job(values: Checked) -> Job:
     """The :class:`Job` of inputs that derive nothing (activations given or not counted)."""
     return NO_JOB if values.get("activation_memory") is None else _GIVEN_ACTIVATIONS
 
 
-def warn_measured(scenario: Any, changes: Mapping[str, Any]) -> None:
+def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
     """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
 
     A measured one-device profile belongs to the workload it was measured
@@ -162,7 +176,7 @@ def warn_measured(scenario: Any, changes: Mapping[str, Any]) -> None:
 # -- presets ------------------------------------------------------------------------------
 
 
-def _registry(kind: str) -> tuple[Any, type]:
+def _registry(kind: str) -> tuple[Registry, type]:
     from mlsysim.hardware.registry import Hardware, Systems
     from mlsysim.hardware.types import Accelerator, Fabric, Node
 
@@ -173,7 +187,7 @@ def _registry(kind: str) -> tuple[Any, type]:
     }[kind]
 
 
-def _entry_key(kind: str, entry: Any) -> str:
+def _entry_key(kind: str, entry: object) -> str:
     """The registry name of an entry (``DGX_H100``), or its display name."""
     registry, _ = _registry(kind)
     for path, value in registry.walk():
@@ -182,7 +196,7 @@ def _entry_key(kind: str, entry: Any) -> str:
     return str(getattr(entry, "name", entry))
 
 
-def _lookup(kind: str, value: Any) -> Any:
+def _lookup(kind: str, value: object) -> object:
     """A node, fabric or accelerator registry entry, given as itself or by name (bare errors)."""
     registry, cls = _registry(kind)
     if isinstance(value, str):
@@ -198,22 +212,22 @@ def _lookup(kind: str, value: Any) -> Any:
     return value
 
 
-def check_node(value: Any) -> Any:
+def check_node(value: object) -> Node:
     """A node registry entry (``Systems.Nodes.DGX_H100`` or ``"DGX_H100"``)."""
-    return _lookup("node", value)
+    return cast("Node", _lookup("node", value))
 
 
-def check_fabric(value: Any) -> Any:
+def check_fabric(value: object) -> Fabric:
     """A fabric registry entry (``Systems.Fabrics.InfiniBand_NDR`` or ``"InfiniBand_NDR"``)."""
-    return _lookup("fabric", value)
+    return cast("Fabric", _lookup("fabric", value))
 
 
-def check_accelerator(value: Any) -> Any:
+def check_accelerator(value: object) -> Accelerator:
     """An accelerator registry entry (``Hardware.Cloud.H100`` or ``"H100"``)."""
-    return _lookup("accelerator", value)
+    return cast("Accelerator", _lookup("accelerator", value))
 
 
-def check_mfu(value: Any) -> float:
+def check_mfu(value: object) -> float:
     """Model FLOPs utilisation: a plain number in (0, 1]."""
     if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool):
         x = float(value)
@@ -224,7 +238,7 @@ def check_mfu(value: Any) -> float:
     )
 
 
-def parse_mfu(text: str) -> Any:
+def parse_mfu(text: str) -> float:
     """``"0.4"`` -> 0.4 (the check reports anything else)."""
     try:
         return float(text)
@@ -232,16 +246,16 @@ def parse_mfu(text: str) -> Any:
         raise InputError(f"expected a number in (0, 1] (e.g. 0.4), got {text!r}") from None
 
 
-def preset_name(kind: str, entry: Any) -> str:
+def preset_name(kind: str, entry: object) -> str:
     """The registry name of a ``node``, ``fabric`` or ``accelerator`` entry (``"DGX_H100"``)."""
     return _entry_key(kind, entry)
 
 
-def _label(kind: str, entry: Any) -> str:
+def _label(kind: str, entry: object) -> str:
     return f"{kind} {_entry_key(kind, entry)}"
 
 
-def _node_figures(node: Any) -> dict[str, Any]:
+def _node_figures(node: Node) -> dict[str, Value]:
     """The inputs a node fills: devices, the link inside, its NICs, its accelerator, its price."""
     figures = {
         "devices_per_node": node.accelerators_per_node,
@@ -254,29 +268,29 @@ def _node_figures(node: Any) -> dict[str, Any]:
     return {k: v for k, v in figures.items() if v is not None}
 
 
-def node_hour_rate(node: Any) -> Any:
+def node_hour_rate(node: Node) -> Quantity | None:
     """The price of one hour of ``node`` where the price registry has one, else None."""
     price = getattr(node, "price", None)
     return None if price is None else price.rate
 
 
-def _fabric_figures(fabric: Any) -> dict[str, Any]:
+def _fabric_figures(fabric: Fabric) -> dict[str, Value]:
     return {"inter_bandwidth": fabric.bandwidth, "inter_latency": fabric.latency}
 
 
 # -- the model's figures -------------------------------------------------------------------
 
 
-def has_shape(workload: Any) -> bool:
+def has_shape(workload: Workload) -> bool:
     """Whether a workload states layers, hidden size, heads and sequence length."""
     return _facts(workload)[0]
 
 
-_FACTS: dict[int, tuple[Any, tuple[bool, float | None]]] = {}
+_FACTS: dict[int, tuple[Workload, tuple[bool, float | None]]] = {}
 """Per workload object (by identity; workloads are immutable): (has a shape, FLOPs per sample)."""
 
 
-def _facts(workload: Any) -> tuple[bool, float | None]:
+def _facts(workload: Workload) -> tuple[bool, float | None]:
     entry = _FACTS.get(id(workload))
     if entry is not None and entry[0] is workload:
         return entry[1]
@@ -291,7 +305,7 @@ def _facts(workload: Any) -> tuple[bool, float | None]:
     return facts
 
 
-def flops_per_sample(workload: Any) -> float | None:
+def flops_per_sample(workload: Workload) -> float | None:
     """Training FLOPs of one sample: the transformer formula from its shape, or 3 x a stated forward cost.
 
     None when the workload states neither (see :mod:`mlsysim.physics.compute`).
@@ -299,12 +313,11 @@ def flops_per_sample(workload: Any) -> float | None:
     return _facts(workload)[1]
 
 
-def _flops_per_sample(workload: Any) -> float | None:
-    if all(getattr(workload, n, None) is not None for n in ("layers", "hidden_dim", "seq_len")):
+def _flops_per_sample(workload: Workload) -> float | None:
+    layers, hidden, seq_len = (getattr(workload, n, None) for n in ("layers", "hidden_dim", "seq_len"))
+    if layers is not None and hidden is not None and seq_len is not None:
         return float(
-            transformer_flops_per_sample(
-                workload.parameter_count(), workload.layers, workload.hidden_dim, workload.seq_len
-            )
+            transformer_flops_per_sample(workload.parameter_count(), layers, hidden, seq_len)
         )
     forward = getattr(workload, "forward_flops_per_sample", None)
     if forward is not None:
@@ -312,7 +325,7 @@ def _flops_per_sample(workload: Any) -> float | None:
     return None
 
 
-def peak_flops(accelerator: Any, precision: str) -> float:
+def peak_flops(accelerator: Accelerator, precision: str) -> float:
     """The accelerator's dense peak at ``precision`` in flop/s; an error at ``precision`` when unknown."""
     try:
         rate = accelerator.peak_flops(precision)
@@ -332,7 +345,7 @@ SOURCES = ("node", "fabric", "accelerator", "mfu", "training_tokens", "training_
 """Inputs whose presence asks for a derivation (besides a workload with a shape)."""
 
 
-def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
+def normalize_given(given: Mapping[str, object]) -> dict[str, object]:
     """The inputs as given, with a fabric given to ``inter_bandwidth`` moved to ``fabric``.
 
     ``inter_bandwidth=Systems.Fabrics.InfiniBand_NDR`` (or ``"InfiniBand_NDR"``)
@@ -359,7 +372,7 @@ def normalize_given(given: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def wants_derivation(values: Mapping[str, Any]) -> bool:
+def wants_derivation(values: Checked) -> bool:
     """Whether :func:`resolve` has anything to do for these checked inputs."""
     workload = values.get("workload")
     return (workload is not None and has_shape(workload)) or any(
@@ -367,7 +380,7 @@ def wants_derivation(values: Mapping[str, Any]) -> bool:
     )
 
 
-def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
+def resolve(values: Checked) -> tuple[dict[str, Value], Job]:
     """Fill the inputs a scenario leaves to its presets and derivations; return them and the :class:`Job`.
 
     ``values`` are checked inputs (each checked on its own by its field);
@@ -375,10 +388,10 @@ def resolve(values: Mapping[str, Any]) -> tuple[dict[str, Any], Job]:
     :class:`InputError` located at an input when two inputs contradict each
     other or a derivation lacks a source.
     """
-    out = dict(values)
+    out: dict[str, Any] = dict(values)
     origins: dict[str, str] = {}
 
-    def fill(name: str, value: Any, origin: str) -> None:
+    def fill(name: str, value: Value, origin: str) -> None:
         if out.get(name) is None and value is not None:
             out[name] = value
             origins[name] = origin
@@ -477,7 +490,9 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
     return figures
 
 
-def _job_samples(out: Mapping[str, Any], workload: Any, tokens: Any, samples: Any) -> float:
+def _job_samples(
+    out: Checked, workload: Workload, tokens: Value, samples: Value
+) -> float:
     """Samples of the job, from ``training_tokens`` or ``training_samples``."""
     if tokens is not None and samples is not None:
         raise InputError(
@@ -498,7 +513,8 @@ def _job_samples(out: Mapping[str, Any], workload: Any, tokens: Any, samples: An
             "give training_samples",
             loc=("training_tokens",),
         )
-    return float(samples_from_tokens(to_canonical(tokens, "tokens"), float(workload.seq_len)))
+    seq_len = float(getattr(workload, "seq_len"))  # noqa: B009 - a transformer's, checked above
+    return float(samples_from_tokens(to_canonical(tokens, "tokens"), seq_len))
 
 
 # -- the same derivation on arrays ---------------------------------------------------------
@@ -508,7 +524,7 @@ DERIVED_TARGETS = ("step_time", "training_time", "activation_memory")
 """Model inputs :func:`derive_inputs` fills where they are NaN."""
 
 
-def derive_inputs(x: Any) -> Any:
+def derive_inputs(x: Inputs) -> Inputs:
     """Fill ``step_time``, ``training_time`` and ``activation_memory`` where they are NaN ("derive here").
 
     ``x`` is an :class:`~mlsysim.engine.equations.Inputs` whose figures may be
@@ -530,7 +546,7 @@ def derive_inputs(x: Any) -> Any:
         )
     if _any_nan(x.training_time):
 
-        def training_time() -> Any:
+        def training_time() -> Num:
             if _all_nan(x.training_tokens):
                 samples = x.training_samples
             else:
@@ -547,18 +563,18 @@ def derive_inputs(x: Any) -> Any:
     return x
 
 
-def _fill(target: Any, formula: Any) -> Any:
+def _fill(target: Num, formula: Callable[[], Num]) -> Num:
     """``formula()`` where ``target`` is NaN, ``target`` elsewhere."""
     if _all_nan(target):
         return formula()
     return np.where(np.isnan(target), formula(), target)
 
 
-def _any_nan(value: Any) -> bool:
+def _any_nan(value: Num) -> bool:
     return bool(np.any(np.isnan(value)))
 
 
-def _all_nan(value: Any) -> bool:
+def _all_nan(value: Num) -> bool:
     return bool(np.all(np.isnan(value)))
 
 
@@ -610,7 +626,7 @@ def memory_note(job: Job, zero_stage: int) -> str:
     )
 
 
-def sanity_notes(values: Mapping[str, Any], job: Job) -> tuple[str, ...]:
+def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
     """Warnings about a layout that the model computes but that would not run as planned.
 
     ``values`` are the scenario's checked, resolved inputs.
@@ -670,7 +686,7 @@ _ACTIVATION_EQUATIONS = {
 
 
 def explain_rows(
-    values: Mapping[str, Any], job: Job, part: str = "time"
+    values: Checked, job: Job, part: str = "time"
 ) -> list[tuple[str, str, str, str]]:
     """The derivation of the derived inputs: (what, equation, numbers, value) rows for ``explain``.
 
@@ -747,7 +763,7 @@ def explain_rows(
     return rows
 
 
-def _activation_rows(values: Mapping[str, Any], job: Job) -> list[tuple[str, str, str, str]]:
+def _activation_rows(values: Checked, job: Job) -> list[tuple[str, str, str, str]]:
     rows: list[tuple[str, str, str, str]] = []
     w, b = values["workload"], values["per_device_batch"]
     if job.activations == "derived":

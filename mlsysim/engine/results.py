@@ -20,6 +20,10 @@ from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
+    from mlsysim.engine.job import Job
+
+
+if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.engine.equations import Choices, Inputs
     from mlsysim.engine.fields import Value
@@ -168,7 +172,7 @@ class DataParallelScaleOutResult:
 
     __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
-    job: Any
+    job: Job
     """The :class:`mlsysim.engine.job.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
@@ -227,7 +231,7 @@ class DataParallelScaleOutResult:
         model_inputs: Inputs,
         *,
         trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
-        job: Any = None,
+        job: Job | None = None,
     ) -> None:
         object.__setattr__(self, "figures", figures)
         object.__setattr__(self, "inputs", MappingProxyType(inputs))
@@ -282,7 +286,7 @@ class DataParallelScaleOutResult:
         names = SEED_FIELDS if seed_only else FIELDS
         return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
 
-    def interval(self, name: str, level: float = 0.8) -> tuple[Any, Any]:
+    def interval(self, name: str, level: float = 0.8) -> tuple[Quantity | float, Quantity | float]:
         """The (low, high) central prediction interval of ``efficiency``, ``speedup``,
         ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
 

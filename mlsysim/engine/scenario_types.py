@@ -43,6 +43,10 @@ from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
 if TYPE_CHECKING:
+    from mlsysim.core.units import Quantity
+
+
+if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
 
 
@@ -266,7 +270,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         return self._job
 
     @property
-    def flops_per_sample(self) -> Any:
+    def flops_per_sample(self) -> Quantity | None:
         """Training FLOPs of one sample (a Quantity in flop), or None when the workload does not tell."""
         from mlsysim.core.units import quantity
 

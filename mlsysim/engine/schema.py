@@ -8,12 +8,16 @@ twice. ``mlsysim schema KIND`` prints them; docs/json.md explains the encoding.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.jsonio import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
+
 
 
 class QuantityJSON(pydantic.BaseModel):
@@ -41,7 +45,7 @@ def _result_model() -> type[pydantic.BaseModel]:
     for name, spec in result_fields().items():
         kind = spec.kind
         if spec.unit is not None and kind == "quantity" and name == "device_memory":
-            kind_type: Any = QuantityJSON | None
+            kind_type: object = QuantityJSON | None
         else:
             kind_type = _RESULT_TYPES[kind]
         fields[name] = (kind_type, pydantic.Field(description=spec.__doc__ or ""))
@@ -79,7 +83,7 @@ class ExplainedInput(pydantic.BaseModel):
     meaning: str
 
 
-def json_schema(kind: str) -> dict[str, Any]:
+def json_schema(kind: str) -> dict[str, JSONValue]:
     """The JSON Schema of one kind of document: ``scenario``, ``result`` or ``explanation``."""
     header = {
         "scenario": (str | None, None),
@@ -104,7 +108,7 @@ def json_schema(kind: str) -> dict[str, Any]:
         raise InputError(
             f"expected one of {', '.join(SCHEMA_KINDS)}, got {kind!r}", loc=("kind",)
         )
-    schema: dict[str, Any] = model.model_json_schema()
+    schema: dict[str, JSONValue] = model.model_json_schema()
     return schema
 
 
