@@ -76,6 +76,7 @@ def intervals_dict(
 
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
+    from mlsysim.core.units import Quantity
     from mlsysim.validation.intervals import INTERVAL_FIELDS
 
     parts = []
@@ -83,7 +84,7 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
         if name == "cost" and result.cost is None:
             continue
         low, high = result.interval(name, level)
-        if hasattr(low, "magnitude"):
+        if isinstance(low, Quantity) and isinstance(high, Quantity):
             unit = {"millisecond": "ms", "hour": "h"}.get(field_unit(name) or "", "")
             parts.append(f"{name} {low.magnitude:,.4g}-{high.magnitude:,.4g} {unit}")
         elif name == "cost":
