@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from mlsysim.calibrate.fit import CollectiveFit, fit_collective
 from mlsysim.calibrate.networks import ModelSpec, build, parameter_count, training_step
@@ -165,7 +165,7 @@ class DdpValidation:
         t1 = self.step_time.to("ms").magnitude
         return self.ranks * t1 / self.measured_update_time.to("ms").magnitude
 
-    def to_dict(self) -> dict[str, JSONValue]:
+    def to_dict(self) -> dict[str, Any]:  # JSON data; Any: the CLI reads it by key
         def q(value: Quantity) -> dict[str, JSONValue]:
             return {"value": float(value.magnitude), "unit": f"{value.units:D}"}
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -250,7 +250,7 @@ class CollectiveFit:
             latency=quantity(1e6 * alpha / ring_steps(self.collective, self.ranks), "us"),
         )
 
-    def to_dict(self) -> dict[str, JSONValue]:
+    def to_dict(self) -> dict[str, Any]:  # JSON data; Any: the CLI reads it by key
         """Plain JSON-able values; Quantities as ``{"value": ..., "unit": ...}``."""
         link = self.to_link()
         fitted = self.predict(quantity(np.asarray(self.message_sizes), "byte")).magnitude

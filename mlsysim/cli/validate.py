@@ -186,7 +186,7 @@ def ddp(
         sweep_iters=iters,
         overlap=overlap,
     )
-    data: dict[str, Any] = result.to_dict()  # JSON data, read by key below
+    data = result.to_dict()
     if json_:
         typer.echo(json.dumps(data, indent=2, allow_nan=False))
         return
