@@ -165,7 +165,7 @@ class DdpValidation:
         t1 = self.step_time.to("ms").magnitude
         return self.ranks * t1 / self.measured_update_time.to("ms").magnitude
 
-    def to_dict(self) -> dict[str, Any]:  # JSON data; Any: the CLI reads it by key
+    def to_dict(self) -> dict[str, Any]:  # JSON data, read by key in the CLI
         def q(value: Quantity) -> dict[str, JSONValue]:
             return {"value": float(value.magnitude), "unit": f"{value.units:D}"}
 

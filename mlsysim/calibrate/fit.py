@@ -250,7 +250,7 @@ class CollectiveFit:
             latency=quantity(1e6 * alpha / ring_steps(self.collective, self.ranks), "us"),
         )
 
-    def to_dict(self) -> dict[str, Any]:  # JSON data; Any: the CLI reads it by key
+    def to_dict(self) -> dict[str, Any]:  # JSON data, read by key in the CLI
         """Plain JSON-able values; Quantities as ``{"value": ..., "unit": ...}``."""
         link = self.to_link()
         fitted = self.predict(quantity(np.asarray(self.message_sizes), "byte")).magnitude
