@@ -89,7 +89,7 @@ function figure(name, v) {
   return [String(v), "", String(v)];
 }
 
-// A prediction interval as {low, high (numbers in the figure's data-unit, as text), text: "80%: 21.4–33.0 %"}.
+// A prediction interval: {low, high (numbers in the figure's data-unit, as text), label: "80% interval: ", text: "21.4–33.0 %"}.
 function intervalText(name, v, band, level) {
   const part = (x) => figure(name, x);
   const [low, , lowText] = part(band.low), [high, , highText] = part(band.high);
@@ -97,8 +97,12 @@ function intervalText(name, v, band, level) {
   let text;
   if (name === "efficiency") text = `${(band.low * 100).toFixed(1)}–${(band.high * 100).toFixed(1)} %`;
   else if (name === "speedup") text = `${fmtNumber(band.low, 3)}–${fmtNumber(band.high, 3)}×`;
-  else text = `${lowText} – ${highText}`;
-  return { low, high, text: `${pct} interval: ${text}` };
+  else {
+    const unit = (t) => t.replace(/^\$?[\d.,]+\s*/, "");  // "1.855 h" -> "h"; "$237.49" -> ""
+    const same = unit(lowText) === unit(highText);
+    text = same && unit(lowText) ? `${lowText.slice(0, -unit(lowText).length).trim()}–${highText}` : `${lowText}–${highText}`;
+  }
+  return { low, high, label: `${pct} interval: `, text };
 }
 
 // ---------------------------------------------------------------- the form
@@ -414,7 +418,8 @@ function renderResults(data) {
       el("div", { class: "figure-title", text: title }),
       el("div", { class: "figure-value", "data-field": name, "data-value": value, "data-unit": unit, text,
         "data-low": range && range.low, "data-high": range && range.high, "data-level": range && String(data.intervals.level) }),
-      range ? el("div", { class: "figure-interval", title: "prediction interval: from the model's errors on the published measurements (docs/model.md)", text: range.text }) : null,
+      range ? el("div", { class: "figure-interval", title: "prediction interval: from the model's errors on the published measurements (docs/model.md)" },
+        range.label, el("span", { class: "nowrap", text: range.text })) : null,
       el("div", { class: "figure-sub", text: sub }));
     head.append(card);
   }
