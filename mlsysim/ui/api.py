@@ -332,8 +332,8 @@ def sweep_payload(request: Request) -> dict[str, JSONValue]:
 
 
 def efficiency_band_of(
-    table: Any, scenario: Any, level: float = INTERVAL_LEVEL
-) -> dict[str, Any] | None:
+    table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
+) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
     prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval`, one band
     offset for all rows, clipped; a point on one device); ``None`` under the seed model or when
