@@ -15,7 +15,9 @@ Ctrl-C removes the temporary file.
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,8 +25,13 @@ from mlsysim.core.exceptions import MissingDependencyError
 from mlsysim.engine.results import field_unit
 from mlsysim.planning.space import Block, Space, figures
 
+if TYPE_CHECKING:
+    import pyarrow
 
-def _pyarrow() -> tuple[Any, Any]:
+    from mlsysim.planning.sweep import Progress
+
+
+def _pyarrow() -> tuple[ModuleType, ModuleType]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -35,7 +42,7 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-def schema(space: Space, columns: tuple[str, ...]) -> Any:
+def schema(space: Space, columns: tuple[str, ...]) -> pyarrow.Schema:
     """The Parquet schema: the axis columns, then the result columns, with units."""
     from mlsysim.planning.sweep import TEXT_LABELS, _dtype
 
@@ -58,11 +65,13 @@ def schema(space: Space, columns: tuple[str, ...]) -> Any:
     return pa.schema(fields, metadata={"units": json.dumps(units)})
 
 
-def _field(pa: Any, name: str, kind: Any, unit: str | None) -> Any:
+def _field(pa: ModuleType, name: str, kind: pyarrow.DataType, unit: str | None) -> pyarrow.Field:
     return pa.field(name, kind, metadata={"unit": unit} if unit else None)
 
 
-def block_table(space: Space, block: Block, columns: tuple[str, ...], arrow_schema: Any) -> Any:
+def block_table(
+    space: Space, block: Block, columns: tuple[str, ...], arrow_schema: pyarrow.Schema
+) -> pyarrow.Table:
     """The rows of one block as a ``pyarrow.Table``, in sweep order."""
     from mlsysim.planning.sweep import TEXT_LABELS, _dtype, _write
 
@@ -72,7 +81,7 @@ def block_table(space: Space, block: Block, columns: tuple[str, ...], arrow_sche
     out = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
     for sub in space.sub_blocks(block):
         values = figures(sub)
-        view: tuple[Any, ...] = tuple(
+        view: tuple[slice, ...] = tuple(
             slice(o - s, o - s + n) for o, s, n in zip(sub.offset, starts, sub.shape, strict=True)
         )
         for column in columns:
@@ -106,10 +115,10 @@ def _axis_index(shape: tuple[int, ...], position: int, start: int) -> np.ndarray
 def write_parquet(
     space: Space,
     columns: tuple[str, ...],
-    path: Any,
+    path: str | os.PathLike[str],
     *,
     chunk_rows: int,
-    progress: Any = None,
+    progress: Progress | None = None,
 ) -> str:
     """Stream every row of ``space`` to the Parquet file ``path``; returns the path."""
     from mlsysim.engine.files import atomic_writer

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -44,10 +45,14 @@ from mlsysim.planning.sweep import (
     check_size,
     declared_size,
     prepare_space,
-    sweep,
+    sweep_table,
     take_rows,
 )
 from mlsysim.planning.table import SweepTable
+
+if TYPE_CHECKING:
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.planning.run import Scheduler
 
 OBJECTIVES = ("cost", "time")
 
@@ -65,13 +70,13 @@ INFEASIBLE_TABLE_LAYOUTS = 1_000_000
 class Constraints:
     """Limits a layout must meet; None means no limit."""
 
-    deadline: Any = None  # a time: training_time must be at most this
-    budget: Any = None  # money: cost must be at most this
+    deadline: Quantity | None = None  # a time: training_time must be at most this
+    budget: Quantity | None = None  # money: cost must be at most this
     min_efficiency: float | None = None
     max_global_batch: int | None = None
 
     @classmethod
-    def checked(cls, **limits: Any) -> Constraints:
+    def checked(cls, **limits: object) -> Constraints:
         """Constraints with each limit validated (naming the bad one)."""
         checks = {
             "deadline": check_positive_quantity("time"),
@@ -79,7 +84,7 @@ class Constraints:
             "min_efficiency": check_fraction,
             "max_global_batch": check_positive_int,
         }
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {}  # each limit as its check returns it, for the matching field
         for name, value in limits.items():
             if value is None:
                 out[name] = None
@@ -157,8 +162,12 @@ class Plan:
     peak_rss: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Peak resident memory (bytes) of this process and of each worker that took part."""
     _picked: SweepTable | None = field(default=None, repr=False, compare=False)
-    _scenarios: dict[int, Any] = field(default_factory=dict, repr=False, compare=False)
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _scenarios: dict[int, DataParallelScaleOutScenario] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _cache: dict[str, SweepTable | np.ndarray] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def size(self) -> int:
@@ -169,11 +178,10 @@ class Plan:
     def table(self) -> SweepTable:
         """Every layout of the sweep, evaluated again on first use (spaces that fit in memory)."""
         if "table" not in self._cache:
-            self._cache["table"] = sweep(
-                self.space.base, max_layouts=MAX_SWEEP_LAYOUTS, **self.space.axis_values()
+            self._cache["table"] = sweep_table(
+                self.space.base, self.space.axis_values(), max_layouts=MAX_SWEEP_LAYOUTS
             )
-        table: SweepTable = self._cache["table"]
-        return table
+        return cast("SweepTable", self._cache["table"])  # stored under this key just above
 
     @property
     def feasible(self) -> np.ndarray:
@@ -181,20 +189,19 @@ class Plan:
         if "feasible" not in self._cache:
             masks = self.constraints.masks(self.table)
             self._cache["feasible"] = np.logical_and.reduce(list(masks.values()))
-        mask: np.ndarray = self._cache["feasible"]
-        return mask
+        return cast("np.ndarray", self._cache["feasible"])  # stored under this key just above
 
     @property
-    def best(self) -> Any:
+    def best(self) -> DataParallelScaleOutScenario:
         """The winning layout as a scenario (``best.result`` equals its row of the table)."""
         return self._scenario(self.best_row)
 
     @property
-    def knee(self) -> Any:
+    def knee(self) -> DataParallelScaleOutScenario | None:
         """The largest feasible layout, when ``min_efficiency`` is given; else None."""
         return None if self.knee_row is None else self._scenario(self.knee_row)
 
-    def _scenario(self, row: int) -> Any:
+    def _scenario(self, row: int) -> DataParallelScaleOutScenario:
         if row not in self._scenarios:
             self._scenarios[row] = self._rows().scenario(self._position(row))
         return self._scenarios[row]
@@ -233,7 +240,7 @@ class PlanInterrupted(KeyboardInterrupt):
 
 
 def plan(
-    scenario: Any,
+    scenario: DataParallelScaleOutScenario,
     *,
     objective: str = "cost",
     deadline: Quantity | None = None,
@@ -242,11 +249,11 @@ def plan(
     max_global_batch: int | None = None,
     top: int = 0,
     workers: int | None = None,
-    scheduler: Any = None,
+    scheduler: Scheduler | None = None,
     max_layouts: int = MAX_STREAM_LAYOUTS,
     chunk_rows: int = PLAN_CHUNK_ROWS,
     progress: Progress | None = None,
-    **axes: Any,
+    **axes: Iterable[object],
 ) -> Plan:
     """Search the sweep of ``axes`` (see :func:`mlsysim.sweep`) for the best layout.
 
@@ -311,7 +318,7 @@ def plan(
         raise PlanInterrupted(found, state.evaluated, space.size)
     if state.best is None:
         table = (
-            sweep(scenario, **space.axis_values())
+            sweep_table(scenario, space.axis_values())
             if space.size <= INFEASIBLE_TABLE_LAYOUTS
             else None
         )
@@ -352,7 +359,7 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _count_option(name: str, value: Any, *, minimum: int) -> int:
+def _count_option(name: str, value: object, *, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise InputError(
             f"plan {name}: expected an integer >= {minimum}, got {value!r}", field=name
@@ -396,17 +403,17 @@ def describe_row(table: SweepTable, i: int) -> str:
     return f"{inputs} -> {text}" if inputs else text
 
 
-def _figures(row: dict[str, Any]) -> str:
+def _figures(row: Mapping[str, object]) -> str:
     cost = row.get("cost")
     money = "cost unknown" if cost is None else f"{cost:,.2f} USD"
     return f"{row['training_time']:.4g} h / {money}"
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if isinstance(value, Quantity):
         return _q(value)
     return str(getattr(value, "name", value))
 
 
-def _q(q: Any) -> str:
+def _q(q: Quantity) -> str:
     return f"{q:~P}"

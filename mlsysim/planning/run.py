@@ -16,11 +16,17 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, TypedDict
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError, MlsysimError
 from mlsysim.planning.reduce import Criteria, Partial, merge, reduce_blocks
 from mlsysim.planning.space import Block, Space
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+Scheduler: TypeAlias = "str | Client"
+"""Where a plan runs on Dask: a scheduler address (``"tcp://host:8786"``) or a client."""
 
 Progress = Callable[[int, int], None]
 
@@ -58,7 +64,7 @@ def run(
     *,
     chunk_rows: int,
     workers: int = 1,
-    scheduler: Any = None,
+    scheduler: Scheduler | None = None,
     progress: Progress | None = None,
 ) -> Outcome:
     """Reduce every block of ``space``: here (``workers=1``), on ``workers`` processes, or on Dask."""
@@ -99,7 +105,13 @@ def _gather(
 
 # -- local processes --------------------------------------------------------------------
 
-_WORKER: dict[str, Any] = {}
+
+class _WorkerState(TypedDict, total=False):
+    space: Space
+    criteria: Criteria
+
+
+_WORKER: _WorkerState = {}
 
 
 def _init_worker(space: Space, criteria: Criteria) -> None:
@@ -160,7 +172,7 @@ def _dask_task(space: Space, criteria: Criteria, blocks: list[Block]) -> tuple[P
     return part, f"pid {os.getpid()}", peak_rss_bytes()
 
 
-def dask_client(scheduler: Any) -> tuple[Any, bool]:
+def dask_client(scheduler: object) -> tuple[Client, bool]:
     """A ``dask.distributed.Client`` for ``scheduler`` (an address or a client), and whether we opened it."""
     try:
         from dask.distributed import Client
@@ -184,12 +196,12 @@ def dask_client(scheduler: Any) -> tuple[Any, bool]:
 
 
 def _dask(
-    space: Space, criteria: Criteria, groups: list[list[Block]], scheduler: Any
+    space: Space, criteria: Criteria, groups: list[list[Block]], scheduler: Scheduler
 ) -> Iterator[tuple[Partial, str, int]]:
     from dask.distributed import as_completed
 
     client, owned = dask_client(scheduler)
-    futures: list[Any] = []
+    futures: list[Future] = []
     try:
         [shared] = client.scatter([space], broadcast=True, hash=False)
         futures = client.map(

@@ -19,18 +19,23 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.equations import Choices, Inputs, evaluate
+from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS
 from mlsysim.engine.job import DERIVED_TARGETS, check_axes, derive_inputs, sweep_base
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.planning.table import Axis
+
+if TYPE_CHECKING:
+    from mlsysim.engine.fields import Value
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.physics._array import Num
 
 
 @dataclass(frozen=True)
@@ -81,14 +86,14 @@ class Space:
     the same blocks from it.
     """
 
-    base: Any
+    base: DataParallelScaleOutScenario
     axes: tuple[Axis, ...]
-    _groups: dict[tuple[int, ...], tuple[dict[str, Any], Choices, str]] = field(
+    _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str]] = field(
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+    def __reduce__(self) -> tuple[Callable[[bytes], Space], tuple[bytes]]:
         # caches are rebuilt where used; Quantities must come back in mlsysim's registry
         return _restore_space, (pickle.dumps((self.base, self.axes)),)
 
@@ -100,7 +105,7 @@ class Space:
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def axis_values(self) -> dict[str, Any]:
+    def axis_values(self) -> dict[str, tuple[Value, ...]]:
         """The axes as ``field -> values``, as :func:`mlsysim.sweep` takes them."""
         return {a.field: a.values for a in self.axes}
 
@@ -137,7 +142,7 @@ class Space:
             shape.append(stop - start)
         return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays)))
 
-    def group_inputs(self) -> Iterator[dict[str, Any]]:
+    def group_inputs(self) -> Iterator[dict[str, Num]]:
         """The base inputs of every combination of categorical values (one ``evaluate`` group each)."""
         categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
         for picks in itertools.product(*(range(self.shape[p]) for p in categorical)):
@@ -145,7 +150,7 @@ class Space:
 
     def _group(
         self, key: tuple[int, ...], picks: dict[int, int]
-    ) -> tuple[dict[str, Any], Choices, str]:
+    ) -> tuple[dict[str, Num], Choices, str]:
         found = self._groups.get(key)
         if found is None:
             group = self.base.variant(
@@ -154,7 +159,7 @@ class Space:
             named = tuple(a.field for a in self.axes if any(v is not None for v in a.values))
             check_axes(group.job, named)
             choices = choices_of(group.assumptions, group.zero_stage)
-            found = (base_inputs(group) | sweep_base(group.job), choices, choices.algorithm)
+            found = ({**base_inputs(group), **sweep_base(group.job)}, choices, choices.algorithm)
             self._groups[key] = found
         return found
 
@@ -221,23 +226,24 @@ def _restore_space(payload: bytes) -> Space:
     return Space(base, axes)
 
 
-def figures(sub: SubBlock) -> Any:
+def figures(sub: SubBlock) -> Figures:
     """The figures of a sub-block: :func:`mlsysim.engine.equations.evaluate`, the scalar solve's equations."""
     return evaluate(sub.inputs, sub.choices)
 
 
-def figure(values: Any, name: str) -> Any:
+def figure(values: Figures, name: str) -> Num:
     """One figure out of what :func:`figures` returned (a :class:`Figures` tuple)."""
-    return getattr(values, name)
+    figure_value: Num = getattr(values, name)
+    return figure_value
 
 
-def base_inputs(scenario: Any) -> dict[str, Any]:
+def base_inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Num]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
     x = model_inputs(scenario.inputs())
     return {name: getattr(x, name) for name in Inputs.__dataclass_fields__}
 
 
-def axis_number(field: str, value: Any) -> float:
+def axis_number(field: str, value: Value) -> float:
     """The model number of an axis value; a derived input left out (None) is NaN: derived per layout."""
     if value is None and field in DERIVED_TARGETS:
         return math.nan

@@ -30,12 +30,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.explain import fmt_hours
+
+if TYPE_CHECKING:
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.fields import Value
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.planning.plan import Plan
+    from mlsysim.planning.table import Axis, SweepTable
+
+Key: TypeAlias = "tuple[object, ...]"
+"""A result's figures as plain Python values, comparable with ``==`` (see :func:`result_key`)."""
 
 RESULT_FIGURES = (
     "n_devices",
@@ -69,16 +79,17 @@ def fmt_money(usd: float | None) -> str:
     return f"{usd:,.2f} USD"
 
 
-def fmt_value(value: Any) -> str:
+def fmt_value(value: object) -> str:
     """A swept value as ``--set`` spells it: ``400 Gbps``, ``Llama2_7B``, ``2``."""
     if hasattr(value, "magnitude"):
         return f"{value:~P}"
     if hasattr(value, "is_seed") and callable(value.is_seed):
-        return "seed" if value.is_seed() else _preset(value)
+        # only Assumptions have is_seed among swept values
+        return "seed" if value.is_seed() else _preset(cast("Assumptions", value))
     return str(getattr(value, "name", value))
 
 
-def _preset(assumptions: Any) -> str:
+def _preset(assumptions: Assumptions) -> str:
     return "realistic" if assumptions == type(assumptions).realistic() else "custom"
 
 
@@ -107,8 +118,8 @@ def _join(items: Sequence[str]) -> str:
 # -- results and equivalence -----------------------------------------------------------------
 
 
-def _key(values: Sequence[Any]) -> tuple[Any, ...]:
-    out: list[Any] = []
+def _key(values: Sequence[object]) -> Key:
+    out: list[object] = []
     for v in values:
         if isinstance(v, (float, np.floating)):
             v = float(v)
@@ -122,7 +133,7 @@ def _key(values: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def result_key(scenario: Any) -> tuple[Any, ...]:
+def result_key(scenario: DataParallelScaleOutScenario) -> Key:
     """The :data:`RESULT_FIGURES` of a scenario's result, comparable with ``==``."""
     r = scenario.result
     figures = {
@@ -137,12 +148,14 @@ def result_key(scenario: Any) -> tuple[Any, ...]:
     return _key([figures[f] for f in RESULT_FIGURES])
 
 
-def row_key(table: Any, i: int) -> tuple[Any, ...]:
+def row_key(table: SweepTable, i: int) -> Key:
     """The :data:`RESULT_FIGURES` of row ``i`` of a sweep table, comparable with ``==``."""
     return _key([table[f][i] for f in RESULT_FIGURES])
 
 
-def equivalent_values(scenario: Any, axes: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
+def equivalent_values(
+    scenario: DataParallelScaleOutScenario, axes: Sequence[Axis]
+) -> dict[str, tuple[Value, ...]]:
     """Per swept field, the values that give ``scenario`` the same result, in axis order.
 
     Each field is varied alone, the others held at the scenario's values;
@@ -151,13 +164,13 @@ def equivalent_values(scenario: Any, axes: Sequence[Any]) -> dict[str, tuple[Any
     nodes and no inter-node link) is not equivalent.
     """
     key = result_key(scenario)
-    out: dict[str, tuple[Any, ...]] = {}
+    out: dict[str, tuple[Value, ...]] = {}
     for axis in axes:
         own = getattr(scenario, axis.field)
         if axis.field in SIZE_FIELDS or len(axis.values) == 1:
             out[axis.field] = (own,)
             continue
-        same = []
+        same: list[Value] = []
         for value in axis.values:
             if value == own:
                 same.append(value)
@@ -176,7 +189,7 @@ def equivalent_values(scenario: Any, axes: Sequence[Any]) -> dict[str, tuple[Any
 class Layout:
     """A layout named by what matters: the fields that change its result, and those that do not."""
 
-    named: dict[str, tuple[Any, ...]]
+    named: dict[str, tuple[Value, ...]]
     """Field -> the equivalent values (one, or several when only those give this result)."""
     free: tuple[str, ...]
     """Swept fields whose every value gives this result."""
@@ -193,9 +206,9 @@ class Layout:
         return f" ({', '.join(self.free)}: no difference here)"
 
 
-def layout_of(scenario: Any, axes: Sequence[Any]) -> Layout:
+def layout_of(scenario: DataParallelScaleOutScenario, axes: Sequence[Axis]) -> Layout:
     """Name ``scenario`` by the swept fields that change its result (:func:`equivalent_values`)."""
-    named: dict[str, tuple[Any, ...]] = {}
+    named: dict[str, tuple[Value, ...]] = {}
     free: list[str] = []
     equivalent = equivalent_values(scenario, axes)
     for axis in axes:
@@ -215,7 +228,7 @@ class ResultGroup:
 
     rows: tuple[int, ...]
     """Row indices, in table order; the first is the group's representative."""
-    values: dict[str, tuple[Any, ...]]
+    values: dict[str, tuple[Value, ...]]
     """Per swept field, the distinct values among the rows, in axis order."""
     free: tuple[str, ...]
     """Swept fields (of several values) whose every value appears in the group."""
@@ -232,14 +245,14 @@ class ResultGroup:
         return ", ".join(parts) or "any layout"
 
 
-def group_results(table: Any) -> list[ResultGroup]:
+def group_results(table: SweepTable) -> list[ResultGroup]:
     """Rows of ``table`` grouped by equal results, in order of first appearance."""
-    order: dict[tuple[Any, ...], list[int]] = {}
+    order: dict[Key, list[int]] = {}
     for i in range(len(table)):
         order.setdefault(row_key(table, i), []).append(i)
     groups = []
     for rows in order.values():
-        values: dict[str, tuple[Any, ...]] = {}
+        values: dict[str, tuple[Value, ...]] = {}
         free = []
         for position, axis in enumerate(table.axes):
             seen = sorted({int(table.axis_indices(position)[i]) for i in rows})
@@ -262,7 +275,7 @@ class Knee:
     """``"found"``: the next larger node count falls below the bar; ``"edge"``: the
     largest node count searched is still above it; ``"other"``: larger layouts
     stay above the bar but break another constraint."""
-    layout: Any
+    layout: DataParallelScaleOutScenario
     """The largest feasible layout above the bar (``plan.knee``)."""
     next_nodes: int | None = None
     """The next larger node count of the range (None at the edge)."""
@@ -270,27 +283,28 @@ class Knee:
     """The best efficiency any layout reaches at ``next_nodes``."""
 
 
-def knee_of(plan: Any) -> Knee | None:
+def knee_of(plan: Plan) -> Knee | None:
     """Classify ``plan.knee`` (None without ``min_efficiency`` or without a ``nodes`` axis).
 
     The bar is crossed inside the range when no layout at the next larger node
     count (any values of the other swept fields) reaches ``min_efficiency``.
     """
-    from mlsysim.planning.sweep import sweep
+    from mlsysim.planning.sweep import sweep_table
 
     knee = plan.knee
     bar = plan.constraints.min_efficiency
     axes = {a.field: a for a in plan.pareto.axes}
     if knee is None or bar is None or "nodes" not in axes:
         return None
-    larger = sorted(n for n in axes["nodes"].values if n > knee.nodes)
+    nodes = cast("tuple[int, ...]", axes["nodes"].values)  # a checked nodes axis holds ints
+    larger = sorted(n for n in nodes if n > knee.nodes)
     if not larger:
         return Knee("edge", knee)
     others = {f: a.values for f, a in axes.items() if f != "nodes"}
     if math.prod(len(v) for v in others.values()) > KNEE_CHECK_MAX_LAYOUTS:
         others = {}  # too many combinations to check: the knee's own values only
     try:
-        table = sweep(knee.variant(nodes=larger[0]), fields=("efficiency",), **others)
+        table = sweep_table(knee.variant(nodes=larger[0]), others, columns=("efficiency",))
     except InputError:
         return Knee("other", knee, larger[0], None)
     efficiency = float(np.max(table["efficiency"]))
@@ -301,7 +315,7 @@ def knee_of(plan: Any) -> Knee | None:
 # -- the summary -----------------------------------------------------------------------------
 
 
-def _figures(scenario: Any) -> str:
+def _figures(scenario: DataParallelScaleOutScenario) -> str:
     r = scenario.result
     return (
         f"{r.n_devices} devices, {fmt_hours(r.training_time.magnitude)}, "
@@ -309,7 +323,7 @@ def _figures(scenario: Any) -> str:
     )
 
 
-def _runner_up(plan: Any, groups: list[ResultGroup], best_layout: Layout) -> str | None:
+def _runner_up(plan: Plan, groups: list[ResultGroup], best_layout: Layout) -> str | None:
     """The best against its neighbour on the front, in one sentence."""
     front = plan.pareto
     best = plan.best
@@ -344,7 +358,7 @@ def _runner_up(plan: Any, groups: list[ResultGroup], best_layout: Layout) -> str
     return f"{name} finishes {saved} sooner than {other_name} ({fmt_hours(o_time)}), {cost_note}."
 
 
-def _knee_line(plan: Any) -> str | None:
+def _knee_line(plan: Plan) -> str | None:
     knee = knee_of(plan)
     if knee is None:
         return None
@@ -374,7 +388,7 @@ def _knee_line(plan: Any) -> str | None:
     )
 
 
-def _search_line(plan: Any) -> str:
+def _search_line(plan: Plan) -> str:
     front = plan.pareto
     size = math.prod(len(a) for a in front.axes)
     axes = " x ".join(_axis_text(a) for a in front.axes) or "the scenario alone"
@@ -383,7 +397,7 @@ def _search_line(plan: Any) -> str:
     return f"Plan for {name!r}: the {goal} of {_plural(size, 'layout')} ({axes})"
 
 
-def _axis_text(axis: Any) -> str:
+def _axis_text(axis: Axis) -> str:
     values = axis.values
     if len(values) > 4 and all(isinstance(v, int) for v in values):
         return f"{axis.field} {values[0]}..{values[-1]}"
@@ -392,7 +406,7 @@ def _axis_text(axis: Any) -> str:
     return f"{axis.field} {'/'.join(fmt_value(v) for v in values)}"
 
 
-def _constraint_line(plan: Any) -> str:
+def _constraint_line(plan: Plan) -> str:
     excluded = getattr(plan, "excluded", None) or {}
     drop = ", ".join(f"{n:,} break {k.replace('_', ' ')}" for k, n in excluded.items() if n)
     count = getattr(plan, "feasible_count", None)  # a streamed plan keeps the count, not the mask
@@ -402,7 +416,7 @@ def _constraint_line(plan: Any) -> str:
     return line + (f" ({drop})" if drop else "")
 
 
-def _front_line(groups: list[ResultGroup], front: Any) -> str:
+def _front_line(groups: list[ResultGroup], front: SweepTable) -> str:
     n = len(front)
     if n == 0:
         return "Pareto front: empty"
@@ -423,7 +437,7 @@ def _front_line(groups: list[ResultGroup], front: Any) -> str:
     return f"Pareto front (training time against cost): {span}, {ends}"
 
 
-def plan_summary(plan: Any) -> str:
+def plan_summary(plan: Plan) -> str:
     """The summary of a plan: best, runner-up, knee, front, then the search and its constraints."""
     groups = group_results(plan.pareto)
     best = layout_of(plan.best, plan.pareto.axes)

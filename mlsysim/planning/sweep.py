@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from types import EllipsisType
+from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
-from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs, evaluate
+from mlsysim.engine.equations import BOTTLENECKS, Choices, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
 from mlsysim.engine.job import (
     check_axes,
@@ -35,6 +38,10 @@ from mlsysim.engine.solvers.data_parallel import choices_of
 from mlsysim.physics.collectives import ALGORITHMS
 from mlsysim.planning.space import Space, axis_number, base_inputs, derived
 from mlsysim.planning.table import Axis, SweepTable
+
+if TYPE_CHECKING:
+    from mlsysim.engine.fields import Value
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 DEFAULT_CHUNK_ROWS = 1 << 16
 """Layouts per ``evaluate`` call: small enough for the temporaries to stay in cache."""
@@ -53,16 +60,55 @@ TEXT_LABELS: dict[str, tuple[str, ...]] = {
 Progress = Callable[[int, int], None]
 
 
+@overload
 def sweep(
-    scenario: Any,
+    scenario: DataParallelScaleOutScenario,
     *,
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Progress | None = None,
-    out: Any = None,
+    out: None = None,
     max_layouts: int | None = None,
-    **axes: Iterable[Any],
-) -> Any:
+    **axes: Iterable[object],
+) -> SweepTable: ...
+
+
+@overload
+def sweep(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    fields: Iterable[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    out: str | os.PathLike[str],
+    max_layouts: int | None = None,
+    **axes: Iterable[object],
+) -> str: ...
+
+
+@overload
+def sweep(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    fields: Iterable[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    out: str | os.PathLike[str] | None = None,
+    max_layouts: int | None = None,
+    **axes: Iterable[object],
+) -> SweepTable | str: ...
+
+
+def sweep(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    fields: Iterable[str] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    out: str | os.PathLike[str] | None = None,
+    max_layouts: int | None = None,
+    **axes: Iterable[object],
+) -> SweepTable | str:
     """Evaluate ``scenario`` at every combination of the values of ``axes``.
 
     ``axes`` maps a scenario field to the values it takes, e.g.
@@ -107,6 +153,26 @@ def sweep(
         space = prepare_space(scenario, axes)
         check_size(space.size, limit, what="sweep", columns=columns, to_file=True)
         return write_parquet(space, columns, out, chunk_rows=chunk_rows, progress=progress)
+    return sweep_table(
+        scenario,
+        axes,
+        columns=columns,
+        chunk_rows=chunk_rows,
+        progress=progress,
+        max_layouts=max_layouts,
+    )
+
+
+def sweep_table(
+    scenario: DataParallelScaleOutScenario,
+    axes: Mapping[str, object],
+    *,
+    columns: tuple[str, ...] = RESULT_COLUMNS,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: Progress | None = None,
+    max_layouts: int | None = None,
+) -> SweepTable:
+    """The in-memory sweep of ``axes`` (a mapping, as :func:`sweep` takes them as keywords)."""
     limit = MAX_SWEEP_LAYOUTS if max_layouts is None else max_layouts
     check_size(declared_size(axes), limit, what="sweep", columns=columns)
     space = prepare_space(scenario, axes)
@@ -118,7 +184,7 @@ def sweep(
     done = 0
     for group, index, inputs in _blocks(scenario, prepared, chunk_rows):
         values = evaluate(inputs, group)
-        view = (*index, Ellipsis)
+        view: tuple[slice | EllipsisType, ...] = (*index, Ellipsis)
         for column in columns:
             _write(column, out_[column][view], values, inputs, group.algorithm)
         done += math.prod(out_[columns[0]][view].shape) if columns else 0
@@ -143,18 +209,18 @@ STREAM_RATE_PER_WORKER = 5e6
 """Layouts per second one worker streams (plan or Parquet), roughly: for the run-time estimate only."""
 
 
-def prepare_space(scenario: Any, axes: dict[str, Any]) -> Space:
+def prepare_space(scenario: DataParallelScaleOutScenario, axes: Mapping[str, object]) -> Space:
     """The checked axes of a sweep: every value validated, every combination possible."""
     prepared = tuple(_axis(type(scenario), field, values) for field, values in axes.items())
     _check_combinations(scenario, prepared)
     return Space(scenario, prepared)
 
 
-def declared_size(axes: dict[str, Any]) -> int:
+def declared_size(axes: Mapping[str, object]) -> int:
     """The number of layouts, from the lengths of the axes that have one (before checking values)."""
     size = 1
     for values in axes.values():
-        if isinstance(values, (str, bytes)):
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sized):
             continue
         try:
             size *= len(values)
@@ -226,7 +292,7 @@ def _duration(seconds: float) -> str:
 # -- axes ------------------------------------------------------------------------------
 
 
-def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
+def _axis(scenario_type: type, field: str, values: object) -> Axis:
     """Check an axis and every value on it; the values as the scenario holds them."""
     allowed = MODEL_FIELDS
     if field not in allowed:
@@ -268,7 +334,7 @@ def _axis(scenario_type: type, field: str, values: Iterable[Any]) -> Axis:
     return Axis(field, column, values_t, *_magnitudes(values_t))
 
 
-def _items(values: Iterable[Any]) -> Iterator[Any]:
+def _items(values: Iterable[object]) -> Iterator[object]:
     if isinstance(values, Quantity) and np.ndim(values.magnitude) == 1:
         units = values.units
         return (ureg.Quantity(m, units) for m in values.magnitude.tolist())
@@ -277,19 +343,21 @@ def _items(values: Iterable[Any]) -> Iterator[Any]:
     return iter(values)
 
 
-def _magnitudes(values: tuple[Any, ...]) -> tuple[str | None, np.ndarray]:
+def _magnitudes(values: tuple[Value, ...]) -> tuple[str | None, np.ndarray]:
     """Numbers of a numeric axis: Quantities in the unit of the first one, None as NaN."""
     first = next((v for v in values if v is not None), None)
     if isinstance(first, Quantity):
         units = first.units
-        numbers = [math.nan if v is None else float(v.to(units).magnitude) for v in values]
+        # a checked quantity axis holds Quantities of one dimension (or None) only
+        quantities = cast("tuple[Quantity | None, ...]", values)
+        numbers = [math.nan if v is None else float(v.to(units).magnitude) for v in quantities]
         return f"{units}", np.asarray(numbers, dtype=float)
     if any(v is None for v in values):
         return None, np.asarray([math.nan if v is None else v for v in values], dtype=float)
     return None, np.asarray(values, dtype=np.int64)
 
 
-def _label(value: Any) -> str:
+def _label(value: Value) -> str:
     from mlsysim.engine.assumptions import Assumptions
 
     if isinstance(value, Assumptions):
@@ -303,11 +371,11 @@ def _label(value: Any) -> str:
     return str(getattr(value, "name", value))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return f"{value:~P}" if isinstance(value, Quantity) else str(value)
 
 
-def _check_combinations(scenario: Any, axes: tuple[Axis, ...]) -> None:
+def _check_combinations(scenario: DataParallelScaleOutScenario, axes: tuple[Axis, ...]) -> None:
     """Several nodes need an inter-node link: name the axis values that break it."""
     nodes = _grid_values(scenario, axes, "nodes", lambda v: v)
     missing = _grid_values(scenario, axes, "inter_bandwidth", lambda v: v is None)
@@ -328,17 +396,27 @@ def _check_combinations(scenario: Any, axes: tuple[Axis, ...]) -> None:
     )
 
 
-def _grid_values(scenario: Any, axes: tuple[Axis, ...], field: str, f: Callable) -> tuple:
-    """``f`` of a field over the grid: an array along its axis (others size 1), or a scalar."""
+def _grid_values(
+    scenario: DataParallelScaleOutScenario,
+    axes: tuple[Axis, ...],
+    field: str,
+    f: Callable[[Value], object],
+) -> tuple[np.ndarray, int | None]:
+    """``f`` of a field over the grid: an array along its axis (others size 1), or 0-d."""
     for position, axis in enumerate(axes):
         if axis.field == field:
             shape = [1] * len(axes)
             shape[position] = len(axis)
             return np.asarray([f(v) for v in axis.values]).reshape(shape), position
-    return f(getattr(scenario, field)), None
+    return np.asarray(f(getattr(scenario, field))), None
 
 
-def _example(scenario: Any, axes: tuple[Axis, ...], where: Any, ndim: int) -> str:
+def _example(
+    scenario: DataParallelScaleOutScenario,
+    axes: tuple[Axis, ...],
+    where: np.ndarray | tuple[()],
+    ndim: int,
+) -> str:
     parts = []
     for position, axis in enumerate(axes):
         if axis.field in ("nodes", "inter_bandwidth") and ndim:
@@ -354,7 +432,9 @@ def _example(scenario: Any, axes: tuple[Axis, ...], where: Any, ndim: int) -> st
 # -- evaluation ------------------------------------------------------------------------
 
 
-def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[tuple]:
+def _blocks(
+    scenario: DataParallelScaleOutScenario, axes: tuple[Axis, ...], chunk_rows: int
+) -> Iterator[tuple[Choices, tuple[slice, ...], Inputs]]:
     """``(choices, grid index, Inputs)`` for each block of the grid.
 
     One group per combination of categorical values; inside a group the
@@ -372,7 +452,7 @@ def _blocks(scenario: Any, axes: tuple[Axis, ...], chunk_rows: int) -> Iterator[
             **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
         )
         check_axes(group.job, names)
-        base = base_inputs(group) | sweep_base(group.job)
+        base = {**base_inputs(group), **sweep_base(group.job)}
         choices = choices_of(group.assumptions, group.zero_stage)
         fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
         sizes = [len(axes[p]) for p in numeric]
@@ -414,7 +494,7 @@ def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]
 TEXT_COLUMNS = ("algorithm", "intra_algorithm", "inter_algorithm", "bottleneck")
 
 
-def _dtype(column: str) -> Any:
+def _dtype(column: str) -> DTypeLike:
     kind = result_fields()[column].kind
     if kind == "int":
         return np.int64

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mlsysim.engine.fields import Value
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
 @dataclass(frozen=True, eq=False)
@@ -24,7 +31,7 @@ class Axis:
 
     field: str
     column: str
-    values: tuple[Any, ...]
+    values: tuple[Value, ...]
     unit: str | None = None
     magnitudes: np.ndarray | None = None
     labels: tuple[str, ...] | None = None
@@ -56,7 +63,7 @@ class SweepTable:
     def __init__(
         self,
         *,
-        base: Any,
+        base: DataParallelScaleOutScenario,
         axes: tuple[Axis, ...],
         results: dict[str, np.ndarray],
         labels: dict[str, tuple[str, ...]],
@@ -137,17 +144,17 @@ class SweepTable:
 
     # -- rows --------------------------------------------------------------------------
 
-    def axis_values(self, i: int) -> dict[str, Any]:
+    def axis_values(self, i: int) -> dict[str, Value]:
         """The swept field values of row ``i`` (validated values, as the scenario holds them)."""
         flat = self.grid_index(i)
         index = np.unravel_index(flat, self.shape) if self.shape else ()
         return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index, strict=True)}
 
-    def scenario(self, i: int) -> Any:
+    def scenario(self, i: int) -> DataParallelScaleOutScenario:
         """The scenario of row ``i``: ``base.variant(**axis_values(i))``."""
         return self.base.variant(**self.axis_values(i))
 
-    def row(self, i: int) -> dict[str, Any]:
+    def row(self, i: int) -> dict[str, object]:
         """Row ``i`` as plain Python values, column by column; NaN (a figure not given) as None."""
         self.grid_index(i)  # bounds check
         return {column: _python(self[column][i]) for column in self.columns}
@@ -171,7 +178,7 @@ class SweepTable:
 
     # -- export ------------------------------------------------------------------------
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """A pandas DataFrame of every column; ``df.attrs["units"]`` holds the units."""
         try:
             import pandas as pd
@@ -187,7 +194,7 @@ class SweepTable:
         """Column names with their units, as in :meth:`to_csv`: ``update_time [millisecond]``."""
         return [f"{c} [{self.units[c]}]" if self.units.get(c) else c for c in self.columns]
 
-    def to_csv(self, path: Any, *, chunk_rows: int = 65536) -> None:
+    def to_csv(self, path: str | os.PathLike[str], *, chunk_rows: int = 65536) -> None:
         """Write every row as CSV (header ``name [unit]``); atomic: never a half-written file."""
         from mlsysim.engine.files import atomic_writer
 
@@ -205,6 +212,6 @@ class SweepTable:
         return f"<SweepTable {label!r}: {len(self)} rows over {axes}; {len(self.columns)} columns>"
 
 
-def _python(value: Any) -> Any:
+def _python(value: object) -> object:
     value = value.item() if isinstance(value, np.generic) else value
     return None if isinstance(value, float) and math.isnan(value) else value

@@ -30,11 +30,23 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType
+
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.planning.plan import Plan
+    from mlsysim.planning.table import Axis, SweepTable
+
+PathLike: TypeAlias = "str | os.PathLike[str]"
+"""Where a plot is written (``.png`` or ``.svg``)."""
 
 FORMATS = (".png", ".svg")
 MAX_SERIES = 8
@@ -45,7 +57,7 @@ LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), "-", "
 COMPUTE, EXPOSED, SYNC = "#4c9a2a", "#c0392b", "#7d3c98"
 
 
-def _figure(width: float = 8.5, height: float = 4.8) -> Any:
+def _figure(width: float = 8.5, height: float = 4.8) -> Figure:
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -53,7 +65,7 @@ def _figure(width: float = 8.5, height: float = 4.8) -> Any:
     return Figure(figsize=(width, height), dpi=120, layout="constrained")
 
 
-def save(figure: Any, path: str | os.PathLike[str]) -> Path:
+def save(figure: Figure, path: PathLike) -> Path:
     """Write ``figure`` as PNG or SVG (by suffix), atomically."""
     from mlsysim.engine.files import atomic_writer
 
@@ -66,34 +78,34 @@ def save(figure: Any, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _finish(figure: Any, path: Any) -> Any:
+def _finish(figure: Figure, path: PathLike | None) -> Figure:
     if path is not None:
         save(figure, path)
     return figure
 
 
-def _name(table: Any) -> str:
+def _name(table: SweepTable) -> str:
     return getattr(table.base, "name", None) or "scenario"
 
 
-def _axis_label(table: Any, column: str) -> str:
+def _axis_label(table: SweepTable, column: str) -> str:
     unit = table.units.get(column)
     pretty = column.replace("_", " ")
     return f"{pretty} ({unit})" if unit else f"{pretty} (count)"
 
 
-def _value_text(table: Any, column: str, value: Any) -> str:
+def _value_text(table: SweepTable, column: str, value: object) -> str:
     unit = table.units.get(column)
     if isinstance(value, (float, np.floating)):
         value = f"{value:g}"
     return f"{value} {unit}" if unit else f"{value}"
 
 
-def _numeric_axes(table: Any) -> list[str]:
+def _numeric_axes(table: SweepTable) -> list[str]:
     return [a.column for a in table.axes if a.magnitudes is not None]
 
 
-def _fix_others(table: Any, keep: set[str]) -> tuple[np.ndarray, list[str]]:
+def _fix_others(table: SweepTable, keep: set[str]) -> tuple[np.ndarray, list[str]]:
     """Rows where every axis not in ``keep`` is at its first value, and a note of those values."""
     mask = np.ones(len(table), dtype=bool)
     notes = []
@@ -106,7 +118,7 @@ def _fix_others(table: Any, keep: set[str]) -> tuple[np.ndarray, list[str]]:
     return mask, notes
 
 
-def _groups(table: Any, axes: list[Any]) -> list[tuple[str, np.ndarray]]:
+def _groups(table: SweepTable, axes: list[Axis]) -> list[tuple[str, np.ndarray]]:
     """Rows grouped by the values of ``axes`` (in axis order), with a label per group."""
     if not axes:
         return [("", np.arange(len(table)))]
@@ -122,7 +134,7 @@ def _groups(table: Any, axes: list[Any]) -> list[tuple[str, np.ndarray]]:
     return groups
 
 
-def _colors(count: int, numeric: bool) -> list[Any]:
+def _colors(count: int, numeric: bool) -> list[ColorType]:
     """``count`` colours: light to dark along viridis for ordered values, tab10 for names."""
     from matplotlib import colormaps
 
@@ -136,7 +148,7 @@ def _colors(count: int, numeric: bool) -> list[Any]:
 
 
 def _series(
-    ax: Any,
+    ax: Axes,
     xs: Sequence[np.ndarray],
     ys: Sequence[np.ndarray],
     labels: Sequence[str],
@@ -169,11 +181,11 @@ def _series(
 
 
 def _end_labels(
-    ax: Any,
+    ax: Axes,
     xs: Sequence[np.ndarray],
     ys: Sequence[np.ndarray],
     labels: Sequence[str],
-    colors: Sequence[Any],
+    colors: Sequence[ColorType],
 ) -> None:
     """Each line's label just right of its last point, spread apart where the ends coincide."""
     from matplotlib.transforms import ScaledTranslation
@@ -211,7 +223,7 @@ def _short_label(label: str) -> str:
     return ", ".join(part.split("=", 1)[-1] for part in label.split(", ")) or "model"
 
 
-def _legend(ax: Any, columns: int = 3) -> None:
+def _legend(ax: Axes, columns: int = 3) -> None:
     """The legend under the plot, outside the data (end labels use the right margin)."""
     handles, labels = ax.get_legend_handles_labels()
     ax.figure.legend(
@@ -225,7 +237,7 @@ def _legend(ax: Any, columns: int = 3) -> None:
 
 
 def _line_values(
-    table: Any, axes: list[Any], groups: list[tuple[str, np.ndarray]]
+    table: SweepTable, axes: list[Axis], groups: list[tuple[str, np.ndarray]]
 ) -> np.ndarray | None:
     """The number each line stands for (one numeric axis), to order its colour; else None."""
     if len(axes) != 1 or axes[0].magnitudes is None:
@@ -234,11 +246,11 @@ def _line_values(
     return np.array([float(column[rows[0]]) for _, rows in groups])
 
 
-def _series_axes(table: Any, exclude: Sequence[str]) -> list[Any]:
+def _series_axes(table: SweepTable, exclude: Sequence[str]) -> list[Axis]:
     return [a for a in table.axes if a.field not in exclude and len(a) > 1]
 
 
-def speedup_plot(table: Any, path: Any = None) -> Any:
+def speedup_plot(table: SweepTable, path: PathLike | None = None) -> Figure:
     """Speedup against the number of devices, with the ideal (linear) speedup.
 
     One line per value of the axes other than ``nodes`` and ``devices_per_node``
@@ -275,7 +287,7 @@ def speedup_plot(table: Any, path: Any = None) -> Any:
 
 
 def _scatter_by_value(
-    ax: Any, figure: Any, table: Any, axis: Any, x: np.ndarray, y: np.ndarray
+    ax: Axes, figure: Figure, table: SweepTable, axis: Axis, x: np.ndarray, y: np.ndarray
 ) -> None:
     """Points coloured by ``axis``: a legend entry per value, or a colour bar for many numbers."""
     from matplotlib.colors import ListedColormap
@@ -297,7 +309,11 @@ def _scatter_by_value(
         bar = figure.colorbar(points, ax=ax, pad=0.01)
         bar.set_label(_axis_label(table, axis.column) + (", log scale" if wide else ""))
         return
-    order = np.argsort(axis.magnitudes, kind="stable") if numeric else np.arange(len(axis))
+    order = (
+        np.argsort(axis.magnitudes, kind="stable")
+        if axis.magnitudes is not None
+        else np.arange(len(axis))
+    )
     colors = _colors(len(axis), numeric)
     for rank, j in enumerate(order):
         rows = codes == j
@@ -309,7 +325,9 @@ def _scatter_by_value(
         )
 
 
-def _interval_band(ax: Any, table: Any, x: str, order: np.ndarray, color: str) -> None:
+def _interval_band(
+    ax: Axes, table: SweepTable, x: str, order: np.ndarray, color: ColorType
+) -> None:
     """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
 
     The band is the conformal one of :mod:`mlsysim.validation.intervals`
@@ -332,8 +350,11 @@ def _interval_band(ax: Any, table: Any, x: str, order: np.ndarray, color: str) -
 
 
 def efficiency_plot(
-    table: Any, x: str | None = None, series: str | None = None, path: Any = None
-) -> Any:
+    table: SweepTable,
+    x: str | None = None,
+    series: str | None = None,
+    path: PathLike | None = None,
+) -> Figure:
     """Efficiency against axis ``x`` (default: the first numeric axis), one line per ``series`` value.
 
     ``series`` defaults to the next axis; any other axis is held at its first
@@ -382,7 +403,7 @@ PARETO_PLOT_MAX_POINTS = 200_000
 """A plan over more layouts draws its front, plan and knee only (every layout would be a blur)."""
 
 
-def pareto_plot(plan: Any, path: Any = None) -> Any:
+def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
     """Training time against cost: every layout coloured by a swept value, the front, the plan, the knee.
 
     Cost starts at zero, so the vertical distance between layouts is their
@@ -456,13 +477,13 @@ def pareto_plot(plan: Any, path: Any = None) -> Any:
     return _finish(figure, path)
 
 
-def _point(scenario: Any) -> tuple[list[float], list[float]]:
+def _point(scenario: DataParallelScaleOutScenario) -> tuple[list[float], list[float]]:
     """A layout's (training time, cost) as one-point lists for ``scatter``."""
     r = scenario.result
     return [r.training_time.magnitude], [np.nan if r.cost is None else r.cost]
 
 
-def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
+def breakdown_plot(table: SweepTable, path: PathLike | None = None, max_bars: int = 24) -> Figure:
     """Per layout, one update: compute, exposed communication and synchronisation, stacked.
 
     The stacked parts add up to the update time (the bar's height; its value
@@ -539,7 +560,7 @@ def breakdown_plot(table: Any, path: Any = None, max_bars: int = 24) -> Any:
     return _finish(figure, path)
 
 
-def _bar_labels(table: Any, rows: np.ndarray) -> tuple[list[str], str]:
+def _bar_labels(table: SweepTable, rows: np.ndarray) -> tuple[list[str], str]:
     """Tick labels of the swept values only (one line per axis), and the axis label naming them."""
     axes = [a for a in table.axes if len(a) > 1] or list(table.axes[:1])
     labels = []
@@ -553,7 +574,7 @@ def _bar_labels(table: Any, rows: np.ndarray) -> tuple[list[str], str]:
     return labels, " / ".join(names) if names else "layout"
 
 
-def _row_label(table: Any, i: int) -> str:
+def _row_label(table: SweepTable, i: int) -> str:
     parts = []
     for axis in table.axes:
         if len(axis) > 1 or len(table.axes) == 1:
