@@ -272,11 +272,11 @@ def test_clearing_a_measured_time_lets_it_be_derived():
         s.variant(step_time=None)
 
 
-def _batch_notes(s):
+def _batch_notes(s: DataParallelScaleOutScenario) -> list[str]:
     return [n for n in s.result.constraint_trace if n.startswith("global batch")]
 
 
-def test_a_global_batch_beyond_the_reported_one_is_a_note_naming_batch_figure_and_source():
+def test_a_global_batch_beyond_the_reported_one_is_a_note_naming_batch_figure_and_source() -> None:
     # GPT-3 on 256 DGX H100: 1 x 8 x 256 = 2048 sequences > 3.2e6 / 2048 = 1562.5 (x 1.05 = 1640.6)
     s = job(workload=Models.Language.GPT3, node=DGX, nodes=256, **MEASURED)
     (note,) = _batch_notes(s)
@@ -290,7 +290,7 @@ def test_a_global_batch_beyond_the_reported_one_is_a_note_naming_batch_figure_an
     )
 
 
-def test_the_batch_note_allows_the_sources_rounding():
+def test_the_batch_note_allows_the_sources_rounding() -> None:
     # Llama 2 7B: "4M tokens" / 4096 = 976.5625 sequences; x 1.05 = 1025.4
     s = job(workload=Models.Language.Llama2_7B, node=DGX, nodes=16, **MEASURED)
     assert _batch_notes(s.variant(per_device_batch=8)) == []  # 1024 sequences = 4.19M tokens
@@ -299,7 +299,7 @@ def test_the_batch_note_allows_the_sources_rounding():
     assert "Touvron et al. 2023" in note
 
 
-def test_the_batch_note_in_samples_and_its_absence_without_a_figure():
+def test_the_batch_note_in_samples_and_its_absence_without_a_figure() -> None:
     # ResNet-50: 8192 images (Goyal et al. 2017); 64 per device x 8 x 17 = 8704 > 8601.6
     s = job(workload=Models.Vision.ResNet50, node=DGX, nodes=17, per_device_batch=64, **MEASURED)
     (note,) = _batch_notes(s)
