@@ -5,8 +5,43 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
-from types import SimpleNamespace
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
+
+if TYPE_CHECKING:
+    import typer
+
+    class _Context(Protocol):
+        command_path: str
+
+    class _ClickException(Exception):
+        """What :func:`_main` uses of click's ``ClickException``."""
+
+        def format_message(self) -> str: ...
+
+    class _UsageError(_ClickException):
+        """What :func:`_main` uses of click's ``UsageError``."""
+
+        ctx: _Context | None
+
+
+class _Command(Protocol):
+    """What :func:`_main` uses of a click command (click's or typer's vendored one)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = ...,
+        prog_name: str | None = ...,
+        *,
+        standalone_mode: bool = ...,
+    ) -> object: ...
+
+
+class _ClickExceptions(NamedTuple):
+    Exit: type[typer.Exit]
+    Abort: type[typer.Abort]
+    UsageError: type[_UsageError]
+    ClickException: type[_ClickException]
 
 
 class Terminated(BaseException):
@@ -119,7 +154,7 @@ def _notes() -> Iterator[None]:
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
-def _click_exceptions():  # noqa: ANN202
+def _click_exceptions() -> _ClickExceptions:
     """click's exception classes, found through typer's public names.
 
     Recent typer vendors click, earlier typer depends on it; both export
@@ -128,11 +163,12 @@ def _click_exceptions():  # noqa: ANN202
     import typer
 
     found = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
-    return SimpleNamespace(
+    return _ClickExceptions(
         Exit=typer.Exit,
         Abort=typer.Abort,
-        UsageError=found["UsageError"],
-        ClickException=found["ClickException"],
+        # click's own classes, which have the attributes the stubs above declare
+        UsageError=cast("type[_UsageError]", found["UsageError"]),
+        ClickException=cast("type[_ClickException]", found["ClickException"]),
     )
 
 
@@ -143,7 +179,7 @@ def _one_line(message: str) -> str:
     return printable(" ".join(message.split()))
 
 
-def _command(app):  # noqa: ANN001, ANN202 - typer.Typer -> click.Command
+def _command(app: typer.Typer) -> _Command:
     import typer.main
 
     return typer.main.get_command(app)

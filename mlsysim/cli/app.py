@@ -5,11 +5,14 @@ Heavy imports happen inside the commands so that ``mlsysim --help`` stays fast.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from mlsysim.cli.options import FILE_HELP, SET_HELP
+
+if TYPE_CHECKING:
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 app = typer.Typer(
     name="mlsysim",
@@ -69,7 +72,9 @@ def _global_options(
             load_registry(path)
 
 
-def _scenario(name: str | None, sets: list[str] | None, file: str | None = None) -> Any:
+def _scenario(
+    name: str | None, sets: list[str] | None, file: str | None = None
+) -> DataParallelScaleOutScenario:
     from mlsysim.cli.sweep import load
 
     return load(name, file, sets)

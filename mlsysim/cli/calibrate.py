@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from mlsysim.calibrate.fit import CollectiveFit
 
 calibrate_app = typer.Typer(
     name="calibrate",
@@ -182,7 +185,7 @@ def _size(option: str, text: str) -> float:
         raise InputError(f"--{option}: {exc}") from None
 
 
-def _report(fit: Any, write_scenario: Path | None, which: str | None, json_: bool) -> None:
+def _report(fit: CollectiveFit, write_scenario: Path | None, which: str | None, json_: bool) -> None:
     written = None
     if write_scenario is not None and which is not None:
         from mlsysim.calibrate import write_link
@@ -200,7 +203,7 @@ def _report(fit: Any, write_scenario: Path | None, which: str | None, json_: boo
         typer.echo(f"wrote {values} to {write_scenario}")
 
 
-def fit_text(fit: Any) -> str:
+def fit_text(fit: CollectiveFit) -> str:
     """The fit, then measured against fitted time at every size."""
     link = fit.to_link()
     lines = [

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
 from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.hardware.types import Accelerator
+    from mlsysim.models.types import Workload
+    from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
 
 def safe(text: str) -> str:
@@ -18,7 +29,7 @@ def safe(text: str) -> str:
     return escape(printable(text))
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if value is None:
         return "-"
     if hasattr(value, "magnitude"):
@@ -30,12 +41,14 @@ def _text(value: Any) -> str:
     return printable(str(value))
 
 
-def inputs_dict(scenario: Any) -> dict[str, Any]:
+def inputs_dict(scenario: DataParallelScaleOutScenario) -> dict[str, JSONValue]:
     """The scenario's inputs in the project's JSON encoding."""
-    return dict(scenario.to_dict()["inputs"])
+    inputs = scenario.to_dict()["inputs"]
+    assert isinstance(inputs, dict)  # to_dict puts the inputs in a mapping
+    return dict(inputs)
 
 
-def result_json(scenario: Any) -> str:
+def result_json(scenario: DataParallelScaleOutScenario) -> str:
     """``run --json``: the scenario's inputs and its result, one JSON document."""
     from mlsysim.core.jsonio import document, dumps
 
@@ -45,12 +58,14 @@ def result_json(scenario: Any) -> str:
     return dumps(document("result", body), indent=2)
 
 
-def intervals_dict(result: Any, level: float = 0.8) -> dict[str, Any]:
+def intervals_dict(
+    result: DataParallelScaleOutResult, level: float = 0.8
+) -> dict[str, JSONValue]:
     """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
     from mlsysim.core.jsonio import encode
     from mlsysim.validation.intervals import INTERVAL_FIELDS
 
-    out: dict[str, Any] = {}
+    out: dict[str, JSONValue] = {}
     for name in INTERVAL_FIELDS:
         if name == "cost" and result.cost is None:
             continue
@@ -59,8 +74,9 @@ def intervals_dict(result: Any, level: float = 0.8) -> dict[str, Any]:
     return out
 
 
-def interval_line(result: Any, level: float = 0.8) -> str:
+def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
+    from mlsysim.core.units import Quantity
     from mlsysim.validation.intervals import INTERVAL_FIELDS
 
     parts = []
@@ -68,7 +84,7 @@ def interval_line(result: Any, level: float = 0.8) -> str:
         if name == "cost" and result.cost is None:
             continue
         low, high = result.interval(name, level)
-        if hasattr(low, "magnitude"):
+        if isinstance(low, Quantity) and isinstance(high, Quantity):
             unit = {"millisecond": "ms", "hour": "h"}.get(field_unit(name) or "", "")
             parts.append(f"{name} {low.magnitude:,.4g}-{high.magnitude:,.4g} {unit}")
         elif name == "cost":
@@ -136,7 +152,7 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
     return f"{value:,.3f}", unit
 
 
-def result_rows(scenario: Any) -> list[tuple[str, str, str]]:
+def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The result as (label, value, unit) rows, fixed point, the answer first."""
     result = scenario.result
     seed_only = scenario.assumptions.is_seed()
@@ -167,7 +183,7 @@ def result_rows(scenario: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
-def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
+def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
     from mlsysim.engine.fields import FIELDS
 
@@ -176,10 +192,11 @@ def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
     for name, f in FIELDS.items():
         value = values.get(name)
         if name == "assumptions":
+            a = scenario.assumptions  # the value of the field
             value = (
                 "seed (default)"
-                if value.is_seed()
-                else ("realistic" if value == type(value).realistic() else "custom")
+                if a.is_seed()
+                else ("realistic" if a == type(a).realistic() else "custom")
             )
         if value is None or name in ("name", "description") or (name == "zero_stage" and not value):
             continue
@@ -193,7 +210,7 @@ def input_rows(scenario: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _console() -> Any:
+def _console() -> Console:
     """A console that wraps only on a terminal (a pipe or file gets whole lines)."""
     from rich.console import Console
 
@@ -203,7 +220,7 @@ def _console() -> Any:
     return console
 
 
-def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
+def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
     from rich import box
     from rich.table import Table
@@ -243,7 +260,7 @@ def print_result(scenario: Any, *, next_steps: list[str] | None = None) -> None:
         console.print(printable(step), markup=False)
 
 
-def next_steps(scenario: Any, source: str) -> list[str]:
+def next_steps(scenario: DataParallelScaleOutScenario, source: str) -> list[str]:
     """One or two commands worth running next, spelled for this scenario (``source``: name, --file, --set)."""
     result = scenario.result
     lines = [f"Next: mlsysim explain {source}   (how each figure is derived)"]
@@ -269,14 +286,14 @@ __all__ = ["inputs_dict", "next_steps", "print_result", "result_json", "field_un
 
 
 def print_validation(
-    seed: list[Any],
-    realistic: list[Any],
+    seed: list[Comparison],
+    realistic: list[Comparison],
     *,
     band: tuple[float, float],
-    families: dict[str, dict[str, Any]],
-    totals: dict[str, Any],
+    families: dict[str, dict[str, Summary]],
+    totals: dict[str, Summary],
     coverage: tuple[float, float],
-    lofo: Any = None,
+    lofo: CrossValidation | None = None,
 ) -> None:
     """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
     errors per family, the overall figures, and the leave-one-family-out ones when given."""
@@ -318,7 +335,7 @@ def print_validation(
     for column in ("family", "cases", "seed", "realistic"):
         fam.add_column(column, justify="left" if column == "family" else "right", no_wrap=True)
 
-    def three(x: Any) -> str:
+    def three(x: Summary) -> str:
         return f"{x.median_abs * 100:.1f} / {x.max_abs * 100:.1f} / {x.mean * 100:+.1f}"
 
     for name, s_ in families["seed"].items():
@@ -333,11 +350,11 @@ def print_validation(
         f"{width * 100:.1f} pt  (* = measured outside)"
     )
     if lofo is not None:
-        h = lofo.summary
+        total = lofo.summary
         jitters = [v * 1e3 for v in lofo.jitters.values()]
         console.print(
-            f"leave one family out: median |error| {h.median_abs * 100:.1f} pt, worst "
-            f"{h.max_abs * 100:.1f} pt, mean {pt(h.mean * 100)}; 80% interval from the other "
+            f"leave one family out: median |error| {total.median_abs * 100:.1f} pt, worst "
+            f"{total.max_abs * 100:.1f} pt, mean {pt(total.mean * 100)}; 80% interval from the other "
             f"families covers {lofo.coverage:.0%} (median width {lofo.median_width * 100:.1f} pt); "
             f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
         )
@@ -347,16 +364,16 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
     """The key figures printed for an entry, by kind."""
     from mlsysim.core.units import to_canonical
 
-    def gb(q: Any) -> str:
+    def gb(q: Quantity) -> str:
         return fmt_bytes(to_canonical(q, "data"))
 
-    def rate(q: Any) -> str:
+    def rate(q: Quantity) -> str:
         return f"{to_canonical(q, 'bandwidth') / 1e9:.6g} GB/s"
 
-    def usd(q: Any) -> str:
+    def usd(q: Quantity) -> str:
         return f"{to_canonical(q, 'money_rate'):.6g} USD/hour"
 
-    def flops(a: Any) -> str:
+    def flops(a: Accelerator) -> str:
         """The dense 16-bit peak (bf16, else fp16), the usual training precision."""
         for precision in ("bf16", "fp16"):
             if precision in a.dense_flops:
@@ -364,7 +381,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
                 return f", {peak:.6g} TFLOP/s dense {precision}"
         return ""
 
-    def workload(w: Any) -> str:
+    def workload(w: Workload) -> str:
         text = f"{to_canonical(w.parameters, 'count'):.4g} parameters"
         if w.forward_flops_per_sample is not None:
             text += (

@@ -10,12 +10,20 @@ Axes are given as ``--axis FIELD=VALUES``: an inclusive integer range
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mlsysim.cli.options import FILE_HELP, SET_HELP
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, ProgressColumn, Task
+
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.planning.summary import ResultGroup
+    from mlsysim.planning.table import Axis, SweepTable
 
 AXIS_HELP = (
     "A field to sweep: FIELD=A..B (integers, inclusive; A..B:STEP), or FIELD=V1,V2,... "
@@ -48,7 +56,9 @@ def check_outputs(
 FORCE_HELP = "Replace read-only output files."
 
 
-def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
+def load(
+    name: str | None, file: str | None, sets: list[str] | None
+) -> DataParallelScaleOutScenario:
     """The scenario named, or read from ``--file``, with ``--set`` overrides."""
     from mlsysim.engine.overrides import apply_overrides
 
@@ -72,15 +82,19 @@ def load(name: str | None, file: str | None, sets: list[str] | None) -> Any:
     else:
         from mlsysim.engine.scenarios import Scenarios
 
+        assert name is not None  # both None returned above
         scenario = Scenarios.get(name)
     return apply_overrides(scenario, sets or [])
 
 
-def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Any]:
+def _axes(
+    texts: list[str] | None, scenario: DataParallelScaleOutScenario
+) -> dict[str, Any]:
     """Field -> values (a ``range`` or a list), as ``sweep``/``plan`` take them."""
     from mlsysim.core.exceptions import InputError
     from mlsysim.planning.axes import parse_axis
 
+    # loosely typed values: the dict is passed as **axes beside sweep's and plan's own keywords
     axes: dict[str, Any] = {}
     for text in texts or []:
         field, values = parse_axis(text, scenario)
@@ -90,7 +104,7 @@ def _axes(texts: list[str] | None, scenario: Any) -> dict[str, Any]:
     return axes
 
 
-def _quantity(option: str, text: str | None, kind: str) -> Any:
+def _quantity(option: str, text: str | None, kind: str) -> Quantity | None:
     from mlsysim.core.exceptions import InputError
     from mlsysim.core.units import parse_quantity
 
@@ -113,7 +127,7 @@ class _ProgressBar:
 
         console = Console(stderr=True)
         self.active = force or (total >= PROGRESS_MIN_ROWS and console.is_terminal)
-        self.bar: Any = None
+        self.bar: Progress | None = None
         if self.active:
             from rich.progress import (
                 BarColumn,
@@ -153,14 +167,14 @@ class _ProgressBar:
             self.bar.update(self.task, completed=done)
 
 
-def _rate_column() -> Any:
+def _rate_column() -> ProgressColumn:
     from rich.progress import ProgressColumn
     from rich.text import Text
 
     class RateColumn(ProgressColumn):
         """Layouts per second."""
 
-        def render(self, task: Any) -> Text:
+        def render(self, task: Task) -> Text:
             speed = task.finished_speed or task.speed
             return Text("" if speed is None else f"{speed / 1e6:,.1f} M/s")
 
@@ -170,7 +184,7 @@ def _rate_column() -> Any:
 _RateColumn = _rate_column
 
 
-def _size(axes: dict[str, Sequence[Any]]) -> int:
+def _size(axes: Mapping[str, Sequence[object]]) -> int:
     size = 1
     for values in axes.values():
         size *= len(values)
@@ -201,7 +215,10 @@ HEADERS = {
 
 
 def _print_table(
-    table: Any, rows: Any, title: str, axis_text: dict[int, dict[str, str]] | None = None
+    table: SweepTable,
+    rows: Iterable[int],
+    title: str,
+    axis_text: dict[int, dict[str, str]] | None = None,
 ) -> None:
     """Rows of ``table`` in fixed point, units in the headers; wraps only on a terminal.
 
@@ -210,19 +227,19 @@ def _print_table(
     from rich.console import Console
     from rich.table import Table
 
-    rows = [int(i) for i in rows]
+    picked = [int(i) for i in rows]
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     from mlsysim.cli.render import safe
 
     out = Table(title=safe(title), header_style="bold")
-    formats = {c: _format(table, c, rows) for c in show}
+    formats = {c: _format(table, c, picked) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
         label = HEADERS.get(column, column)
         out.add_column(f"{label} ({unit})" if unit else label, justify="right")
-    for i in rows:
+    for i in picked:
         given = (axis_text or {}).get(i, {})
         out.add_row(*(given.get(c) or formats[c](table[c][i]) for c in show))
     console = Console(highlight=False)
@@ -231,7 +248,7 @@ def _print_table(
     console.print(out)
 
 
-def _unknown_memory(table: Any) -> bool:
+def _unknown_memory(table: SweepTable) -> bool:
     import numpy as np
 
     return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
@@ -241,7 +258,7 @@ DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communi
 """Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
 
 
-def _format(table: Any, column: str, rows: list[int]) -> Any:
+def _format(table: SweepTable, column: str, rows: list[int]) -> Callable[[Any], str]:
     """A formatter for one column: fixed point, as many decimals as its smallest value needs."""
     import math
 
@@ -262,7 +279,7 @@ def _format(table: Any, column: str, rows: list[int]) -> Any:
     return lambda v: "-" if v != v else f"{float(v):,.{decimals}f}"
 
 
-def _plain(value: Any) -> str:
+def _plain(value: object) -> str:
     import numpy as np
 
     if isinstance(value, (bool, np.bool_)):
@@ -363,7 +380,7 @@ def sweep_command(
         typer.echo(f"wrote {printable(plot)}")
 
 
-def _report_rate(size: int, scenario: Any, elapsed: float) -> None:
+def _report_rate(size: int, scenario: DataParallelScaleOutScenario, elapsed: float) -> None:
     from mlsysim.core.text import printable
 
     rate = f", {size / elapsed:,.0f} per second" if elapsed >= RATE_MIN_SECONDS else ""
@@ -371,7 +388,7 @@ def _report_rate(size: int, scenario: Any, elapsed: float) -> None:
     typer.echo(f"{size:,} layouts of {name} in {elapsed:.2f} s{rate}")
 
 
-def _group_cells(table: Any, group: Any) -> dict[str, str]:
+def _group_cells(table: SweepTable, group: ResultGroup) -> dict[str, str]:
     """Axis cells of a group: its one value, the equivalent values, or "any" (no difference)."""
     from mlsysim.planning.summary import fmt_value
 
@@ -385,7 +402,7 @@ def _group_cells(table: Any, group: Any) -> dict[str, str]:
     return cells
 
 
-def _axis_cell(axis: Any, value: Any, fmt_value: Any) -> str:
+def _axis_cell(axis: Axis, value: object, fmt_value: Callable[[object], str]) -> str:
     """A value in the unit of its column (the header carries the unit)."""
     if axis.unit is not None and hasattr(value, "to"):
         return f"{value.to(axis.unit).magnitude:g}"

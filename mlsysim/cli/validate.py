@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
 validate_app = typer.Typer(
     name="validate",
@@ -72,17 +75,17 @@ def published(
 
 
 def validation_json(
-    seed: list[Any],
-    realistic: list[Any],
+    seed: list[Comparison],
+    realistic: list[Comparison],
     band: tuple[float, float],
     coverage: float,
     width: float,
-    lofo: Any,
-) -> dict[str, Any]:
+    lofo: CrossValidation | None,
+) -> dict[str, object]:
     """The ``validate published`` report as plain values (fractions of efficiency)."""
     from mlsysim.validation.published import by_family, summarize
 
-    def stats(s: Any) -> dict[str, Any]:
+    def stats(s: Summary) -> dict[str, float]:
         return {
             "count": s.count,
             "median_abs_error": s.median_abs,
@@ -107,7 +110,7 @@ def validation_json(
         }
         for s, r in zip(seed, realistic, strict=True)
     ]
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "cases": rows,
         "seed": stats(summarize(seed)),
         "realistic": {

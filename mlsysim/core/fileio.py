@@ -30,7 +30,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, overload
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError
 from mlsysim.core.text import decode_utf8, printable
@@ -97,6 +97,26 @@ def check_target(
     return target
 
 
+@overload
+def atomic_writer(
+    path: str | os.PathLike[str],
+    *,
+    newline: str | None = None,
+    binary: Literal[False] = False,
+    force: bool = False,
+) -> contextlib.AbstractContextManager[IO[str]]: ...
+
+
+@overload
+def atomic_writer(
+    path: str | os.PathLike[str],
+    *,
+    newline: str | None = None,
+    binary: Literal[True],
+    force: bool = False,
+) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+
+
 @contextlib.contextmanager
 def atomic_writer(
     path: str | os.PathLike[str],
@@ -104,7 +124,7 @@ def atomic_writer(
     newline: str | None = None,
     binary: bool = False,
     force: bool = False,
-) -> Iterator[IO[Any]]:
+) -> Iterator[IO[Any]]:  # IO[str], or IO[bytes] with binary (the overloads say which)
     """Open a file for writing (text, or bytes with ``binary``) that appears at ``path`` only when complete.
 
     ``path`` is checked by :func:`check_target` (``force`` replaces a read-only

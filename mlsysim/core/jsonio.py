@@ -79,6 +79,7 @@ def decode_quantity(data: Mapping[str, JSONValue]) -> pint.Quantity:
     from mlsysim.core.units import ureg
 
     try:
+        # a value that is no number raises TypeError or ValueError, reported below
         return ureg.Quantity(float(data["value"]), str(data["unit"]))  # type: ignore[arg-type]
     except (KeyError, TypeError, ValueError, pint.errors.PintError) as exc:
         raise InputError(f"expected {{'value': number, 'unit': text}}, got {data!r} ({exc})") from None

@@ -30,9 +30,27 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError, UnknownNameError
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+
+    from mlsysim.core.units import Quantity
+
+
+class Entry(Protocol):
+    """What every validated registry entry has (an accelerator, a node, a workload, ...)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def note(self) -> str: ...
 
 
 class Registry:
@@ -46,7 +64,7 @@ class Registry:
     def __init__(self, name: str, doc: str = "", fill: Callable[[Registry], None] | None = None):
         self.__name__ = name
         self.__doc__ = doc
-        self._children: dict[str, Any] = {}
+        self._children: dict[str, Registry | Pending | Entry] = {}
         self._fill = fill
         self._filled = fill is None
 
@@ -66,13 +84,13 @@ class Registry:
             self._children.clear()
             self._filled = False
 
-    def _put(self, path: tuple[str, ...], value: Any) -> None:
+    def _put(self, path: tuple[str, ...], value: Registry | Pending | Entry) -> None:
         group = self
         for part in path[:-1]:
             child = group._children.get(part)
             if child is None:
                 child = group._children[part] = Registry(part)
-            group = child
+            group = cast(Registry, child)  # the parts above an entry name groups
         group._children[path[-1]] = value
 
     def __getattr__(self, name: str) -> Any:
@@ -93,7 +111,7 @@ class Registry:
     def __repr__(self) -> str:
         return f"<registry {self.__name__}>"
 
-    def _resolved(self, name: str) -> Any:
+    def _resolved(self, name: str) -> Registry | Entry:
         """The child ``name``, validated now if it was only announced (see :class:`Pending`)."""
         child = self._children[name]
         if isinstance(child, Pending):
@@ -142,7 +160,7 @@ class Pending:
     kind: str
     path: tuple[str, ...]
 
-    def build(self) -> Any:
+    def build(self) -> Entry:
         return self.catalog.entry(self.kind, ".".join(self.path))
 
 
@@ -248,7 +266,7 @@ class _Raw:
 
     kind: Kind
     path: tuple[str, ...]
-    table: dict[str, Any]
+    table: dict[str, object]
     origin: Origin
     lines: dict[tuple[str, ...], int]
 
@@ -261,7 +279,7 @@ class Catalog:
 
     def __init__(self) -> None:
         self._raw: dict[str, dict[tuple[str, ...], _Raw]] | None = None
-        self._built: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._built: dict[tuple[str, tuple[str, ...]], Entry] = {}
         self._building: set[tuple[str, tuple[str, ...]]] = set()
         self.roots: dict[str, Registry] = {}
 
@@ -343,7 +361,7 @@ class Catalog:
         known = ", ".join(".".join(p) for p in tables)
         raise UnknownNameError(f"unknown {kind} entry {name!r}; known: {known}")
 
-    def entry(self, kind: str, name: str) -> Any:
+    def entry(self, kind: str, name: str) -> Entry:
         """The validated entry of ``kind`` named ``name`` (built once, then cached)."""
         path = self.find(kind, name)
         key = (kind, path)
@@ -371,7 +389,7 @@ class Catalog:
         root = self.roots[name] = Registry(name, doc, fill)
         return root
 
-    def listing(self) -> Iterator[tuple[str, str, Any, Origin]]:
+    def listing(self) -> Iterator[tuple[str, str, Entry, Origin]]:
         """(kind, dotted path, entry, origin) of every entry, kind by kind, in file order."""
         for kind in KINDS:
             for path in self.paths(kind):
@@ -416,8 +434,8 @@ def _read(text: str, path: str, *, builtin: bool) -> list[_Raw]:
 
 
 def _entry_tables(
-    kind: Kind, above: tuple[str, ...], value: Any, path: str, lines: dict[tuple[str, ...], int]
-) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    kind: Kind, above: tuple[str, ...], value: object, path: str, lines: dict[tuple[str, ...], int]
+) -> Iterator[tuple[tuple[str, ...], dict[str, object]]]:
     """(path, table) of each entry below ``kind.name``, at its kind's depth."""
     shape = ".".join((kind.name, *(["<group>"] * kind.group_depth), "<Name>"))
     if not isinstance(value, dict):
@@ -472,7 +490,7 @@ def _error(raw: _Raw, field_path: tuple[str, ...], message: str) -> ScenarioFile
 _FIGURE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s+(\S.*?)\s*$")
 
 
-def parse_figure(text: str) -> Any:
+def parse_figure(text: str) -> Quantity:
     """``"450 GB/s"`` -> ``Q_(450, "GB/s")``: the number as written (an int stays an int), then its unit.
 
     Text of another shape goes to :func:`~mlsysim.core.units.parse_quantity`;
@@ -491,7 +509,7 @@ def parse_figure(text: str) -> Any:
         return parse_quantity(text)
 
 
-def _build(catalog: Catalog, raw: _Raw) -> Any:
+def _build(catalog: Catalog, raw: _Raw) -> Entry:
     """Validate one entry's table into its type; errors name the file, line and field."""
     kind = raw.kind
     table = dict(raw.table)
@@ -502,12 +520,13 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
     cls = kind.type_for(choice)
     for key, target in kind.references.items():
         if key in table:
-            if not isinstance(table[key], str):
+            named = table[key]
+            if not isinstance(named, str):
                 raise _error(
-                    raw, (key,), f"expected the name of a {target} entry, got {table[key]!r}"
+                    raw, (key,), f"expected the name of a {target} entry, got {named!r}"
                 )
             try:
-                table[key] = catalog.entry(target, table[key])
+                table[key] = catalog.entry(target, named)
             except UnknownNameError as exc:
                 raise _error(raw, (key,), str(exc)) from None
     for key, (reference, attribute) in kind.derived.items():
@@ -528,7 +547,7 @@ def _build(catalog: Catalog, raw: _Raw) -> Any:
         raise _error(raw, exc.loc, exc.message) from None
 
 
-def _figures(raw: _Raw, where: tuple[str, ...], value: Any) -> Any:
+def _figures(raw: _Raw, where: tuple[str, ...], value: object) -> object:
     """Text figures (``"450 GB/s"``) as Quantities, inside tables too; other values as they are."""
     if isinstance(value, str):
         try:
@@ -548,7 +567,7 @@ _TEXT_KEYS = frozenset(("name", "source", "note"))
 
 def _text_fields(cls: type) -> set[str]:
     """The fields of ``cls`` that hold text (``str`` or ``str | None``), not figures."""
-    fields: dict[str, Any] = getattr(cls, "model_fields", {})
+    fields: dict[str, FieldInfo] = getattr(cls, "model_fields", {})
     return {name for name, f in fields.items() if f.annotation in (str, str | None)}
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from collections.abc import Iterable
 
 from mlsysim.core.exceptions import InputError
 
@@ -45,7 +45,7 @@ def short(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
-def check_text(text: Any, *, what: str = "text", limit: int = MAX_TEXT) -> str:
+def check_text(text: object, *, what: str = "text", limit: int = MAX_TEXT) -> str:
     """``text`` stripped, when it is a string of at most ``limit`` characters without control characters."""
     if not isinstance(text, str):
         raise InputError(f"expected {what} as a string, got {type(text).__name__}")
@@ -126,13 +126,13 @@ def _finite(number: str) -> float:
     return value
 
 
-def check_depth(data: Any, *, limit: int = MAX_DEPTH) -> None:
+def check_depth(data: object, *, limit: int = MAX_DEPTH) -> None:
     """Refuse nested lists and dicts deeper than ``limit`` (walked iteratively, no recursion)."""
-    stack = [(data, 1)]
+    stack: list[tuple[object, int]] = [(data, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            children: Iterable[object] = item.values()
         elif isinstance(item, list | tuple):
             children = item
         else:

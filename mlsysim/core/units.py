@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from importlib.resources import files
 from numbers import Real
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import pint
+from pint.util import UnitsContainer
 
 from mlsysim.core.exceptions import InputError, UnitsError
 
@@ -78,7 +79,7 @@ else:
     """A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
 
 # Canonical unit of each physical kind the model uses: (unit, description for errors).
-KINDS: dict[str, tuple[Any, str]] = {
+KINDS: dict[str, tuple[pint.Unit, str]] = {
     "time": (ureg.second, "a time (e.g. Q_(1.8, 's'))"),
     "data": (ureg.byte, "a data size (e.g. Q_(3, 'GB'))"),
     "bandwidth": (
@@ -94,10 +95,10 @@ KINDS: dict[str, tuple[Any, str]] = {
     "samples": (ureg.sample, "a number of samples (e.g. Q_(1.2e6, 'sample'))"),
 }
 
-_FACTORS: dict[str, dict[Any, float]] = {kind: {} for kind in KINDS}
+_FACTORS: dict[str, dict[UnitsContainer, float]] = {kind: {} for kind in KINDS}
 
 
-def _factor(kind: str, units: Any) -> float:
+def _factor(kind: str, units: UnitsContainer) -> float:
     """Multiplier from ``units`` to the kind's canonical unit (computed once per unit, then cached)."""
     cache = _FACTORS[kind]
     factor = cache.get(units)
@@ -114,7 +115,7 @@ def _factor(kind: str, units: Any) -> float:
     return factor
 
 
-def to_canonical(value: Any, kind: str) -> float:
+def to_canonical(value: object, kind: str) -> float:
     """Return ``value`` (a Quantity of the given kind) as a float in the kind's canonical unit.
 
     Raises :class:`UnitsError` for a plain number, a string or a wrong dimension.
@@ -129,7 +130,7 @@ def to_canonical(value: Any, kind: str) -> float:
     return _to_canonical_slow(value, kind)
 
 
-def _to_canonical_slow(value: Any, kind: str) -> float:
+def _to_canonical_slow(value: object, kind: str) -> float:
     if not isinstance(value, pint.Quantity):
         what = KINDS[kind][1]
         if isinstance(value, str):
@@ -165,7 +166,7 @@ outside it, naming the field, instead of returning an infinite or zero result.
 """
 
 
-def _in_range(x: float, kind: str, value: Any, *, low_bound: bool = True) -> float:
+def _in_range(x: float, kind: str, value: object, *, low_bound: bool = True) -> float:
     if kind not in PHYSICAL_RANGE:
         return x
     low, high, words = PHYSICAL_RANGE[kind]
@@ -174,7 +175,7 @@ def _in_range(x: float, kind: str, value: Any, *, low_bound: bool = True) -> flo
     return x
 
 
-def positive_canonical(value: Any, kind: str) -> float:
+def positive_canonical(value: object, kind: str) -> float:
     """:func:`to_canonical`, then require a finite value above zero, in :data:`PHYSICAL_RANGE`."""
     x = to_canonical(value, kind)
     if not (x > 0.0 and x != math.inf):  # also rejects NaN
@@ -182,7 +183,7 @@ def positive_canonical(value: Any, kind: str) -> float:
     return _in_range(x, kind, value)
 
 
-def nonnegative_canonical(value: Any, kind: str) -> float:
+def nonnegative_canonical(value: object, kind: str) -> float:
     """:func:`to_canonical`, then require a finite value at or above zero, below the top of :data:`PHYSICAL_RANGE`.
 
     (Such inputs, latencies and memory sizes, are added, never divided by: a tiny one is harmless.)
@@ -193,10 +194,10 @@ def nonnegative_canonical(value: Any, kind: str) -> float:
     return _in_range(x, kind, value, low_bound=False)
 
 
-_UNITS: dict[str, Any] = {}
+_UNITS: dict[str, pint.Unit] = {}
 
 
-def unit(name: str) -> Any:
+def unit(name: str) -> pint.Unit:
     """The cached ``ureg.Unit(name)``: build Quantities with ``Q_(x, unit("ms"))``."""
     u = _UNITS.get(name)
     if u is None:
@@ -204,13 +205,13 @@ def unit(name: str) -> Any:
     return u
 
 
-def quantity(magnitude: Any, unit_name: str) -> Any:
+def quantity(magnitude: object, unit_name: str) -> Quantity:
     """Fast ``Q_(magnitude, unit_name)`` with the unit object cached."""
     return Quantity(magnitude, unit(unit_name))
 
 
 # Spellings accepted for each kind, exactly or (when only one matches) ignoring case;
-# the error for an unknown unit lists them. Any pint unit of the right dimension is
+# the error for an unknown unit lists them. Every pint unit of the right dimension is
 # accepted too ("furlong / fortnight"), built name by name without evaluating expressions.
 SPELLINGS: dict[str, tuple[str, ...]] = {
     "time": ("s", "ms", "us", "µs", "ns", "min", "h", "hour", "day", "week", "second", "minute"),
@@ -237,10 +238,10 @@ the line rate Ethernet and InfiniBand ports are named by. Only for bandwidths.""
 
 MAX_UNIT_TEXT = 40
 MAX_UNIT_NAMES = 6
-_PARSED_UNITS: dict[tuple[str, str | None], Any] = {}
+_PARSED_UNITS: dict[tuple[str, str | None], pint.Unit] = {}
 
 
-def parse_quantity(text: str, kind: str | None = None) -> Any:
+def parse_quantity(text: str, kind: str | None = None) -> Quantity:
     """Parse ``"100 Gbps"`` (or ``"100Gbps"``, ``"2.1 s"``, ``"32 USD/hour"``) into a Quantity.
 
     The number is decimal notation (:func:`mlsysim.core.text.split_number`:
@@ -280,7 +281,7 @@ def parse_quantity(text: str, kind: str | None = None) -> Any:
     return q
 
 
-def parse_unit(text: str, kind: str | None = None) -> Any:
+def parse_unit(text: str, kind: str | None = None) -> pint.Unit:
     """A pint Unit from text such as ``"GB/s"``, ``"gbps"``, ``"USD / hour"``, ``"m*s^-2"``."""
     key = (text, kind)
     found = _PARSED_UNITS.get(key)
@@ -291,7 +292,7 @@ def parse_unit(text: str, kind: str | None = None) -> Any:
     return found
 
 
-def _parse_unit(text: str, kind: str | None) -> Any:
+def _parse_unit(text: str, kind: str | None) -> pint.Unit:
     if len(text) > MAX_UNIT_TEXT:
         raise UnitsError(f"expected a unit of at most {MAX_UNIT_TEXT} characters, got {len(text)}")
     compact = "".join(text.split()) if "/" in text or "*" in text else text.strip()
@@ -323,7 +324,7 @@ def _parse_unit(text: str, kind: str | None) -> Any:
 _POWERS = {"²": 2, "³": 3}
 
 
-def _compound(text: str) -> Any:
+def _compound(text: str) -> pint.Unit:
     """Unit names joined by ``*``, ``·``, ``/`` or spaces, each with an optional power of one digit."""
     result = None
     i, n, names, divide = 0, len(text), 0, False
@@ -362,10 +363,11 @@ def _compound(text: str) -> Any:
         divide = False
     if result is None or divide:
         raise UnitsError(f"cannot read the unit {text!r}")
-    return result
+    # pint's stubs type a unit's ** * / as PlainUnit; at run time it is a Unit of ureg
+    return cast(pint.Unit, result)
 
 
-def _named_unit(name: str) -> Any:
+def _named_unit(name: str) -> pint.Unit:
     try:
         return unit(name)
     except Exception:  # pint's UndefinedUnitError, or a name its parser refuses

@@ -12,17 +12,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from numbers import Integral, Real
-from typing import Any, TypeVar
+from typing import TypeVar, cast
 
 import pint
 import pydantic
 from pydantic_core import PydanticCustomError
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import nonnegative_canonical, parse_quantity, positive_canonical
+from mlsysim.core.units import (
+    Quantity,
+    nonnegative_canonical,
+    parse_quantity,
+    positive_canonical,
+)
+
+T = TypeVar("T")
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if isinstance(value, pint.Quantity):
         return f"{value:~P}"
     return f"{value!r} ({type(value).__name__})"
@@ -32,7 +39,7 @@ MAX_INT = 10**15
 """Largest integer input (devices, nodes, batch, steps): far above any machine, far below float overflow."""
 
 
-def check_positive_int(value: Any) -> int:
+def check_positive_int(value: object) -> int:
     """A positive integer up to :data:`MAX_INT`: not a bool, a float, or a string."""
     if type(value) is int:
         if 0 < value <= MAX_INT:
@@ -46,14 +53,14 @@ def check_positive_int(value: Any) -> int:
     raise InputError(f"expected a positive integer, got {_describe(value)}")
 
 
-def check_nonnegative_int(value: Any) -> int:
+def check_nonnegative_int(value: object) -> int:
     """An integer at or above zero: not a bool, a float, or a string."""
     if isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
     raise InputError(f"expected an integer at or above zero, got {_describe(value)}")
 
 
-def check_fraction(value: Any, *, allow_zero: bool = False) -> float:
+def check_fraction(value: object, *, allow_zero: bool = False) -> float:
     """A plain number in (0, 1] (or [0, 1] with ``allow_zero``)."""
     if isinstance(value, Real) and not isinstance(value, bool):
         x = float(value)
@@ -63,7 +70,7 @@ def check_fraction(value: Any, *, allow_zero: bool = False) -> float:
     raise InputError(f"expected a number in {interval}, got {_describe(value)}")
 
 
-def check_nonnegative_float(value: Any) -> float:
+def check_nonnegative_float(value: object) -> float:
     """A plain finite number at or above zero."""
     if isinstance(value, Real) and not isinstance(value, bool):
         x = float(value)
@@ -72,37 +79,37 @@ def check_nonnegative_float(value: Any) -> float:
     raise InputError(f"expected a finite number at or above zero, got {_describe(value)}")
 
 
-def check_positive_quantity(kind: str) -> Callable[[Any], Any]:
+def check_positive_quantity(kind: str) -> Callable[[object], Quantity]:
     """Validator for a finite Quantity above zero of the given kind; returns the Quantity.
 
     Text is read with :func:`~mlsysim.core.units.parse_quantity` (``"100 Gb/s"``).
     """
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Quantity:
         if isinstance(value, str):
             value = parse_quantity(value, kind)
         positive_canonical(value, kind)
-        return value
+        return cast(Quantity, value)  # positive_canonical raised unless a pint Quantity
 
     return check
 
 
-def check_nonnegative_quantity(kind: str) -> Callable[[Any], Any]:
+def check_nonnegative_quantity(kind: str) -> Callable[[object], Quantity]:
     """Validator for a finite Quantity at or above zero of the given kind (text is parsed)."""
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> Quantity:
         if isinstance(value, str):
             value = parse_quantity(value, kind)
         nonnegative_canonical(value, kind)
-        return value
+        return cast(Quantity, value)  # nonnegative_canonical raised unless a pint Quantity
 
     return check
 
 
-def as_pydantic(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+def as_pydantic(check: Callable[[object], T]) -> Callable[[object], T]:
     """Wrap a ``check_*`` so pydantic keeps our :class:`InputError` (message and location)."""
 
-    def validator(value: Any) -> Any:
+    def validator(value: object) -> T:
         try:
             return check(value)
         except InputError as exc:
@@ -143,7 +150,7 @@ def format_pydantic_error(
     return input_error(owner, errors)
 
 
-M = TypeVar("M", bound=pydantic.BaseModel)
+M = TypeVar("M", bound="Validated")
 
 
 class Validated(pydantic.BaseModel):
@@ -157,7 +164,7 @@ class Validated(pydantic.BaseModel):
         frozen=True, extra="forbid", arbitrary_types_allowed=True, validate_default=False
     )
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         try:
             super().__init__(**data)
         except pydantic.ValidationError as exc:
@@ -165,12 +172,12 @@ class Validated(pydantic.BaseModel):
                 type(self).__name__, exc, list(type(self).model_fields)
             ) from None
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, object]:
         """The declared fields and their values, as a new dict (no copies of the values)."""
         return {name: getattr(self, name) for name in type(self).model_fields}
 
-    def variant(self: M, **changes: Any) -> M:
+    def variant(self: M, **changes: object) -> M:
         """A copy with some fields changed, validated exactly like a new construction."""
-        data = self.fields()  # type: ignore[attr-defined]
+        data = self.fields()
         data.update(changes)
         return type(self)(**data)

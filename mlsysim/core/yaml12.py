@@ -24,10 +24,14 @@ Errors are :class:`~mlsysim.core.exceptions.InputError` with the 1-based
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mlsysim.core.exceptions import InputError, MissingDependencyError
 from mlsysim.core.text import MAX_DEPTH, parse_float, parse_int, short
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
 
 MAX_NODES = 10_000
 """Most values a YAML document may hold once its aliases are expanded."""
@@ -39,6 +43,19 @@ _TRUE = ("true", "True", "TRUE")
 _FALSE = ("false", "False", "FALSE")
 
 
+class _Mark(Protocol):
+    line: int
+
+
+class _Node(Protocol):
+    """What is read of a PyYAML node (PyYAML has no type stubs)."""
+
+    tag: str
+    value: Any  # a scalar's text, a sequence's nodes, or a mapping's (key, value) node pairs
+    style: str | None
+    start_mark: _Mark
+
+
 class YamlError(InputError):
     """A YAML document cannot be read; ``line`` is where (1-based), or None."""
 
@@ -47,7 +64,7 @@ class YamlError(InputError):
         self.line = line
 
 
-def _yaml() -> Any:
+def _yaml() -> ModuleType:
     try:
         import yaml
     except ImportError:
@@ -57,7 +74,7 @@ def _yaml() -> Any:
     return yaml
 
 
-def load_yaml(text: str) -> tuple[Any, dict[tuple[str, ...], int]]:
+def load_yaml(text: str) -> tuple[JSONValue, dict[tuple[str, ...], int]]:
     """(plain value of the document, line of each mapping key path) of YAML ``text``."""
     yaml = _yaml()
     try:
@@ -76,16 +93,17 @@ def load_yaml(text: str) -> tuple[Any, dict[tuple[str, ...], int]]:
     return _build(yaml, root, lines), lines
 
 
-def _line(node: Any) -> int:
+def _line(node: _Node) -> int:
     return int(node.start_mark.line) + 1
 
 
-def _build(yaml: Any, root: Any, lines: dict[tuple[str, ...], int]) -> Any:
+def _build(yaml: ModuleType, root: _Node, lines: dict[tuple[str, ...], int]) -> JSONValue:
     """Plain values from the node graph, iteratively, with the limits of the module docstring."""
     count = 0
-    result: list[Any] = [None]
-    # (node, where to store the value: (container, key), key path, ancestors' ids)
-    stack: list[tuple[Any, Any, Any, tuple[str, ...], frozenset[int]]] = [
+    result: list[JSONValue] = [None]
+    # (node, where to store the value: (container, key), key path, ancestors' ids); the nodes
+    # are PyYAML's, a container is a list with int slots or a dict with str keys
+    stack: list[tuple[_Node, Any, int | str, tuple[str, ...], frozenset[int]]] = [
         (root, result, 0, (), frozenset())
     ]
     while stack:
@@ -106,14 +124,14 @@ def _build(yaml: Any, root: Any, lines: dict[tuple[str, ...], int]) -> Any:
             into[slot] = _scalar(node)
         elif isinstance(node, yaml.SequenceNode):
             _check_tag(node, _TAG + "seq")
-            items: list[Any] = [None] * len(node.value)
+            items: list[JSONValue] = [None] * len(node.value)
             into[slot] = items
             stack.extend(
                 (child, items, i, path, inner) for i, child in enumerate(node.value)
             )
         elif isinstance(node, yaml.MappingNode):
             _check_tag(node, _TAG + "map")
-            table: dict[str, Any] = {}
+            table: dict[str, JSONValue] = {}
             into[slot] = table
             for key_node, value_node in node.value:
                 key = _key(yaml, key_node)
@@ -132,12 +150,12 @@ def _build(yaml: Any, root: Any, lines: dict[tuple[str, ...], int]) -> Any:
     return result[0]
 
 
-def _check_tag(node: Any, expected: str) -> None:
+def _check_tag(node: _Node, expected: str) -> None:
     if node.tag != expected:
         raise YamlError(f"YAML tag {node.tag!r} is not accepted (no tags)", _line(node))
 
 
-def _key(yaml: Any, node: Any) -> str:
+def _key(yaml: ModuleType, node: _Node) -> str:
     if not isinstance(node, yaml.ScalarNode):
         raise YamlError("a mapping key must be a name, not a list or a mapping", _line(node))
     value = _scalar(node)
@@ -149,7 +167,7 @@ def _key(yaml: Any, node: Any) -> str:
     return value
 
 
-def _scalar(node: Any) -> Any:
+def _scalar(node: _Node) -> str | int | float | bool | None:
     """A scalar by the YAML 1.2 core schema; forms YAML 1.1 reads otherwise are refused."""
     text = node.value
     if node.tag not in _SCALAR_TAGS:
@@ -171,7 +189,7 @@ def _scalar(node: Any) -> Any:
     return text
 
 
-def _number(node: Any, text: str) -> Any:
+def _number(node: _Node, text: str) -> int | float | str:
     body = text.lstrip("+-")
     ambiguous = (
         ":" in body

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, TypeAlias
 
 from pydantic import PlainValidator
 
@@ -59,12 +59,12 @@ class Interconnect(Sourced):
     bandwidth_per_direction: Bandwidth
 
 
-def _check_flops_table(value: Any) -> dict[str, Any]:
+def _check_flops_table(value: object) -> dict[str, Quantity]:
     """A table of peak compute rates by precision name (``{"bf16": Q_(989.4, "Tflop/s")}``)."""
     if not isinstance(value, dict):
         raise InputError(f"expected a table of compute rates by precision, got {value!r}")
     check = check_positive_quantity("compute_rate")
-    out: dict[str, Any] = {}
+    out: dict[str, Quantity] = {}
     for key, rate in value.items():
         try:
             out[check_precision(key)] = check(rate)

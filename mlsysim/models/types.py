@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
 from pydantic import PlainValidator, model_validator
 
@@ -21,7 +22,7 @@ _check_data = check_positive_quantity("data")
 _check_count = check_positive_quantity("count")
 
 
-def _check_parameters(value: Any) -> Any:
+def _check_parameters(value: object) -> Quantity:
     """A parameter count: a Quantity in ``param``, or a plain positive number of parameters."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = quantity(float(value), "param")
@@ -31,7 +32,7 @@ def _check_parameters(value: Any) -> Any:
 ParameterCount = Annotated[Quantity, PlainValidator(as_pydantic(_check_parameters))]
 
 
-def _check_flop_count(value: Any) -> Any:
+def _check_flop_count(value: object) -> Quantity:
     """A number of floating-point operations: a finite Quantity in ``flop`` above zero."""
     if (
         isinstance(value, Quantity)
@@ -67,7 +68,7 @@ def _check_batch_size(value: Any) -> Any:
     )
 
 
-def _optional(check: Any) -> PlainValidator:
+def _optional(check: Callable[[object], object]) -> PlainValidator:
     """Validator for an optional field: None, or a value that passes ``check``."""
     return PlainValidator(as_pydantic(lambda v: None if v is None else check(v)))
 
@@ -147,7 +148,7 @@ class Workload(Validated):
             return to_canonical(self.model_size, "data")
         return self.parameter_count() * BYTES_PER_ELEMENT[key]
 
-    def size_in_bytes(self, precision: str = "fp16") -> Any:
+    def size_in_bytes(self, precision: str = "fp16") -> Quantity:
         """The size of the weights at ``precision``, as a Quantity in bytes."""
         return quantity(self.gradient_bytes(precision), "byte")
 
@@ -162,7 +163,7 @@ class TransformerWorkload(Workload):
     vocab_size: Annotated[int | None, _optional(check_positive_int)] = None
 
 
-def workload_of(value: Any) -> Workload:
+def workload_of(value: object) -> Workload:
     """Check that ``value`` is a Workload."""
     if isinstance(value, Workload):
         return value

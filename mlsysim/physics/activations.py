@@ -26,9 +26,8 @@ and are not counted here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlsysim.core.exceptions import InputError
+from mlsysim.physics._array import Num
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 """Activation recomputation strategies, from most memory to least."""
@@ -43,7 +42,7 @@ LAYER_INPUT_UNITS = 2.0
 """Bytes per s b h of a layer's 16-bit input, all full recomputation keeps (Korthikanti et al. 2022, section 5)."""
 
 
-def check_recompute(value: Any) -> str:
+def check_recompute(value: object) -> str:
     """A recomputation mode name (case-insensitive), returned in lower case."""
     if isinstance(value, str) and value.strip().lower() in RECOMPUTE_MODES:
         return value.strip().lower()
@@ -54,8 +53,8 @@ def check_recompute(value: Any) -> str:
 
 
 def activation_bytes_per_layer(
-    seq_len: Any, micro_batch: Any, hidden: Any, heads: Any, recompute: str = "none"
-) -> Any:
+    seq_len: Num, micro_batch: Num, hidden: Num, heads: Num, recompute: str = "none"
+) -> Num:
     """Bytes of activations one transformer layer keeps for its backward pass.
 
         none:       s b h (34 + 5 a s / h)
@@ -75,7 +74,7 @@ def activation_bytes_per_layer(
 
 
 def activation_bytes(
-    layers: Any, seq_len: Any, micro_batch: Any, hidden: Any, heads: Any, recompute: str = "none"
-) -> Any:
+    layers: Num, seq_len: Num, micro_batch: Num, hidden: Num, heads: Num, recompute: str = "none"
+) -> Num:
     """Bytes of activations of all ``layers`` layers: L times :func:`activation_bytes_per_layer`."""
     return layers * activation_bytes_per_layer(seq_len, micro_batch, hidden, heads, recompute)

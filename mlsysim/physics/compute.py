@@ -25,7 +25,7 @@ Sources:
 
 from __future__ import annotations
 
-from typing import Any
+from mlsysim.physics._array import Num
 
 TRAINING_FLOPS_PER_FORWARD = 3.0
 """Forward + backward cost as a multiple of the forward cost: the backward pass
@@ -39,7 +39,7 @@ ATTENTION_FLOPS_COEFFICIENT = 12.0
 """Training FLOPs of the attention matrices per layer: 12 s^2 h per sample (Narayanan et al. 2021, appendix)."""
 
 
-def transformer_flops_per_sample(parameters: Any, layers: Any, hidden: Any, seq_len: Any) -> Any:
+def transformer_flops_per_sample(parameters: Num, layers: Num, hidden: Num, seq_len: Num) -> Num:
     """Training FLOPs of one sample (one sequence) of a decoder transformer.
 
         F = 6 N s + 12 L h s^2
@@ -60,7 +60,7 @@ def transformer_flops_per_sample(parameters: Any, layers: Any, hidden: Any, seq_
     )
 
 
-def cnn_flops_per_sample(forward_flops: Any) -> Any:
+def cnn_flops_per_sample(forward_flops: Num) -> Num:
     """Training FLOPs of one sample of a network whose forward cost is known.
 
         F = 3 F_forward
@@ -72,8 +72,8 @@ def cnn_flops_per_sample(forward_flops: Any) -> Any:
 
 
 def step_time_from_flops(
-    flops_per_sample: Any, per_device_batch: Any, peak_flops: Any, mfu: Any
-) -> Any:
+    flops_per_sample: Num, per_device_batch: Num, peak_flops: Num, mfu: Num
+) -> Num:
     """Seconds of one local step of one device from the work it does.
 
         T1 = F b / (P u)
@@ -86,12 +86,12 @@ def step_time_from_flops(
     return flops_per_sample * per_device_batch / (peak_flops * mfu)
 
 
-def samples_from_tokens(tokens: Any, seq_len: Any) -> Any:
+def samples_from_tokens(tokens: Num, seq_len: Num) -> Num:
     """Number of samples (sequences) in ``tokens`` tokens: S = D / s."""
     return tokens / seq_len
 
 
-def one_device_training_time(samples: Any, step_time: Any, per_device_batch: Any) -> Any:
+def one_device_training_time(samples: Num, step_time: Num, per_device_batch: Num) -> Num:
     """Seconds one device takes for the whole run: the steps times the step time.
 
         T_train = S T1 / b

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -78,7 +78,7 @@ class Constraints:
     @classmethod
     def checked(cls, **limits: object) -> Constraints:
         """Constraints with each limit validated (naming the bad one)."""
-        checks = {
+        checks: dict[str, Callable[[object], object]] = {
             "deadline": check_positive_quantity("time"),
             "budget": check_positive_quantity("money"),
             "min_efficiency": check_fraction,
