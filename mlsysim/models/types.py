@@ -53,7 +53,7 @@ _BATCH_UNITS = ("sample", "token")
 _TOKEN_DIMENSION = quantity(1, "token").dimensionality
 
 
-def _check_batch_size(value: Any) -> Any:
+def _check_batch_size(value: object) -> Quantity:
     """A batch size: a finite Quantity in ``sample`` or ``token`` above zero."""
     if (
         isinstance(value, Quantity)
