@@ -178,8 +178,41 @@ def result_values(result: Any) -> dict[str, Any]:
     return out
 
 
+INTERVAL_LEVEL = 0.8
+"""The level of the prediction intervals the page shows."""
+
+
+def result_intervals(result: Any, level: float = INTERVAL_LEVEL) -> dict[str, Any] | None:
+    """``{"level", "fields": {name: {"low", "high"}}}``: the central prediction interval of
+    each figure that has one (:meth:`~mlsysim.engine.results.DataParallelScaleOutResult.interval`),
+    in the unit of :func:`result_values`; ``None`` when the assumptions give none (the seed model).
+    """
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.engine.results import field_unit
+    from mlsysim.validation.intervals import INTERVAL_FIELDS
+
+    try:
+        result.interval("efficiency", level)
+    except InputError:
+        return None
+    fields: dict[str, Any] = {}
+    for name in INTERVAL_FIELDS:
+        value = getattr(result, name)
+        if value is None:
+            continue
+        low, high = result.interval(name, level)
+        if name == "cost":
+            low, high = ({"value": x, "unit": field_unit(name)} for x in (low, high))
+        elif hasattr(value, "units"):
+            low, high = low.to(value.units), high.to(value.units)
+        fields[name] = {"low": json_value(low), "high": json_value(high)}
+    return {"level": level, "fields": fields}
+
+
 def evaluate(request: Request) -> dict[str, Any]:
-    """The scenario's inputs (as text) and every result figure."""
+    """The scenario's inputs (as text), every result figure and, where the assumptions give
+    them, the 80% prediction intervals (``intervals``, else ``null``).
+    """
     scenario = scenario_of(request)
     result = scenario.result
     return _document(
@@ -190,6 +223,7 @@ def evaluate(request: Request) -> dict[str, Any]:
             "description": scenario.description,
             "values": text_values(scenario),
             "result": result_values(result),
+            "intervals": result_intervals(result),
             "notes": list(result.constraint_trace),
         },
     )
@@ -279,8 +313,34 @@ def sweep_payload(request: Request) -> dict[str, Any]:
             "axes": [{"field": a.field, "column": a.column, "unit": a.unit} for a in table.axes],
             "rows": len(table),
             "columns": _columns(table),
+            "interval": efficiency_band_of(table, scenario),
         },
     )
+
+
+def efficiency_band_of(
+    table: Any, scenario: Any, level: float = INTERVAL_LEVEL
+) -> dict[str, Any] | None:
+    """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
+    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval`, one band
+    offset for all rows, clipped; a point on one device); ``None`` under the seed model or when
+    the sweep varies the assumptions.
+    """
+    import numpy as np
+
+    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+
+    assumptions = scenario.assumptions
+    if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
+        return None
+    low, high = efficiency_band(assumptions, level)
+    e = np.asarray(table["efficiency"], dtype=float)
+    one = np.asarray(table["n_devices"]) == 1
+    return {
+        "level": level,
+        "efficiency_low": json_value(np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))),
+        "efficiency_high": json_value(np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))),
+    }
 
 
 def sweep_csv(request: Request) -> str:

@@ -18,7 +18,7 @@ def query_of(scenario: Any) -> str:
     """The page's query string for ``scenario``: the closest named scenario and the fields that differ.
 
     Raises :class:`InputError` when the page cannot express the scenario (an
-    inline workload that is not in the registry).
+    inline workload with more than a name and a parameter count).
     """
     from mlsysim.engine.scenarios import Scenarios
     from mlsysim.ui.state import FieldErrors, scenario_from
@@ -37,10 +37,10 @@ def query_of(scenario: Any) -> str:
         rebuilt = scenario_from(base.name, diff)
     except FieldErrors:
         rebuilt = None
-    if rebuilt is None or text_values(rebuilt) != wanted:
+    if rebuilt is None or text_values(rebuilt) != wanted or rebuilt.workload != scenario.workload:
         raise InputError(
-            "the page takes registry workloads only (its --set spellings); this scenario's "
-            f"workload {scenario.workload.name!r} is not in the registry",
+            "the page takes registry workloads, or a custom one given by its parameter count "
+            f"and name only; this scenario's workload {scenario.workload.name!r} is neither",
             field="workload",
         )
     return urllib.parse.urlencode(

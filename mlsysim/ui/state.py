@@ -34,9 +34,16 @@ PAGE_PARAMS = (
 NOT_IN_FORM = ("name", "description")
 ASSUMPTIONS = "assumptions"
 ASSUMPTION_PRESETS = ("seed", "realistic")
+CUSTOM_WORKLOAD = "custom"
+"""The ``workload`` choice of a workload given by its parameter count instead of a registry name."""
+WORKLOAD_PARAMETERS = "workload.parameters"
+WORKLOAD_NAME = "workload.name"
+CUSTOM_WORKLOAD_FIELDS = (WORKLOAD_PARAMETERS, WORKLOAD_NAME)
+"""The page's fields of a custom workload: ``workload=custom&workload.parameters=7e9&workload.name=My 7B``
+(the way ``assumptions=custom`` takes ``assumptions.FIELD``); read here, not by the field table."""
 
 GROUPS: dict[str, tuple[str, ...]] = {
-    "Workload": ("workload", "precision"),
+    "Workload": ("workload", *CUSTOM_WORKLOAD_FIELDS, "precision"),
     "One-device profile": ("step_time", "training_time", "per_device_batch"),
     "Cluster": (
         "devices_per_node",
@@ -70,7 +77,70 @@ def apply_text_values(base: Any, values: Mapping[str, str]) -> Any:
     """
     from mlsysim.engine.overrides import apply_overrides
 
-    return apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in values.items()])
+    rest, workload = custom_workload(base, values)
+    scenario = apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in rest.items()])
+    if workload is None:
+        return scenario
+    name = f"{base.name} [{', '.join(f'{k}={v.strip()}' for k, v in values.items())}]"
+    return scenario.variant(workload=workload, name=name if base.name else scenario.name)
+
+
+def custom_workload(base: Any, values: Mapping[str, str]) -> tuple[dict[str, str], Any]:
+    """(the other changes, the custom workload or ``None``) of ``values``.
+
+    ``workload=custom`` with ``workload.parameters=7e9`` (``7e9 param``, ``7 B`` ...) and
+    optionally ``workload.name``: a :class:`~mlsysim.Workload` of that parameter count, checked
+    by the library. ``workload.parameters`` alone implies ``workload=custom``; without it, the
+    base scenario's own custom workload (one of a file) keeps its count.
+    """
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.units import parse_quantity
+    from mlsysim.models.types import Workload
+
+    chosen = values.get("workload", "").strip()
+    given = {k: v.strip() for k, v in values.items() if k.startswith("workload.")}
+    is_custom = chosen.lower() == CUSTOM_WORKLOAD
+    if not given and not is_custom:
+        return dict(values), None
+    for key in given:
+        if key not in CUSTOM_WORKLOAD_FIELDS:
+            raise InputError(
+                f"{key}: unknown; a custom workload takes {' and '.join(CUSTOM_WORKLOAD_FIELDS)}",
+                field=key,
+            )
+    if chosen and not is_custom:
+        raise InputError(
+            f"{WORKLOAD_PARAMETERS}: applies to workload={CUSTOM_WORKLOAD} only, "
+            f"not to workload={chosen}",
+            field=WORKLOAD_PARAMETERS,
+        )
+    rest = {k: v for k, v in values.items() if k != "workload" and not k.startswith("workload.")}
+    own = None if _registry_workload(base.workload) else base.workload
+    text = given.get(WORKLOAD_PARAMETERS, "")
+    parameters: Any
+    if text:
+        try:
+            parameters = float(text)  # a plain count, as a file's ``parameters = 7e9``
+        except ValueError:
+            try:
+                parameters = parse_quantity(text, "count")
+            except InputError as exc:
+                raise InputError(
+                    f"{WORKLOAD_PARAMETERS}: {exc}", field=WORKLOAD_PARAMETERS
+                ) from None
+    elif own is not None:
+        parameters = own.parameters
+    else:
+        raise InputError(
+            f"{WORKLOAD_PARAMETERS}: a custom workload needs its parameter count "
+            "(e.g. 7e9 or 7e9 param)",
+            field=WORKLOAD_PARAMETERS,
+        )
+    name = given.get(WORKLOAD_NAME) or (own.name if own is not None else CUSTOM_WORKLOAD)
+    try:
+        return rest, Workload(name=name, parameters=parameters)
+    except InputError as exc:  # the library's words: "Workload.parameters: ..."
+        raise InputError(str(exc), field=WORKLOAD_PARAMETERS) from None
 
 
 def base_scenario(name: str | None) -> Any:
@@ -189,12 +259,17 @@ def _preset_of(assumptions: Any) -> str:
 
 
 def _workload_name(workload: Any) -> str:
+    return _registry_workload(workload) or str(workload.name)
+
+
+def _registry_workload(workload: Any) -> str | None:
+    """The registry name of ``workload``; ``None`` for a workload of no registry (a custom one)."""
     from mlsysim.models.registry import Models
 
     for path, entry in Models.walk():
         if entry == workload:
             return path.rsplit(".", 1)[-1]
-    return str(workload.name)
+    return None
 
 
 def text_values(scenario: Any) -> dict[str, str]:
@@ -207,6 +282,11 @@ def text_values(scenario: Any) -> dict[str, str]:
         for k, v in scenario.fields().items()
         if k not in NOT_IN_FORM and k not in derived
     }
+    custom = "workload" in out and _registry_workload(scenario.workload) is None
+    if "workload" in out:
+        out["workload"] = CUSTOM_WORKLOAD if custom else out["workload"]
+        out[WORKLOAD_PARAMETERS] = text_of(scenario.workload.parameters) if custom else ""
+        out[WORKLOAD_NAME] = scenario.workload.name if custom else ""
     for key, value in scenario.assumptions.fields().items():
         out[f"{ASSUMPTIONS}.{key}"] = text_of(value)
     return out
@@ -247,7 +327,7 @@ def form_fields() -> tuple[dict[str, Any], ...]:
             "example": "",
         }
         if f.kind == "workload":
-            entry.update(kind="choice", choices=_registry_names("models"))
+            entry.update(kind="choice", choices=[*_registry_names("models"), CUSTOM_WORKLOAD])
         elif f.kind == "assumptions":
             entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
         elif f.choices:
@@ -259,6 +339,8 @@ def form_fields() -> tuple[dict[str, Any], ...]:
         else:
             entry.update(kind="text")
         out.append(entry)
+        if f.kind == "workload":
+            out += _custom_workload_fields(entry["group"])
     for name, info in Assumptions.model_fields.items():
         entry = _describe(f"{ASSUMPTIONS}.{name}", info.annotation, base)
         entry.update(
@@ -267,6 +349,31 @@ def form_fields() -> tuple[dict[str, Any], ...]:
         entry.setdefault("unit", None)
         out.append(entry)
     return tuple(out)
+
+
+def _custom_workload_fields(group: str) -> list[dict[str, Any]]:
+    """The form entries of a custom workload (``workload=custom``): its parameter count and name."""
+    common = {"group": group, "required": False, "optional": True, "choices": [], "suggestions": []}
+    return [
+        {
+            **common,
+            "name": WORKLOAD_PARAMETERS,
+            "label": "parameter count of a custom workload",
+            "symbol": None,
+            "unit": "param",
+            "kind": "quantity",
+            "example": "7e9 param",
+        },
+        {
+            **common,
+            "name": WORKLOAD_NAME,
+            "label": "name of a custom workload",
+            "symbol": None,
+            "unit": None,
+            "kind": "text",
+            "example": CUSTOM_WORKLOAD,
+        },
+    ]
 
 
 def _describe(name: str, annotation: Any, base: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import FIELDS  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402
-from mlsysim.ui.state import form_fields  # noqa: E402
+from mlsysim.ui.state import CUSTOM_WORKLOAD_FIELDS, form_fields  # noqa: E402
 
 ONE = "Gpt2DataParallelOneNode"
 FOUR_10G = f"/api/evaluate?scenario={ONE}&nodes=4&inter_bandwidth=10%20Gbps"
@@ -236,7 +236,10 @@ def test_registry_lists_a_form_field_per_scenario_field(client):
     ]
     from mlsysim import Assumptions
 
-    assert [n.split(".", 1)[1] for n in names if "." in n] == list(Assumptions.model_fields)
+    assert [n.split(".", 1)[1] for n in names if n.startswith("assumptions.")] == list(
+        Assumptions.model_fields
+    )
+    assert [n for n in names if n.startswith("workload.")] == list(CUSTOM_WORKLOAD_FIELDS)
     assert [s["name"] for s in body["scenarios"]] == Scenarios.names()
     assert (
         "InfiniBand_NDR"
@@ -313,3 +316,125 @@ def test_the_default_plan_searches_nodes_and_links_within_the_limit(client):
     assert body["labels"][0].startswith("nodes=1, inter_bandwidth=")
     big = client.get(f"/api/plan?scenario={ONE}&nodes=100000&inter_bandwidth=100%20Gbps")
     assert big.status_code == 200 and big.json()["rows"] <= api.MAX_SWEEP_ROWS
+
+
+# -- prediction intervals ----------------------------------------------------------------------
+
+
+def test_evaluate_gives_the_librarys_80_percent_intervals_under_realistic_assumptions(client):
+    sets = (
+        "nodes=4",
+        "inter_bandwidth=10 Gbps",
+        "assumptions=realistic",
+        "node_hour_rate=32 USD/hour",
+    )
+    query = "&".join(s.replace(" ", "%20").replace("/", "%2F") for s in sets)
+    body = client.get(f"/api/evaluate?scenario={ONE}&{query}").json()
+    result = library(*sets).result
+    assert body["intervals"]["level"] == 0.8
+    got = body["intervals"]["fields"]
+    assert list(got) == ["efficiency", "speedup", "update_time", "training_time", "cost"]
+    for name, band in got.items():
+        low, high = result.interval(name, 0.8)
+        if name in ("efficiency", "speedup"):
+            assert (band["low"], band["high"]) == (pytest.approx(low), pytest.approx(high))
+            assert band["low"] <= body["result"][name] <= band["high"]
+        elif name == "cost":
+            assert band["low"] == {"value": pytest.approx(low), "unit": "USD"}
+            assert band["high"] == {"value": pytest.approx(high), "unit": "USD"}
+        else:  # in the unit of the figure itself
+            unit = body["result"][name]["unit"]
+            assert band["low"]["unit"] == band["high"]["unit"] == unit
+            assert band["low"]["value"] == pytest.approx(low.to(unit).magnitude)
+            assert band["high"]["value"] == pytest.approx(high.to(unit).magnitude)
+            assert band["low"]["value"] <= body["result"][name]["value"] <= band["high"]["value"]
+
+
+def test_the_seed_model_has_no_interval_and_cost_needs_a_price(client):
+    assert client.get(FOUR_10G).json()["intervals"] is None  # seed: a bound, not an estimate
+    body = client.get(FOUR_10G + "&assumptions=realistic&node_hour_rate=").json()
+    assert "cost" not in body["intervals"]["fields"] and "efficiency" in body["intervals"]["fields"]
+    assert client.get(FOUR_10G.replace("evaluate", "sweep")).json()["interval"] is None
+
+
+def test_the_sweep_carries_the_efficiency_band_per_row(client):
+    body = client.get(
+        FOUR_10G.replace("evaluate", "sweep") + "&assumptions=realistic&axis=nodes=1..8"
+    ).json()
+    band, eff = body["interval"], body["columns"]["efficiency"]["values"]
+    assert band["level"] == 0.8 and len(band["efficiency_low"]) == len(eff) == 8
+    for row, nodes in enumerate(range(1, 9)):
+        result = library(
+            f"nodes={nodes}", "inter_bandwidth=10 Gbps", "assumptions=realistic"
+        ).result
+        low, high = result.interval("efficiency")
+        assert band["efficiency_low"][row] == pytest.approx(low)
+        assert band["efficiency_high"][row] == pytest.approx(high)
+    # no band when the sweep varies the assumptions themselves
+    varied = client.get(
+        FOUR_10G.replace("evaluate", "sweep") + "&axis=assumptions=seed,realistic&axis=nodes=1..2"
+    ).json()
+    assert varied["interval"] is None
+
+
+# -- a custom workload -------------------------------------------------------------------------
+
+
+def custom(parameters, name="My 7B"):
+    from mlsysim import Workload
+
+    return Scenarios.get(ONE).variant(workload=Workload(name=name, parameters=parameters))
+
+
+@pytest.mark.filterwarnings("ignore:step_time and training_time measured")
+@pytest.mark.parametrize("text", ["7e9", "7e9 param", "7000000000"])
+def test_a_custom_workload_by_its_parameter_count(client, text, tmp_path):
+    answer = client.get(
+        f"/api/evaluate?scenario={ONE}&workload=custom&workload.parameters={text}"
+        "&workload.name=My%207B&nodes=2&inter_bandwidth=100%20Gbps"
+    )
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    want = custom(Q_(7e9, "param")).variant(nodes=2, inter_bandwidth=Q_(100, "Gbps"))
+    same_figures(body["result"], want.result)
+    assert body["values"]["workload"] == "custom"
+    assert body["values"]["workload.name"] == "My 7B"
+    assert body["values"]["workload.parameters"] == "7000000000.0 param"
+    # the values read back: the page's state for this scenario is a link that reproduces it
+    again = client.get(
+        "/api/evaluate",
+        params={"scenario": ONE, **{k: body["values"][k] for k in CUSTOM_WORKLOAD_FIELDS}},
+    )
+    same_figures(again.json()["result"], custom(Q_(7e9, "param")).result)
+    # the TOML download is a file that reads back to the same workload
+    path = tmp_path / "job.toml"
+    path.write_text(client.get(f"/api/scenario.toml?scenario={ONE}&workload.parameters=7e9").text)
+    assert load_scenario(path).workload == custom(Q_(7e9, "param"), name="custom").workload
+
+
+@pytest.mark.filterwarnings("ignore:step_time and training_time measured")
+@pytest.mark.parametrize(
+    ("params", "field", "words"),
+    [
+        ({"workload": "custom"}, "workload.parameters", "needs its parameter count"),
+        ({"workload.parameters": "seven"}, "workload.parameters", "expected a number"),
+        ({"workload.parameters": "-3"}, "workload.parameters", "above zero"),
+        ({"workload.parameters": "7 GB"}, "workload.parameters", "parameter count"),
+        ({"workload": "GPT2", "workload.parameters": "7e9"}, "workload.parameters", "custom"),
+        ({"workload.size": "7"}, "workload.size", "unknown"),
+    ],
+)
+def test_a_bad_custom_workload_is_422_naming_its_field(client, params, field, words):
+    answer = client.get("/api/evaluate", params={"scenario": ONE, **params})
+    assert answer.status_code == 422
+    body = answer.json()
+    assert body["field"] == field and words in body["errors"][field]
+
+
+def test_a_bad_parameter_count_has_the_librarys_words(client):
+    from mlsysim import Workload
+
+    with pytest.raises(MlsysimError) as caught:
+        Workload(name="custom", parameters=-3.0)
+    answer = client.get(f"/api/evaluate?scenario={ONE}&workload.parameters=-3")
+    assert answer.json()["errors"]["workload.parameters"] == str(caught.value)

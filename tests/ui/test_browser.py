@@ -24,8 +24,9 @@ from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 
-from mlsysim import MlsysimError, Scenarios  # noqa: E402
+from mlsysim import Q_, MlsysimError, Scenarios, Workload  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import FIELDS  # noqa: E402
 from mlsysim.ui.state import form_fields  # noqa: E402
@@ -293,6 +294,68 @@ def test_no_request_leaves_the_local_server(server, browser):
         u for u in urls if not u.startswith(server + "/") and not u.startswith(("data:", "blob:"))
     ]
     assert outside == []
+
+
+def test_realistic_assumptions_show_the_80_percent_interval(server, browser, shots):
+    open_page(browser, server + "/" + STATE + "&assumptions=realistic")
+    result = library("nodes=4", "inter_bandwidth=10 Gbps", "assumptions=realistic").result
+    for name in ("efficiency", "speedup", "update_time", "training_time", "cost"):
+        shown = browser.find_element(By.CSS_SELECTOR, f'[data-field="{name}"]')
+        low, high = result.interval(name, 0.8)
+        unit = shown.get_attribute("data-unit")
+        if hasattr(low, "magnitude"):
+            low, high = low.to(unit).magnitude, high.to(unit).magnitude
+        assert float(shown.get_attribute("data-low")) == pytest.approx(low, rel=1e-9), name
+        assert float(shown.get_attribute("data-high")) == pytest.approx(high, rel=1e-9), name
+        assert shown.get_attribute("data-level") == "0.8"
+    low, high = result.interval("efficiency")
+    card = browser.find_element(By.CSS_SELECTOR, '[data-field="efficiency"]').find_element(
+        By.XPATH, ".."
+    )
+    assert f"80% interval: {low * 100:.1f}–{high * 100:.1f} %" in card.text
+    band = browser.execute_script(
+        "const t = document.querySelector('[data-plot=scaling]').data;"
+        "return [t.find(x => x.name === '80% interval'), t.find(x => x.name === 'efficiency_low')]"
+        ".map(x => x && x.y[3])"
+    )
+    assert band == [pytest.approx(high), pytest.approx(low)]  # at nodes = 4
+    browser.save_screenshot(str(shots / "intervals-1400x1000.png"))
+
+
+@pytest.mark.filterwarnings("ignore:step_time and training_time measured")
+def test_a_custom_workload_by_its_parameter_count(server, browser, shots):
+    def custom(parameters, name="custom"):
+        workload = Workload(name=name, parameters=Q_(parameters, "param"))
+        return library("nodes=4", "inter_bandwidth=10 Gbps").variant(workload=workload).result
+
+    open_page(browser, server + "/" + STATE)
+    assert browser.find_elements(By.CSS_SELECTOR, ".figure-interval") == []  # seed: no interval
+    assert value_of(browser, "efficiency") == repr(0.27856590147020893)
+    count = browser.find_element(By.NAME, "workload.parameters")
+    assert not count.is_displayed()  # only for workload=custom
+    Select(browser.find_element(By.NAME, "workload")).select_by_value("custom")
+    settle(browser)
+    assert count.is_displayed()
+    gpt2 = Scenarios.get(ONE).workload.parameter_count()
+    assert count.get_attribute("value") == f"{gpt2:.0f} param"  # starts from the last model's
+    wait(browser, lambda: value_of(browser, "efficiency") == repr(custom(gpt2).efficiency))
+    type_into(browser, "workload.parameters", "7e9")
+    type_into(browser, "workload.name", "My 7B")
+    want = custom(7e9, "My 7B")
+    wait(browser, lambda: value_of(browser, "efficiency") == repr(want.efficiency))
+    assert_page_shows(browser, want)
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(browser.current_url).query))
+    assert query["workload"] == "custom" and query["workload.parameters"] == "7e9"
+    assert query["workload.name"] == "My 7B"
+    browser.save_screenshot(str(shots / "custom-workload.png"))
+    type_into(browser, "workload.parameters", "seven")
+    error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="workload.parameters"]')
+    wait(browser, lambda: "expected a number" in error.text)
+    assert value_of(browser, "efficiency") == repr(want.efficiency)  # the last good result stays
+    Select(browser.find_element(By.NAME, "workload")).select_by_value("GPT2")
+    settle(browser)
+    wait(browser, lambda: "workload" not in browser.current_url)
+    assert not count.is_displayed() and error.text == ""
 
 
 def test_the_page_fits_a_phone(server, browser, shots):

@@ -79,14 +79,36 @@ def test_a_scenario_becomes_the_query_of_the_page():
     assert rebuilt.result == custom.result
 
 
-def test_an_inline_workload_cannot_be_shown(tmp_path, capsys):
-    need("starlette", "uvicorn", "plotly")
+@pytest.mark.filterwarnings("ignore:step_time and training_time measured")
+def test_an_inline_workload_of_a_parameter_count_is_a_custom_one_on_the_page(tmp_path):
+    need("starlette")
+    import urllib.parse
+
+    from mlsysim import load_scenario
+    from mlsysim.ui.server import query_of
+    from mlsysim.ui.state import scenario_from
+
     job = tmp_path / "job.toml"
     job.write_text(
         'base = "Gpt2DataParallelOneNode"\n[workload]\nname = "Mine"\nparameters = "3e9 param"\n'
     )
+    scenario = load_scenario(job)
+    params = dict(urllib.parse.parse_qsl(query_of(scenario)))
+    assert params["workload"] == "custom" and params["workload.name"] == "Mine"
+    rebuilt = scenario_from(params.pop("scenario"), params)
+    assert rebuilt.workload == scenario.workload and rebuilt.result == scenario.result
+
+
+@pytest.mark.filterwarnings("ignore:step_time and training_time measured")
+def test_an_inline_workload_with_more_than_its_count_cannot_be_shown(tmp_path, capsys):
+    need("starlette", "uvicorn", "plotly")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'base = "Gpt2DataParallelOneNode"\n[workload]\nname = "Mine"\nparameters = "3e9 param"\n'
+        'model_size = "6 GB"\n'
+    )
     assert main(["ui", "--file", str(job), "--no-browser"]) == 2
-    assert "registry workloads only" in capsys.readouterr().err
+    assert "a custom one given by its parameter count and name only" in capsys.readouterr().err
 
 
 def _start(*args):

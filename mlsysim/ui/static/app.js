@@ -17,7 +17,7 @@ const HEADLINE = [
 ];
 const COLORS = {
   compute: "#16a34a", intra: "#2563eb", inter: "#f97316", exposed: "#f97316",
-  sync: "#a855f7", efficiency: "#2563eb", speedup: "#0f766e", ideal: "#94a3b8",
+  sync: "#a855f7", efficiency: "#2563eb", band: "rgba(37, 99, 235, 0.16)", speedup: "#0f766e", ideal: "#94a3b8",
   feasible: "#2563eb", infeasible: "#cbd5e1", pareto: "#f97316", now: "#dc2626",
 };
 const PLOT_CONFIG = { displaylogo: false, responsive: true, displayModeBar: false };
@@ -41,7 +41,8 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
-const label = (name) => name.replace(/^assumptions\./, "").replace(/_/g, " ");
+const label = (name) => name.replace(/^(assumptions|workload)\./, "").replace(/_/g, " ");
+const CUSTOM_WORKLOAD = ["workload.parameters", "workload.name"];
 
 // ---------------------------------------------------------------- formatting
 
@@ -86,6 +87,22 @@ function figure(name, v) {
   }
   if (Array.isArray(v)) return [v.join("; "), "", v.join("; ")];
   return [String(v), "", String(v)];
+}
+
+// A prediction interval: {low, high (numbers in the figure's data-unit, as text), label: "80% interval: ", text: "21.4–33.0 %"}.
+function intervalText(name, v, band, level) {
+  const part = (x) => figure(name, x);
+  const [low, , lowText] = part(band.low), [high, , highText] = part(band.high);
+  const pct = `${Math.round(level * 100)}%`;
+  let text;
+  if (name === "efficiency") text = `${(band.low * 100).toFixed(1)}–${(band.high * 100).toFixed(1)} %`;
+  else if (name === "speedup") text = `${fmtNumber(band.low, 3)}–${fmtNumber(band.high, 3)}×`;
+  else {
+    const unit = (t) => t.replace(/^\$?[\d.,]+\s*/, "");  // "1.855 h" -> "h"; "$237.49" -> ""
+    const same = unit(lowText) === unit(highText);
+    text = same && unit(lowText) ? `${lowText.slice(0, -unit(lowText).length).trim()}–${highText}` : `${lowText}–${highText}`;
+  }
+  return { low, high, label: `${pct} interval: `, text };
 }
 
 // ---------------------------------------------------------------- the form
@@ -168,9 +185,23 @@ function formValues() {
   return out;
 }
 
+// workload=custom: the parameter count (prefilled with the last model's) and name; hidden otherwise.
+function syncWorkload(prefill = false) {
+  const select = inputOf("workload");
+  if (!select) return;
+  const custom = select.value === "custom";
+  if (prefill && custom && !inputOf("workload.parameters").value.trim()) {
+    const model = state.registry.models.find((m) => m.name === state.lastGood?.values.workload);
+    if (model) setInput("workload.parameters", `${model.parameters} param`);
+  }
+  if (prefill && !custom) for (const k of CUSTOM_WORKLOAD) setInput(k, "");
+  for (const k of CUSTOM_WORKLOAD) { const i = inputOf(k); if (i) i.closest(".field").hidden = !custom; }
+}
+
 function onInput(e) {
   const name = e.target.name;
   if (!name) return;
+  if (name === "workload") syncWorkload(true);
   if (name === "assumptions") {
     const preset = state.registry.presets[e.target.value];
     if (preset) for (const [k, v] of Object.entries(preset)) setInput(k, v);
@@ -261,6 +292,8 @@ function loadFromUrl() {
     } else unknown.push([k, v]);
   }
   state.unknown = unknown;  // sent as given: the server names them
+  if (CUSTOM_WORKLOAD.some((k) => params.has(k)) && !params.has("workload")) inputOf("workload").value = "custom";
+  syncWorkload();
   syncPreset();
   if (preset === "custom" || [...params.keys()].some((k) => k.startsWith("assumptions."))) {
     if (!state.registry.presets[inputOf("assumptions").value]) inputOf("assumptions").value = "custom";
@@ -379,9 +412,14 @@ function renderResults(data) {
     if (name === "update_time") sub = `${fmtTimeMs(r.compute_time.value)} compute + ${fmtTimeMs(r.update_time.value - r.compute_time.value)} waiting`;
     if (name === "memory_per_device") sub = r.fits === null ? "device memory not given" : r.fits ? `fits in ${figure("device_memory", r.device_memory)[2]}` : `does NOT fit in ${figure("device_memory", r.device_memory)[2]}`;
     if (name === "cost" && r.cost) sub = `${inputOf("nodes").value} node(s) at ${inputOf("node_hour_rate").value}`;
+    const band = data.intervals && data.intervals.fields[name];
+    const range = band ? intervalText(name, r[name], band, data.intervals.level) : null;
     const card = el("div", { class: `figure-card ${name === "memory_per_device" && r.fits === false ? "warn" : ""}` },
       el("div", { class: "figure-title", text: title }),
-      el("div", { class: "figure-value", "data-field": name, "data-value": value, "data-unit": unit, text }),
+      el("div", { class: "figure-value", "data-field": name, "data-value": value, "data-unit": unit, text,
+        "data-low": range && range.low, "data-high": range && range.high, "data-level": range && String(data.intervals.level) }),
+      range ? el("div", { class: "figure-interval", title: "prediction interval: from the model's errors on the published measurements (docs/model.md)" },
+        range.label, el("span", { class: "nowrap", text: range.text })) : null,
       el("div", { class: "figure-sub", text: sub }));
     head.append(card);
   }
@@ -433,7 +471,12 @@ function renderScaling(sweep, current) {
   const nodes = axis.values;
   const now = current.result;
   const nowNodes = axis.now;
+  const band = sweep.interval ? [
+    { x: nodes, y: sweep.interval.efficiency_low, name: "efficiency_low", showlegend: false, line: { width: 0 }, hoverinfo: "skip" },
+    { x: nodes, y: sweep.interval.efficiency_high, name: `${Math.round(sweep.interval.level * 100)}% interval`, fill: "tonexty", fillcolor: COLORS.band, line: { width: 0 }, hoverinfo: "skip" },
+  ] : [];
   const traces = [
+    ...band,
     { x: nodes, y: c.efficiency.values, name: "efficiency", line: { color: COLORS.efficiency, width: 3 }, hovertemplate: "%{y:.1%}" },
     { x: nodes, y: c.speedup.values, name: "speedup", yaxis: "y2", line: { color: COLORS.speedup, width: 2 }, hovertemplate: "%{y:.3g}×" },
     { x: nodes, y: c.n_devices.values, name: "ideal speedup", yaxis: "y2", line: { color: COLORS.ideal, dash: "dot", width: 1.5 }, hovertemplate: "%{y}" },
@@ -607,7 +650,7 @@ async function start() {
   buildForm();
   chartButtons();
   loadFromUrl();
-  pick.addEventListener("change", () => { fillFrom(baseValues()); state.unknown = []; describeScenario(); schedule(); });
+  pick.addEventListener("change", () => { fillFrom(baseValues()); syncWorkload(); state.unknown = []; describeScenario(); schedule(); });
   $("#teach").addEventListener("change", () => { showTeach(); update(); });
   $("#reveal").addEventListener("click", reveal);
   $("#guess").addEventListener("keydown", (e) => { if (e.key === "Enter") reveal(); });
