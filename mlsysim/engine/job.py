@@ -37,6 +37,7 @@ fabric, accelerator, recompute) go through :func:`resolve` once per value.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
@@ -92,6 +93,11 @@ MFU_SANITY_LIMIT = 0.75
 """An MFU above this is flagged: published large training runs report 0.3-0.6
 (Chowdhery et al. 2022, PaLM, Table 3: 46.2 %; Llama Team 2024, The Llama 3
 Herd of Models, Table 4: 38-43 %)."""
+
+BATCH_SANITY_TOLERANCE = 1.05
+"""A global batch is flagged above this multiple of the workload's largest
+reported batch: sources round their figures (Llama 2's "4M tokens" at 4096
+tokens per sequence is 976.6 sequences; 1024 sequences are 4.19M tokens)."""
 
 
 @dataclass(frozen=True)
@@ -650,7 +656,45 @@ def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
                 f"({sharded / 1e9:.4g} GB > {capacity / 1e9:.4g} GB per device): this job needs "
                 "tensor or pipeline parallelism, which this tool does not model"
             )
+    batch = batch_note(values)
+    if batch is not None:
+        notes.append(batch)
     return tuple(notes)
+
+
+def batch_note(values: Checked) -> str | None:
+    """The note for a global batch beyond the largest the workload's sources report; else None.
+
+    Global batch B = per_device_batch x devices x accumulation_steps, in
+    samples (sequences), against ``Workload.largest_reported_batch_samples()``
+    (with :data:`BATCH_SANITY_TOLERANCE` for the sources' rounding).
+    """
+    workload = values["workload"]
+    reported = workload.largest_reported_batch_samples()
+    if reported is None:
+        return None
+    n = values["devices_per_node"] * values["nodes"]
+    global_batch = values["per_device_batch"] * n * values.get("accumulation_steps", 1)
+    if global_batch <= reported * BATCH_SANITY_TOLERANCE:
+        return None
+    figure = workload.largest_reported_batch
+    stated = f"{reported:.7g} samples"
+    if figure.dimensionality == quantity(1, "token").dimensionality:
+        tokens = float(figure.to("token").magnitude)
+        stated += f" = {tokens / 1e6:g}M tokens / {workload.seq_len} per sequence"
+    cited = _short_source(workload.largest_reported_batch_source)
+    what = workload.largest_reported_batch_note.split(":", 1)[0].strip()
+    why = "; ".join(part for part in (cited, what) if part)
+    return (
+        f"global batch {global_batch:g} samples is beyond the largest reported for "
+        f"{workload.name}: {stated}{f' ({why})' if why else ''}; "
+        "convergence at this batch is unproven (more steps or a loss of quality)"
+    )
+
+
+def _short_source(source: str) -> str:
+    """A source in a few words: the quoted title and what follows it in parentheses dropped."""
+    return re.sub(r",? '[^']*'(?: \([^)]*\))?", "", source).strip()
 
 
 def origins_notes(job: Job) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Annotated
 
-from pydantic import PlainValidator
+from pydantic import PlainValidator, model_validator
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, to_canonical
@@ -49,6 +49,24 @@ def _check_flop_count(value: object) -> Quantity:
 
 _FLOP_DIMENSION = quantity(1, "flop").dimensionality
 
+_BATCH_UNITS = ("sample", "token")
+_TOKEN_DIMENSION = quantity(1, "token").dimensionality
+
+
+def _check_batch_size(value: object) -> Quantity:
+    """A batch size: a finite Quantity in ``sample`` or ``token`` above zero."""
+    if (
+        isinstance(value, Quantity)
+        and any(value.dimensionality == quantity(1, u).dimensionality for u in _BATCH_UNITS)
+        and math.isfinite(float(value.magnitude))
+        and value.magnitude > 0
+    ):
+        return value
+    raise InputError(
+        "expected a batch size in samples or tokens above zero "
+        f"(e.g. Q_(8192, 'sample') or Q_(4e6, 'token')), got {value!r}"
+    )
+
 
 def _optional(check: Callable[[object], object]) -> PlainValidator:
     """Validator for an optional field: None, or a value that passes ``check``."""
@@ -63,6 +81,11 @@ class Workload(Validated):
     those precisions (SPEC section 4). ``forward_flops_per_sample``, when
     given, is the compute of one forward pass over one sample, in
     floating-point operations (a multiply-add counts as two).
+    ``largest_reported_batch``, when given, is the largest global batch a
+    published source trained this model at (or showed it trains at without
+    loss of quality), in samples or tokens as the source states it, with
+    ``largest_reported_batch_source`` and ``largest_reported_batch_note``
+    saying where and what; a batch beyond it is a sanity note, not an error.
 
     >>> from mlsysim import Workload, Q_
     >>> w = Workload(name="x", parameters=Q_(7e9, "param"))
@@ -78,6 +101,37 @@ class Workload(Validated):
     source: str = ""
     note: str = ""
     forward_flops_per_sample: Annotated[Quantity | None, _optional(_check_flop_count)] = None
+    largest_reported_batch: Annotated[Quantity | None, _optional(_check_batch_size)] = None
+    largest_reported_batch_source: str = ""
+    largest_reported_batch_note: str = ""
+
+    @model_validator(mode="after")
+    def _batch_in_tokens_needs_a_sequence_length(self) -> Workload:
+        batch = self.largest_reported_batch
+        in_tokens = batch is not None and batch.dimensionality == _TOKEN_DIMENSION
+        if in_tokens and getattr(self, "seq_len", None) is None:
+            raise InputError(
+                "largest_reported_batch in tokens needs the workload's seq_len "
+                "(a TransformerWorkload); give it in samples otherwise",
+                field="largest_reported_batch",
+            )
+        return self
+
+    def largest_reported_batch_samples(self) -> float | None:
+        """The largest global batch the sources report for this model, in samples (sequences).
+
+        None when the workload states none. A figure in tokens is divided by
+        ``seq_len`` (the training context length): GPT-3's 3.2e6 tokens at
+        2048 tokens per sequence are 1562.5 sequences.
+        """
+        batch = self.largest_reported_batch
+        if batch is None:
+            return None
+        if batch.dimensionality == _TOKEN_DIMENSION:
+            seq_len = getattr(self, "seq_len", None)
+            assert seq_len is not None  # checked at construction
+            return float(batch.to("token").magnitude) / float(seq_len)
+        return float(batch.to("sample").magnitude)
 
     def parameter_count(self) -> float:
         """The number of parameters as a float."""

@@ -270,3 +270,43 @@ def test_clearing_a_measured_time_lets_it_be_derived():
     assert derived.job.derives("step_time") and derived.job.derives("training_time")
     with pytest.raises(InputError, match="step_time: required field is missing; or give mfu"):
         s.variant(step_time=None)
+
+
+def _batch_notes(s: DataParallelScaleOutScenario) -> list[str]:
+    return [n for n in s.result.constraint_trace if n.startswith("global batch")]
+
+
+def test_a_global_batch_beyond_the_reported_one_is_a_note_naming_batch_figure_and_source() -> None:
+    # GPT-3 on 256 DGX H100: 1 x 8 x 256 = 2048 sequences > 3.2e6 / 2048 = 1562.5 (x 1.05 = 1640.6)
+    s = job(workload=Models.Language.GPT3, node=DGX, nodes=256, **MEASURED)
+    (note,) = _batch_notes(s)
+    assert note.startswith("global batch 2048 samples is beyond the largest reported for GPT-3")
+    assert "1562.5 samples = 3.2M tokens / 2048 per sequence" in note
+    assert "(Brown et al. 2020, Table 2.1; trained at)" in note
+    # 192 nodes: 1536 <= 1562.5, no note; accumulation counts: 192 nodes x 2 steps = 3072
+    assert _batch_notes(s.variant(nodes=192)) == []
+    assert (
+        "global batch 3072 samples" in _batch_notes(s.variant(nodes=192, accumulation_steps=2))[0]
+    )
+
+
+def test_the_batch_note_allows_the_sources_rounding() -> None:
+    # Llama 2 7B: "4M tokens" / 4096 = 976.5625 sequences; x 1.05 = 1025.4
+    s = job(workload=Models.Language.Llama2_7B, node=DGX, nodes=16, **MEASURED)
+    assert _batch_notes(s.variant(per_device_batch=8)) == []  # 1024 sequences = 4.19M tokens
+    (note,) = _batch_notes(s.variant(per_device_batch=9))  # 9 x 128 = 1152
+    assert "global batch 1152 samples" in note and "976.5625 samples" in note
+    assert "Touvron et al. 2023" in note
+
+
+def test_the_batch_note_in_samples_and_its_absence_without_a_figure() -> None:
+    # ResNet-50: 8192 images (Goyal et al. 2017); 64 per device x 8 x 17 = 8704 > 8601.6
+    s = job(workload=Models.Vision.ResNet50, node=DGX, nodes=17, per_device_batch=64, **MEASURED)
+    (note,) = _batch_notes(s)
+    assert note.startswith(
+        "global batch 8704 samples is beyond the largest reported for ResNet-50: 8192 samples (Goyal et al. 2017, abstract and Figure 1; shown feasible without loss of accuracy"
+    )
+    assert _batch_notes(s.variant(nodes=16)) == []  # 8192
+    assert Models.Vision.VGG16.largest_reported_batch is None
+    vgg = job(workload=Models.Vision.VGG16, node=DGX, nodes=1000, per_device_batch=64, **MEASURED)
+    assert _batch_notes(vgg) == []

@@ -88,3 +88,44 @@ def test_workload_construction_per_spec():
 def test_bad_parameter_counts_are_rejected(bad):
     with pytest.raises(InputError, match="parameters"):
         Workload(name="x", parameters=bad)
+
+
+@pytest.mark.parametrize("path, workload", WORKLOADS)
+def test_every_reported_batch_has_its_unit_bounds_and_source(path: str, workload: Workload) -> None:
+    batch = workload.largest_reported_batch
+    if batch is None:
+        assert workload.largest_reported_batch_samples() is None
+        return
+    assert batch.units in (ureg.sample, ureg.token)
+    samples = workload.largest_reported_batch_samples()
+    assert samples is not None and 64 <= samples <= 1e6  # a global batch, not a per-device one
+    if batch.units == ureg.token:
+        assert isinstance(workload, TransformerWorkload) and workload.seq_len is not None
+        assert samples == batch.magnitude / workload.seq_len
+    assert len(workload.largest_reported_batch_source) > 10
+    assert workload.largest_reported_batch_note.startswith(("trained at:", "shown feasible"))
+
+
+def test_reported_batches_as_the_sources_state_them() -> None:
+    lang, vision = Models.Language, Models.Vision
+    assert lang.GPT2.largest_reported_batch_samples() == 512
+    assert lang.GPT3.largest_reported_batch == Q_(3.2e6, "token")
+    assert lang.GPT3.largest_reported_batch_samples() == 3.2e6 / 2048 == 1562.5
+    assert lang.Llama2_70B.largest_reported_batch_samples() == 4e6 / 4096 == 976.5625
+    assert lang.BERT_Large.largest_reported_batch_samples() == 32768
+    assert vision.ResNet50.largest_reported_batch_samples() == 8192
+
+
+@pytest.mark.parametrize("bad", [Q_(8, "GB"), Q_(-1, "sample"), Q_(float("inf"), "token"), 512])
+def test_a_reported_batch_must_be_samples_or_tokens_above_zero(bad: object) -> None:
+    with pytest.raises(InputError, match="largest_reported_batch"):
+        Workload(name="x", parameters=Q_(7e9, "param"), largest_reported_batch=bad)
+
+
+def test_a_reported_batch_in_tokens_needs_a_sequence_length() -> None:
+    with pytest.raises(InputError, match="needs the workload's seq_len"):
+        Workload(name="x", parameters=Q_(7e9, "param"), largest_reported_batch=Q_(4e6, "token"))
+    w = TransformerWorkload(
+        name="x", parameters=Q_(7e9, "param"), seq_len=1000, largest_reported_batch=Q_(4e6, "token")
+    )
+    assert w.largest_reported_batch_samples() == 4000
