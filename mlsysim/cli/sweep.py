@@ -490,6 +490,11 @@ def plan_command(
                 "no feasible layout found so far"
             )
         raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # before the first block came back (workers still starting)
+        typer.echo(
+            f"Interrupted after 0 of {_size(axes):,} layouts: no feasible layout found so far"
+        )
+        raise typer.Exit(130) from None
     from mlsysim.planning.summary import group_results
 
     typer.echo(printable_lines(result.summary()))

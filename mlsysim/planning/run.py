@@ -134,17 +134,20 @@ def _pool(
     """
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import Future as PoolFuture
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(space, criteria),
-    )
-    pending = {pool.submit(_pool_task, g) for g in groups}
+    pool: ProcessPoolExecutor | None = None
+    pending: set[PoolFuture[tuple[Partial, str, int]]] = set()
     finished = False
-    try:
+    try:  # an interruption while the pool starts must stop it too
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(space, criteria),
+        )
+        pending = {pool.submit(_pool_task, g) for g in groups}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
@@ -156,12 +159,13 @@ def _pool(
             "plan(workers=N) must do so under `if __name__ == '__main__':`, or use workers=1"
         ) from None
     finally:
-        if not finished:
-            for future in pending:
-                future.cancel()
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.terminate()  # interrupted: stop the workers now, not after their task
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            if not finished:
+                for future in pending:
+                    future.cancel()
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()  # interrupted: stop the workers now, not after their task
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- Dask ---------------------------------------------------------------------------------

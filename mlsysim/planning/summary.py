@@ -251,11 +251,12 @@ def group_results(table: SweepTable) -> list[ResultGroup]:
     for i in range(len(table)):
         order.setdefault(row_key(table, i), []).append(i)
     groups = []
+    indices = [table.axis_indices(position) for position in range(len(table.axes))]
     for rows in order.values():
         values: dict[str, tuple[Value, ...]] = {}
         free = []
         for position, axis in enumerate(table.axes):
-            seen = sorted({int(table.axis_indices(position)[i]) for i in rows})
+            seen = sorted({int(indices[position][i]) for i in rows})
             values[axis.field] = tuple(axis.values[j] for j in seen)
             if len(axis.values) > 1 and len(seen) == len(axis.values):
                 free.append(axis.field)

@@ -64,7 +64,7 @@ def test_calibrate_step_times_a_small_gpt(capsys):
 def test_validate_ddp_two_processes(capsys):
     code, out, err = run(
         capsys, "validate", "ddp", "--nproc", "2", "--model", "mlp", "--layers", "2",
-        "--width", "128", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "3",
+        "--width", "256", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "5",
         "--json",
     )  # fmt: skip
     assert code == 0, err
@@ -78,6 +78,6 @@ def test_validate_ddp_two_processes(capsys):
     assert positive(data["measured_speedup"]) and positive(data["predicted_speedup"])
     assert data["predicted_speedup"] <= 2
     assert data["nproc"] == 2 and data["backend"] == "gloo"
-    assert data["parameters"] == 2 * (128 * 128 + 128) + 128 * 10 + 10
+    assert data["parameters"] == 2 * (256 * 256 + 256) + 256 * 10 + 10
     assert data["gradient_bytes"]["value"] == 4 * data["parameters"]
     assert data["allreduce_fit"]["ranks"] == 2

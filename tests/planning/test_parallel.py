@@ -204,12 +204,12 @@ def _cli(*args):
     )
 
 
-BIG = [
+BIG = [  # 537M layouts: tens of seconds, so a Ctrl-C a second after the workers start lands mid-run
     "Gpt2DataParallelFourNodes10GbE",
     "--set",
     "node_hour_rate=30 USD/hour",
     "--axis",
-    "nodes=1..4096",
+    "nodes=1..65536",
     "--axis",
     "accumulation_steps=1..64",
     "--axis",
