@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from mlsysim.core.jsonio import document, dumps
+
 if TYPE_CHECKING:
     from mlsysim.calibrate.fit import CollectiveFit
 
@@ -195,7 +197,7 @@ def _report(fit: CollectiveFit, write_scenario: Path | None, which: str | None, 
         data = fit.to_dict()
         if written is not None:
             data["written"] = {"file": str(write_scenario), **written}
-        typer.echo(json.dumps(data, indent=2, allow_nan=False))
+        typer.echo(dumps(document("calibration", data), indent=2))
         return
     typer.echo(fit_text(fit))
     if written is not None:

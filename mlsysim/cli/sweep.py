@@ -20,10 +20,15 @@ from mlsysim.cli.options import FILE_HELP, SET_HELP
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn, Task
 
+    from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.planning.summary import ResultGroup
     from mlsysim.planning.table import Axis, SweepTable
+
+JSON_ROWS_HELP = "Print the rows shown (see --rows) as one JSON document (docs/json.md)."
+JSON_PLAN_HELP = "Print the plan (best layout, Pareto front, summary) as one JSON document (docs/json.md)."
+
 
 AXIS_HELP = (
     "A field to sweep: FIELD=A..B (integers, inclusive; A..B:STEP), or FIELD=V1,V2,... "
@@ -320,6 +325,7 @@ def sweep_command(
     ),
     max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_ROWS_HELP),
 ) -> None:
     """Evaluate every combination of the --axis values and print the key figures.
 
@@ -335,6 +341,7 @@ def sweep_command(
 
     from mlsysim.core.exceptions import InputError
     from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.jsonio import document, dumps
     from mlsysim.core.text import printable
     from mlsysim.planning.sweep import sweep
 
@@ -357,16 +364,25 @@ def sweep_command(
         return
     with _ProgressBar(_size(axes), progress) as bar:
         table = sweep(scenario, progress=bar, max_layouts=max_layouts, **axes)
-    _report_rate(len(table), scenario, time.perf_counter() - started)
     shown = np.arange(min(max(rows, 0), len(table)))
-    if len(shown):
-        _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
-    if len(table) > len(shown):
-        typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
+    if json_:
+        body: dict[str, JSONValue] = {
+            "scenario": scenario.name,
+            "layouts": len(table),
+            "units": {c: table.units.get(c) for c in table.columns},
+            "rows": _rows_json(table, shown),
+        }
+        typer.echo(dumps(document("sweep", body), indent=2))
+    else:
+        _report_rate(len(table), scenario, time.perf_counter() - started)
+        if len(shown):
+            _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
+        if len(table) > len(shown):
+            typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
     if csv:
         with replacing_read_only(force):
             table.to_csv(csv)
-        typer.echo(f"wrote {printable(csv)}")
+        typer.echo(f"wrote {printable(csv)}", err=json_)
     if plot:
         from mlsysim.viz import plots
 
@@ -377,7 +393,25 @@ def sweep_command(
                 plots.speedup_plot(table, path=plot)
             else:
                 plots.breakdown_plot(table, path=plot)
-        typer.echo(f"wrote {printable(plot)}")
+        typer.echo(f"wrote {printable(plot)}", err=json_)
+
+
+def _rows_json(table: SweepTable, rows: Iterable[int]) -> list[JSONValue]:
+    """Rows of a sweep table in the one JSON encoding: a figure with a unit as {value, unit}."""
+    from mlsysim.core.jsonio import encode
+
+    out: list[JSONValue] = []
+    for i in rows:
+        row = table.row(int(i))
+        out.append(
+            {
+                column: encode(value, unit=table.units.get(column))
+                if isinstance(value, (int, float)) and not isinstance(value, bool)
+                else encode(value)
+                for column, value in row.items()
+            }
+        )
+    return out
 
 
 def _report_rate(size: int, scenario: DataParallelScaleOutScenario, elapsed: float) -> None:
@@ -446,6 +480,7 @@ def plan_command(
     top: int = typer.Option(0, "--top", help="Also list the K best layouts."),
     max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
+    json_: bool = typer.Option(False, "--json", help=JSON_PLAN_HELP),
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
@@ -457,6 +492,7 @@ def plan_command(
     """
 
     from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.jsonio import document, dumps
     from mlsysim.core.text import printable, printable_lines
     from mlsysim.planning.plan import PlanInterrupted, plan
 
@@ -497,6 +533,23 @@ def plan_command(
         raise typer.Exit(130) from None
     from mlsysim.planning.summary import group_results
 
+    if json_:
+        front = result.pareto
+        body: dict[str, JSONValue] = {
+            "scenario": scenario.name,
+            "objective": objective,
+            "summary": result.summary(),
+            "best": {**result.best.to_dict(), "result": result.best.result.to_dict()},
+            "units": {c: front.units.get(c) for c in front.columns},
+            "pareto": _rows_json(front, range(len(front))),
+        }
+        if result.top is not None:
+            body["top"] = _rows_json(result.top, range(len(result.top)))
+        typer.echo(dumps(document("plan", body), indent=2))
+        if csv:
+            with replacing_read_only(force):
+                front.to_csv(csv)
+        return
     typer.echo(printable_lines(result.summary()))
     if result.top is not None and len(result.top):
         _print_table(result.top, range(len(result.top)), f"Top {len(result.top)} layouts")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 
+from mlsysim.core.jsonio import document, dumps, encode
+
 if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
     from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
 validate_app = typer.Typer(
@@ -58,7 +60,16 @@ def published(
     lofo = cross_validate(realistic_assumptions) if cv else None
     if json_:
         typer.echo(
-            json.dumps(validation_json(seed, realistic, band, coverage, width, lofo), indent=2, allow_nan=False)
+            dumps(
+                document(
+                    "validation",
+                    cast(
+                        "dict[str, JSONValue]",  # encode() of a dict is a dict
+                        encode(validation_json(seed, realistic, band, coverage, width, lofo)),
+                    ),
+                ),
+                indent=2,
+            )
         )
         return
     from mlsysim.cli.render import print_validation
@@ -188,7 +199,7 @@ def ddp(
     )
     data = result.to_dict()
     if json_:
-        typer.echo(json.dumps(data, indent=2, allow_nan=False))
+        typer.echo(dumps(document("ddp_validation", data), indent=2))
         return
     fit = data["allreduce_fit"]
     ms = "{:.4g} ms".format

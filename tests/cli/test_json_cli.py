@@ -67,3 +67,23 @@ def test_result_document_matches_its_schema_keys(_json):
     assert set(doc["result"]) == set(result_props)
     scenario_props = schema["$defs"]["DataParallelScaleOutScenario"]["properties"]
     assert set(doc["inputs"]) <= set(scenario_props)
+
+
+def test_sweep_and_plan_json_use_the_one_encoding(_json):
+    sweep = _json(
+        "sweep", "Gpt2DataParallelOneNode", "--set", "inter_bandwidth=100 Gbps",
+        "--axis", "nodes=1..3", "--json",
+    )  # fmt: skip
+    assert (sweep["kind"], sweep["layouts"], len(sweep["rows"])) == ("sweep", 3, 3)
+    row = sweep["rows"][2]
+    assert row["nodes"] == 3 and row["update_time"]["unit"] == "millisecond"
+    assert row["cost"]["unit"] == "USD" and 0 < row["efficiency"] <= 1
+    plan = _json(
+        "plan", "Gpt2DataParallelOneNode", "--axis", "nodes=1..8",
+        "--axis", "inter_bandwidth=100 Gbps,400 Gbps", "--json",
+    )  # fmt: skip
+    assert plan["kind"] == "plan" and plan["objective"] == "cost"
+    costs = [r["cost"]["value"] for r in plan["pareto"]]
+    best = plan["best"]["result"]["cost"]["value"]
+    assert best == min(costs)
+    assert plan["best"]["inputs"]["nodes"] in {r["nodes"] for r in plan["pareto"]}
