@@ -63,7 +63,7 @@ def peak_traced(ax: dict) -> int:
 
 
 def bare_numpy(ax: dict, repeats: int) -> list[float]:
-    """The seed equations (SPEC section 4) on flat float arrays: the floor of what numpy can do."""
+    """The seed equations on flat float arrays: the floor of what numpy can do."""
     g = BASE.workload.gradient_bytes(BASE.precision)
     t1, t_train = 1.8, 25 * 3600.0
     b_intra, rate = 450e9, 32.0

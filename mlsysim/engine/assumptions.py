@@ -98,7 +98,7 @@ published cases is zero (:func:`mlsysim.validation.published.fit_host_jitter`, r
 
 
 class Assumptions(Validated):
-    """Modeling choices. The defaults reproduce the seed model (SPEC section 4) bit for bit.
+    """Modeling choices. The defaults reproduce the seed model bit for bit.
 
     Fields:
 

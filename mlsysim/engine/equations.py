@@ -1,4 +1,4 @@
-"""The data-parallel model: SPEC section 4, plus the opt-in choices of :class:`Assumptions`.
+"""The data-parallel model: the seed equations, plus the opt-in choices of :class:`Assumptions`.
 
 :func:`evaluate` composes the pure formulas of :mod:`mlsysim.physics` on
 plain floats (one scenario) or numpy arrays (a sweep): the scalar solve and

@@ -78,7 +78,7 @@ class Workload(Validated):
 
     ``model_size``, when given, is the size of the weights in a 16-bit format
     (fp16/bf16) as the source states it, and is used as the gradient size at
-    those precisions (SPEC section 4). ``forward_flops_per_sample``, when
+    those precisions. ``forward_flops_per_sample``, when
     given, is the compute of one forward pass over one sample, in
     floating-point operations (a multiply-add counts as two).
     ``largest_reported_batch``, when given, is the largest global batch a
@@ -141,7 +141,7 @@ class Workload(Validated):
         """Bytes of one full gradient (or weight copy) at ``precision``, as a float.
 
         G = parameters x bytes_per_element(precision); if ``model_size`` is stated
-        and the precision is fp16 or bf16, G = model_size (SPEC section 4).
+        and the precision is fp16 or bf16, G = model_size.
         """
         key = check_precision(precision)
         if self.model_size is not None and key in ("fp16", "bf16"):

@@ -1,4 +1,4 @@
-"""Training scenarios: the three GPT-2 reference cases of SPEC section 4, built from the registries."""
+"""Training scenarios: the three GPT-2 reference cases of the seed model, built from the registries."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from mlsysim.hardware.registry import Infrastructure, Systems
 from mlsysim.models.registry import Models
 
 GPT2_STEP_TIME = quantity(1.8, "s")
-"""One-GPU profile of GPT-2 (1.5B), per SPEC section 4: one local step at batch 16."""
+"""One-GPU profile of GPT-2 (1.5B) of the reference cases: one local step at batch 16."""
 GPT2_TRAINING_TIME = quantity(25, "hour")
-"""The whole run on one GPU, per SPEC section 4."""
+"""The whole run on one GPU, as the reference cases give it."""
 GPT2_PER_DEVICE_BATCH = 16
 
 _node = Systems.Nodes.DGX_H100
