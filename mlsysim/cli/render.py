@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
@@ -12,6 +12,7 @@ from mlsysim.engine.results import field_unit
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
@@ -222,9 +223,6 @@ def _console() -> Console:
 
 def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
-    from rich import box
-    from rich.table import Table
-
     from mlsysim.engine.explain import headline
 
     result = scenario.result
@@ -232,23 +230,12 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
     title = printable(scenario.name or "scenario")
     console.print(f"{title}: {headline(result)}", markup=False)
     console.print()
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    table.add_column("result")
-    table.add_column("value", justify="right")
-    table.add_column("unit")
-    for label, text, unit in result_rows(scenario):
-        table.add_row(label, text, unit)
-    console.print(table)
+    console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
     if not scenario.assumptions.is_seed():
         console.print(interval_line(result), markup=False)
     console.print()
-    inputs = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
-    inputs.add_column("input")
-    inputs.add_column("value", justify="right")
-    inputs.add_column("meaning")
-    for label, text, meaning in input_rows(scenario):
-        inputs.add_row(label, safe(text), meaning)
-    console.print(inputs)
+    inputs = [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)]
+    console.print(_three_columns(("input", "value", "meaning"), inputs))
     if result.constraint_trace:
         console.print()
         console.print("Notes", style="bold")
@@ -430,3 +417,17 @@ def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
                 lines.append(f"  {''.ljust(width)}  source: {entry.source}")
                 lines.append(f"  {''.ljust(width)}  note: {entry.note}")
     return lines
+
+
+def _three_columns(headers: tuple[str, str, str], rows: Iterable[tuple[str, str, str]]) -> Table:
+    """A borderless table of (label, value right-aligned, unit or meaning) rows."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False, show_edge=False)
+    table.add_column(headers[0])
+    table.add_column(headers[1], justify="right")
+    table.add_column(headers[2])
+    for row in rows:
+        table.add_row(*row)
+    return table
