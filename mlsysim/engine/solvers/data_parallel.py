@@ -59,7 +59,7 @@ class DataParallelScaleOutModel:
         """
         from mlsysim.engine.scenario_types import checked_inputs
 
-        given = {
+        given: dict[str, object] = {
             "workload": model,
             "precision": precision,
             "step_time": step_time,
@@ -68,10 +68,13 @@ class DataParallelScaleOutModel:
             "devices_per_node": devices_per_node,
             "nodes": nodes,
             "intra_bandwidth": intra_bandwidth,
-            "inter_bandwidth": inter_bandwidth,
             "accumulation_steps": accumulation_steps,
-            "node_hour_rate": node_hour_rate,
         }
+        # optional inputs left out are None already (their defaults)
+        if inter_bandwidth is not None:
+            given["inter_bandwidth"] = inter_bandwidth
+        if node_hour_rate is not None:
+            given["node_hour_rate"] = node_hour_rate
         for name, value in opt_in.items():
             if name in given or name not in OPT_IN:
                 known = ", ".join(OPT_IN)
