@@ -113,8 +113,9 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 
 
 _DEFAULTS: dict[str, Value] = {
-    f.name: cast(Value, f.default) for f in FIELDS.values() if not f.required
+    f.name: None if f.required else cast(Value, f.default) for f in FIELDS.values()
 }
+"""Every input's default; None for a required one (reported missing unless given or derived)."""
 _DEFAULT_NUMBERS: dict[str, float] = {
     name: FIELDS[name].to_model(value)
     for name, value in _DEFAULTS.items()
@@ -169,8 +170,9 @@ def checked_inputs(
             numbers[name] = number
         elif name in numbers:
             del numbers[name]
-    missing = [name for name in _REQUIRED if values.get(name) is None]
-    errors += [_missing(name) for name in missing if name not in DERIVABLE]
+    missing = [name for name in _REQUIRED if values[name] is None]
+    if missing:
+        errors += [_missing(name) for name in missing if name not in DERIVABLE]
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
@@ -185,7 +187,7 @@ def checked_inputs(
         except InputError as exc:
             raise exc.at(owner=owner) from None
     still_missing = [_missing(name) for name in missing if values.get(name) is None]
-    if still_missing:
+    if still_missing:  # nothing derived them
         raise input_error(owner, still_missing)
     try:
         check_together(values)

@@ -21,6 +21,7 @@ from mlsysim.engine.fields import (
 )
 from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.engine.scenario_types import checked_inputs
 
 
 class DataParallelScaleOutModel:
@@ -57,8 +58,6 @@ class DataParallelScaleOutModel:
         :data:`mlsysim.engine.fields.FIELDS`) is keyword-only. Each is checked
         as :class:`DataParallelScaleOutScenario` checks it.
         """
-        from mlsysim.engine.scenario_types import checked_inputs
-
         given: dict[str, object] = {
             "workload": model,
             "precision": precision,
@@ -85,7 +84,7 @@ class DataParallelScaleOutModel:
                 )
             if value is not None:
                 given[name] = value
-        return solve_checked(*checked_inputs(given, type(self).__name__ + ".solve"))
+        return solve_checked(*checked_inputs(given, f"{type(self).__name__}.solve"))
 
 
 OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)
