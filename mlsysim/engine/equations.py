@@ -148,9 +148,13 @@ class Figures(NamedTuple):
 
     Seconds, bytes, dollars; ratios as plain numbers. ``inter_algorithm`` is the
     index into :data:`~mlsysim.physics.collectives.ALGORITHMS` of the algorithm
-    used across nodes, ``bottleneck`` a :class:`Bottleneck` code; ``fits`` is
-    whether the memory fits, and is True where the device memory is unknown
-    (nothing is excluded for it).
+    used across nodes; ``fits`` is whether the memory fits, and is True where
+    the device memory is unknown (nothing is excluded for it).
+
+    The fields are what :func:`evaluate` computes; the breakdown of the update
+    (shares, the communication overhead, the hidden communication, the
+    bottleneck) are properties derived from them when read, so a plan, which
+    ranks by training time and cost, never pays for them.
     """
 
     n_devices: Num
@@ -161,14 +165,9 @@ class Figures(NamedTuple):
     inter_time: Num
     communication_time: Num
     exposed_communication_time: Num
-    hidden_communication_time: Num
     synchronization_time: Num
     compute_time: Num
     update_time: Num
-    communication_overhead: Num
-    compute_share: Num
-    communication_share: Num
-    synchronization_share: Num
     speedup: Num
     efficiency: Num
     global_batch: Num
@@ -178,7 +177,6 @@ class Figures(NamedTuple):
     device_memory: Num
     fits: bool | Array
     inter_algorithm: int | Array
-    bottleneck: int | Array
     intra_cost: StageCost
     inter_cost: StageCost
     buckets: Buckets
@@ -188,7 +186,48 @@ class Figures(NamedTuple):
     bucket_copy_time: Num = 0.0
     first_bucket_time: Num = 0.0
     extra_time: Num = 0.0
-    extra_share: Num = 0.0
+
+    @property
+    def hidden_communication_time(self) -> Num:
+        """communication_time - exposed_communication_time (under the backward pass)."""
+        return self.communication_time - self.exposed_communication_time
+
+    @property
+    def communication_overhead(self) -> Num:
+        """communication_time / compute_time."""
+        return self.communication_time / self.compute_time
+
+    @property
+    def compute_share(self) -> Num:
+        """compute_time / update_time."""
+        return self.compute_time / self.update_time
+
+    @property
+    def communication_share(self) -> Num:
+        """exposed_communication_time / update_time."""
+        return self.exposed_communication_time / self.update_time
+
+    @property
+    def synchronization_share(self) -> Num:
+        """synchronization_time / update_time."""
+        return self.synchronization_time / self.update_time
+
+    @property
+    def extra_share(self) -> Num:
+        """extra_time / update_time (the opt-in costs' share)."""
+        return self.extra_time / self.update_time
+
+    @property
+    def bottleneck(self) -> int | Array:
+        """The :class:`Bottleneck` code of the largest term of the update time (see :func:`_bottleneck`)."""
+        return _bottleneck(
+            self.compute_time,
+            self.intra_time,
+            self.inter_time,
+            self.communication_time,
+            self.exposed_communication_time,
+            self.synchronization_time,
+        )
 
 
 def _inter_costs(
@@ -234,9 +273,11 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         compute_time = A T1
         update_time = compute_time + exposed_communication + synchronization + extra
         speedup = n (compute_time + t_opt) / update_time;  efficiency = speedup / n
+        training_time = T_train / speedup;  cost = hours(training_time) N rate
 
     (``extra`` and ``t_opt``: the opt-in costs of :func:`_extra_costs`, 0 by default.)
-        training_time = T_train / speedup;  cost = hours(training_time) N rate
+    The breakdown of the update (shares, bottleneck) is derived by :class:`Figures`
+    when read.
     """
     d, big_n = x.devices_per_node, x.nodes
     n = d * big_n
@@ -299,14 +340,9 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         inter_time=inter_time,
         communication_time=communication_time,
         exposed_communication_time=exposed,
-        hidden_communication_time=communication_time - exposed,
         synchronization_time=synchronization,
         compute_time=compute_time,
         update_time=update_time,
-        communication_overhead=communication_time / compute_time,
-        compute_share=compute_time / update_time,
-        communication_share=exposed / update_time,
-        synchronization_share=synchronization / update_time,
         speedup=speedup,
         efficiency=speedup / n,
         global_batch=x.per_device_batch * n * x.accumulation_steps,
@@ -316,9 +352,6 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         device_memory=x.device_memory,
         fits=(memory <= x.device_memory) | unknown_memory,
         inter_algorithm=inter_algorithm,
-        bottleneck=_bottleneck(
-            compute_time, intra_time, inter_time, communication_time, exposed, synchronization
-        ),
         intra_cost=intra_cost,
         inter_cost=inter_cost,
         buckets=Buckets(count, bucket, last, bucket_time, last_bucket_time),
@@ -327,7 +360,6 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         bucket_copy_time=extra.bucket_copy_time,
         first_bucket_time=extra.first_bucket_time,
         extra_time=extra.extra_time,
-        extra_share=extra.extra_time / update_time,
     )
 
 
