@@ -277,11 +277,17 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         bucket_time = last_bucket_time = exposed = communication_time
     synchronization = _straggler(x, c, n) + update_overhead(n, c.update_overhead)
     extra = _extra_costs(x, c, n, g, intra_cost, inter_cost, communication_time - exposed)
-    communication_time = communication_time + extra["first_bucket_time"]
-    exposed = exposed + extra["first_bucket_time"]
-    update_time = compute_time + exposed + synchronization + extra["extra_time"]  # the UPDATE_TERMS
+    if extra is None:  # every opt-in cost at its neutral value: each term would add 0
+        update_time = compute_time + exposed + synchronization  # the UPDATE_TERMS
+        useful_time = compute_time
+        extra = _NO_EXTRAS
+    else:
+        communication_time = communication_time + extra.first_bucket_time
+        exposed = exposed + extra.first_bucket_time
+        update_time = compute_time + exposed + synchronization + extra.extra_time
+        useful_time = compute_time + extra.optimizer_time
 
-    speedup = n * (compute_time + extra["optimizer_time"]) / update_time
+    speedup = n * useful_time / update_time
     training_time = x.training_time / speedup
     memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
     unknown_memory = x.device_memory != x.device_memory
@@ -318,8 +324,12 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         intra_cost=intra_cost,
         inter_cost=inter_cost,
         buckets=Buckets(count, bucket, last, bucket_time, last_bucket_time),
-        extra_share=extra["extra_time"] / update_time,
-        **extra,
+        optimizer_time=extra.optimizer_time,
+        interference_time=extra.interference_time,
+        bucket_copy_time=extra.bucket_copy_time,
+        first_bucket_time=extra.first_bucket_time,
+        extra_time=extra.extra_time,
+        extra_share=extra.extra_time / update_time,
     )
 
 
@@ -332,6 +342,19 @@ def _straggler(x: Inputs, c: Choices, n: Num) -> Num:
     return straggler_delay(x.step_time, x.accumulation_steps, n, c.straggler_cv)
 
 
+class ExtraCosts(NamedTuple):
+    """The opt-in per-update costs of :func:`_extra_costs`, in seconds."""
+
+    optimizer_time: Num = 0.0
+    interference_time: Num = 0.0
+    bucket_copy_time: Num = 0.0
+    first_bucket_time: Num = 0.0
+    extra_time: Num = 0.0
+
+
+_NO_EXTRAS = ExtraCosts()
+
+
 def _extra_costs(
     x: Inputs,
     c: Choices,
@@ -340,7 +363,7 @@ def _extra_costs(
     intra_cost: StageCost,
     inter_cost: StageCost,
     hidden: Num,
-) -> dict[str, Num]:
+) -> ExtraCosts | None:
     """The opt-in per-update costs beyond the seed (each 0 at its neutral input):
 
         optimizer_time    = t_opt = optimizer_step_time + P beta / B_mem (once per update)
@@ -349,7 +372,19 @@ def _extra_costs(
         first_bucket_time = L_intra + L_inter (DDP's capped first bucket: one more
                             collective; exposed without overlap, hidden with it)
         extra_time        = optimizer_time + interference_time + bucket_copy_time
+
+    None when every one is neutral (no optimizer input, no interference, no DDP
+    copies or first bucket): adding zeros would change no figure.
     """
+    first_bucket = c.first_bucket_size and not c.overlap
+    if (
+        not (c.interference or c.bucket_copies or first_bucket)
+        and type(x.optimizer_step_time) is float
+        and type(x.optimizer_bytes) is float
+        and not x.optimizer_step_time
+        and not x.optimizer_bytes
+    ):
+        return None
     distributed = n > 1
     optimizer = x.optimizer_step_time + optimizer_step_time(
         x.parameters, x.optimizer_bytes, x.memory_bandwidth
@@ -357,16 +392,10 @@ def _extra_costs(
     interference = interference_delay(hidden, c.interference)
     copies = 4.0 * x.gradient_bytes / x.memory_bandwidth * distributed if c.bucket_copies else 0.0
     first: Num = 0.0
-    if c.first_bucket_size and not c.overlap:
+    if first_bucket:
         startup = intra_cost.startup + inter_cost.startup
         first = where(g > c.first_bucket_size, startup, 0.0) * distributed
-    return {
-        "optimizer_time": optimizer,
-        "interference_time": interference,
-        "bucket_copy_time": copies,
-        "first_bucket_time": first,
-        "extra_time": optimizer + interference + copies,
-    }
+    return ExtraCosts(optimizer, interference, copies, first, optimizer + interference + copies)
 
 
 def _bottleneck(
@@ -377,11 +406,15 @@ def _bottleneck(
     Exposed communication is split between the two links in proportion to
     their share of the communication time.
     """
+    if not is_array(compute, intra, inter, total, exposed, sync):
+        share = exposed / total if total > 0 else 0.0
+        best, top = 0, compute  # the first of equal terms wins, as argmax
+        for code, term in ((1, intra * share), (2, inter * share), (3, sync)):
+            if term > top:
+                best, top = code, term
+        return best
     share = where(total > 0, exposed / where(total > 0, total, 1.0), 0.0)
-    terms = (compute, intra * share, inter * share, sync)
-    if not is_array(*terms):
-        return max(range(4), key=lambda i: terms[i])
-    return _argmax_first(terms)
+    return _argmax_first((compute, intra * share, inter * share, sync))
 
 
 def _argmax_first(terms: tuple[Num, ...]) -> Array:

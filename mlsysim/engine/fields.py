@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, cast
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
+    FACTORS,
     KINDS,
     PHYSICAL_RANGE,
     Quantity,
@@ -57,6 +58,7 @@ from mlsysim.engine.job import (
     check_mfu,
     check_node,
     parse_mfu,
+    workload_facts,
 )
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
@@ -114,6 +116,20 @@ class InputField:
     choices: tuple[str | int, ...] = ()
     checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
+    _factors: Mapping[object, float] = dataclasses.field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    _low: float = dataclasses.field(init=False, repr=False, compare=False, default=math.inf)
+    _high: float = dataclasses.field(init=False, repr=False, compare=False, default=-math.inf)
+
+    def __post_init__(self) -> None:
+        # the fast path of normalize: the unit factors to_canonical caches for this dimension
+        # and the physical range (an empty range sends every value to the full check)
+        if self.dimension is not None and self.checked_canonical is not None:
+            object.__setattr__(self, "_factors", FACTORS[self.dimension])
+            low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
+            object.__setattr__(self, "_low", low)
+            object.__setattr__(self, "_high", high)
 
     @property
     def required(self) -> bool:
@@ -153,16 +169,19 @@ class InputField:
         The number is None for an input that is not numeric or not given.
         """
         kind = type(value)
-        if kind is Quantity and self.checked_canonical is not None and self.dimension:
+        if kind is Quantity and self.checked_canonical is not None:
             q = cast(Quantity, value)
-            try:
-                x = to_canonical(q, self.dimension)
-                low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
-                if not low <= x <= high:
-                    x = self.checked_canonical(q)  # zero where allowed, else the error
+            magnitude = q._magnitude
+            if type(magnitude) is float or type(magnitude) is int:
+                factor = self._factors.get(q._units)  # to_canonical's cache, read directly
+                if factor is not None:
+                    x = magnitude * factor
+                    if self._low <= x <= self._high:
+                        return q, x
+            try:  # a unit seen for the first time, or a value outside the physical range
+                return q, self.checked_canonical(q)
             except InputError as exc:
                 raise exc.at(self.name) from None
-            return q, x
         if kind is int and self.kind == "count":
             count = cast(int, value)
             if count > 0:
@@ -772,14 +791,14 @@ def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
     G = parameters x bytes_per_element(gradient_precision or precision), or the
     stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
     """
-    workload = cast(Workload, values["workload"])
+    facts = workload_facts(cast(Workload, values["workload"]))
     wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
     optimizer = cast("str | None", values.get("optimizer"))
     transport = cast("str | None", values.get("inter_transport"))
     pipeline = cast("str | None", values.get("input_pipeline"))
     return {
-        "gradient_bytes": workload.gradient_bytes(wire),
-        "parameters": workload.parameter_count(),
+        "gradient_bytes": facts.gradient_bytes[wire],
+        "parameters": facts.parameters,
         # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
         "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
         "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],

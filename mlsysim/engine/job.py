@@ -40,7 +40,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
@@ -56,6 +56,7 @@ from mlsysim.physics.compute import (
     transformer_flops_per_sample,
 )
 from mlsysim.physics.memory import training_state_bytes
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 
 if TYPE_CHECKING:
     from mlsysim.core.registry import Registry
@@ -289,22 +290,47 @@ def _fabric_figures(fabric: Fabric) -> dict[str, Value]:
 
 def has_shape(workload: Workload) -> bool:
     """Whether a workload states layers, hidden size, heads and sequence length."""
-    return _facts(workload)[0]
+    return workload_facts(workload).shape
 
 
-_FACTS: dict[int, tuple[Workload, tuple[bool, float | None]]] = {}
-"""Per workload object (by identity; workloads are immutable): (has a shape, FLOPs per sample)."""
+class _Facts(NamedTuple):
+    """What the model reads from a workload's description, computed once per workload object."""
+
+    shape: bool
+    flops_per_sample: float | None
+    activation_per_sample: Mapping[str, float]
+    """Activation bytes of one sample, per recompute mode (empty without a shape)."""
+    parameters: float
+    gradient_bytes: Mapping[str, float]
+    """:meth:`~mlsysim.Workload.gradient_bytes` per precision."""
 
 
-def _facts(workload: Workload) -> tuple[bool, float | None]:
+_FACTS: dict[int, tuple[Workload, _Facts]] = {}
+"""Per workload object (by identity; workloads are immutable)."""
+
+
+def workload_facts(workload: Workload) -> _Facts:
+    """What the model reads from ``workload`` (cached per object: workloads are immutable)."""
     entry = _FACTS.get(id(workload))
     if entry is not None and entry[0] is workload:
         return entry[1]
-    shape = all(
-        getattr(workload, name, None) is not None
-        for name in ("layers", "hidden_dim", "heads", "seq_len")
+    layers, hidden, heads, seq_len = (
+        getattr(workload, name, None) for name in ("layers", "hidden_dim", "heads", "seq_len")
     )
-    facts = (shape, _flops_per_sample(workload))
+    activations: dict[str, float] = {}
+    if layers is not None and hidden is not None and heads is not None and seq_len is not None:
+        activations = {
+            mode: float(activation_bytes(layers, seq_len, 1, hidden, heads, mode))
+            for mode in RECOMPUTE_MODES
+        }
+    shape = bool(activations)
+    facts = _Facts(
+        shape,
+        _flops_per_sample(workload),
+        activations,
+        workload.parameter_count(),
+        {precision: workload.gradient_bytes(precision) for precision in BYTES_PER_ELEMENT},
+    )
     if len(_FACTS) > 1024:
         _FACTS.clear()
     _FACTS[id(workload)] = (workload, facts)  # the entry keeps the object, so its id stays its own
@@ -316,7 +342,7 @@ def flops_per_sample(workload: Workload) -> float | None:
 
     None when the workload states neither (see :mod:`mlsysim.physics.compute`).
     """
-    return _facts(workload)[1]
+    return workload_facts(workload).flops_per_sample
 
 
 def _flops_per_sample(workload: Workload) -> float | None:
@@ -432,10 +458,11 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
     if workload is None:
         return figures  # the scenario reports the missing workload
     batch = out.get("per_device_batch")
-    fps = flops_per_sample(workload)
+    facts = workload_facts(workload)
+    fps = facts.flops_per_sample
     if fps is not None:
         figures["flops_per_sample"] = fps
-    if has_shape(workload):
+    if facts.shape:
         figures["sequence_length"] = float(workload.seq_len)
 
     mfu = out.get("mfu")
@@ -483,12 +510,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
 
     if out.get("activation_memory") is not None:
         figures["activations"] = "given"
-    elif has_shape(workload) and batch is not None:
-        per_sample = float(
-            activation_bytes(
-                workload.layers, workload.seq_len, 1, workload.hidden_dim, workload.heads, recompute
-            )
-        )
+    elif facts.shape and batch is not None:
+        per_sample = facts.activation_per_sample[recompute]
         figures["activation_memory_per_sample"] = per_sample
         figures["activations"] = "derived"
         out["activation_memory"] = quantity(per_sample * batch, "byte")

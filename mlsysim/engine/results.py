@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-from mlsysim.core.units import Quantity, unit, ureg
+from mlsysim.core.units import Quantity, quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
@@ -90,7 +90,7 @@ class QuantityField(ResultField[Quantity]):
         q = cache.get(self.name)
         if q is None:
             raw = getattr(result.figures, self.name)
-            q = cache[self.name] = ureg.Quantity(raw * self.factor, unit(self.unit or ""))
+            q = cache[self.name] = quantity(raw * self.factor, self.unit or "")
         return cast(Quantity, q)
 
 
@@ -101,7 +101,7 @@ class OptionalQuantityField(ResultField["Quantity | None"]):
         raw = getattr(result.figures, self.name)
         if raw != raw:
             return None
-        return ureg.Quantity(raw * self.factor, unit(self.unit or ""))
+        return quantity(raw * self.factor, self.unit or "")
 
 
 class IntField(ResultField[int]):

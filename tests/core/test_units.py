@@ -94,3 +94,16 @@ def test_tokens_and_samples_are_counts_of_their_own():
         to_canonical(Q_(1e12, "sample"), "tokens")
     with pytest.raises(UnitsError, match="number of samples"):
         to_canonical(Q_(5, "param"), "samples")
+
+
+@pytest.mark.parametrize("unit_name", ["millisecond", "byte", "GB/s", "hour", ""])
+def test_fast_float_quantity_is_a_plain_pint_quantity(unit_name):
+    from mlsysim.core.units import quantity
+
+    fast = quantity(2.5, unit_name)
+    slow = Q_(2.5, unit_name)
+    assert type(fast) is type(slow)
+    assert fast == slow and fast.units == slow.units and fast.magnitude == 2.5
+    assert f"{fast:~P}" == f"{slow:~P}"
+    assert (fast * 2).to(slow.units).magnitude == 5.0
+    assert fast.dimensionality == slow.dimensionality

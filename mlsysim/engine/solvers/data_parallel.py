@@ -21,6 +21,7 @@ from mlsysim.engine.fields import (
 )
 from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.engine.scenario_types import checked_inputs
 
 
 class DataParallelScaleOutModel:
@@ -57,9 +58,7 @@ class DataParallelScaleOutModel:
         :data:`mlsysim.engine.fields.FIELDS`) is keyword-only. Each is checked
         as :class:`DataParallelScaleOutScenario` checks it.
         """
-        from mlsysim.engine.scenario_types import checked_inputs
-
-        given = {
+        given: dict[str, object] = {
             "workload": model,
             "precision": precision,
             "step_time": step_time,
@@ -68,10 +67,13 @@ class DataParallelScaleOutModel:
             "devices_per_node": devices_per_node,
             "nodes": nodes,
             "intra_bandwidth": intra_bandwidth,
-            "inter_bandwidth": inter_bandwidth,
             "accumulation_steps": accumulation_steps,
-            "node_hour_rate": node_hour_rate,
         }
+        # optional inputs left out are None already (their defaults)
+        if inter_bandwidth is not None:
+            given["inter_bandwidth"] = inter_bandwidth
+        if node_hour_rate is not None:
+            given["node_hour_rate"] = node_hour_rate
         for name, value in opt_in.items():
             if name in given or name not in OPT_IN:
                 known = ", ".join(OPT_IN)
@@ -82,7 +84,7 @@ class DataParallelScaleOutModel:
                 )
             if value is not None:
                 given[name] = value
-        return solve_checked(*checked_inputs(given, type(self).__name__ + ".solve"))
+        return solve_checked(*checked_inputs(given, f"{type(self).__name__}.solve"))
 
 
 OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)
