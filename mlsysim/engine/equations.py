@@ -70,6 +70,8 @@ class Inputs:
     optimizer_bytes: Num = 0.0
     memory_bandwidth: Num = math.inf
     inter_transport: Num = 1.0
+    # share p of the host jitter (the factor of ``input_pipeline``; 1: real data)
+    input_pipeline: Num = 1.0
     # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
     mfu: Num = math.nan
     training_tokens: Num = math.nan
@@ -367,7 +369,7 @@ def _straggler(x: Inputs, c: Choices, n: Num) -> Num:
     """The straggler wait: proportional variation only, or with absolute host jitter."""
     if c.host_jitter:
         return jittered_straggler_delay(
-            x.step_time, x.accumulation_steps, n, c.straggler_cv, c.host_jitter
+            x.step_time, x.accumulation_steps, n, c.straggler_cv, c.host_jitter * x.input_pipeline
         )
     return straggler_delay(x.step_time, x.accumulation_steps, n, c.straggler_cv)
 

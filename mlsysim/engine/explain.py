@@ -388,10 +388,12 @@ def _update_steps(s: _Steps, c: _Context) -> None:
     jitter = a.choices.host_jitter
     if jitter:
         cv_t1 = f"({a.straggler_cv:g} x {fmt_time(t1)})"
+        share = float(c.r.model_inputs.input_pipeline)  # p of the input pipeline (1: real data)
+        pj = fmt_time(jitter) if share == 1 else f"({share:g} x {fmt_time(jitter)})"
         s.add(
             "synchronization",
             JITTER_EQUATION,
-            f"sqrt({cv_t1} x {cv_t1} + {fmt_time(jitter)} x {fmt_time(jitter)}) x sqrt({acc}) "
+            f"sqrt({cv_t1} x {cv_t1} + {pj} x {pj}) x sqrt({acc}) "
             f"x sqrt(2 x ln({n})) + {fmt_time(overhead)}",
             fmt_time(f.synchronization_time),
         )

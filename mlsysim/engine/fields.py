@@ -65,6 +65,7 @@ from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
+from mlsysim.physics.synchronization import INPUT_PIPELINE_JITTER
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator, Fabric, Node
@@ -333,6 +334,12 @@ def _optimizer(value: object) -> str:
     if isinstance(value, str) and value.strip().lower() in OPTIMIZER_BYTES_PER_PARAMETER:
         return value.strip().lower()
     raise InputError(f"expected one of {', '.join(OPTIMIZER_BYTES_PER_PARAMETER)}, got {value!r}")
+
+
+def _input_pipeline(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in INPUT_PIPELINE_JITTER:
+        return value.strip().lower()
+    raise InputError(f"expected one of {', '.join(INPUT_PIPELINE_JITTER)}, got {value!r}")
 
 
 def _transport(value: object) -> str:
@@ -660,6 +667,17 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         choices=tuple(TRANSPORT_EFFICIENCY),
     ),
+    InputField(
+        "input_pipeline",
+        "where the inputs come from: real (a data loader) or synthetic (made on the device; "
+        "no loader jitter) (None: real)",
+        "choice",
+        _input_pipeline,
+        lambda text: text.strip(),
+        default=None,
+        optional=True,
+        choices=tuple(INPUT_PIPELINE_JITTER),
+    ),
     _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
     _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
     _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
@@ -767,7 +785,8 @@ def _neutrals() -> dict[str, float]:
 
 def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
     """Model numbers derived from several inputs: the gradient bytes and the parameter count,
-    the optimizer's bytes per parameter and the transport's factor.
+    the optimizer's bytes per parameter, the transport's factor and the input pipeline's
+    share of the host jitter.
 
     G = parameters x bytes_per_element(gradient_precision or precision), or the
     stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
@@ -776,16 +795,25 @@ def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
     wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
     optimizer = cast("str | None", values.get("optimizer"))
     transport = cast("str | None", values.get("inter_transport"))
+    pipeline = cast("str | None", values.get("input_pipeline"))
     return {
         "gradient_bytes": facts.gradient_bytes[wire],
         "parameters": facts.parameters,
         # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
         "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
         "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
+        "input_pipeline": 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline],
     }
 
 
-DERIVED_FROM: Final = ("workload", "precision", "gradient_precision", "optimizer", "inter_transport")
+DERIVED_FROM: Final = (
+    "workload",
+    "precision",
+    "gradient_precision",
+    "optimizer",
+    "inter_transport",
+    "input_pipeline",
+)
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
 
 

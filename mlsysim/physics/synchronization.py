@@ -29,18 +29,36 @@ def update_overhead(n_devices: Num, overhead: Num) -> Num:
 
 
 JITTER_EQUATION = (
-    "sync = sqrt((c T1)^2 + j^2) x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)"
+    "sync = sqrt((c T1)^2 + (p j)^2) x sqrt(A) x sqrt(2 ln n) + overhead  (0 for n = 1)"
 )
+
+INPUT_PIPELINE_JITTER: dict[str, float] = {"real": 1.0, "synthetic": 0.0}
+"""Share p of the host jitter j a job's inputs bring (``input_pipeline``; 1 when not given).
+
+``real``: a data loader fetches and preprocesses every batch on the host and
+hands it to the device; its stalls are the host jitter of the realistic
+preset. ``synthetic``: the inputs are made once on the device and reused (a
+benchmark without a data loader), so the loader's noise is absent: p = 0.
+Source: Mohan, Phanishayee, Raniwala and Chidambaram 2021, "Analyzing and
+Mitigating Data Stalls in DNN Training" (VLDB): fetch and preprocessing stalls
+often dominate training time, and because every GPU waits for the others at
+the update, one worker's data stall delays them all; the paper measures the
+stall-free rate with synthetic, in-memory inputs. In the published set the one
+synthetic-data benchmark (Li et al. 2020's ``benchmark.py``: ``torch.rand``
+inputs reused every iteration) is predicted within 2 points with p = 0, and
+15 points too pessimistic with p = 1 (docs/model.md section 4.4).
+"""
 
 
 def jittered_straggler_delay(
-    step_time: Num, accumulation_steps: Num, n_devices: Num, cv: float, jitter: float
+    step_time: Num, accumulation_steps: Num, n_devices: Num, cv: float, jitter: Num
 ) -> Num:
     """The wait for the slowest device when each micro-step also has host jitter of ``j`` seconds.
 
     A micro-step's time varies by ``c T1`` (proportional: clocks, thermals)
     and by ``j`` (absolute: operating-system noise, the Python host loop, the
-    data loader's hand-off), independently:
+    data loader's hand-off), independently (``jitter`` is ``p j``, the share
+    of :data:`INPUT_PIPELINE_JITTER` the job's inputs bring):
 
         sigma = sqrt((c T1)^2 + j^2) sqrt(A);   delay = sigma sqrt(2 ln n)   (0 for n = 1)
 

@@ -30,7 +30,7 @@ as a lower bound on the uncertainty.
 Honesty check: with ``cross_validate`` every family of cases is left out in
 turn, the one fitted constant (host jitter) is refitted and the band is built
 from the other families only; the held-out cases fall inside the 80% band in
-79% of cases (docs/model.md).
+81% of cases (docs/model.md).
 """
 
 from __future__ import annotations

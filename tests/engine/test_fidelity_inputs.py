@@ -16,8 +16,11 @@ def _raw(s, name):
 
 def test_neutral_defaults_reproduce_the_seed_exactly():
     plain = BASE.result
-    same = BASE.variant(gradient_precision=None, optimizer=None, inter_transport=None).result
+    same = BASE.variant(
+        gradient_precision=None, optimizer=None, inter_transport=None, input_pipeline=None
+    ).result
     assert same == plain
+    assert BASE.variant(input_pipeline="synthetic").result == plain  # no jitter in the seed
     assert _raw(BASE, "optimizer_time") == 0.0 and _raw(BASE, "extra_share") == 0.0
 
 
@@ -72,6 +75,21 @@ def test_interference_and_jitter_are_opt_in_costs():
     assert _raw(jitter, "synchronization_time") > 0 == _raw(BASE, "synchronization_time")
 
 
+def test_synthetic_inputs_remove_the_host_jitter_only():
+    a = Assumptions.realistic()
+    real = MULTI.variant(assumptions=a)
+    synthetic = MULTI.variant(assumptions=a, input_pipeline="Synthetic")
+    no_jitter = MULTI.variant(assumptions=a.variant(host_jitter=Q_(0, "s")))
+    assert MULTI.variant(assumptions=a, input_pipeline="real").result == real.result
+    assert _raw(synthetic, "synchronization_time") == _raw(no_jitter, "synchronization_time")
+    assert _raw(synthetic, "synchronization_time") < _raw(real, "synchronization_time")
+    assert synthetic.result.raw("exposed_communication_time") == real.result.raw(
+        "exposed_communication_time"
+    )
+    with pytest.raises(InputError, match="input_pipeline"):
+        MULTI.variant(input_pipeline="disk")
+
+
 def test_ddp_bucket_copies_and_first_bucket():
     a = Assumptions(bucket_copies=True, first_bucket_size=Q_(1, "MiB"))
     s = BASE.variant(assumptions=a, memory_bandwidth=Q_(10, "GB/s"), intra_latency=Q_(1, "ms"))
@@ -87,7 +105,7 @@ def test_ddp_bucket_copies_and_first_bucket():
 
 def test_realistic_preset_values():
     r = Assumptions.realistic()
-    assert r.interference == 0.19 and r.host_jitter == Q_(9.7, "ms")
+    assert r.interference == 0.19 and r.host_jitter == Q_(10.6, "ms")
 
 
 def test_new_steps_appear_in_explain():
@@ -97,7 +115,7 @@ def test_new_steps_appear_in_explain():
         memory_bandwidth=Hardware.Cloud.A100,
     )
     text = s.explain()
-    for step in ("optimizer step", "interference", "sqrt((c T1)^2 + j^2)", "80% interval"):
+    for step in ("optimizer step", "interference", "sqrt((c T1)^2 + (p j)^2)", "80% interval"):
         assert step in text
     assert "80% interval" not in BASE.explain()
 
@@ -108,6 +126,7 @@ def test_sweep_over_the_new_inputs_equals_the_scalar_solve():
     s = MULTI.variant(assumptions=Assumptions.realistic(), memory_bandwidth="A100")
     axes = {
         "inter_transport": ["rdma", "tcp"],
+        "input_pipeline": ["real", "synthetic"],
         "optimizer": ["sgd", "lamb"],
         "gradient_precision": ["fp16", "fp32"],
         "nodes": [2, 4],
@@ -115,8 +134,11 @@ def test_sweep_over_the_new_inputs_equals_the_scalar_solve():
     table = sweep(s, **axes)
     got = sorted(table["efficiency"].ravel().tolist())
     want = sorted(
-        s.variant(inter_transport=t, optimizer=o, gradient_precision=g, nodes=n).result.efficiency
+        s.variant(
+            inter_transport=t, input_pipeline=p, optimizer=o, gradient_precision=g, nodes=n
+        ).result.efficiency
         for t in axes["inter_transport"]
+        for p in axes["input_pipeline"]
         for o in axes["optimizer"]
         for g in axes["gradient_precision"]
         for n in axes["nodes"]
@@ -145,3 +167,9 @@ def test_new_steps_recompute_from_their_printed_operands():
         assert value_of(operands) == pytest.approx(value_of(value), rel=2e-5, abs=1e-9), what
         seen.add(what)
     assert {"optimizer step", "interference", "bucket copies", "extra", "synchronization"} <= seen
+    synthetic = s.variant(input_pipeline="synthetic", accumulation_steps=1)
+    text = synthetic.explain()
+    assert "(0 x " in text
+    for what, operands, value in steps(text):
+        if re.match(NUMBER, value):
+            assert value_of(operands) == pytest.approx(value_of(value), rel=2e-5, abs=1e-9), what

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, optimizer_step_time
 from mlsysim.physics.overlap import interference_delay
-from mlsysim.physics.synchronization import jittered_straggler_delay, straggler_delay
+from mlsysim.physics.synchronization import (
+    INPUT_PIPELINE_JITTER,
+    jittered_straggler_delay,
+    straggler_delay,
+)
 
 
 def test_optimizer_step_time_is_bytes_over_bandwidth():
@@ -60,3 +64,11 @@ def test_interference_scales_the_hidden_communication():
 
 def test_transport_tcp_keeps_half_of_rdma():
     assert TRANSPORT_EFFICIENCY == {"rdma": 1.0, "tcp": 0.5}
+
+
+def test_synthetic_inputs_bring_no_host_jitter():
+    assert INPUT_PIPELINE_JITTER == {"real": 1.0, "synthetic": 0.0}
+    p = INPUT_PIPELINE_JITTER["synthetic"]
+    assert jittered_straggler_delay(0.1, 2, 16, 0.03, p * 0.01) == pytest.approx(
+        straggler_delay(0.1, 2, 16, 0.03)
+    )
