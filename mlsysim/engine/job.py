@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
@@ -101,16 +101,15 @@ reported batch: sources round their figures (Llama 2's "4M tokens" at 4096
 tokens per sequence is 976.6 sequences; 1024 sequences are 4.19M tokens)."""
 
 
-@dataclass(frozen=True)
-class Job:
-    """What a scenario derived, and from what.
+class Job(NamedTuple):
+    """What a scenario derived, and from what (immutable; a named tuple: cheap to build per solve).
 
     ``origins`` maps each derived input to where it came from (``"node
     DGX_H100"``, ``"mfu"``); the figures are canonical floats (flop, flop/s,
     tokens, bytes), NaN where not known or not used.
     """
 
-    origins: Mapping[str, str] = field(default_factory=dict)
+    origins: Mapping[str, str] = MappingProxyType({})
     flops_per_sample: float = math.nan
     peak_flops: float = math.nan
     sequence_length: float = math.nan
@@ -412,15 +411,14 @@ def wants_derivation(values: Checked) -> bool:
     )
 
 
-def resolve(values: Checked) -> tuple[dict[str, Value], Job]:
-    """Fill the inputs a scenario leaves to its presets and derivations; return them and the :class:`Job`.
+def resolve(out: dict[str, Any]) -> Job:
+    """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
 
-    ``values`` are checked inputs (each checked on its own by its field);
-    an input that is not None was given and is never replaced. Raises an
+    ``out`` holds checked inputs (each checked on its own by its field); an
+    input that is not None was given and is never replaced. Raises an
     :class:`InputError` located at an input when two inputs contradict each
     other or a derivation lacks a source.
     """
-    out: dict[str, Any] = dict(values)
     origins: dict[str, str] = {}
 
     def fill(name: str, value: Value, origin: str) -> None:
@@ -447,7 +445,7 @@ def resolve(values: Checked) -> tuple[dict[str, Value], Job]:
         fill("memory_bandwidth", accelerator.memory.bandwidth, origin)
 
     figures = _derive_job(out, origins)
-    return out, Job(origins=dict(origins), **figures)
+    return Job(origins=origins, **figures)
 
 
 def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:

@@ -179,7 +179,7 @@ def checked_inputs(
     job = plain_job(values)
     if wants_derivation(values):
         try:
-            values, job = resolve(values)
+            job = resolve(values)
             for name in job.origins:
                 values[name], number = FIELDS[name].normalize(values[name])
                 if number is not None:
