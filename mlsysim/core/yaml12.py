@@ -74,6 +74,12 @@ def _yaml() -> ModuleType:
     return yaml
 
 
+def dump_yaml(data: object) -> str:
+    """YAML text of a plain value (keys in their order, Unicode kept), by PyYAML's safe dumper."""
+    text: str = _yaml().safe_dump(data, sort_keys=False, allow_unicode=True)
+    return text
+
+
 def load_yaml(text: str) -> tuple[JSONValue, dict[tuple[str, ...], int]]:
     """(plain value of the document, line of each mapping key path) of YAML ``text``."""
     yaml = _yaml()

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import (
     InputError,
-    MissingDependencyError,
     ScenarioFileError,
     UnknownNameError,
 )
@@ -170,16 +169,6 @@ def _line_of(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | 
     return None
 
 
-def _yaml() -> Any:
-    try:
-        import yaml
-    except ImportError:
-        raise MissingDependencyError(
-            "YAML scenario files need pyyaml: pip install 'mlsysim[yaml]'"
-        ) from None
-    return yaml
-
-
 def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     """YAML text of ``file`` -> (data, line of each key), by :func:`mlsysim.core.yaml12.load_yaml`."""
     from mlsysim.core.yaml12 import YamlError, load_yaml
@@ -217,7 +206,9 @@ def save_scenario(
 
         text = tomli_w.dumps(data)
     else:
-        text = _yaml().safe_dump(data, sort_keys=False, allow_unicode=True)
+        from mlsysim.core.yaml12 import dump_yaml
+
+        text = dump_yaml(data)
     write_text_atomically(file, text, force=force)
     return file
 
