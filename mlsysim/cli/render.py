@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
-from mlsysim.engine.job import PRESETS, preset_name
+from mlsysim.engine.presets import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
 
 if TYPE_CHECKING:

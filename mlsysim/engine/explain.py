@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, cast
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.equations import UPDATE_TERMS
+from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS
-from mlsysim.engine.job import explain_rows, preset_name
-from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.engine.presets import preset_name
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -44,8 +44,9 @@ from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.derivation import Checked
     from mlsysim.engine.equations import Figures
-    from mlsysim.engine.job import Checked
+    from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.models.types import Workload
 
 

@@ -37,7 +37,6 @@ from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
-    KINDS,
     PHYSICAL_RANGE,
     Quantity,
     nonnegative_canonical,
@@ -52,14 +51,9 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
-from mlsysim.engine.job import (
-    check_accelerator,
-    check_fabric,
-    check_mfu,
-    check_node,
-    parse_mfu,
-    workload_facts,
-)
+from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
+from mlsysim.engine.presets import fabric_named
+from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
@@ -228,44 +222,49 @@ def _canonical(dimension: str) -> Callable[[Value], float]:
     return lambda value: to_canonical(value, dimension)
 
 
-def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
-    """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
+def _link(dimension: str, name: str, *, allow_zero: bool) -> tuple[Callable, Callable]:
+    """Check and parse of a link figure: a Quantity or its text, never a fabric's name.
 
-    def lookup(text: str) -> Quantity | None:
-        from mlsysim.hardware.registry import Systems
-
-        try:
-            fabric = Systems.Fabrics.get(text.strip().removeprefix("Fabrics."))
-        except UnknownNameError:
-            return None
-        return getattr(fabric, attribute)
-
-    return lookup
-
-
-def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable, Callable]:
-    """Check and parse of a link figure that also takes a fabric's registry name."""
+    A fabric stands for several figures (bandwidth and latency), so it is given
+    as ``fabric=`` (the link between nodes) or through a ``node=``; named here it
+    is an error that says so, instead of a bandwidth without its latency.
+    """
     quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
-    fabric = _fabric_figure(attribute)
+
+    def refuse_fabric(value: object) -> None:
+        from mlsysim.hardware.types import Fabric
+
+        fabric = value if isinstance(value, Fabric) else None
+        if isinstance(value, str):
+            fabric = fabric_named(value.strip().removeprefix("Fabrics."))
+        if fabric is None:
+            return
+        label = _registry_key(value, fabric)
+        if name.startswith("inter"):
+            hint = f"give it as fabric={label} (it sets inter_bandwidth and inter_latency)"
+        else:
+            hint = "give the figure itself, or the node that has it (node=DGX_H100)"
+        raise InputError(f"{label} is a fabric, not a {dimension}: {hint}")
 
     def parse(text: str) -> Quantity:
-        figure = fabric(text)
-        if figure is not None:
-            return figure
-        try:
-            return parse_quantity(text, dimension)
-        except InputError as exc:
-            from mlsysim.hardware.registry import Systems
-
-            names = ", ".join(Systems.Fabrics.entries())
-            raise InputError(f"{exc.message}; or name a fabric: {names}") from None
+        refuse_fabric(text)
+        return parse_quantity(text, dimension)
 
     def check(value: object) -> Value:
+        refuse_fabric(value)
         if isinstance(value, str):
             value = parse(value)
         return quantity_check(value)
 
     return check, parse
+
+
+def _registry_key(value: object, fabric: object) -> str:
+    from mlsysim.engine.presets import preset_name
+
+    if isinstance(value, str):
+        return value.strip().removeprefix("Fabrics.")
+    return preset_name("fabric", fabric)
 
 
 def _device_memory(value: object) -> Value:
@@ -392,13 +391,13 @@ def _quantity(
     optional: bool = False,
     allow_zero: bool = False,
     seed: bool = True,
-    fabric_attribute: str | None = None,
+    link: bool = False,
 ) -> InputField:
-    if fabric_attribute is None:
+    if link:
+        check, parse = _link(dimension, name, allow_zero=allow_zero)
+    else:
         check = _quantity_check(dimension, allow_zero=allow_zero)
         parse = _quantity_parse(dimension)
-    else:
-        check, parse = _link(dimension, fabric_attribute, allow_zero=allow_zero)
     convert = nonnegative_canonical if allow_zero else positive_canonical
     return InputField(
         name,
@@ -434,47 +433,10 @@ def _fraction_number(value: Value) -> float:
 
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
-    checks: dict[str, Callable[[object], Value]] = {
-        "node": check_node,
-        "fabric": check_fabric,
-        "accelerator": check_accelerator,
-    }
-    check = checks[name]
+    check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
     )
-
-
-def _fabric_or_link(f: InputField) -> InputField:
-    """``inter_bandwidth`` that keeps a fabric (entry or name) as the fabric itself.
-
-    The scenario moves it to ``fabric`` before anything else
-    (:func:`mlsysim.engine.job.normalize_given`), so the fabric's latency
-    comes with its bandwidth; a sweep axis takes its bandwidth.
-    """
-    link_check, link_parse = f.check, f.parse
-
-    def fabric(value: object) -> Value | None:
-        from mlsysim.hardware.types import Fabric
-
-        if isinstance(value, Fabric):
-            return value
-        if isinstance(value, str):
-            try:
-                return check_fabric(value.strip().removeprefix("Fabrics."))
-            except InputError:
-                return None
-        return None
-
-    def check(value: object) -> Value:
-        found = fabric(value)
-        return found if found is not None else link_check(value)
-
-    def parse(text: str) -> object:
-        found = fabric(text)
-        return found if found is not None else link_parse(text)
-
-    return dataclasses.replace(f, check=check, parse=parse)
 
 
 # -- the table ---------------------------------------------------------------------------
@@ -510,20 +472,18 @@ _TABLE: tuple[InputField, ...] = (
             "bandwidth",
             "GB/s",
             "B_intra",
-            fabric_attribute="bandwidth",
+            link=True,
         )
     ),
-    _fabric_or_link(
-        _quantity(
-            "inter_bandwidth",
-            "link between nodes, per direction (a fabric name also brings its latency)",
-            "bandwidth",
-            "Gbps",
-            "B_inter",
-            default=None,
-            optional=True,
-            fabric_attribute="bandwidth",
-        )
+    _quantity(
+        "inter_bandwidth",
+        "link between nodes, per direction (a fabric comes through fabric=)",
+        "bandwidth",
+        "Gbps",
+        "B_inter",
+        default=None,
+        optional=True,
+        link=True,
     ),
     _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
     _quantity(
@@ -557,7 +517,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         allow_zero=True,
         seed=False,
-        fabric_attribute="latency",
+        link=True,
     ),
     _quantity(
         "inter_latency",
@@ -569,7 +529,7 @@ _TABLE: tuple[InputField, ...] = (
         optional=True,
         allow_zero=True,
         seed=False,
-        fabric_attribute="latency",
+        link=True,
     ),
     InputField(
         "assumptions",
@@ -815,34 +775,3 @@ DERIVED_FROM: Final = (
     "input_pipeline",
 )
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
-
-
-# -- cross-field rules --------------------------------------------------------------------
-
-
-def check_together(values: Mapping[str, Value]) -> None:
-    """Rules between inputs, applied after each input is checked on its own."""
-    nodes = cast(int, values.get("nodes", 1))
-    if nodes > 1 and values.get("inter_bandwidth") is None:
-        raise InputError(
-            f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "
-            "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps')",
-            loc=("inter_bandwidth",),
-        )
-    optimizer = values.get("optimizer")
-    if optimizer is not None and values.get("optimizer_step_time") is not None:
-        raise InputError(
-            "give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
-            loc=("optimizer",),
-        )
-    if optimizer is not None and values.get("memory_bandwidth") is None:
-        raise InputError(
-            f"required with optimizer={optimizer!r} (its step's bytes move at the device's "
-            "memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'",
-            loc=("memory_bandwidth",),
-        )
-
-
-def unit_kinds() -> tuple[str, ...]:
-    """The unit kinds quantity inputs may have (for documentation and schemas)."""
-    return tuple(KINDS)

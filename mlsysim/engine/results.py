@@ -20,7 +20,7 @@ from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
-    from mlsysim.engine.job import Job
+    from mlsysim.engine.derivation import Job
 
 
 if TYPE_CHECKING:

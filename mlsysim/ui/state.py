@@ -286,7 +286,7 @@ def _registry_workload(workload: Workload) -> str | None:
 
 def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
-    from mlsysim.engine.job import PRESETS, preset_name
+    from mlsysim.engine.presets import PRESETS, preset_name
 
     derived = scenario.job.origins  # filled by a preset or derived: not the user's to spell
     out = {
@@ -344,6 +344,10 @@ def form_fields() -> tuple[dict[str, object], ...]:
             entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
         elif f.choices:
             entry.update(kind="choice", choices=[str(c) for c in f.choices])
+        elif f.kind == "preset":
+            from mlsysim.engine.presets import preset_names
+
+            entry.update(kind="text", suggestions=preset_names(f.name))
         elif f.kind == "count":
             entry.update(kind="int", example="1")
         elif f.kind == "quantity":
