@@ -391,6 +391,8 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
         "prices": lambda p: usd(p.rate),
+        "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
+        "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
 
 

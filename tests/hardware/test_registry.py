@@ -9,7 +9,9 @@ from mlsysim.hardware.types import Accelerator, Fabric, Node, Price
 ACCELERATORS = list(Hardware.walk())
 NODES = list(Systems.Nodes.walk())
 FABRICS = list(Systems.Fabrics.walk())
-PRICES = list(Infrastructure.walk())
+PRICES = list(Infrastructure.Pricing.walk("Pricing."))
+GRIDS = list(Infrastructure.Grid.walk("Grid."))
+FAILURES = list(Infrastructure.Reliability.walk("Reliability."))
 
 
 def test_registries_have_the_contract_entries():
@@ -49,7 +51,9 @@ def test_contract_figures():
     assert Infrastructure.Pricing.Cloud.GpuTrainingPerHour.rate == ureg.Quantity(4, "USD/hour")
 
 
-@pytest.mark.parametrize("path, entry", ACCELERATORS + NODES + FABRICS + PRICES)
+@pytest.mark.parametrize(
+    "path, entry", ACCELERATORS + NODES + FABRICS + PRICES + GRIDS + FAILURES
+)
 def test_every_entry_cites_a_source_and_says_what_the_figure_is(path, entry):
     assert len(entry.source) > 10, path
     assert len(entry.note) > 10, path
