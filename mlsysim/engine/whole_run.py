@@ -156,7 +156,7 @@ class WholeRun:
         params = _positive(self, "parameters", "count")
         per_param = _fraction(self, "checkpoint_bytes_per_parameter", 0.0, 1e3)
         if size is None and params is not None:
-            size = rel.checkpoint_size(params, per_param)
+            size = float(rel.checkpoint_size(params, per_param))
         bandwidth = _positive(self, "checkpoint_bandwidth", "bandwidth")
         storage = _positive(self, "storage_bandwidth", "bandwidth")
         writers = nodes if self.checkpoint_writers is None else _count(self, "checkpoint_writers")
@@ -217,13 +217,17 @@ class WholeRun:
             ckpt = rework = restarts = failures = 0.0
             wall = solve
         else:
-            mtbf = rel.job_mtbf(c.rate, c.devices)  # rate per device-second; nodes fail as 8 devices
+            # the rate is per device-second (a node's rate was divided by its devices)
+            mtbf = float(rel.job_mtbf(c.rate, c.devices))
             bandwidth = c.bandwidth if c.bandwidth is not None else math.inf
             storage = c.storage if c.storage is not None else math.inf
-            delta = rel.checkpoint_write_time(c.size, bandwidth, c.writers, storage)
-            interval = c.interval if c.interval is not None else rel.daly_interval(delta, mtbf)
-            ckpt, rework, restarts, failures = rel.overheads(solve, interval, delta, c.restart, mtbf)
-            wall = rel.wall_time(solve, interval, delta, c.restart, mtbf)
+            delta = float(rel.checkpoint_write_time(c.size, bandwidth, c.writers, storage))
+            interval = (
+                c.interval if c.interval is not None else float(rel.daly_interval(delta, mtbf))
+            )
+            terms = rel.overheads(solve, interval, delta, c.restart, mtbf)
+            ckpt, rework, restarts, failures = (float(t) for t in terms)
+            wall = float(rel.wall_time(solve, interval, delta, c.restart, mtbf))
             if not math.isfinite(wall):
                 raise InputError(
                     f"the job fails every {mtbf:.3g} s on average, too often to finish: the "
@@ -238,20 +242,22 @@ class WholeRun:
             comm = c.comm if c.comm is not None else c.power
             idle = c.idle if c.idle is not None else c.power
             f_compute, f_comm, f_idle = c.shares
-            update_power = en.average_device_power(c.power, comm, idle, f_compute, f_comm, f_idle)
+            update_power = float(
+                en.average_device_power(c.power, comm, idle, f_compute, f_comm, f_idle)
+            )
             device_joules = c.devices * (
                 (solve + rework) * update_power + (ckpt + restarts) * idle
             )
-            other = en.it_power(0, 0.0, c.nodes, c.node_power, c.switches, c.switch_power)
+            other = float(en.it_power(0, 0.0, c.nodes, c.node_power, c.switches, c.switch_power))
             joules = (device_joules + other * wall) * c.pue
             energy = joules
             it_avg = joules / c.pue / wall
             if c.intensity is not None:
-                emitted = en.emissions(joules, c.intensity)
+                emitted = float(en.emissions(joules, c.intensity))
             if c.price is not None:
-                cost = en.energy_cost(joules, c.price)
+                cost = float(en.energy_cost(joules, c.price))
             if c.embodied is not None and c.lifetime is not None:
-                embodied = en.embodied_share(c.embodied * c.nodes, wall, c.lifetime)
+                embodied = float(en.embodied_share(c.embodied * c.nodes, wall, c.lifetime))
         q = quantity
         return WholeRunFigures(
             job_mtbf=None if mtbf is None else q(mtbf / 3600.0, "hour"),
@@ -264,7 +270,7 @@ class WholeRun:
             interruptions=float(failures),
             training_time=q(solve / 3600.0, "hour"),
             wall_time=q(wall / 3600.0, "hour"),
-            goodput=rel.goodput(solve, wall),
+            goodput=float(rel.goodput(solve, wall)),
             average_it_power=None if it_avg is None else q(it_avg / 1e6, "MW"),
             energy=None if energy is None else q(energy / en.JOULES_PER_KWH / 1000.0, "MWh"),
             emissions=None if emitted is None else q(emitted / 1000.0, "t"),

@@ -134,8 +134,8 @@ def compare_energy(cases: list[EnergyCase] | None = None) -> list[EnergyComparis
     """Predict each case with :mod:`mlsysim.physics.energy` and compare with the published figures."""
     out = []
     for case in energy_cases() if cases is None else cases:
-        joules = en.device_hours_energy(case.device_hours, case.power_w, case.pue)
-        kg = en.emissions(joules, case.intensity_g_per_kwh / 1000.0 / en.JOULES_PER_KWH)
+        joules = float(en.device_hours_energy(case.device_hours, case.power_w, case.pue))
+        kg = float(en.emissions(joules, case.intensity_g_per_kwh / 1000.0 / en.JOULES_PER_KWH))
         mwh, tons = joules / en.JOULES_PER_KWH / 1000.0, kg / 1000.0
         device_kwh = case.device_hours * case.power_w / 1000.0
         out.append(
@@ -197,8 +197,8 @@ def daly_cases() -> list[DalyCase]:
                 mtbf_s=mtbf,
                 delta_s=delta,
                 printed_min=_minutes(point["tau_opt_printed"]),
-                daly_min=rel.daly_interval(delta, mtbf) / 60.0,
-                young_min=rel.young_interval(delta, mtbf) / 60.0,
+                daly_min=float(rel.daly_interval(delta, mtbf)) / 60.0,
+                young_min=float(rel.young_interval(delta, mtbf)) / 60.0,
                 numeric_min=_argmin_interval(delta, restart, mtbf) / 60.0,
             )
         )
@@ -236,9 +236,9 @@ def llama3_snapshot() -> Llama3Snapshot:
     published: the figure is what the reported ">90%" implies.
     """
     mtbf = LLAMA3_DAYS * DAY / LLAMA3_INTERRUPTIONS
-    size = rel.checkpoint_size(LLAMA3_PARAMETERS)
-    delta = rel.checkpoint_write_time(size, math.inf, 1.0, LLAMA3_STORAGE_BANDWIDTH)
-    tau = rel.daly_interval(delta, mtbf)
+    size = float(rel.checkpoint_size(LLAMA3_PARAMETERS))
+    delta = float(rel.checkpoint_write_time(size, math.inf, 1.0, LLAMA3_STORAGE_BANDWIDTH))
+    tau = float(rel.daly_interval(delta, mtbf))
     lo, hi = 0.0, mtbf
     for _ in range(100):
         mid = 0.5 * (lo + hi)

@@ -150,3 +150,49 @@ def test_lookup_by_name_is_case_insensitive_and_errors_list_names():
     assert Systems.get("Nodes.DGX_H100") is Systems.Nodes.DGX_H100
     with pytest.raises(UnknownNameError, match="H100"):
         Hardware.get("Z9000")
+
+
+@pytest.mark.parametrize("path, gpu", ACCELERATORS)
+def test_accelerator_power_is_a_datasheet_tdp_with_its_source(path, gpu):
+    assert gpu.power is not None, path
+    assert 200 <= to_canonical(gpu.power.tdp, "power") <= 1500
+    assert len(gpu.power.source) > 10
+    assert "TDP" in gpu.power.note or "power" in gpu.power.note
+
+
+def test_contract_tdps():
+    assert Hardware.Cloud.H100.power.tdp == ureg.Quantity(700, "W")
+    assert Hardware.Cloud.A100.power.tdp == ureg.Quantity(400, "W")
+    assert Hardware.Cloud.V100.power.tdp == ureg.Quantity(300, "W")
+
+
+@pytest.mark.parametrize("path, grid", GRIDS)
+def test_grid_bounds(path, grid):
+    g_per_kwh = to_canonical(grid.intensity, "carbon_intensity") * 1000 * 3.6e6
+    assert 10 <= g_per_kwh <= 1200
+    assert 2015 <= grid.year <= 2030
+
+
+@pytest.mark.parametrize("path, failure", FAILURES)
+def test_failure_rate_bounds(path, failure):
+    per_hour = to_canonical(failure.rate, "failure_rate") * 3600
+    per_device = per_hour / failure.devices_per_node if failure.per == "node" else per_hour
+    assert 1e-6 <= per_device <= 1e-3  # an MTBF per device of 1,000 to 1,000,000 hours
+
+
+def test_failure_rates_are_the_published_counts():
+    """419 and 466 interruptions in 54 days on 16,384 GPUs; 2 of 128 machines a day; 105 in 60
+    days on 124 nodes."""
+    rel = Infrastructure.Reliability
+    per_hour = {k: to_canonical(e.rate, "failure_rate") * 3600 for k, e in rel.entries().items()}
+    assert per_hour["Llama3_405B_unexpected"] == pytest.approx(419 / (16_384 * 54 * 24), rel=1e-4)
+    assert per_hour["Llama3_405B_all"] == pytest.approx(466 / (16_384 * 54 * 24), rel=1e-4)
+    assert per_hour["OPT_175B_chronicles"] == pytest.approx(2 / (128 * 24), rel=1e-4)
+    assert per_hour["OPT_175B_paper"] == pytest.approx(105 / (124 * 60 * 24), rel=1e-4)
+
+
+def test_grid_intensities_are_the_published_figures():
+    grid = Infrastructure.Grid
+    assert grid.US_average_LLaMA2023.intensity == ureg.Quantity(385, "g/kWh")
+    assert grid.US_average_Patterson2021.intensity == ureg.Quantity(429, "g/kWh")
+    assert grid.France_BLOOM.intensity == ureg.Quantity(57, "g/kWh")
