@@ -60,7 +60,9 @@ def _count(owner: WholeRun, name: str, *, low: int = 1) -> int:
     value = getattr(owner, name)
     if type(value) is not int or not low <= value <= 10**15:
         raise InputError(
-            f"expected a whole number from {low} to 1e15, got {value!r}", loc=(name,), owner="WholeRun"
+            f"expected a whole number from {low} to 1e15, got {value!r}",
+            loc=(name,),
+            owner="WholeRun",
         )
     return value
 
@@ -69,7 +71,9 @@ def _fraction(owner: WholeRun, name: str, low: float, high: float) -> float:
     value = getattr(owner, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
         raise InputError(
-            f"expected a number from {low:g} to {high:g}, got {value!r}", loc=(name,), owner="WholeRun"
+            f"expected a number from {low:g} to {high:g}, got {value!r}",
+            loc=(name,),
+            owner="WholeRun",
         )
     return float(value)
 
@@ -143,7 +147,9 @@ class WholeRun:
         nodes = -(-devices // per_node)
         solve = _positive(self, "training_time", "time")
         if solve is None:
-            raise InputError("required: the failure-free training time", loc=("training_time",), owner="WholeRun")
+            raise InputError(
+                "required: the failure-free training time", loc=("training_time",), owner="WholeRun"
+            )
         rate = _positive(self, "failure_rate", "failure_rate")
         if self.failure_rate_per not in FAILURE_PARTS:
             raise InputError(
@@ -178,7 +184,9 @@ class WholeRun:
         power = _positive(self, "device_power", "power")
         comm = _positive(self, "comm_power", "power")
         idle = _nonnegative(self, "idle_power", "power")
-        shares = [_fraction(self, n, 0.0, 1.0) for n in ("compute_share", "comm_share", "idle_share")]
+        shares = [
+            _fraction(self, n, 0.0, 1.0) for n in ("compute_share", "comm_share", "idle_share")
+        ]
         if not math.isclose(sum(shares), 1.0, rel_tol=1e-9):
             raise InputError(
                 f"compute_share + comm_share + idle_share must be 1, got {sum(shares):g}",
@@ -245,9 +253,7 @@ class WholeRun:
             update_power = float(
                 en.average_device_power(c.power, comm, idle, f_compute, f_comm, f_idle)
             )
-            device_joules = c.devices * (
-                (solve + rework) * update_power + (ckpt + restarts) * idle
-            )
+            device_joules = c.devices * ((solve + rework) * update_power + (ckpt + restarts) * idle)
             other = float(en.it_power(0, 0.0, c.nodes, c.node_power, c.switches, c.switch_power))
             joules = (device_joules + other * wall) * c.pue
             energy = joules

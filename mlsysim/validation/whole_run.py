@@ -178,7 +178,9 @@ def _argmin_interval(delta: float, restart: float, mtbf: float) -> float:
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
     for _ in range(200):
         a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-        if rel.wall_time(1.0, a, delta, restart, mtbf) < rel.wall_time(1.0, b, delta, restart, mtbf):
+        if rel.wall_time(1.0, a, delta, restart, mtbf) < rel.wall_time(
+            1.0, b, delta, restart, mtbf
+        ):
             hi = b
         else:
             lo = a
@@ -275,7 +277,13 @@ def opt_restarts() -> OptRestarts:
     log = rate * OPT_HOSTS * OPT_LOG_DAYS * 24.0
     lost_h = (OPT_LOG_DAYS - OPT_IDEAL_DAYS) * 24.0 / OPT_LOG_RESTARTS
     return OptRestarts(
-        rate, paper, OPT_PAPER_RESTARTS, log, OPT_LOG_RESTARTS, OPT_IDEAL_DAYS / OPT_LOG_DAYS, lost_h
+        rate,
+        paper,
+        OPT_PAPER_RESTARTS,
+        log,
+        OPT_LOG_RESTARTS,
+        OPT_IDEAL_DAYS / OPT_LOG_DAYS,
+        lost_h,
     )
 
 
@@ -286,9 +294,7 @@ def report() -> dict[str, object]:
     """Every comparison as plain values (for ``mlsysim validate published --json``)."""
     energy = compare_energy()
     given = [c for c in energy if c.case.inputs == "given"]
-    worst = max(
-        max(abs(c.emissions_error), abs(c.energy_error or 0.0)) for c in given
-    )
+    worst = max(max(abs(c.emissions_error), abs(c.energy_error or 0.0)) for c in given)
     snap, opt = llama3_snapshot(), opt_restarts()
     return {
         "energy_limit": ENERGY_LIMIT,
@@ -308,8 +314,13 @@ def report() -> dict[str, object]:
             for c in energy
         ],
         "daly": [
-            {"mtbf_h": d.mtbf_s / HOUR, "printed_min": d.printed_min, "model_min": d.daly_min,
-             "numeric_min": d.numeric_min, "young_min": d.young_min}
+            {
+                "mtbf_h": d.mtbf_s / HOUR,
+                "printed_min": d.printed_min,
+                "model_min": d.daly_min,
+                "numeric_min": d.numeric_min,
+                "young_min": d.young_min,
+            }
             for d in daly_cases()
         ],  # fmt: skip
         "llama3_405b": {

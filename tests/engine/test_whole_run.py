@@ -54,9 +54,7 @@ def test_worked_example_by_hand():
     # failure during computation (the ~R/M = 6% of failures that strike a restart lose none)
     assert f.restart_overhead.to("s").magnitude == pytest.approx(f.interruptions * r, rel=0.04)
     during_compute = f.interruptions * (1 - r / m)
-    assert f.rework.to("s").magnitude == pytest.approx(
-        during_compute * (tau + delta) / 2, rel=0.01
-    )
+    assert f.rework.to("s").magnitude == pytest.approx(during_compute * (tau + delta) / 2, rel=0.01)
     kwh = n * 0.7 * wall / HOUR * 1.1
     assert f.energy.to("kWh").magnitude == pytest.approx(kwh, rel=1e-4)
     assert f.emissions.to("t").magnitude == pytest.approx(kwh * 0.385 / 1000, rel=1e-4)
