@@ -196,3 +196,29 @@ def test_grid_intensities_are_the_published_figures():
     assert grid.US_average_LLaMA2023.intensity == ureg.Quantity(385, "g/kWh")
     assert grid.US_average_Patterson2021.intensity == ureg.Quantity(429, "g/kWh")
     assert grid.France_BLOOM.intensity == ureg.Quantity(57, "g/kWh")
+
+
+def test_a_users_grid_and_failure_rate_load_and_bad_ones_name_the_field(tmp_path):
+    from mlsysim import ScenarioFileError, load_registry
+    from mlsysim.core.registry import reset_registry
+
+    good = tmp_path / "site.toml"
+    good.write_text(
+        '[grids.MySite]\nintensity = "120 g/kWh"\nyear = 2025\nsource = "utility bill 2025"\n'
+        'note = "location-based annual average"\n'
+        '[failures.MyCluster]\nrate = "1e-4 failures/hour"\nper = "node"\ndevices_per_node = 8\n'
+        'source = "our scheduler logs 2025"\nnote = "node failures per node-hour"\n'
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[failures.Odd]\nrate = "1e-4 failures/hour"\nper = "rack"\ndevices_per_node = 8\n'
+        'source = "nowhere in particular"\nnote = "a rate per rack"\n'
+    )
+    try:
+        load_registry(good)
+        assert Infrastructure.Grid.MySite.intensity == ureg.Quantity(120, "g/kWh")
+        assert Infrastructure.Reliability.MyCluster.per == "node"
+        with pytest.raises(ScenarioFileError, match=r"bad.toml:\d+: failures.Odd.per: expected"):
+            load_registry(bad)
+    finally:
+        reset_registry()
