@@ -41,7 +41,7 @@ import math
 import numpy as np
 
 from mlsysim.physics._array import Num, is_array, sqrt, where
-from mlsysim.physics.memory import OPTIMIZER_BYTES, WEIGHT_BYTES
+from mlsysim.physics.memory import OPTIMIZER_BYTES, WEIGHT_BYTES, ZERO_STAGES
 
 HOUR = 3600.0
 """Seconds in an hour (failure rates are quoted per device-hour or per node-hour)."""
@@ -109,6 +109,30 @@ def checkpoint_size(
     writes it (:func:`checkpoint_write_time`), not how much there is.
     """
     return bytes_per_parameter * parameters
+
+
+def checkpoint_bytes_per_device(parameters: Num, zero_stage: int, n_devices: Num) -> Num:
+    """Bytes of the checkpointed state (weights + optimizer state) one device holds.
+
+    By ZeRO stage over ``n_devices`` data-parallel ranks (Rajbhandari et al.
+    2020, section 3.1, without the gradients, which a checkpoint does not keep):
+
+        stage 0: (w + K) psi           (replicated: one replica writes it all)
+        stage 1, 2: w psi + K psi / n  (the optimizer state sharded)
+        stage 3: (w + K) psi / n       (everything sharded)
+
+    with w = 2 bytes of 16-bit weights and K = 12 of fp32 Adam state. Unsharded
+    state is written once (by one replica), sharded state by every rank: the
+    whole checkpoint is :func:`checkpoint_size` either way.
+    """
+    psi, n, w, k = parameters, n_devices, WEIGHT_BYTES, OPTIMIZER_BYTES
+    if zero_stage == 0:
+        return (w + k) * psi
+    if zero_stage in (1, 2):
+        return w * psi + k * psi / n
+    if zero_stage == 3:
+        return (w + k) * psi / n
+    raise ValueError(f"unknown ZeRO stage {zero_stage!r}; expected one of {ZERO_STAGES}")
 
 
 def checkpoint_write_time(

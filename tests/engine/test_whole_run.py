@@ -135,3 +135,40 @@ def test_the_planned_result_names_are_fields():
         "emissions", "energy_cost",
     ):  # fmt: skip
         assert name in WHOLE_RUN_FIELDS
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    devices=st.integers(8, 100_000),
+    rate=st.floats(1e-7, 1e-4),
+    restart_min=st.floats(0.0, 60.0),
+    pue=st.floats(1.0, 2.0),
+    intensity=st.floats(0.0, 1000.0),
+)
+def test_whole_run_invariants(devices, rate, restart_min, pue, intensity):
+    run = WholeRun(
+        devices=devices,
+        training_time=Q_(30, "day"),
+        failure_rate=Q_(rate, "failures/hour"),
+        restart_time=Q_(restart_min, "min"),
+        checkpoint_size=Q_(1, "TB"),
+        checkpoint_bandwidth=Q_(5, "GB/s"),
+        device_power=Q_(700, "W"),
+        pue=pue,
+        carbon_intensity=Q_(intensity, "g/kWh"),
+    )
+    try:
+        f = run.figures()
+    except InputError as exc:  # a job that fails too often to finish is refused, by name
+        assert exc.loc == ("failure_rate",)
+        return
+    assert 0.0 < f.goodput <= 1.0
+    parts = f.training_time + f.checkpoint_overhead + f.rework + f.restart_overhead
+    assert parts.to("hour").magnitude == pytest.approx(f.wall_time.to("hour").magnitude)
+    kwh = devices * 0.7 * f.wall_time.to("hour").magnitude * pue
+    assert f.energy.to("kWh").magnitude == pytest.approx(kwh)
+    assert f.emissions.to("kg").magnitude == pytest.approx(kwh * intensity / 1000, rel=1e-9, abs=1e-9)

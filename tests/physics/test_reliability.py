@@ -106,3 +106,16 @@ def test_arrays_give_the_scalar_figures():
         assert walls[i] == pytest.approx(rel.wall_time(1e6, float(taus[i]), 300.0, 600.0, float(m)))
         scalar = rel.overheads(1e6, float(taus[i]), 300.0, 600.0, float(m))
         assert [t[i] for t in terms] == pytest.approx(list(scalar))
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_checkpoint_state_per_device_by_zero_stage(stage):
+    psi, n = 7e9, 64
+    per_device = rel.checkpoint_bytes_per_device(psi, stage, n)
+    expected = {0: 14 * psi, 1: 2 * psi + 12 * psi / n, 2: 2 * psi + 12 * psi / n, 3: 14 * psi / n}
+    assert per_device == pytest.approx(expected[stage])
+    # the distinct state over all devices is one checkpoint: replicated parts counted once
+    distinct = {0: per_device, 1: 2 * psi + n * 12 * psi / n, 2: 2 * psi + 12 * psi, 3: n * per_device}
+    assert distinct[stage] == pytest.approx(rel.checkpoint_size(psi))
+    with pytest.raises(ValueError, match="ZeRO stage"):
+        rel.checkpoint_bytes_per_device(psi, 4, n)
