@@ -282,6 +282,7 @@ class WholeRun:
             emissions=None if emitted is None else q(emitted / 1000.0, "t"),
             energy_cost=None if cost is None else q(cost, "USD"),
             embodied_emissions=None if embodied is None else q(embodied / 1000.0, "t"),
+            interval_given=c.interval is not None,
         )
 
 
@@ -338,6 +339,8 @@ class WholeRunFigures:
     emissions: Quantity | None
     energy_cost: Quantity | None
     embodied_emissions: Quantity | None
+    interval_given: bool = False
+    """Whether ``checkpoint_interval`` was an input (else Daly's optimum)."""
 
     def explain(self) -> str:
         """Each figure beside its equation (from the physics modules), one per line."""
@@ -346,26 +349,34 @@ class WholeRunFigures:
             ("job_mtbf", self.job_mtbf, r["job_mtbf"]),
             ("checkpoint_size", self.checkpoint_size, r["checkpoint_size"]),
             ("checkpoint_time", self.checkpoint_time, r["checkpoint_time"]),
-            ("checkpoint_interval", self.checkpoint_interval, r["daly_interval"]),
+            (
+                "checkpoint_interval",
+                self.checkpoint_interval,
+                "given" if self.interval_given else r["daly_interval"],
+            ),
             ("checkpoint_overhead", self.checkpoint_overhead, r["checkpoint_overhead"]),
             ("rework", self.rework, r["rework"]),
             ("restart_overhead", self.restart_overhead, r["restart_overhead"]),
             ("interruptions", self.interruptions, r["interruptions"]),
             ("wall_time", self.wall_time, r["wall_time"]),
             ("goodput", self.goodput, r["goodput"]),
-            ("energy", self.energy, e["facility_energy"]),
+            ("energy", self.energy, e["run_energy"]),
             ("emissions", self.emissions, e["emissions"]),
             ("energy_cost", self.energy_cost, e["energy_cost"]),
             ("embodied_emissions", self.embodied_emissions, e["embodied_share"]),
         ]
         lines = []
         for name, value, equation in rows:
-            if value is None:
+            if value is None or isinstance(value, bool):
                 continue
-            shown = f"{value:.4g~P}" if not isinstance(value, float) else f"{value:.4g}"
+            shown = (
+                f"{value:.4g}"
+                if isinstance(value, float)
+                else f"{value.magnitude:.4g} {value.units:~P}"
+            )
             lines.append(f"{name:20} {shown:>14}   {equation}")
         return "\n".join(lines)
 
 
-WHOLE_RUN_FIELDS = tuple(f.name for f in fields(WholeRunFigures))
+WHOLE_RUN_FIELDS = tuple(f.name for f in fields(WholeRunFigures) if f.name != "interval_given")
 """The result fields a whole run adds (names scripts can rely on)."""

@@ -59,6 +59,10 @@ EQUATIONS = {
     "emissions": "CO2e = E x I  (location-based: I, the grid's average intensity)",
     "energy_cost": "cost = E x price",
     "embodied_share": "CO2e_embodied = C_embodied x T / (L u)  (Luccioni et al. 2023)",
+    "run_energy": (
+        "E = PUE [n_dev ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle) "
+        "+ (n_nodes P_node + n_switches P_switch) T_w]"
+    ),
 }
 """The equation of each function of this module, as explain prints it."""
 

@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlsysim import Q_, Hardware, Infrastructure, InputError
 from mlsysim.engine.whole_run import WHOLE_RUN_FIELDS, WholeRun
@@ -127,6 +129,14 @@ def test_explain_shows_each_figure_with_its_equation():
     for name in ("job_mtbf", "checkpoint_interval", "goodput", "energy", "emissions"):
         assert name in text
     assert "Daly 2006" in text and "0.9196" in text
+    for line in text.splitlines():
+        name, rest = line.split(maxsplit=1)
+        shown = rest.split("   ")[0].strip()
+        value = getattr(f, name)
+        if isinstance(value, float):
+            assert float(shown) == pytest.approx(value, rel=1e-3), name
+        else:
+            assert Q_(shown).to(value.units).magnitude == pytest.approx(value.magnitude, rel=1e-3)
 
 
 def test_the_planned_result_names_are_fields():
@@ -135,10 +145,6 @@ def test_the_planned_result_names_are_fields():
         "emissions", "energy_cost",
     ):  # fmt: skip
         assert name in WHOLE_RUN_FIELDS
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 @settings(max_examples=60, deadline=None)
@@ -171,4 +177,14 @@ def test_whole_run_invariants(devices, rate, restart_min, pue, intensity):
     assert parts.to("hour").magnitude == pytest.approx(f.wall_time.to("hour").magnitude)
     kwh = devices * 0.7 * f.wall_time.to("hour").magnitude * pue
     assert f.energy.to("kWh").magnitude == pytest.approx(kwh)
-    assert f.emissions.to("kg").magnitude == pytest.approx(kwh * intensity / 1000, rel=1e-9, abs=1e-9)
+    assert f.emissions.to("kg").magnitude == pytest.approx(
+        kwh * intensity / 1000, rel=1e-9, abs=1e-9
+    )
+
+
+def test_a_given_interval_is_used_and_explained_as_given():
+    f = worked_example(checkpoint_interval=Q_(30, "min")).figures()
+    assert f.checkpoint_interval == Q_(30.0, "min") and f.interval_given
+    line = next(x for x in f.explain().splitlines() if x.startswith("checkpoint_interval"))
+    assert line.endswith("given")
+    assert f.goodput < worked_example().figures().goodput  # Daly's optimum does better
