@@ -342,6 +342,11 @@ class WholeRunFigures:
     interval_given: bool = False
     """Whether ``checkpoint_interval`` was an input (else Daly's optimum)."""
 
+    @property
+    def inflation(self) -> float:
+        """``1 / goodput``: how much failures stretch the training time and its cost per time."""
+        return 1.0 / self.goodput if self.goodput > 0.0 else math.inf
+
     def explain(self) -> str:
         """Each figure beside its equation (from the physics modules), one per line."""
         r, e = rel.EQUATIONS, en.EQUATIONS

@@ -50,6 +50,7 @@ def test_worked_example_by_hand():
     assert f.wall_time.to("s").magnitude == pytest.approx(wall, rel=1e-4)
     assert f.goodput == pytest.approx(ts / wall, rel=1e-4)
     assert f.goodput == pytest.approx(0.9196, abs=1e-4)
+    assert f.inflation == pytest.approx(wall / ts, rel=1e-4)
     assert f.checkpoint_overhead.to("s").magnitude == pytest.approx(ts / tau * delta, rel=1e-4)
     assert f.interruptions == pytest.approx(wall / m, rel=1e-4)
     # the restarts cost about R per failure, the recomputed work about half a segment per
