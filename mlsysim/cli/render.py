@@ -381,6 +381,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
         "accelerators": lambda a: (
             f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
             f"per direction{flops(a)}"
+            + (f", TDP {a.power.tdp.to('W').magnitude:.6g} W" if a.power is not None else "")
         ),
         "nodes": lambda n: (
             f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
@@ -391,6 +392,8 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
         "prices": lambda p: usd(p.rate),
+        "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
+        "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
 
 

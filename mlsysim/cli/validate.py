@@ -40,7 +40,9 @@ def published(
     Prints measured, predicted and error per case with the realistic preset's
     80% prediction interval, then per family the median, worst and mean
     (signed) error, and overall the interval coverage (points of scaling
-    efficiency). --cv adds the leave-one-family-out figures.
+    efficiency). --cv adds the leave-one-family-out figures. Then the whole
+    run: published energy and emissions reproduced from their inputs, Daly's
+    checkpoint intervals, and the Llama 3 405B and OPT-175B failure figures.
     """
     from mlsysim.engine.assumptions import Assumptions
     from mlsysim.validation.intervals import efficiency_band
@@ -58,15 +60,16 @@ def published(
     band = efficiency_band(realistic_assumptions, 0.8)
     coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
     lofo = cross_validate(realistic_assumptions) if cv else None
+    from mlsysim.validation.whole_run import report, report_lines
+
     if json_:
+        body = validation_json(seed, realistic, band, coverage, width, lofo)
+        body["whole_run"] = report()
         typer.echo(
             dumps(
                 document(
                     "validation",
-                    cast(
-                        "dict[str, JSONValue]",  # encode() of a dict is a dict
-                        encode(validation_json(seed, realistic, band, coverage, width, lofo)),
-                    ),
+                    cast("dict[str, JSONValue]", encode(body)),  # encode() of a dict is a dict
                 ),
                 indent=2,
             )
@@ -83,6 +86,8 @@ def published(
         coverage=(coverage, width),
         lofo=lofo,
     )
+    for line in report_lines():
+        typer.echo(line)
 
 
 def validation_json(
