@@ -209,14 +209,6 @@ KEY_COLUMNS = (
 )
 
 
-HEADERS = {
-    "n_devices": "devices",
-    "update_time": "update",
-    "communication_time": "comm.",
-    "efficiency": "eff.",
-    "global_batch": "global batch",
-    "training_time": "training",
-}
 
 
 def _print_table(
@@ -237,12 +229,14 @@ def _print_table(
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     from mlsysim.cli.render import safe
+    from mlsysim.engine.results import result_fields
 
     out = Table(title=safe(title), header_style="bold")
     formats = {c: _format(table, c, picked) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
-        label = HEADERS.get(column, column)
+        spec = result_fields().get(column)
+        label = spec.header if spec is not None else column
         out.add_column(f"{label} ({unit})" if unit else label, justify="right")
     for i in picked:
         given = (axis_text or {}).get(i, {})

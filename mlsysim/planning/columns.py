@@ -13,20 +13,14 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import DTypeLike
 
-from mlsysim.engine.equations import BOTTLENECKS, Figures, Inputs
+from mlsysim.engine.equations import Figures, Inputs
 from mlsysim.engine.results import FIELDS as RESULT_FIELDS
-from mlsysim.engine.results import result_fields
-from mlsysim.physics.collectives import ALGORITHMS
+from mlsysim.engine.results import result_fields, text_labels
 
 RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "constraint_trace")
 """Result fields a sweep reports (every scalar field of the result)."""
 
-TEXT_LABELS: dict[str, tuple[str, ...]] = {
-    "algorithm": ("ring", "hierarchical", "tree", "auto"),
-    "intra_algorithm": ("none", "ring"),
-    "inter_algorithm": ("none", *ALGORITHMS),
-    "bottleneck": BOTTLENECKS,
-}
+TEXT_LABELS: dict[str, tuple[str, ...]] = text_labels()
 """Labels of the text result columns, stored as codes into these tuples."""
 
 Progress = Callable[[int, int], None]

@@ -198,8 +198,7 @@ def result_intervals(result: Any, level: float = INTERVAL_LEVEL) -> dict[str, An
     in the unit of :func:`result_values`; ``None`` when the assumptions give none (the seed model).
     """
     from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.results import field_unit
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS, field_unit
 
     try:
         result.interval("efficiency", level)

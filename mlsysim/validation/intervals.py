@@ -42,13 +42,12 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.results import INTERVAL_FIELDS
 
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.results import DataParallelScaleOutResult
 
-INTERVAL_FIELDS = ("efficiency", "speedup", "update_time", "training_time", "cost")
-"""Result fields with a prediction interval."""
 
 LOWEST_EFFICIENCY = 1e-3
 """The efficiency interval is clipped to [0.001, 1]."""
