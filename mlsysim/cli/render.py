@@ -142,11 +142,13 @@ is written on the run table: (value, unit)."""
 
 def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     values = scenario.fields()
     rows = []
-    for name, f in FIELDS.items():
+    order = {group: i for i, group in enumerate(GROUPS)}
+    shown_group = None
+    for name, f in sorted(FIELDS.items(), key=lambda item: order[item[1].group]):
         value = values.get(name)
         if name == "assumptions":
             a = scenario.assumptions  # the value of the field
@@ -163,6 +165,9 @@ def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, s
         origin = scenario.job.origins.get(name)
         if origin and f.display_unit and hasattr(value, "to"):
             value = value.to(f.display_unit)  # a derived figure in the unit a person reads
+        if f.group != shown_group:
+            shown_group = f.group
+            rows.append((f"[{GROUPS[f.group]}]", "", ""))
         rows.append((label, _text(value), f.label + (f" (from {origin})" if origin else "")))
     return rows
 

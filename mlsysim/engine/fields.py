@@ -110,6 +110,8 @@ class InputField:
     choices: tuple[str | int, ...] = ()
     checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
+    group: str = "scenario"
+    """The input group (a key of :data:`GROUPS`): workload, cluster, layout, assumptions."""
     _factors: Mapping[object, float] = dataclasses.field(
         init=False, repr=False, compare=False, default_factory=dict
     )
@@ -364,7 +366,12 @@ def _text(value: object) -> str:
 
 
 def _count(
-    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
+    name: str,
+    label: str,
+    symbol: str | None,
+    *,
+    default: Value | _Required = REQUIRED,
+    seed: bool = True,
 ) -> InputField:
     return InputField(
         name,
@@ -441,249 +448,358 @@ def _preset(name: str, label: str) -> InputField:
 
 # -- the table ---------------------------------------------------------------------------
 
+GROUPS: Final[Mapping[str, str]] = {
+    "workload": "Workload",
+    "cluster": "Cluster",
+    "layout": "Execution layout",
+    "assumptions": "Model assumptions",
+    "scenario": "Scenario",
+}
+"""The groups of inputs as the domain is (after Calculon's split into application,
+execution and system), each with its title: the workload (the model, its data, the job's
+size and a one-device profile); the cluster (node, devices, nodes, links, fabric, NICs,
+memory, prices); the execution layout (batch, accumulation, precision, recompute,
+sharding); the modeling assumptions; and the scenario's name and description."""
+
+
+def _in(group: str, f: InputField) -> InputField:
+    """``f`` in the input group ``group`` (a key of :data:`GROUPS`)."""
+    return dataclasses.replace(f, group=group)
+
+
 _TABLE: tuple[InputField, ...] = (
-    InputField(
+    _in(
         "workload",
-        "the model trained",
+        InputField(
+            "workload",
+            "the model trained",
+            "workload",
+            _workload,
+            _workload_named,
+            seed=True,
+        ),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "precision",
+            "number format of the gradients",
+            "choice",
+            check_precision,
+            lambda text: text.strip(),
+            default="fp16",
+            seed=True,
+            choices=tuple(BYTES_PER_ELEMENT),
+        ),
+    ),
+    _in(
         "workload",
-        _workload,
-        _workload_named,
-        seed=True,
+        _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
     ),
-    InputField(
-        "precision",
-        "number format of the gradients",
-        "choice",
-        check_precision,
-        lambda text: text.strip(),
-        default="fp16",
-        seed=True,
-        choices=tuple(BYTES_PER_ELEMENT),
+    _in(
+        "workload",
+        _derivable(
+            _quantity("training_time", "one device, the whole run", "time", "hour", "T_train")
+        ),
     ),
-    _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
-    _derivable(_quantity("training_time", "one device, the whole run", "time", "hour", "T_train")),
-    _count("per_device_batch", "samples per device per step", "b"),
-    _derivable(_count("devices_per_node", "devices in each node", "d")),
-    _count("nodes", "nodes", "N", default=1),
-    _derivable(
+    _in("layout", _count("per_device_batch", "samples per device per step", "b")),
+    _in("cluster", _derivable(_count("devices_per_node", "devices in each node", "d"))),
+    _in("cluster", _count("nodes", "nodes", "N", default=1)),
+    _in(
+        "cluster",
+        _derivable(
+            _quantity(
+                "intra_bandwidth",
+                "link inside a node, per direction",
+                "bandwidth",
+                "GB/s",
+                "B_intra",
+                link=True,
+            )
+        ),
+    ),
+    _in(
+        "cluster",
         _quantity(
-            "intra_bandwidth",
-            "link inside a node, per direction",
+            "inter_bandwidth",
+            "link between nodes, per direction (a fabric comes through fabric=)",
             "bandwidth",
-            "GB/s",
-            "B_intra",
+            "Gbps",
+            "B_inter",
+            default=None,
+            optional=True,
             link=True,
-        )
+        ),
     ),
-    _quantity(
-        "inter_bandwidth",
-        "link between nodes, per direction (a fabric comes through fabric=)",
-        "bandwidth",
-        "Gbps",
-        "B_inter",
-        default=None,
-        optional=True,
-        link=True,
+    _in("layout", _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1)),
+    _in(
+        "cluster",
+        _quantity(
+            "node_hour_rate",
+            "price of one node for one hour",
+            "money_rate",
+            "USD/hour",
+            None,
+            default=None,
+            optional=True,
+        ),
     ),
-    _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
-    _quantity(
-        "node_hour_rate",
-        "price of one node for one hour",
-        "money_rate",
-        "USD/hour",
-        None,
-        default=None,
-        optional=True,
+    _in(
+        "cluster",
+        InputField(
+            "nics_per_node",
+            "inter-node NICs per node (None: one link of inter_bandwidth)",
+            "count",
+            check_positive_int,
+            parse_int,
+            default=None,
+            optional=True,
+            symbol="k",
+            numeric=True,
+            canonical=_count_number,
+        ),
     ),
-    InputField(
-        "nics_per_node",
-        "inter-node NICs per node (None: one link of inter_bandwidth)",
-        "count",
-        check_positive_int,
-        parse_int,
-        default=None,
-        optional=True,
-        symbol="k",
-        numeric=True,
-        canonical=_count_number,
+    _in(
+        "cluster",
+        _quantity(
+            "intra_latency",
+            "startup time of one ring step inside a node",
+            "time",
+            "us",
+            "alpha_intra",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+            link=True,
+        ),
     ),
-    _quantity(
-        "intra_latency",
-        "startup time of one ring step inside a node",
-        "time",
-        "us",
-        "alpha_intra",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
-        link=True,
+    _in(
+        "cluster",
+        _quantity(
+            "inter_latency",
+            "startup time of one ring step between nodes",
+            "time",
+            "us",
+            "alpha_inter",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+            link=True,
+        ),
     ),
-    _quantity(
-        "inter_latency",
-        "startup time of one ring step between nodes",
-        "time",
-        "us",
-        "alpha_inter",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
-        link=True,
-    ),
-    InputField(
+    _in(
         "assumptions",
-        "modeling choices (seed or realistic, or their values)",
-        "assumptions",
-        _assumptions,
-        _assumptions_text,
-        default=Assumptions(),
+        InputField(
+            "assumptions",
+            "modeling choices (seed or realistic, or their values)",
+            "assumptions",
+            _assumptions,
+            _assumptions_text,
+            default=Assumptions(),
+        ),
     ),
-    InputField(
-        "device_memory",
-        "memory of one device (a size or an accelerator)",
-        "quantity",
-        _device_memory,
-        _parse_device_memory,
-        default=None,
-        optional=True,
-        dimension="data",
-        display_unit="GB",
-        numeric=True,
-        canonical=_canonical("data"),
+    _in(
+        "cluster",
+        InputField(
+            "device_memory",
+            "memory of one device (a size or an accelerator)",
+            "quantity",
+            _device_memory,
+            _parse_device_memory,
+            default=None,
+            optional=True,
+            dimension="data",
+            display_unit="GB",
+            numeric=True,
+            canonical=_canonical("data"),
+        ),
     ),
-    InputField(
-        "zero_stage",
-        "ZeRO stage of the training state (0: none)",
-        "index",
-        _zero_stage,
-        parse_int,
-        default=0,
-        choices=ZERO_STAGES,
+    _in(
+        "layout",
+        InputField(
+            "zero_stage",
+            "ZeRO stage of the training state (0: none)",
+            "index",
+            _zero_stage,
+            parse_int,
+            default=0,
+            choices=ZERO_STAGES,
+        ),
     ),
-    _quantity(
-        "activation_memory",
-        "activation memory per device",
-        "data",
-        "GB",
-        None,
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
+    _in(
+        "layout",
+        _quantity(
+            "activation_memory",
+            "activation memory per device",
+            "data",
+            "GB",
+            None,
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
     ),
-    InputField(
-        "gradient_precision",
-        "number format of the gradients on the wire (None: the precision's)",
-        "choice",
-        check_precision,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(BYTES_PER_ELEMENT),
+    _in(
+        "layout",
+        InputField(
+            "gradient_precision",
+            "number format of the gradients on the wire (None: the precision's)",
+            "choice",
+            check_precision,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(BYTES_PER_ELEMENT),
+        ),
     ),
-    InputField(
-        "optimizer",
-        "optimizer whose step is timed at memory_bandwidth (None: no step time)",
-        "choice",
-        _optimizer,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+    _in(
+        "layout",
+        InputField(
+            "optimizer",
+            "optimizer whose step is timed at memory_bandwidth (None: no step time)",
+            "choice",
+            _optimizer,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+        ),
     ),
-    _quantity(
-        "optimizer_step_time",
-        "time of one optimizer step, when given instead of optimizer",
-        "time",
-        "ms",
-        "t_opt",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
+    _in(
+        "layout",
+        _quantity(
+            "optimizer_step_time",
+            "time of one optimizer step, when given instead of optimizer",
+            "time",
+            "ms",
+            "t_opt",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
     ),
-    InputField(
-        "memory_bandwidth",
-        "memory bandwidth of one device (a bandwidth or an accelerator)",
-        "quantity",
-        _memory_bandwidth,
-        _parse_memory_bandwidth,
-        default=None,
-        optional=True,
-        dimension="bandwidth",
-        display_unit="GB/s",
-        symbol="B_mem",
-        numeric=True,
-        canonical=_canonical("bandwidth"),
+    _in(
+        "cluster",
+        InputField(
+            "memory_bandwidth",
+            "memory bandwidth of one device (a bandwidth or an accelerator)",
+            "quantity",
+            _memory_bandwidth,
+            _parse_memory_bandwidth,
+            default=None,
+            optional=True,
+            dimension="bandwidth",
+            display_unit="GB/s",
+            symbol="B_mem",
+            numeric=True,
+            canonical=_canonical("bandwidth"),
+        ),
     ),
-    InputField(
-        "inter_transport",
-        "transport between nodes: rdma or tcp (None: rdma)",
-        "choice",
-        _transport,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(TRANSPORT_EFFICIENCY),
+    _in(
+        "cluster",
+        InputField(
+            "inter_transport",
+            "transport between nodes: rdma or tcp (None: rdma)",
+            "choice",
+            _transport,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(TRANSPORT_EFFICIENCY),
+        ),
     ),
-    InputField(
-        "input_pipeline",
-        "where the inputs come from: real (a data loader) or synthetic (made on the device; "
-        "no loader jitter) (None: real)",
-        "choice",
-        _input_pipeline,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(INPUT_PIPELINE_JITTER),
+    _in(
+        "workload",
+        InputField(
+            "input_pipeline",
+            "where the inputs come from: real (a data loader) or synthetic (made on the device; "
+            "no loader jitter) (None: real)",
+            "choice",
+            _input_pipeline,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(INPUT_PIPELINE_JITTER),
+        ),
     ),
-    _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
-    _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
-    _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
-    InputField(
-        "mfu",
-        "model FLOPs utilisation (0-1), from which step_time is derived",
-        "number",
-        check_mfu,
-        parse_mfu,
-        default=None,
-        optional=True,
-        symbol="u",
-        numeric=True,
-        canonical=_fraction_number,
+    _in(
+        "cluster",
+        _preset(
+            "node", "a server of the registry: devices, links, NICs, accelerator, memory, price"
+        ),
     ),
-    _quantity(
-        "training_tokens",
-        "tokens to train on, from which training_time is derived",
-        "tokens",
-        "token",
-        "D",
-        default=None,
-        optional=True,
-        seed=False,
+    _in(
+        "cluster",
+        _preset(
+            "fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"
+        ),
     ),
-    _quantity(
-        "training_samples",
-        "samples to train on, from which training_time is derived",
-        "samples",
-        "sample",
-        "S",
-        default=None,
-        optional=True,
-        seed=False,
+    _in("cluster", _preset("accelerator", "the device, from the registry: peak FLOPs and memory")),
+    _in(
+        "workload",
+        InputField(
+            "mfu",
+            "model FLOPs utilisation (0-1), from which step_time is derived",
+            "number",
+            check_mfu,
+            parse_mfu,
+            default=None,
+            optional=True,
+            symbol="u",
+            numeric=True,
+            canonical=_fraction_number,
+        ),
     ),
-    InputField(
-        "recompute",
-        "activation recomputation: none, selective (default, as FlashAttention) or full",
-        "choice",
-        check_recompute,
-        lambda text: text.strip(),
-        default="selective",
-        choices=RECOMPUTE_MODES,
+    _in(
+        "workload",
+        _quantity(
+            "training_tokens",
+            "tokens to train on, from which training_time is derived",
+            "tokens",
+            "token",
+            "D",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
     ),
-    InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
-    InputField("description", "what it is", "text", _text, str, default=None, optional=True),
+    _in(
+        "workload",
+        _quantity(
+            "training_samples",
+            "samples to train on, from which training_time is derived",
+            "samples",
+            "sample",
+            "S",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "recompute",
+            "activation recomputation: none, selective (default, as FlashAttention) or full",
+            "choice",
+            check_recompute,
+            lambda text: text.strip(),
+            default="selective",
+            choices=RECOMPUTE_MODES,
+        ),
+    ),
+    _in(
+        "scenario",
+        InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
+    ),
+    _in(
+        "scenario",
+        InputField("description", "what it is", "text", _text, str, default=None, optional=True),
+    ),
 )
 
 FIELDS: Final[Mapping[str, InputField]] = {f.name: f for f in _TABLE}
@@ -719,9 +835,7 @@ def field(name: str) -> InputField:
     try:
         return FIELDS[name]
     except KeyError:
-        raise InputError(
-            f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,)
-        ) from None
+        raise InputError(f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,)) from None
 
 
 def _neutral(name: str) -> float:

@@ -19,7 +19,7 @@ from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.checking import check_layer, checked_inputs
 from mlsysim.engine.derivation import NO_JOB, Job
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS, REQUIRED, InputField, Value
+from mlsysim.engine.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
 from mlsysim.engine.layers import overlay
 from mlsysim.engine.notes import warn_measured
 from mlsysim.engine.presets import preset_name
@@ -72,6 +72,7 @@ def _json_schema(f: InputField) -> dict[str, object]:
     if f.optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     schema["description"] = f.label + (f" [{f.display_unit}]" if f.display_unit else "")
+    schema["x-group"] = GROUPS[f.group]
     return schema
 
 

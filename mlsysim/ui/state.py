@@ -50,24 +50,6 @@ CUSTOM_WORKLOAD_FIELDS = (WORKLOAD_PARAMETERS, WORKLOAD_NAME)
 """The page's fields of a custom workload: ``workload=custom&workload.parameters=7e9&workload.name=My 7B``
 (the way ``assumptions=custom`` takes ``assumptions.FIELD``); read here, not by the field table."""
 
-GROUPS: dict[str, tuple[str, ...]] = {
-    "Workload": ("workload", *CUSTOM_WORKLOAD_FIELDS, "precision"),
-    "One-device profile": ("step_time", "training_time", "per_device_batch"),
-    "Cluster": (
-        "devices_per_node",
-        "nodes",
-        "intra_bandwidth",
-        "inter_bandwidth",
-        "nics_per_node",
-        "intra_latency",
-        "inter_latency",
-    ),
-    "Job": ("accumulation_steps", "node_hour_rate"),
-    "Memory": ("device_memory", "zero_stage", "activation_memory"),
-}
-"""How the page groups the fields (presentation only: a field of the class not listed here goes to "More")."""
-
-
 class FieldErrors(MlsysimError):
     """Bad values, each with the library's own message: ``errors`` maps field -> message."""
 
@@ -318,10 +300,9 @@ def form_fields() -> tuple[dict[str, object], ...]:
     (registry names the field also takes) and ``example`` (a text it accepts).
     """
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     base = base_scenario(None)
-    grouped = {f: g for g, fields in GROUPS.items() for f in fields}
     out: list[dict[str, object]] = []
     for f in FIELDS.values():
         if f.name in NOT_IN_FORM or f.kind == "text":
@@ -331,7 +312,7 @@ def form_fields() -> tuple[dict[str, object], ...]:
             "label": f.label,
             "symbol": f.symbol,
             "unit": f.display_unit,
-            "group": grouped.get(f.name, "Model assumptions" if f.name == ASSUMPTIONS else "More"),
+            "group": GROUPS[f.group],
             "required": f.required,
             "optional": f.optional,
             "choices": [],
