@@ -112,7 +112,11 @@ def layerwise_exposed(
     ``gather`` c_ag and ``reduce_scatter`` c_rs are one layer's collectives,
     ``forward`` t_f and ``backward`` t_b one layer's compute, ``backward_gathers``
     r = 1 when the parameters are gathered again for the backward, 0 when kept
-    unsharded after the forward (Zhao et al. 2023, section 3.3.2).
+    unsharded after the forward (Zhao et al. 2023, section 3.3.2). A direct
+    simulation of the schedule (one communication stream, the next layer's
+    gather issued when a layer starts, its reduce-scatter when it ends) agrees
+    exactly when the backward does not gather, and within one layer's gather
+    otherwise (``tests/physics/test_sharding.py``).
     """
     rest = layers - 1.0
     fwd = gather + rest * maximum(0.0, gather - forward)
