@@ -164,7 +164,6 @@ def best_layout(
         index_of["zero_stage"] = inner_idx[1][rep]
         index_of["recompute"] = inner_idx[2][rep]
         values = {name: arrays[name][index_of[name]] for name in AXES}
-        grid_index = np.ravel_multi_index(tuple(index_of[name] for name in AXES), shape)
         seconds, update, memory = layout_objective(
             values, workload=workload, cluster=cluster, memory_capacity=memory_capacity,
             global_batch=global_batch, sequence_parallel=sequence_parallel, flash_attention=flash_attention,
@@ -174,9 +173,10 @@ def best_layout(
         kept += int(finite.sum())
         if not finite.any():
             continue
-        low = seconds.min()
-        i = int(np.flatnonzero(seconds == low)[np.argmin(grid_index[seconds == low])])
-        key = (float(seconds[i]), int(grid_index[i]))
+        ties = np.flatnonzero(seconds == seconds.min())
+        grid_index = np.ravel_multi_index(tuple(index_of[name][ties] for name in AXES), shape)
+        i = int(ties[np.argmin(grid_index)])
+        key = (float(seconds[i]), int(grid_index.min()))
         if key < best_key:
             best_key, best_update, best_memory = key, float(update[i]), float(memory[i])
     best_value, best_index = best_key
