@@ -186,3 +186,68 @@ def best_layout(
         layout = {name: float(values[name][0]) for name in AXES}
         layout["recompute"] = RECOMPUTE_CODES[int(layout["recompute"])]
     return BestLayout(best_index, layout, best_value, best_update, best_memory, kept, total)
+
+
+TERM_PHRASES = {
+    "compute_time": "compute",
+    "tensor_time": "tensor-parallel collectives",
+    "bubble_time": "pipeline bubble",
+    "pipeline_time": "stage-to-stage transfers",
+    "sharding_time": "exposed ZeRO-3 gathers",
+    "data_time": "gradient synchronisation",
+    "optimizer_time": "optimizer step",
+}
+"""How :func:`why_better` names each time term of :class:`~mlsysim.physics.layout.LayoutFigures`."""
+
+
+def describe_layout(layout: dict[str, Any]) -> str:
+    """A layout in a few symbols: ``t=8 p=4 (v=2) d=16 ZeRO-1 b=1 m=32 recompute=selective``."""
+    t, p = int(layout["tensor_parallel"]), int(layout["pipeline_parallel"])
+    d = int(round(float(layout["devices"]) / (t * p)))
+    v = int(layout.get("pipeline_chunks", 1))
+    zero = int(layout.get("zero_stage", 0))
+    parts = [f"t={t}", f"p={p}" + (f" (v={v})" if v > 1 else ""), f"d={d}"]
+    parts.append(f"ZeRO-{zero}" if zero else "no sharding")
+    parts.append(f"b={int(layout.get('micro_batch', 1))} m={int(layout.get('micro_batches', 1))}")
+    recompute = layout.get("recompute", "none")
+    if recompute != "none":
+        parts.append(f"recompute={recompute}")
+    return " ".join(parts)
+
+
+def _term_note(term: str, layout: dict[str, Any], figures: Any, devices_per_node: float) -> str:
+    if term == "tensor_time":
+        t = int(layout["tensor_parallel"])
+        return f"t={t} " + ("inside the node" if t <= devices_per_node else "across nodes")
+    if term == "bubble_time":
+        return f"p={int(layout['pipeline_parallel'])}: {float(figures.bubble_fraction):.0%} bubble"
+    if term == "sharding_time":
+        return f"ZeRO-{int(layout.get('zero_stage', 0))}"
+    return describe_layout(layout).split(" ")[0] if term == "compute_time" else ""
+
+
+def why_better(
+    best: dict[str, Any],
+    best_figures: Any,
+    other: dict[str, Any],
+    other_figures: Any,
+    devices_per_node: float,
+) -> str:
+    """One sentence saying why ``best`` beats ``other``: the term it saves most on and the one it pays most for.
+
+    ``best_figures`` and ``other_figures`` are the layouts' :class:`~mlsysim.physics.layout.LayoutFigures`
+    (scalars). Both are compared per update.
+    """
+    diffs = {term: float(getattr(other_figures, term)) - float(getattr(best_figures, term)) for term in TERM_PHRASES}
+    gain = max(diffs, key=lambda k: diffs[k])
+    cost = min(diffs, key=lambda k: diffs[k])
+    head = (
+        f"{describe_layout(best)} takes {float(best_figures.update_time):.3g} s per update against "
+        f"{float(other_figures.update_time):.3g} s for {describe_layout(other)}"
+    )
+    note = _term_note(gain, best, best_figures, devices_per_node)
+    sentence = f"{head}: its {TERM_PHRASES[gain]} take {diffs[gain]:.3g} s less" + (f" ({note})" if note else "")
+    if diffs[cost] < 0:
+        cost_note = _term_note(cost, best, best_figures, devices_per_node)
+        sentence += f", its {TERM_PHRASES[cost]} {-diffs[cost]:.3g} s more" + (f" ({cost_note})" if cost_note else "")
+    return sentence + "."

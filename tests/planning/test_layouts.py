@@ -73,3 +73,21 @@ def test_best_layout_reports_its_values():
     d = got.layout["devices"] / (got.layout["tensor_parallel"] * got.layout["pipeline_parallel"])
     assert got.layout["micro_batch"] * got.layout["micro_batches"] * d == 256
     assert got.memory_bytes <= 80e9
+
+
+def test_why_better_names_the_term_saved_and_the_term_paid():
+    from mlsysim.planning.layouts import why_better
+
+    common = dict(**LLAMA3_70B, **DGX_H100, devices=512.0, micro_batch=1.0, micro_batches=32.0, zero_stage=1.0,
+                  sequence_parallel=True, flash_attention=True)
+    a = dict(devices=512, tensor_parallel=8, pipeline_parallel=4, micro_batches=32, zero_stage=1)
+    b = dict(devices=512, tensor_parallel=16, pipeline_parallel=2, micro_batches=32, zero_stage=1)
+    fa = layout_figures(**common, tensor_parallel=8.0, pipeline_parallel=4.0)
+    fb = layout_figures(**common, tensor_parallel=16.0, pipeline_parallel=2.0)
+    text = why_better(a, fa, b, fb, 8)
+    saved = fb.tensor_time - fa.tensor_time
+    paid = fa.bubble_time - fb.bubble_time
+    assert saved > 0 and paid > 0
+    assert f"tensor-parallel collectives take {saved:.3g} s less (t=8 inside the node)" in text
+    assert f"pipeline bubble {paid:.3g} s more (p=4: 9% bubble)" in text
+    assert text.startswith("t=8 p=4 d=16 ZeRO-1") and text.count(".") >= 1 and "\n" not in text
