@@ -48,7 +48,7 @@ SHARDED_STATE_EQUATION = (
     "(w + g + K) psi (stage 0); (w + g) psi + K psi/k (1); w psi + (g + K) psi/k (2); (w + g + K) psi/k (3)"
 )
 GATHER_EQUATION = "c(M, k) = (k - 1) alpha + M (k - 1)/k / B"
-EXPOSED_EQUATION = "c_ag + (L_s - 1) max(0, c_ag - t_f) + r c_ag + (L_s - 1) max(0, r c_ag + c_rs - t_b) + c_rs"
+LAYERWISE_EQUATION = "c_ag + (L_s - 1) max(0, c_ag - t_f) + r c_ag + (L_s - 1) max(0, r c_ag + c_rs - t_b) + c_rs"
 BUFFER_EQUATION = "n_flight (w + g) psi_layer"
 
 LAYERS_IN_FLIGHT = 2.0

@@ -127,3 +127,40 @@ def test_each_rule_names_both_numbers_and_the_field(kwargs, field, numbers):
     assert "\n" not in text
     for n in numbers:
         assert f"({n})" in text or f"= {n}" in text or f" {n}" in text
+
+
+LAYOUTS = st.sampled_from([
+    dict(devices=512.0, tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, zero_stage=1.0),
+    dict(devices=512.0, tensor_parallel=4.0, pipeline_parallel=8.0, pipeline_chunks=2.0, micro_batches=64.0),
+    dict(devices=256.0, micro_batch=2.0, zero_stage=3.0, shard_group=8.0),
+    dict(devices=64.0, tensor_parallel=16.0, micro_batches=4.0, zero_stage=2.0),
+])
+
+
+@given(LAYOUTS, st.floats(0.1, 10.0))
+def test_faster_links_never_slow_an_update(layout, factor):
+    base = _figures(**layout)
+    fast = layout_figures(**GPT_175B, **{**A100_NODE, "intra_bandwidth": 300e9 * max(factor, 1.0),
+                                         "nic_bandwidth": 25e9 * max(factor, 1.0)}, **layout)
+    assert fast.update_time <= base.update_time * (1 + 1e-12)
+
+
+@given(LAYOUTS, st.floats(0.2, 0.9))
+def test_better_kernels_never_slow_an_update(layout, u):
+    slow = layout_figures(**GPT_175B, **{**A100_NODE, "math_efficiency": u}, **layout)
+    fast = layout_figures(**GPT_175B, **{**A100_NODE, "math_efficiency": min(1.0, u + 0.1)}, **layout)
+    assert fast.update_time < slow.update_time
+
+
+@given(LAYOUTS)
+def test_higher_zero_stages_never_hold_more_state(layout):
+    states = [_figures(**{**layout, "zero_stage": float(z)}).state_bytes for z in range(4)]
+    assert states == sorted(states, reverse=True)
+
+
+@given(st.integers(2, 16), st.integers(1, 8))
+def test_more_micro_batches_shrink_the_bubble_share(p, extra):
+    lo = _figures(devices=8.0 * p, pipeline_parallel=float(p), micro_batches=float(p))
+    hi = _figures(devices=8.0 * p, pipeline_parallel=float(p), micro_batches=float(p * (1 + extra)))
+    assert hi.bubble_time / hi.update_time < lo.bubble_time / lo.update_time
+    assert 0 < hi.mfu <= 1 and 0 < lo.mfu <= 1
