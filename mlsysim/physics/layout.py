@@ -61,6 +61,7 @@ figures are those of the first stage, which holds the most activations.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -297,6 +298,7 @@ def layout_figures(
     intra_latency: Num = 0.0,
     inter_latency: Num = 0.0,
     gradient_bytes: Num = 2.0,
+    device_step_time: Num = math.nan,
     recompute: str = "none",
     sequence_parallel: bool = False,
     flash_attention: bool = False,
@@ -315,7 +317,10 @@ def layout_figures(
     backward; 0: parameters kept unsharded after the forward),
     ``data_overlap`` (1: the gradient sync overlaps the last backward).
     Assumption: ``math_efficiency`` u, the fraction of peak the matrix
-    products reach.
+    products reach. ``device_step_time`` T1, when given (not NaN), is a
+    measured or derived time of one micro-batch's forward and backward of
+    the whole model on one device; it replaces the FLOP-based t_c by
+    T1 / (t p), as a profiled step time enters the data-parallel model.
     """
     t, p, v = tensor_parallel, pipeline_parallel, pipeline_chunks
     b, m, g = micro_batch, micro_batches, devices_per_node
@@ -332,7 +337,7 @@ def layout_figures(
     )
     passes = ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
     elementwise = layers_here * passes * stored / memory_bandwidth
-    t_c = matmul + elementwise
+    t_c = where(device_step_time == device_step_time, device_step_time / (t * p), matmul + elementwise)
 
     # tensor parallelism
     tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)

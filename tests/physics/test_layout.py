@@ -164,3 +164,14 @@ def test_more_micro_batches_shrink_the_bubble_share(p, extra):
     hi = _figures(devices=8.0 * p, pipeline_parallel=float(p), micro_batches=float(p * (1 + extra)))
     assert hi.bubble_time / hi.update_time < lo.bubble_time / lo.update_time
     assert 0 < hi.mfu <= 1 and 0 < lo.mfu <= 1
+
+
+def test_a_given_step_time_replaces_the_flop_based_compute():
+    layout = dict(devices=512.0, tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0)
+    derived = _figures(**layout)
+    t_c = derived.compute_time / 32
+    given = _figures(**layout, device_step_time=t_c * 32)  # one device would take t p times as long
+    for name in LayoutFigures._fields:
+        assert getattr(given, name) == pytest.approx(getattr(derived, name), rel=1e-12)
+    arrays = _figures(**layout, device_step_time=np.array([np.nan, 2 * t_c * 32]))
+    assert arrays.compute_time.tolist() == pytest.approx([derived.compute_time, 2 * derived.compute_time])
