@@ -246,8 +246,10 @@ def why_better(
         f"{float(other_figures.update_time):.3g} s for {describe_layout(other)}"
     )
     note = _term_note(gain, best, best_figures, devices_per_node)
-    sentence = f"{head}: its {TERM_PHRASES[gain]} take {diffs[gain]:.3g} s less" + (f" ({note})" if note else "")
+    sentence = f"{head}: it saves {diffs[gain]:.3g} s of {TERM_PHRASES[gain]}" + (f" ({note})" if note else "")
     if diffs[cost] < 0:
         cost_note = _term_note(cost, best, best_figures, devices_per_node)
-        sentence += f", its {TERM_PHRASES[cost]} {-diffs[cost]:.3g} s more" + (f" ({cost_note})" if cost_note else "")
+        sentence += f" and pays {-diffs[cost]:.3g} s more of {TERM_PHRASES[cost]}" + (
+            f" ({cost_note})" if cost_note else ""
+        )
     return sentence + "."

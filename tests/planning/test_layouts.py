@@ -88,6 +88,6 @@ def test_why_better_names_the_term_saved_and_the_term_paid():
     saved = fb.tensor_time - fa.tensor_time
     paid = fa.bubble_time - fb.bubble_time
     assert saved > 0 and paid > 0
-    assert f"tensor-parallel collectives take {saved:.3g} s less (t=8 inside the node)" in text
-    assert f"pipeline bubble {paid:.3g} s more (p=4: 9% bubble)" in text
+    assert f"saves {saved:.3g} s of tensor-parallel collectives (t=8 inside the node)" in text
+    assert f"pays {paid:.3g} s more of pipeline bubble (p=4: 9% bubble)" in text
     assert text.startswith("t=8 p=4 d=16 ZeRO-1") and text.count(".") >= 1 and "\n" not in text
