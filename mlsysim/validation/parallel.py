@@ -62,7 +62,7 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "tensor_parallel": 8,
         "pipeline_parallel": 12,
         "recompute": "full",
-        "why": "Table 2 gives only t p = 96; t = 8 (one node, as in every Table 1 run of more than 8 GPUs) "
+        "why": "Table 2 gives only t p = 96; t = 8 (one node, as in every Table 1 model of 18B parameters and more) "
         "leaves p = 12; full recomputation as in Table 1",
     },
     "narayanan2021_table2_ptd_530B": {
