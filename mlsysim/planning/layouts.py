@@ -30,7 +30,7 @@ AXES = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "m
         "zero_stage", "recompute")
 """The axes of a layout search, in grid order (the last varies fastest)."""
 
-CHUNK = 1 << 17
+CHUNK = 1 << 18
 """Layouts priced per numpy pass: small enough to stay in cache, large enough to amortise the calls."""
 
 
