@@ -38,7 +38,6 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from mlsysim.core.units import to_canonical
 from mlsysim.physics.layout import LayoutFigures, layout_figures
 
 MEDIAN_TARGET = 0.05
@@ -171,17 +170,11 @@ def _measured_time(entry: dict[str, Any], model: dict[str, Any]) -> tuple[float,
 @cache
 def _node_figures(generation: str) -> dict[str, float]:
     from mlsysim.hardware.registry import Systems
+    from mlsysim.planning.layouts import node_figures
 
-    node = getattr(Systems.Nodes, PLATFORM_OF_GENERATION[generation])
-    acc = node.accelerator
-    return {
-        "devices_per_node": float(node.accelerators_per_node),
-        "peak_flops": to_canonical(acc.peak_flops("bf16"), "compute_rate"),
-        "memory_bandwidth": to_canonical(acc.memory.bandwidth, "bandwidth"),
-        "intra_bandwidth": to_canonical(node.intra_node_bw, "bandwidth"),
-        "nic_bandwidth": to_canonical(node.nic_bandwidth, "bandwidth"),
-        "nics_per_node": float(node.nics_per_node),
-    }
+    figures = node_figures(getattr(Systems.Nodes, PLATFORM_OF_GENERATION[generation]), "bf16")
+    del figures["math_efficiency"]  # fitted per generation
+    return figures
 
 
 def case_of(entry: dict[str, Any]) -> ParallelCase:

@@ -91,3 +91,19 @@ def test_why_better_names_the_term_saved_and_the_term_paid():
     assert f"saves {saved:.3g} s of tensor-parallel collectives (t=8 inside the node)" in text
     assert f"pays {paid:.3g} s more of pipeline bubble (p=4: 9% bubble)" in text
     assert text.startswith("t=8 p=4 d=16 ZeRO-1") and text.count(".") >= 1 and "\n" not in text
+
+
+def test_registry_workload_and_node_give_the_worked_examples_inputs():
+    from mlsysim import Models, Systems
+    from mlsysim.planning.layouts import node_figures, workload_shape
+
+    assert workload_shape(Models.Language.Llama3_70B) == LLAMA3_70B
+    assert node_figures(Systems.Nodes.DGX_H100, "bf16", 0.73) == DGX_H100
+
+
+def test_a_workload_without_a_transformer_shape_is_refused():
+    from mlsysim import Models
+    from mlsysim.planning.layouts import workload_shape
+
+    with pytest.raises(InputError, match="has no layers"):
+        workload_shape(Models.Vision.ResNet50)
