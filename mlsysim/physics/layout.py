@@ -192,9 +192,11 @@ def layout_mask(
     shard_group: Num = 0.0,
 ) -> Num:
     """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
-    t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
+    t, p = maximum(tensor_parallel, 1.0), maximum(pipeline_parallel, 1.0)
+    v, m = maximum(pipeline_chunks, 1.0), maximum(micro_batches, 1.0)
     d = data_parallel_size(devices, t, p)
-    ok_d = (_mod(devices, t * p) == 0) & (d >= 1)
+    ok_d = positive & (_mod(devices, t * p) == 0) & (d >= 1)
     ok_heads = _mod(heads, t) == 0
     ok_layers = _mod(layers, p * v) == 0
     ok_micro = (p == 1) | (m >= p)
@@ -230,6 +232,13 @@ def check_layout(
     HSDP shard group dividing d.
     """
     t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
+                        ("pipeline_chunks", v), ("accumulation_steps", m)):
+        if value < 1:
+            raise InputError(f"{name} must be a positive integer, got {value}", field=name)
+    if shard_group < 0:
+        raise InputError(f"shard_group must be 0 (all data-parallel ranks) or a divisor of d, got {shard_group}",
+                         field="shard_group")
     if devices % (t * p):
         raise InputError(
             f"tensor_parallel x pipeline_parallel ({t} x {p} = {t * p}) must divide the devices ({devices}); "

@@ -80,8 +80,8 @@ def test_zero3_gathers_cost_more_with_fewer_samples_per_gather():
     assert small.sharding_time / small.update_time >= big.sharding_time / big.update_time
 
 
-RULES = dict(devices=st.sampled_from([8, 16, 64, 96, 512]), t=st.sampled_from([1, 2, 3, 4, 8, 16]),
-             p=st.sampled_from([1, 2, 3, 4, 8]), v=st.sampled_from([1, 2, 3]), m=st.integers(1, 32),
+RULES = dict(devices=st.sampled_from([8, 16, 64, 96, 512]), t=st.sampled_from([0, 1, 2, 3, 4, 8, 16]),
+             p=st.sampled_from([0, 1, 2, 3, 4, 8]), v=st.sampled_from([0, 1, 2, 3]), m=st.integers(0, 32),
              k=st.sampled_from([0, 2, 4, 8]))
 
 
@@ -175,3 +175,12 @@ def test_a_given_step_time_replaces_the_flop_based_compute():
         assert getattr(given, name) == pytest.approx(getattr(derived, name), rel=1e-12)
     arrays = _figures(**layout, device_step_time=np.array([np.nan, 2 * t_c * 32]))
     assert arrays.compute_time.tolist() == pytest.approx([derived.compute_time, 2 * derived.compute_time])
+
+
+@pytest.mark.parametrize("name", ["tensor_parallel", "pipeline_parallel", "pipeline_chunks"])
+def test_sizes_below_one_are_refused_by_name(name):
+    kwargs = dict(devices=64, tensor_parallel=8, pipeline_parallel=1, heads=64, layers=80, micro_batches=1)
+    kwargs[name] = 0
+    with pytest.raises(InputError, match=f"{name} must be a positive integer, got 0") as caught:
+        check_layout(**kwargs)
+    assert caught.value.field == name
