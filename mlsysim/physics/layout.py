@@ -88,6 +88,8 @@ from mlsysim.physics.sharding import (
 )
 from mlsysim.physics.tensor_parallel import (
     tp_activation_bytes_per_layer,
+    tp_allreduce_time,
+    tp_collectives_per_layer,
     tp_link_rate,
     tp_message_bytes,
     tp_time_per_micro_batch,
@@ -107,6 +109,61 @@ ADAM_BYTES_PER_PARAMETER = 28.0
 """Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
 
 ZERO_STAGES = (0, 1, 2, 3)
+
+
+class LayoutParts(NamedTuple):
+    """The intermediate figures of :func:`layout_figures`, for a derivation to print (SI units)."""
+
+    parameters_per_device: Num
+    """psi = N / (t p)."""
+    flops_per_sample: Num
+    """F = 6 N s + 12 L h s^2."""
+    recompute_flops_per_sample: Num
+    """F_re (:func:`recompute_flops_per_sample`)."""
+    matmul_time: Num
+    """b (F + F_re) / (t p u P)."""
+    stored_bytes: Num
+    """Activation bytes one layer stores on the device (without recomputation): the element-wise traffic unit."""
+    elementwise_passes: Num
+    """n_pass: 4, or 6 with full recomputation."""
+    elementwise_time: Num
+    """(L/p) n_pass a_layer / B_mem."""
+    micro_batch_time: Num
+    """t_c (or T1 / (t p) when a device step time is given)."""
+    tensor_rate: Num
+    """B_tp."""
+    tensor_collective_time: Num
+    """One tensor-parallel all-reduce: 2 (t-1) alpha + M f(t) / B_tp."""
+    tensor_collectives: Num
+    """Collectives per layer per micro-batch: 4, or 6 with full recomputation."""
+    tensor_micro_batch_time: Num
+    """t_tp."""
+    pipeline_rate: Num
+    """B_pp."""
+    pipeline_message: Num
+    """Bytes per stage boundary per device: 2 b s h / t."""
+    shard_group: Num
+    """k (1 without sharding)."""
+    replicas: Num
+    """r = d / k."""
+    shard_rate: Num
+    """Bytes/s per rank of the shard group's ring."""
+    layer_gather_time: Num
+    """One layer's all-gather (or reduce-scatter) over k ranks."""
+    layer_forward_time: Num
+    """t_f = t_c / (L/p) / 3."""
+    layer_backward_time: Num
+    """t_b = 2 t_f."""
+    zero3_micro_step_time: Num
+    """T_zero3: exposed ZeRO-3 communication of one micro-step (0 below stage 3)."""
+    scatter_time: Num
+    """ZeRO-1/2: the reduce-scatter (and, as long, the all-gather) over k ranks, once per update."""
+    replica_time: Num
+    """The AllReduce of the gradient shard over the r replicas (collectives.py's algorithm)."""
+    hidden_time: Num
+    """Of scatter + replica, the part hidden under the last micro-batch's backward."""
+    activation_per_layer: Num
+    """Activation bytes one layer keeps per micro-batch (with the recomputation mode)."""
 
 
 class LayoutFigures(NamedTuple):
@@ -149,6 +206,8 @@ class LayoutFigures(NamedTuple):
     """Model FLOP/s per device: model_flops / (T devices)."""
     mfu: Num
     """throughput / peak (Chowdhery et al. 2022)."""
+    parts: LayoutParts
+    """The intermediate figures (for a derivation)."""
 
 
 def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Num) -> Num:
@@ -351,15 +410,16 @@ def layout_figures(
     # tensor parallelism
     tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)
     tp_latency = where(t <= g, intra_latency, inter_latency)
-    t_tp = tp_time_per_micro_batch(
-        layers_here, tp_message_bytes(b, seq_len, hidden), t, tp_rate, tp_latency, recompute
-    )
+    tp_message = tp_message_bytes(b, seq_len, hidden)
+    tp_one = tp_allreduce_time(tp_message, t, tp_rate, tp_latency)
+    t_tp = tp_time_per_micro_batch(layers_here, tp_message, t, tp_rate, tp_latency, recompute)
 
     # pipeline
     bubble = bubble_fraction(p, m, v)
     pp_rate = pipeline_link_rate(t, p, g, intra_bandwidth, nic_bandwidth, nics_per_node)
     pp_latency = where(t * p <= g, intra_latency, inter_latency)
-    t_p2p = p2p_time(p2p_message_bytes(b, seq_len, hidden, t), pp_rate, p, m, v, pp_latency)
+    pp_message = p2p_message_bytes(b, seq_len, hidden, t)
+    t_p2p = p2p_time(pp_message, pp_rate, p, m, v, pp_latency)
 
     # sharding and data parallelism
     psi = parameters / (t * p)
@@ -430,4 +490,31 @@ def layout_figures(
         model_flops=flops,
         throughput=throughput,
         mfu=throughput / peak_flops,
+        parts=LayoutParts(
+            parameters_per_device=psi,
+            flops_per_sample=model_per_sample,
+            recompute_flops_per_sample=extra,
+            matmul_time=matmul,
+            stored_bytes=stored,
+            elementwise_passes=passes,
+            elementwise_time=elementwise,
+            micro_batch_time=t_c,
+            tensor_rate=tp_rate,
+            tensor_collective_time=tp_one,
+            tensor_collectives=tp_collectives_per_layer(recompute),
+            tensor_micro_batch_time=t_tp,
+            pipeline_rate=pp_rate,
+            pipeline_message=pp_message,
+            shard_group=k,
+            replicas=r,
+            shard_rate=k_rate,
+            layer_gather_time=c_layer,
+            layer_forward_time=forward_layer,
+            layer_backward_time=backward_layer,
+            zero3_micro_step_time=t_zero3,
+            scatter_time=scatter,
+            replica_time=replica,
+            hidden_time=hidden_part,
+            activation_per_layer=act_layer,
+        ),
     )
