@@ -92,7 +92,6 @@ from mlsysim.physics.tensor_parallel import (
     tp_collectives_per_layer,
     tp_link_rate,
     tp_message_bytes,
-    tp_time_per_micro_batch,
 )
 
 UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
@@ -412,7 +411,7 @@ def layout_figures(
     tp_latency = where(t <= g, intra_latency, inter_latency)
     tp_message = tp_message_bytes(b, seq_len, hidden)
     tp_one = tp_allreduce_time(tp_message, t, tp_rate, tp_latency)
-    t_tp = tp_time_per_micro_batch(layers_here, tp_message, t, tp_rate, tp_latency, recompute)
+    t_tp = layers_here * tp_collectives_per_layer(recompute) * tp_one  # tp_time_per_micro_batch
 
     # pipeline
     bubble = bubble_fraction(p, m, v)

@@ -193,3 +193,12 @@ def test_sizes_below_one_are_refused_by_name(name):
     with pytest.raises(InputError, match=f"{name} must be a positive integer, got 0") as caught:
         check_layout(**kwargs)
     assert caught.value.field == name
+
+
+def test_tensor_term_is_tp_time_per_micro_batch():
+    from mlsysim.physics.tensor_parallel import tp_message_bytes, tp_time_per_micro_batch
+
+    f = _figures(devices=512.0, tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, recompute="full",
+                 intra_latency=2e-6)
+    want = tp_time_per_micro_batch(24, tp_message_bytes(1, 2048, 12288), 8, 300e9, 2e-6, "full")
+    assert f.parts.tensor_micro_batch_time == pytest.approx(want, rel=1e-12)
