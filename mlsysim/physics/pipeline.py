@@ -16,10 +16,11 @@ v chunks of L / (p v) layers, and the bubble shrinks v-fold:
 at the price of v times as many stage-to-stage transfers. Each transfer is one
 micro-batch's b x s x h activations (16-bit) forward and their gradient
 backward; with the scatter/gather optimization (section 4.1) each of the t
-tensor-parallel ranks sends 1/t of them. The transfers on the schedule's
-critical path, 2 (v m + p - 1) of them (a forward and a backward per chunk of
-the last micro-batch to pass through, one per stage of the fill and the
-drain), are counted as exposed: Megatron-LM of 2021 does not overlap them.
+tensor-parallel ranks sends 1/t of them. The transfers are counted as
+exposed, 2 (v m + p - 1) of them per update: one forward and one backward send
+for each of the v m chunk-micro-batches a device processes, plus one for each
+stage of the fill and the drain. This approximates the schedule's critical
+path; Megatron-LM of 2021 does not overlap these transfers with compute.
 
 Memory (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 Transformer Models", section 4.2.3): under 1F1B the first stage holds the

@@ -20,9 +20,11 @@ Parameters, FLOPs and the training state per device are divided by t
 (Narayanan et al. 2021, section 2.3). The collectives run inside the node's
 scale-up link (NVLink) while t <= devices per node; beyond that the ring
 crosses nodes and its node-crossing edges ride the NICs, as in
-:func:`mlsysim.physics.collectives.inter_node_cost` (``ring``). Megatron does
-not overlap these collectives with the layer's computation (they sit between
-dependent matrix products), so their time is on the critical path.
+:func:`mlsysim.physics.collectives.inter_node_cost` (``ring``). Megatron-LM of
+2021-2022 does not overlap these collectives with the layer's computation
+(they sit between dependent matrix products), so their time is counted on the
+critical path; later releases can overlap part of them (``--tp-comm-overlap``),
+which this model does not credit.
 """
 
 from __future__ import annotations
