@@ -18,11 +18,25 @@ validate_app = typer.Typer(
         "Check predictions against published measurements and real runs.\n\n"
         "Examples:\n\n"
         "  mlsysim validate published\n\n"
+        "  mlsysim validate parallel\n\n"
         "  mlsysim validate ddp --nproc 2 --model mlp --steps 20"
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+
+@validate_app.command("parallel")
+def parallel() -> None:
+    """Predict published tensor/pipeline/ZeRO-3 runs (Megatron-LM, MT-NLG, Llama 3, BLOOM).
+
+    Prints measured and predicted time per update and the error of each run
+    (one math-kernel efficiency fitted per GPU generation), then per family
+    and leave-one-family-out the median and worst |error|, and the runs left out.
+    """
+    from mlsysim.validation.parallel import report
+
+    typer.echo(report())
 
 
 @validate_app.command("published")
