@@ -75,7 +75,7 @@ def _global_options(
 def _scenario(
     name: str | None, sets: list[str] | None, file: str | None = None
 ) -> DataParallelScaleOutScenario:
-    from mlsysim.cli.sweep import load
+    from mlsysim.cli.loading import load
 
     return load(name, file, sets)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from mlsysim.cli.loading import load
 from mlsysim.cli.options import FILE_HELP, SET_HELP
 
 if TYPE_CHECKING:
@@ -59,37 +60,6 @@ def check_outputs(
 
 
 FORCE_HELP = "Replace read-only output files."
-
-
-def load(
-    name: str | None, file: str | None, sets: list[str] | None
-) -> DataParallelScaleOutScenario:
-    """The scenario named, or read from ``--file``, with ``--set`` overrides."""
-    from mlsysim.engine.overrides import apply_overrides
-
-    if name is None and file is None:
-        if not sets:
-            raise typer.BadParameter(
-                "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
-                "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
-            )
-        from mlsysim.engine.overrides import scenario_from_assignments
-
-        return scenario_from_assignments(sets)
-    if name is not None and file is not None:
-        raise typer.BadParameter(
-            f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
-        )
-    if file is not None:
-        from mlsysim.engine.files import load_scenario
-
-        scenario = load_scenario(file)
-    else:
-        from mlsysim.engine.scenarios import Scenarios
-
-        assert name is not None  # both None returned above
-        scenario = Scenarios.get(name)
-    return apply_overrides(scenario, sets or [])
 
 
 def _axes(

@@ -380,7 +380,7 @@ class DataParallelScaleOutResult:
     __delattr__ = __setattr__  # type: ignore[assignment]
 
     def _key(self) -> tuple[object, ...]:
-        return tuple(_hashable(getattr(self, name)) for name in FIELDS if name != "constraint_trace")
+        return tuple(_hashable(getattr(self, name)) for name in RESULT_NAMES if name != "constraint_trace")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataParallelScaleOutResult):
@@ -407,7 +407,7 @@ class DataParallelScaleOutResult:
         """Plain Python values in the project's JSON encoding (``{"value": x, "unit": u}``)."""
         from mlsysim.core.jsonio import encode
 
-        names = SEED_FIELDS if seed_only else FIELDS
+        names = SEED_FIELDS if seed_only else RESULT_NAMES
         return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
 
     def interval(self, name: str, level: float = 0.8) -> tuple[Quantity | float, Quantity | float]:
@@ -444,14 +444,14 @@ def _hashable(value: object) -> object:
     return value
 
 
-FIELDS: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
+RESULT_NAMES: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
 """Every result field: the seed's, then those of the opt-in model."""
 
 _RESULT_FIELDS: dict[str, ResultField[object]] = {
-    name: DataParallelScaleOutResult.__dict__[name] for name in FIELDS
+    name: DataParallelScaleOutResult.__dict__[name] for name in RESULT_NAMES
 }
 
-SEED_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if _RESULT_FIELDS[n].seed)
+SEED_FIELDS: tuple[str, ...] = tuple(n for n in RESULT_NAMES if _RESULT_FIELDS[n].seed)
 """The seed contract's result fields, in its order."""
 
 

@@ -177,10 +177,10 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
 
 def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
-    from mlsysim.engine.results import FIELDS, field_unit
+    from mlsysim.engine.results import RESULT_NAMES, field_unit
 
     out: dict[str, JSONValue] = {}
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         value = getattr(result, name)
         if name == "cost" and value is not None:
             value = {"value": value, "unit": field_unit(name)}

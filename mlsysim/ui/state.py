@@ -149,13 +149,6 @@ def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
         raise FieldErrors({SCENARIO_PARAM: str(exc)}) from None
 
 
-def split_params(params: Mapping[str, str]) -> tuple[str | None, dict[str, str], dict[str, str]]:
-    """(scenario name, field changes, page parameters) of a query or request."""
-    changes = {k: v for k, v in params.items() if k != SCENARIO_PARAM and k not in PAGE_PARAMS}
-    page = {k: v for k, v in params.items() if k in PAGE_PARAMS}
-    return params.get(SCENARIO_PARAM), changes, page
-
-
 def scenario_from(name: str | None, changes: Mapping[str, str]) -> DataParallelScaleOutScenario:
     """The scenario ``name`` with ``changes``; :class:`FieldErrors` names every bad field.
 
