@@ -6,8 +6,6 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from mlsysim.core.jsonio import document, dumps, encode
-
 if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.validation.published import Comparison, CrossValidation, Summary
@@ -58,6 +56,7 @@ def published(
     run: published energy and emissions reproduced from their inputs, Daly's
     checkpoint intervals, and the Llama 3 405B and OPT-175B failure figures.
     """
+    from mlsysim.core.jsonio import document, dumps, encode
     from mlsysim.engine.assumptions import Assumptions
     from mlsysim.validation.intervals import efficiency_band
     from mlsysim.validation.published import (
@@ -201,6 +200,7 @@ def ddp(
     from mlsysim.calibrate.ddp import validate_ddp
     from mlsysim.calibrate.networks import DEFAULT_BATCH, ModelSpec, require_torch
     from mlsysim.calibrate.torch_measure import Launch
+    from mlsysim.core.jsonio import document, dumps
 
     spec = ModelSpec.sized(
         model, layers=layers, width=width, heads=heads, seq_len=seq_len, vocab=vocab
