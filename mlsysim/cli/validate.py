@@ -9,6 +9,8 @@ import typer
 from mlsysim.core.jsonio import document, dumps, encode
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
@@ -43,9 +45,10 @@ def published(
     efficiency). --cv adds the leave-one-family-out figures.
     """
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.validation.intervals import efficiency_band
+    from mlsysim.validation.intervals import efficiency_interval_of, score_band
     from mlsysim.validation.published import (
         by_family,
+        communication_share_of_cases,
         compare,
         cross_validate,
         in_sample_coverage,
@@ -55,7 +58,13 @@ def published(
     realistic_assumptions = Assumptions.realistic()
     seed = compare()
     realistic = compare(realistic_assumptions)
-    band = efficiency_band(realistic_assumptions, 0.8)
+    band = score_band(realistic_assumptions, 0.8)
+    intervals = efficiency_interval_of(
+        realistic_assumptions,
+        [r.predicted for r in realistic],
+        communication_share_of_cases(realistic_assumptions),
+        0.8,
+    )
     coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
     lofo = cross_validate(realistic_assumptions) if cv else None
     if json_:
@@ -65,7 +74,11 @@ def published(
                     "validation",
                     cast(
                         "dict[str, JSONValue]",  # encode() of a dict is a dict
-                        encode(validation_json(seed, realistic, band, coverage, width, lofo)),
+                        encode(
+                            validation_json(
+                                seed, realistic, band, intervals, coverage, width, lofo
+                            )
+                        ),
                     ),
                 ),
                 indent=2,
@@ -78,6 +91,7 @@ def published(
         seed,
         realistic,
         band=band,
+        intervals=intervals,
         families={"seed": by_family(seed), "realistic": by_family(realistic)},
         totals={"seed": summarize(seed), "realistic": summarize(realistic)},
         coverage=(coverage, width),
@@ -89,11 +103,15 @@ def validation_json(
     seed: list[Comparison],
     realistic: list[Comparison],
     band: tuple[float, float],
+    intervals: tuple[np.ndarray, np.ndarray],
     coverage: float,
     width: float,
     lofo: CrossValidation | None,
 ) -> dict[str, object]:
-    """The ``validate published`` report as plain values (fractions of efficiency)."""
+    """The ``validate published`` report as plain values (fractions of efficiency).
+
+    ``band``: the conformal quantiles (z_lo, z_hi) of the normalised out-of-family
+    residuals; ``intervals``: every case's (low, high) 80% efficiency interval."""
     from mlsysim.validation.published import by_family, summarize
 
     def stats(s: Summary) -> dict[str, float]:
@@ -114,19 +132,21 @@ def validation_json(
             "seed_error": s.error,
             "realistic_efficiency": r.predicted,
             "realistic_error": r.error,
-            "realistic_interval_80": [
-                max(r.predicted + band[0], 0.001),
-                min(r.predicted + band[1], 1.0),
-            ],
+            "realistic_interval_80": [float(low), float(high)],
         }
-        for s, r in zip(seed, realistic, strict=True)
+        for s, r, low, high in zip(seed, realistic, *intervals, strict=True)
     ]
     out: dict[str, object] = {
         "cases": rows,
         "seed": stats(summarize(seed)),
         "realistic": {
             **stats(summarize(realistic)),
-            "interval_80": {"band": list(band), "coverage": coverage, "width": width},
+            "interval_80": {
+                "score_band": list(band),
+                "difficulty": "0.1 + communication share C / (A T1 + C)",
+                "coverage": coverage,
+                "median_width": width,
+            },
         },
         "families": {
             name: {"seed": stats(s), "realistic": stats(by_family(realistic)[name])}
@@ -139,6 +159,9 @@ def validation_json(
             "coverage_80": lofo.coverage,
             "median_width_80": lofo.median_width,
             "host_jitter_s": lofo.jitters,
+            "families": {
+                name: stats(s) for name, s in by_family(lofo.comparisons).items()
+            },
             "cases": {c.case.id: c.predicted for c in lofo.comparisons},
         }
     return out
