@@ -356,8 +356,8 @@ def print_validation(
     console.print(fam)
     covered, width = coverage
     console.print(
-        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.1 + "
-        "communication share (normalised conformal, from residuals of each case predicted "
+        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.2 + "
+        "e x communication share (normalised conformal, from residuals of each case predicted "
         f"without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )

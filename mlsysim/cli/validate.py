@@ -143,7 +143,7 @@ def validation_json(
             **stats(summarize(realistic)),
             "interval_80": {
                 "score_band": list(band),
-                "difficulty": "0.1 + communication share C / (A T1 + C)",
+                "difficulty": "0.2 + e C / (A T1 + C)",
                 "coverage": coverage,
                 "median_width": width,
             },
@@ -165,6 +165,107 @@ def validation_json(
             "cases": {c.case.id: c.predicted for c in lofo.comparisons},
         }
     return out
+
+
+@validate_app.command("mine")
+def mine(
+    runs: str = typer.Argument(..., help="CSV or JSON file of measured runs (see the help)."),
+    out: str | None = typer.Option(
+        None, "--out", "-o", help="Write the fitted assumptions file here (.toml)."
+    ),
+    preset: str = typer.Option(
+        "realistic", "--preset", help="The assumptions the fit starts from: realistic or seed."
+    ),
+    force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+    json_: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
+) -> None:
+    """Fit your cluster's constants to your measured runs, with leave-one-out errors.
+
+    Each row of RUNS is a layout (the scenario's fields, as in a scenario file:
+    workload, precision, step_time, per_device_batch, devices_per_node, nodes,
+    intra_bandwidth, inter_bandwidth, ...) and its measurement:
+    measured_update_time ("412 ms") or measured_throughput (samples/s of the
+    whole job). 'mlsysim init --runs runs.csv' writes a template. Fitted:
+    intra_efficiency, inter_efficiency and update_overhead (those the runs can
+    tell apart); each run is then predicted by a fit made without it.
+
+    Example: mlsysim validate mine runs.csv --out my_cluster.toml
+    then:    mlsysim run NAME --assumptions my_cluster.toml
+    """
+    from pathlib import Path
+
+    import numpy as np
+
+    from mlsysim.core.fileio import write_text
+    from mlsysim.engine.assumptions import assumptions_of
+    from mlsysim.validation.mine import assumptions_toml, fit_runs, load_runs
+
+    base = assumptions_of(preset)
+    loaded = load_runs(runs, base)
+    fit = fit_runs(loaded, base)
+    text = assumptions_toml(fit, runs, preset.strip().lower())
+    if out is not None:
+        if Path(out).suffix.lower() != ".toml":
+            from mlsysim.core.exceptions import InputError
+
+            raise InputError(f"--out: expected a .toml file name, got {out!r}", field="out")
+        write_text(out, text, force=force)
+    errors = fit.relative_errors
+    data: dict[str, object] = {
+        "runs": [
+            {
+                "name": r.name,
+                "line": r.line,
+                "measured_update_time_s": float(m),
+                "fitted_update_time_s": float(p),
+                "held_out_update_time_s": float(h),
+                "held_out_relative_error": float(e),
+            }
+            for r, m, p, h, e in zip(
+                loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True
+            )
+        ],
+        "fitted": fit.fitted,
+        "refits": fit.refits,
+        "median_abs_relative_error": float(np.median(np.abs(errors))),
+        "worst_abs_relative_error": float(np.max(np.abs(errors))),
+        "in_sample_median_abs_relative_error": float(np.median(np.abs(fit.in_sample_errors))),
+        "interval_scores": [float(z) for z in fit.scores],
+        "assumptions_file": out,
+    }
+    if json_:
+        typer.echo(
+            dumps(document("runs_fit", cast("dict[str, JSONValue]", encode(data))), indent=2)
+        )
+        return
+    typer.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
+    for name, value in fit.fitted.items():
+        refit = fit.refits[name]
+        shown = (lambda v: f"{v * 1e3:.3g} ms") if name == "update_overhead" else "{:.3f}".format
+        typer.echo(
+            f"  {name:18} {shown(value):>10}   (left one out: {shown(min(refit))} .. "
+            f"{shown(max(refit))})"
+        )
+    if not fit.fitted:
+        typer.echo("  nothing: every run is on one device")
+    typer.echo("")
+    typer.echo(f"{'run':24} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
+    for r, m, p, h, e in zip(loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True):
+        typer.echo(
+            f"{r.name[:24]:24} {r.line:>5} {m * 1e3:>9.4g} ms {p * 1e3:>9.4g} ms "
+            f"{h * 1e3:>9.4g} ms {e:>+8.1%}"
+        )
+    typer.echo("")
+    typer.echo(
+        f"update time, each run predicted without it: median |error| "
+        f"{np.median(np.abs(errors)):.1%}, worst {np.max(np.abs(errors)):.1%} "
+        f"(in sample: median {np.median(np.abs(fit.in_sample_errors)):.1%})"
+    )
+    if out is not None:
+        typer.echo(
+            f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants, "
+            "and its intervals come from these runs' leave-one-out residuals"
+        )
 
 
 @validate_app.command("ddp")

@@ -549,11 +549,11 @@ def _interval_steps(s: _Steps, c: _Context) -> None:
     r = c.r
     z_lo, z_hi = score_band(c.a, 0.8)
     share = result_share(r)
-    scale = float(difficulty(share))
+    scale = float(difficulty(r.efficiency, share))
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [z_lo, z_hi] x s, s = 0.1 + C / (A T1 + C): conformal quantiles of "
+        "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
         "(measured - predicted) / s of cases predicted without their family, clipped to "
         "[0.001, 1]",
         f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",

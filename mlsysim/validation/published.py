@@ -606,7 +606,7 @@ def cross_validate(
     cases = oof.cases
     measured = np.asarray([c.measured_eff for c in cases])
     families = np.asarray([c.family for c in cases])
-    scale = difficulty(communication_share_of_cases(a, cases))
+    scale = difficulty(oof.predicted, communication_share_of_cases(a, cases))
     scores = oof.residuals / scale
     lows = np.empty(len(cases))
     highs = np.empty(len(cases))

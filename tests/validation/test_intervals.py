@@ -92,7 +92,7 @@ def test_interval_stays_in_the_unit_range(nodes, level):
 def test_scores_are_out_of_family_residuals_over_the_difficulty():
     a = Assumptions.realistic()
     oof = out_of_family(a)
-    s = DIFFICULTY_FLOOR + communication_share_of_cases(a)
+    s = DIFFICULTY_FLOOR + oof.predicted * communication_share_of_cases(a)
     assert np.allclose(published_scores(a).values, oof.residuals / s, rtol=1e-12)
 
 
@@ -108,15 +108,15 @@ def test_the_band_follows_the_layout():
         low, high = r.interval("efficiency")
         return high - low
 
-    assert width(compute_bound.result) < width(network_bound.result) / 3
+    assert width(compute_bound.result) < width(network_bound.result)
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0))
-def test_band_width_grows_with_the_communication_share(a, b):
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.01, 1.0))
+def test_band_width_grows_with_the_communication_share(a, b, e):
     preset = Assumptions.realistic()
-    low_a, high_a = efficiency_band(preset, 0.8, share=min(a, b))
-    low_b, high_b = efficiency_band(preset, 0.8, share=max(a, b))
+    low_a, high_a = efficiency_band(preset, 0.8, efficiency=e, share=min(a, b))
+    low_b, high_b = efficiency_band(preset, 0.8, efficiency=e, share=max(a, b))
     assert high_a - low_a <= high_b - low_b + 1e-15
 
 
@@ -126,7 +126,7 @@ def test_registered_scores_replace_the_published_ones():
     register_scores(mine, [-0.01, 0.0, 0.01, 0.02], "test runs")
     r = REAL.variant(assumptions=mine).result
     low, high = r.interval("efficiency")
-    s = DIFFICULTY_FLOOR + result_share(r)
+    s = DIFFICULTY_FLOOR + r.efficiency * result_share(r)
     assert (low, high) == pytest.approx((r.efficiency - 0.01 * s, r.efficiency + 0.02 * s))
     with pytest.raises(InputError):
         register_scores(mine, [0.1], "one run")
