@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.assumptions import Assumptions
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.types import Accelerator
@@ -79,7 +80,7 @@ def intervals_dict(
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.validation.intervals import INTERVAL_FIELDS, scores
 
     parts = []
     for name in INTERVAL_FIELDS:
@@ -93,10 +94,8 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
             parts.append(f"{name} {low:.4g}-{high:.4g}")
-    return (
-        f"{level:.0%} prediction interval (normalised conformal, from residuals of cases "
-        "predicted without their family): " + ", ".join(parts)
-    )
+    source = scores(cast("Assumptions", result.inputs["assumptions"])).source
+    return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
 
 
 RESULT_ROWS: dict[str, str] = {
@@ -232,7 +231,11 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
     result = scenario.result
     console = _console()
     title = printable(scenario.name or "scenario")
-    console.print(f"{title}: {headline(result)}", markup=False)
+    first = f"{title}: {headline(result)}"
+    if not scenario.assumptions.is_seed() and result.n_devices > 1:
+        low, high = result.interval("efficiency")
+        first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
+    console.print(first, markup=False)
     console.print()
     console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
     if not scenario.assumptions.is_seed():
@@ -340,11 +343,12 @@ def print_validation(
     for name, s_ in families["seed"].items():
         row = [name, str(s_.count), three(s_), three(families["realistic"][name])]
         if lofo is not None:
-            inside = [
-                bool(ok) for c, ok in zip(lofo.comparisons, lofo.covered, strict=True)
+            in_band = [
+                bool(ok)
+                for c, ok in zip(lofo.comparisons, lofo.covered, strict=True)
                 if c.case.family == name
             ]
-            row += [three(held_families[name]), f"{sum(inside) / len(inside):.0%}"]
+            row += [three(held_families[name]), f"{sum(in_band) / len(in_band):.0%}"]
         fam.add_row(*row)
     fam.add_section()
     total_row = [

@@ -294,7 +294,7 @@ def _predict(
     """(update time, efficiency, communication share) of each run under ``constants``."""
     u, e, share = [], [], []
     for x, c in models:
-        f = evaluate(x, replace(c, **constants))
+        f = evaluate(x, replace(c, **constants))  # type: ignore[arg-type]  # float fields
         u.append(float(f.update_time))
         e.append(float(f.efficiency))
         comm = float(f.communication_time)
@@ -341,13 +341,16 @@ def _least_squares(
     return p
 
 
-def fit_runs(runs: Sequence[Run], base: Assumptions | None = None) -> Fit:
+def fit_runs(
+    runs: Sequence[Run], base: Assumptions | None = None, *, leave_one_out: bool = True
+) -> Fit:
     """Fit the cluster's constants to ``runs``; predict each run without it (leave one out).
 
     The normalised residuals z_i = (e_measured - e_i) / s_i (e_i the efficiency
     predicted without run i, e_measured = e_i U_i / U_measured, s_i its
     difficulty, :func:`mlsysim.validation.intervals.difficulty`) are the scores
-    intervals under the fitted assumptions are built from.
+    intervals under the fitted assumptions are built from. ``leave_one_out=False``
+    skips those refits (``held_out`` and ``scores`` are then NaN).
     """
     from mlsysim.validation.intervals import difficulty
 
@@ -359,10 +362,10 @@ def fit_runs(runs: Sequence[Run], base: Assumptions | None = None) -> Fit:
     start = _to_params(models[0][1], names)
     constants = _from_params(_least_squares(models, measured, names, start), names)
     predicted = _predict(models, constants)[0]
-    held_out = np.empty(len(runs))
-    scores = np.empty(len(runs))
+    held_out = np.full(len(runs), np.nan)
+    scores = np.full(len(runs), np.nan)
     refits: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(len(runs)):
+    for i in range(len(runs) if leave_one_out else 0):
         others = [m for k, m in enumerate(models) if k != i]
         kept = np.delete(measured, i)
         loo_names = free_constants([r for k, r in enumerate(runs) if k != i])

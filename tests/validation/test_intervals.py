@@ -2,14 +2,13 @@
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Scenarios
 from mlsysim.core.exceptions import InputError
-import numpy as np
-
 from mlsysim.validation.intervals import (
     DIFFICULTY_FLOOR,
     INTERVAL_FIELDS,
