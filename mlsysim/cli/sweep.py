@@ -461,6 +461,12 @@ def plan_command(
     max_global_batch: int | None = typer.Option(
         None, "--max-global-batch", help="Largest global batch."
     ),
+    confidence: float | None = typer.Option(
+        None,
+        "--confidence",
+        help="Meet --deadline and --budget with this probability (0.5-1, e.g. 0.8), at the "
+        "bound of the prediction interval (non-seed assumptions).",
+    ),
     csv: str | None = typer.Option(None, "--csv", help="Write the Pareto front to this CSV file."),
     plot: str | None = typer.Option(
         None, "--plot", help="Draw time against cost to this .png or .svg file."
@@ -509,6 +515,7 @@ def plan_command(
                 budget=_quantity("--budget", budget, "money"),
                 min_efficiency=min_efficiency,
                 max_global_batch=max_global_batch,
+                confidence=confidence,
                 top=top,
                 workers=workers,
                 scheduler=scheduler,

@@ -180,6 +180,37 @@ def efficiency_interval_of(
     return low, high
 
 
+def confidence_band(assumptions: Assumptions, confidence: float) -> float:
+    """z such that efficiency >= e + z s holds with probability ``confidence`` (one-sided):
+    the low end of the central band at level 2 confidence - 1 (``confidence`` in (0.5, 1))."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
+        0.5 < confidence < 1
+    ):
+        raise InputError(
+            f"confidence: expected a number in (0.5, 1), got {confidence!r}", field="confidence"
+        )
+    return score_band(assumptions, 2.0 * float(confidence) - 1.0)[0]
+
+
+def slowdown_at_confidence(
+    z: float,
+    efficiency: ArrayLike,
+    communication_time: ArrayLike,
+    compute_time: ArrayLike,
+    n_devices: ArrayLike,
+) -> np.ndarray:
+    """e / e_low: the factor by which training time and cost may grow at the one-sided bound
+    e_low = clip(e + z s, 0.001, 1) (``z`` from :func:`confidence_band`); 1 on one device.
+
+    Training time and cost are inversely proportional to the efficiency at a layout's own
+    inputs (section 4.5 of docs/model.md), so the bound on them is the point value times this.
+    """
+    e = np.asarray(efficiency, dtype=float)
+    s = difficulty(e, communication_share(communication_time, compute_time))
+    low = np.clip(e + z * s, LOWEST_EFFICIENCY, 1.0)
+    return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
+
+
 def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
     # the checked input "assumptions" is an Assumptions (or absent)
     assumptions = (
