@@ -211,6 +211,38 @@ def slowdown_at_confidence(
     return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
 
 
+INTERVAL_COLUMNS = ("efficiency", "speedup", "update_time", "training_time", "cost")
+"""Sweep columns that get ``<name>_low`` and ``<name>_high`` beside them."""
+
+
+def interval_columns(
+    assumptions: Assumptions,
+    efficiency: ArrayLike,
+    communication_time: ArrayLike,
+    compute_time: ArrayLike,
+    n_devices: ArrayLike,
+    values: dict[str, ArrayLike],
+    level: float = 0.8,
+) -> dict[str, np.ndarray]:
+    """``<name>_low`` / ``<name>_high`` for each of ``values`` (point columns of a sweep, by
+    name from :data:`INTERVAL_COLUMNS`): the same interval :meth:`result.interval` gives,
+    row by row."""
+    e = np.asarray(efficiency, dtype=float)
+    share = communication_share(communication_time, compute_time)
+    low, high = efficiency_interval_of(assumptions, e, share, level, n_devices)
+    out: dict[str, np.ndarray] = {}
+    for name, value in values.items():
+        v = np.asarray(value, dtype=float)
+        if name == "efficiency":
+            out[f"{name}_low"], out[f"{name}_high"] = low, high
+        elif name == "speedup":
+            n = np.asarray(n_devices, dtype=float)
+            out[f"{name}_low"], out[f"{name}_high"] = n * low, n * high
+        else:  # update time, training time, cost: inversely proportional to the efficiency
+            out[f"{name}_low"], out[f"{name}_high"] = v * e / high, v * e / low
+    return out
+
+
 def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
     # the checked input "assumptions" is an Assumptions (or absent)
     assumptions = (
