@@ -544,7 +544,7 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
     """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
-    from mlsysim.validation.intervals import difficulty, result_share, score_band
+    from mlsysim.validation.intervals import difficulty, result_share, score_band, scores
 
     r = c.r
     z_lo, z_hi = score_band(c.a, 0.8)
@@ -554,8 +554,7 @@ def _interval_steps(s: _Steps, c: _Context) -> None:
     s.add(
         "80% interval",
         "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
-        "(measured - predicted) / s of cases predicted without their family, clipped to "
-        "[0.001, 1]",
+        f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
         f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",
     )
