@@ -121,7 +121,7 @@ def test_band_width_grows_with_the_communication_share(a, b, e):
 
 def test_registered_scores_replace_the_published_ones():
     mine = Assumptions.realistic().variant(inter_efficiency=0.61)
-    assert scores(mine).source.startswith("61 published cases")
+    assert scores(mine).source.startswith("67 published cases")
     register_scores(mine, [-0.01, 0.0, 0.01, 0.02], "test runs")
     r = REAL.variant(assumptions=mine).result
     low, high = r.interval("efficiency")
