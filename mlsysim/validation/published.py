@@ -121,7 +121,8 @@ FAMILIES: tuple[Family, ...] = (
 run them: DeepLearningExamples ConvNets (ResNet, ResNeXt, SE-ResNeXt) SGD with
 momentum, EfficientNet RMSprop, BERT pre-training and BioBERT LAMB, BERT SQuAD and
 Transformer (fairseq) Adam, Transformer-XL its default ``jitlamb``; the DDP paper's
-and Horovod's ConvNet benchmarks SGD with momentum.
+and Horovod's ConvNet benchmarks and the MXNet ResNet-50 (``fit.py``: momentum 0.875)
+SGD with momentum.
 
 Input pipeline: the DDP paper's benchmark (pytorch/pytorch
 ``benchmarks/distributed/ddp/benchmark.py``) makes one batch with ``torch.rand`` on
