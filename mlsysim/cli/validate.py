@@ -198,7 +198,7 @@ def mine(
 
     from mlsysim.core.fileio import write_text
     from mlsysim.engine.assumptions import assumptions_of
-    from mlsysim.validation.mine import assumptions_toml, fit_runs, load_runs
+    from mlsysim.validation.mine import assumptions_toml, fit_runs, interval_widths, load_runs
 
     base = assumptions_of(preset)
     loaded = load_runs(runs, base)
@@ -211,6 +211,7 @@ def mine(
             raise InputError(f"--out: expected a .toml file name, got {out!r}", field="out")
         write_text(out, text, force=force)
     errors = fit.relative_errors
+    width_published, width_own = interval_widths(loaded, fit, base)
     data: dict[str, object] = {
         "runs": [
             {
@@ -231,6 +232,7 @@ def mine(
         "worst_abs_relative_error": float(np.max(np.abs(errors))),
         "in_sample_median_abs_relative_error": float(np.median(np.abs(fit.in_sample_errors))),
         "interval_scores": [float(z) for z in fit.scores],
+        "median_interval_width_80": {"published": width_published, "runs": width_own},
         "assumptions_file": out,
     }
     if json_:
@@ -261,6 +263,11 @@ def mine(
         f"{np.median(np.abs(errors)):.1%}, worst {np.max(np.abs(errors)):.1%} "
         f"(in sample: median {np.median(np.abs(fit.in_sample_errors)):.1%})"
     )
+    if width_published == width_published:  # not NaN: some run has several devices
+        typer.echo(
+            f"80% efficiency interval on these layouts: median width {width_published:.1%} "
+            f"from the published residuals, {width_own:.1%} from these runs' own"
+        )
     if out is not None:
         typer.echo(
             f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants, "

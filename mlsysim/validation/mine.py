@@ -396,6 +396,37 @@ def fit_runs(
     )
 
 
+def interval_widths(
+    runs: Sequence[Run], fit: Fit, base: Assumptions, level: float = 0.8
+) -> tuple[float, float]:
+    """Median width of the ``level`` efficiency interval over the runs' layouts (several
+    devices only): (from the published residuals under ``base``, from the runs' own
+    leave-one-out scores under the fitted assumptions)."""
+    from mlsysim.validation.intervals import (
+        LOWEST_EFFICIENCY,
+        difficulty,
+        efficiency_interval_of,
+        result_share,
+    )
+    from mlsysim.validation.published import conformal_band
+
+    z_lo, z_hi = conformal_band(fit.scores, level)
+    published, own = [], []
+    for run in runs:
+        if run.scenario.devices_per_node * run.scenario.nodes == 1:
+            continue
+        r = run.scenario.variant(assumptions=base).result
+        low, high = efficiency_interval_of(base, r.efficiency, result_share(r), level)
+        published.append(float(high - low))
+        m = run.scenario.variant(assumptions=fit.assumptions).result
+        s = float(difficulty(m.efficiency, result_share(m)))
+        ends = np.clip([m.efficiency + z_lo * s, m.efficiency + z_hi * s], LOWEST_EFFICIENCY, 1)
+        own.append(float(ends[1] - ends[0]))
+    if not published:
+        return math.nan, math.nan
+    return float(np.median(published)), float(np.median(own))
+
+
 # -- the assumptions file --------------------------------------------------------------------
 
 

@@ -36,6 +36,8 @@ def test_json_report(capsys):
     assert len(data["runs"]) == 10
     assert set(data["fitted"]) == {"intra_efficiency", "inter_efficiency", "update_overhead"}
     assert 0 <= data["median_abs_relative_error"] <= data["worst_abs_relative_error"]
+    widths = data["median_interval_width_80"]
+    assert 0 < widths["runs"] < widths["published"]  # the example's runs narrow the interval
 
 
 def test_a_bad_row_is_one_line_with_file_and_line(capsys, tmp_path):
