@@ -81,7 +81,7 @@ ASSUMPTIONS_HELP = (
 def _scenario(
     name: str | None, sets: list[str] | None, file: str | None = None, assumptions: str | None = None
 ) -> DataParallelScaleOutScenario:
-    from mlsysim.cli.sweep import load
+    from mlsysim.cli.loading import load
 
     scenario = load(name, file, sets)
     if assumptions is not None:

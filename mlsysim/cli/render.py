@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
-from mlsysim.engine.job import PRESETS, preset_name
-from mlsysim.engine.results import field_unit
+from mlsysim.engine.presets import PRESETS, preset_name
+from mlsysim.engine.results import field_unit, run_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -66,7 +66,7 @@ def intervals_dict(
 ) -> dict[str, JSONValue]:
     """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
     from mlsysim.core.jsonio import encode
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS
 
     out: dict[str, JSONValue] = {}
     for name in INTERVAL_FIELDS:
@@ -80,7 +80,8 @@ def intervals_dict(
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
-    from mlsysim.validation.intervals import INTERVAL_FIELDS, scores
+    from mlsysim.engine.results import INTERVAL_FIELDS
+    from mlsysim.validation.intervals import scores
 
     parts = []
     for name in INTERVAL_FIELDS:
@@ -96,50 +97,6 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"{name} {low:.4g}-{high:.4g}")
     source = scores(cast("Assumptions", result.inputs["assumptions"])).source
     return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
-
-
-RESULT_ROWS: dict[str, str] = {
-    "n_devices": "devices, n = d x N",
-    "update_time": "update time",
-    "compute_time": "compute per update (A x T1)",
-    "communication_time": "gradient AllReduce per update",
-    "intra_time": "  inside each node",
-    "inter_time": "  across nodes",
-    "exposed_communication_time": "AllReduce not hidden (exposed)",
-    "hidden_communication_time": "AllReduce hidden under backward",
-    "synchronization_time": "synchronization per update",
-    "optimizer_time": "optimizer step per update",
-    "interference_time": "compute slowed beside the AllReduce",
-    "bucket_copy_time": "DDP bucket copies per update",
-    "speedup": "speedup over one device",
-    "efficiency": "scaling efficiency",
-    "communication_overhead": "communication / compute",
-    "global_batch": "global batch",
-    "training_time": "training time on {n} devices",
-    "cost": "cost on {nodes}",
-    "gradient_bytes": "gradient bytes (G)",
-    "intra_bytes": "bytes sent per device inside a node",
-    "inter_bytes": "bytes sent per device across nodes",
-    "memory_per_device": "memory per device",
-    "device_memory": "device memory",
-    "fits": "fits in device memory",
-    "algorithm": "AllReduce algorithm asked",
-    "intra_algorithm": "AllReduce inside a node",
-    "inter_algorithm": "AllReduce across nodes",
-    "bottleneck": "bottleneck",
-}
-"""Result field -> its label on the terminal, in the order printed (the answer first)."""
-
-OPT_IN_ROWS = (
-    "exposed_communication_time",
-    "hidden_communication_time",
-    "synchronization_time",
-    "optimizer_time",
-    "interference_time",
-    "bucket_copy_time",
-    "algorithm",
-)
-"""Rows shown only when the opt-in model is switched on (they equal the seed's figures otherwise)."""
 
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
@@ -162,38 +119,40 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
     rows = []
-    for key, label in RESULT_ROWS.items():
+    for f in run_rows():
+        key = f.name
         value = getattr(result, key)
-        if value is None or (seed_only and key in OPT_IN_ROWS):
+        if value is None or (seed_only and f.opt_in):
             continue
-        label = label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
-        if hasattr(value, "magnitude"):
-            text, unit = _fixed(float(value.magnitude), field_unit(key) or "")
-        elif key == "cost":
-            text, unit = f"{value:,.2f}", "USD"
-        elif key == "efficiency":
-            text, unit = f"{value:.3f}", f"({value:.1%})"
-        elif key == "speedup":
-            text, unit = f"{value:,.2f}", "x"
-        elif key == "communication_overhead":
-            text, unit = f"{value:.3f}", ""
-        elif key == "fits":
-            text, unit = ("yes" if value else "NO"), ""
-        elif isinstance(value, int) and not isinstance(value, bool):
-            text, unit = f"{value:,}", ""
-        else:
-            text, unit = str(value), ""
+        label = f.label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        text, unit = _DISPLAY[f.display](value, f.unit or "")
         rows.append((label, text, unit))
     return rows
 
 
+_DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {
+    "fixed": lambda value, unit: _fixed(float(value.magnitude), unit),
+    "money": lambda value, unit: (f"{value:,.2f}", "USD"),
+    "percent": lambda value, unit: (f"{value:.3f}", f"({value:.1%})"),
+    "times": lambda value, unit: (f"{value:,.2f}", "x"),
+    "ratio": lambda value, unit: (f"{value:.3f}", ""),
+    "yes_no": lambda value, unit: ("yes" if value else "NO", ""),
+    "count": lambda value, unit: (f"{value:,}", ""),
+    "text": lambda value, unit: (str(value), ""),
+}
+"""How each ``display`` of a result field (:class:`~mlsysim.engine.results.ResultField`)
+is written on the run table: (value, unit)."""
+
+
 def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     values = scenario.fields()
     rows = []
-    for name, f in FIELDS.items():
+    order = {group: i for i, group in enumerate(GROUPS)}
+    shown_group = None
+    for name, f in sorted(FIELDS.items(), key=lambda item: order[item[1].group]):
         value = values.get(name)
         if name == "assumptions":
             a = scenario.assumptions  # the value of the field
@@ -210,6 +169,9 @@ def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, s
         origin = scenario.job.origins.get(name)
         if origin and f.display_unit and hasattr(value, "to"):
             value = value.to(f.display_unit)  # a derived figure in the unit a person reads
+        if f.group != shown_group:
+            shown_group = f.group
+            rows.append((f"[{GROUPS[f.group]}]", "", ""))
         rows.append((label, _text(value), f.label + (f" (from {origin})" if origin else "")))
     return rows
 
@@ -414,6 +376,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
         "accelerators": lambda a: (
             f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
             f"per direction{flops(a)}"
+            + (f", TDP {a.power.tdp.to('W').magnitude:.6g} W" if a.power is not None else "")
         ),
         "nodes": lambda n: (
             f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
@@ -424,6 +387,8 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
         "prices": lambda p: usd(p.rate),
+        "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
+        "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
 
 

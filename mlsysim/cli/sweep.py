@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from mlsysim.cli.loading import load
 from mlsysim.cli.options import FILE_HELP, SET_HELP
 
 if TYPE_CHECKING:
@@ -59,37 +60,6 @@ def check_outputs(
 
 
 FORCE_HELP = "Replace read-only output files."
-
-
-def load(
-    name: str | None, file: str | None, sets: list[str] | None
-) -> DataParallelScaleOutScenario:
-    """The scenario named, or read from ``--file``, with ``--set`` overrides."""
-    from mlsysim.engine.overrides import apply_overrides
-
-    if name is None and file is None:
-        if not sets:
-            raise typer.BadParameter(
-                "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
-                "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
-            )
-        from mlsysim.engine.overrides import scenario_from_assignments
-
-        return scenario_from_assignments(sets)
-    if name is not None and file is not None:
-        raise typer.BadParameter(
-            f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
-        )
-    if file is not None:
-        from mlsysim.engine.files import load_scenario
-
-        scenario = load_scenario(file)
-    else:
-        from mlsysim.engine.scenarios import Scenarios
-
-        assert name is not None  # both None returned above
-        scenario = Scenarios.get(name)
-    return apply_overrides(scenario, sets or [])
 
 
 def _axes(
@@ -209,14 +179,6 @@ KEY_COLUMNS = (
 )
 
 
-HEADERS = {
-    "n_devices": "devices",
-    "update_time": "update",
-    "communication_time": "comm.",
-    "efficiency": "eff.",
-    "global_batch": "global batch",
-    "training_time": "training",
-}
 
 
 def _print_table(
@@ -237,12 +199,14 @@ def _print_table(
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     from mlsysim.cli.render import safe
+    from mlsysim.engine.results import result_fields
 
     out = Table(title=safe(title), header_style="bold")
     formats = {c: _format(table, c, picked) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
-        label = HEADERS.get(column, column)
+        spec = result_fields().get(column)
+        label = spec.header if spec is not None else column
         out.add_column(f"{label} ({unit})" if unit else label, justify="right")
     for i in picked:
         given = (axis_text or {}).get(i, {})
@@ -325,9 +289,10 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
 
 def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
     """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
-    from mlsysim.validation.intervals import INTERVAL_COLUMNS, interval_columns
+    from mlsysim.engine.results import INTERVAL_FIELDS
+    from mlsysim.validation.intervals import interval_columns
 
-    values = {name: table[name] for name in INTERVAL_COLUMNS if name in table}
+    values = {name: table[name] for name in INTERVAL_FIELDS if name in table}
     extra = interval_columns(
         scenario.assumptions,
         table["efficiency"],

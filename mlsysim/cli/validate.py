@@ -20,11 +20,25 @@ validate_app = typer.Typer(
         "Check predictions against published measurements and real runs.\n\n"
         "Examples:\n\n"
         "  mlsysim validate published\n\n"
+        "  mlsysim validate parallel\n\n"
         "  mlsysim validate ddp --nproc 2 --model mlp --steps 20"
     ),
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+
+@validate_app.command("parallel")
+def parallel() -> None:
+    """Predict published tensor/pipeline/ZeRO-3 runs (Megatron-LM, MT-NLG, Llama 3, BLOOM).
+
+    Prints measured and predicted time per update and the error of each run
+    (one math-kernel efficiency fitted per GPU generation), then per family
+    and leave-one-family-out the median and worst |error|, and the runs left out.
+    """
+    from mlsysim.validation.parallel import report
+
+    typer.echo(report())
 
 
 @validate_app.command("published")
@@ -42,7 +56,9 @@ def published(
     Prints measured, predicted and error per case with the realistic preset's
     80% prediction interval, then per family the median, worst and mean
     (signed) error, and overall the interval coverage (points of scaling
-    efficiency). --cv adds the leave-one-family-out figures.
+    efficiency). --cv adds the leave-one-family-out figures. Then the whole
+    run: published energy and emissions reproduced from their inputs, Daly's
+    checkpoint intervals, and the Llama 3 405B and OPT-175B failure figures.
     """
     from mlsysim.engine.assumptions import Assumptions
     from mlsysim.validation.intervals import efficiency_interval_of, score_band
@@ -67,19 +83,16 @@ def published(
     )
     coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
     lofo = cross_validate(realistic_assumptions) if cv else None
+    from mlsysim.validation.whole_run import report, report_lines
+
     if json_:
+        body = validation_json(seed, realistic, band, intervals, coverage, width, lofo)
+        body["whole_run"] = report()
         typer.echo(
             dumps(
                 document(
                     "validation",
-                    cast(
-                        "dict[str, JSONValue]",  # encode() of a dict is a dict
-                        encode(
-                            validation_json(
-                                seed, realistic, band, intervals, coverage, width, lofo
-                            )
-                        ),
-                    ),
+                    cast("dict[str, JSONValue]", encode(body)),  # encode() of a dict is a dict
                 ),
                 indent=2,
             )
@@ -97,6 +110,8 @@ def published(
         coverage=(coverage, width),
         lofo=lofo,
     )
+    for line in report_lines():
+        typer.echo(line)
 
 
 def validation_json(

@@ -69,6 +69,7 @@ ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
 ureg.define("USD = [currency] = _ = dollar = dollars = usd")
 ureg.define("token = [token] = _ = tokens")
 ureg.define("sample = [sample] = _ = samples")
+ureg.define("failure = [] = _ = failures = interruption = interruptions")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -93,6 +94,21 @@ KINDS: dict[str, tuple[pint.Unit, str]] = {
     "compute": (ureg.flop, "an amount of computation (e.g. Q_(5e14, 'flop'))"),
     "tokens": (ureg.token, "a number of tokens (e.g. Q_(1e12, 'token'))"),
     "samples": (ureg.sample, "a number of samples (e.g. Q_(1.2e6, 'sample'))"),
+    "power": (ureg.watt, "a power (e.g. Q_(700, 'W'))"),
+    "energy": (ureg.joule, "an energy (e.g. Q_(1287, 'MWh'))"),
+    "mass": (
+        ureg.kilogram,
+        "a mass, here of CO2-equivalent emissions (e.g. Q_(552, 't'), tonnes of CO2e)",
+    ),
+    "carbon_intensity": (
+        ureg.kilogram / ureg.joule,
+        "a mass of CO2-equivalent per energy (e.g. Q_(400, 'g/kWh'))",
+    ),
+    "energy_price": (ureg.USD / ureg.joule, "a price per energy (e.g. Q_(0.08, 'USD/kWh'))"),
+    "failure_rate": (
+        ureg.failure / ureg.second,
+        "a failure rate per time (e.g. Q_(2e-5, 'failures/hour'), per device or per node)",
+    ),
 }
 
 FACTORS: dict[str, dict[UnitsContainer, float]] = {kind: {} for kind in KINDS}
@@ -158,6 +174,12 @@ PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
     "compute": (1.0, 1e30, "1 to 1e30 flop"),
     "tokens": (1.0, 1e18, "1 to 1e18 tokens"),
     "samples": (1.0, 1e18, "1 to 1e18 samples"),
+    "power": (1e-3, 1e10, "1 mW to 10 GW"),
+    "energy": (1e-3, 1e21, "1 mJ to 1e21 J (280 TWh)"),
+    "mass": (1e-9, 1e12, "1 ug to 1e9 t"),
+    "carbon_intensity": (1e-15, 1e-5, "about 4e-6 to 36,000 g/kWh"),
+    "energy_price": (1e-15, 1e-3, "about 4e-9 to 3,600 USD/kWh"),
+    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
 }
 """Physical range of an input of each kind, canonical units (low, high, said in words).
 
@@ -251,6 +273,15 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "compute": ("flop", "Gflop", "Tflop", "Pflop", "Eflop"),
     "tokens": ("token", "Mtoken", "Gtoken", "Ttoken"),
     "samples": ("sample",),
+    "power": ("W", "kW", "MW", "GW", "watt"),
+    "energy": ("J", "kJ", "MJ", "GJ", "Wh", "kWh", "MWh", "GWh", "joule"),
+    "mass": ("g", "kg", "t", "kt", "tonne"),
+    "carbon_intensity": ("g/kWh", "kg/kWh", "kg/MWh", "t/MWh", "t/GWh"),
+    "energy_price": ("USD/kWh", "USD/MWh"),
+    "failure_rate": (
+        "failures/hour", "failures/h", "failures/day", "failures/year",
+        "interruptions/day", "interruptions/hour",
+    ),
 }
 PORT_SPEEDS = {"g": "Gbps", "gbe": "Gbps", "t": "Tbps", "tbe": "Tbps", "m": "Mbps", "mbe": "Mbps"}
 """A bandwidth written as a port speed (``400G``, ``100 GbE``) is in bits per second:

@@ -445,14 +445,6 @@ def _infeasible_message(space: Space, constraints: Constraints, state: Partial) 
     )
 
 
-def describe_row(table: SweepTable, i: int) -> str:
-    """``nodes=4, inter_bandwidth=100 Gbps -> 32 devices, 1.23 h, 157.40 USD, efficiency 0.83``."""
-    inputs = ", ".join(f"{k}={_value(v)}" for k, v in table.axis_values(i).items())
-    row = table.row(i)
-    text = f"{row['n_devices']} devices, {_figures(row)}, efficiency {row['efficiency']:.3g}"
-    return f"{inputs} -> {text}" if inputs else text
-
-
 def _figures(row: Mapping[str, object]) -> str:
     cost = row.get("cost")
     money = "cost unknown" if cost is None else f"{cost:,.2f} USD"

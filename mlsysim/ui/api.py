@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
 from mlsysim.core.jsonio import JSONValue, document
+from mlsysim.engine.fields import FIELDS
 from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
 from mlsysim.ui.state import (
     PAGE_PARAMS,
@@ -176,10 +177,10 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
 
 def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
-    from mlsysim.engine.results import FIELDS, field_unit
+    from mlsysim.engine.results import RESULT_NAMES, field_unit
 
     out: dict[str, JSONValue] = {}
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         value = getattr(result, name)
         if name == "cost" and value is not None:
             value = {"value": value, "unit": field_unit(name)}
@@ -197,8 +198,7 @@ def result_intervals(result: Any, level: float = INTERVAL_LEVEL) -> dict[str, An
     in the unit of :func:`result_values`; ``None`` when the assumptions give none (the seed model).
     """
     from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.results import field_unit
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS, field_unit
 
     try:
         result.interval("efficiency", level)
@@ -368,16 +368,17 @@ def sweep_csv(request: Request) -> str:
 
 def default_plan_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
-    Ethernet and InfiniBand fabrics and the current link.
+    Ethernet and InfiniBand fabrics (each with its bandwidth and latency) and the current link
+    (``fabric=none``: the scenario's own ``inter_bandwidth``, where it gives one).
     """
     from mlsysim.ui.state import _registry_names
 
     links = [n for n in _registry_names("fabrics") if n.startswith(SCALE_OUT_FABRICS)]
-    current = text_of(scenario.inter_bandwidth)
-    if current and current not in links:
-        links.append(current)
+    own_link = scenario.inter_bandwidth is not None and "inter_bandwidth" in scenario.given
+    if own_link:
+        links.insert(0, "none")
     top = min(max(DEFAULT_MAX_NODES, 2 * scenario.nodes), MAX_SWEEP_ROWS // len(links))
-    return (f"nodes=1..{top}", "inter_bandwidth=" + ",".join(links))
+    return (f"nodes=1..{top}", "fabric=" + ",".join(links))
 
 
 def plan_payload(request: Request) -> dict[str, JSONValue]:
@@ -456,10 +457,13 @@ def _plan_rows(
 
 
 def _row_labels(table: SweepTable) -> list[str]:
-    """``nodes=4, inter_bandwidth=InfiniBand_NDR`` for each row (text forms of the axis values)."""
+    """``nodes=4, fabric=InfiniBand_NDR`` for each row (text forms of the axis values)."""
     parts = []
     for position, axis in enumerate(table.axes):
-        texts = [f"{axis.field}={text_of(v)}" for v in axis.values]
+        if FIELDS[axis.field].kind == "preset" and axis.labels is not None:
+            texts = [f"{axis.field}={label}" for label in axis.labels]
+        else:
+            texts = [f"{axis.field}={text_of(v)}" for v in axis.values]
         index = table.axis_indices(position)
         parts.append([texts[int(j)] for j in index])
     return [", ".join(p) for p in zip(*parts, strict=True)] if parts else [""] * len(table)

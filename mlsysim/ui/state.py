@@ -50,24 +50,6 @@ CUSTOM_WORKLOAD_FIELDS = (WORKLOAD_PARAMETERS, WORKLOAD_NAME)
 """The page's fields of a custom workload: ``workload=custom&workload.parameters=7e9&workload.name=My 7B``
 (the way ``assumptions=custom`` takes ``assumptions.FIELD``); read here, not by the field table."""
 
-GROUPS: dict[str, tuple[str, ...]] = {
-    "Workload": ("workload", *CUSTOM_WORKLOAD_FIELDS, "precision"),
-    "One-device profile": ("step_time", "training_time", "per_device_batch"),
-    "Cluster": (
-        "devices_per_node",
-        "nodes",
-        "intra_bandwidth",
-        "inter_bandwidth",
-        "nics_per_node",
-        "intra_latency",
-        "inter_latency",
-    ),
-    "Job": ("accumulation_steps", "node_hour_rate"),
-    "Memory": ("device_memory", "zero_stage", "activation_memory"),
-}
-"""How the page groups the fields (presentation only: a field of the class not listed here goes to "More")."""
-
-
 class FieldErrors(MlsysimError):
     """Bad values, each with the library's own message: ``errors`` maps field -> message."""
 
@@ -165,13 +147,6 @@ def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
         return Scenarios.get(name.strip())
     except MlsysimError as exc:
         raise FieldErrors({SCENARIO_PARAM: str(exc)}) from None
-
-
-def split_params(params: Mapping[str, str]) -> tuple[str | None, dict[str, str], dict[str, str]]:
-    """(scenario name, field changes, page parameters) of a query or request."""
-    changes = {k: v for k, v in params.items() if k != SCENARIO_PARAM and k not in PAGE_PARAMS}
-    page = {k: v for k, v in params.items() if k in PAGE_PARAMS}
-    return params.get(SCENARIO_PARAM), changes, page
 
 
 def scenario_from(name: str | None, changes: Mapping[str, str]) -> DataParallelScaleOutScenario:
@@ -286,7 +261,7 @@ def _registry_workload(workload: Workload) -> str | None:
 
 def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
-    from mlsysim.engine.job import PRESETS, preset_name
+    from mlsysim.engine.presets import PRESETS, preset_name
 
     derived = scenario.job.origins  # filled by a preset or derived: not the user's to spell
     out = {
@@ -318,10 +293,9 @@ def form_fields() -> tuple[dict[str, object], ...]:
     (registry names the field also takes) and ``example`` (a text it accepts).
     """
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     base = base_scenario(None)
-    grouped = {f: g for g, fields in GROUPS.items() for f in fields}
     out: list[dict[str, object]] = []
     for f in FIELDS.values():
         if f.name in NOT_IN_FORM or f.kind == "text":
@@ -331,7 +305,7 @@ def form_fields() -> tuple[dict[str, object], ...]:
             "label": f.label,
             "symbol": f.symbol,
             "unit": f.display_unit,
-            "group": grouped.get(f.name, "Model assumptions" if f.name == ASSUMPTIONS else "More"),
+            "group": GROUPS[f.group],
             "required": f.required,
             "optional": f.optional,
             "choices": [],
@@ -344,6 +318,10 @@ def form_fields() -> tuple[dict[str, object], ...]:
             entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
         elif f.choices:
             entry.update(kind="choice", choices=[str(c) for c in f.choices])
+        elif f.kind == "preset":
+            from mlsysim.engine.presets import preset_names
+
+            entry.update(kind="text", suggestions=preset_names(f.name))
         elif f.kind == "count":
             entry.update(kind="int", example="1")
         elif f.kind == "quantity":

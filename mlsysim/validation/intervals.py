@@ -61,6 +61,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.results import INTERVAL_FIELDS
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -68,8 +69,6 @@ if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.results import DataParallelScaleOutResult
 
-INTERVAL_FIELDS = ("efficiency", "speedup", "update_time", "training_time", "cost")
-"""Result fields with a prediction interval."""
 
 LOWEST_EFFICIENCY = 1e-3
 """The efficiency interval is clipped to [0.001, 1]."""
@@ -211,10 +210,6 @@ def slowdown_at_confidence(
     return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
 
 
-INTERVAL_COLUMNS = ("efficiency", "speedup", "update_time", "training_time", "cost")
-"""Sweep columns that get ``<name>_low`` and ``<name>_high`` beside them."""
-
-
 def interval_columns(
     assumptions: Assumptions,
     efficiency: ArrayLike,
@@ -225,7 +220,7 @@ def interval_columns(
     level: float = 0.8,
 ) -> dict[str, np.ndarray]:
     """``<name>_low`` / ``<name>_high`` for each of ``values`` (point columns of a sweep, by
-    name from :data:`INTERVAL_COLUMNS`): the same interval :meth:`result.interval` gives,
+    name from :data:`mlsysim.engine.results.INTERVAL_FIELDS`): the same interval :meth:`result.interval` gives,
     row by row."""
     e = np.asarray(efficiency, dtype=float)
     share = communication_share(communication_time, compute_time)

@@ -107,3 +107,37 @@ def test_fast_float_quantity_is_a_plain_pint_quantity(unit_name):
     assert f"{fast:~P}" == f"{slow:~P}"
     assert (fast * 2).to(slow.units).magnitude == 5.0
     assert fast.dimensionality == slow.dimensionality
+
+
+@pytest.mark.parametrize(
+    "text, kind, expected",
+    [
+        ("700 W", "power", 700.0),
+        ("1.1 kW", "power", 1100.0),
+        ("1287 MWh", "energy", 1287 * 3.6e9),
+        ("3.2 t", "mass", 3200.0),
+        ("400 g/kWh", "carbon_intensity", 0.4 / 3.6e6),
+        ("0.385 kg/kWh", "carbon_intensity", 0.385 / 3.6e6),
+        ("0.08 USD/kWh", "energy_price", 0.08 / 3.6e6),
+        ("2e-5 failures/hour", "failure_rate", 2e-5 / 3600),
+        ("466 interruptions/day", "failure_rate", 466 / 86400),
+    ],
+)
+def test_whole_run_units_parse_to_si(text, kind, expected):
+    """The text forms of the whole-run inputs (power, energy, CO2e mass, intensity, price, rate)."""
+    assert to_canonical(parse_quantity(text, kind), kind) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [("700 W", "energy"), ("400 g/kWh", "mass"), ("0.08 USD/kWh", "money"), ("3 h", "failure_rate")],
+)
+def test_whole_run_units_refuse_the_wrong_dimension(text, kind):
+    with pytest.raises(UnitsError, match="expected"):
+        to_canonical(parse_quantity(text), kind)
+
+
+def test_every_kind_has_a_physical_range_and_spellings():
+    from mlsysim.core.units import KINDS, PHYSICAL_RANGE, SPELLINGS
+
+    assert set(KINDS) == set(PHYSICAL_RANGE) == set(SPELLINGS)
