@@ -550,17 +550,19 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
-    """The 80% prediction interval (conformal, from the published residuals)."""
-    from mlsysim.validation.intervals import efficiency_band
+    """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
+    from mlsysim.validation.intervals import difficulty, result_share, score_band, scores
 
     r = c.r
-    low, high = efficiency_band(c.a, 0.8)
+    z_lo, z_hi = score_band(c.a, 0.8)
+    share = result_share(r)
+    scale = float(difficulty(r.efficiency, share))
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
-        "published cases under these assumptions, clipped to [0.001, 1]",
-        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
+        f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",
     )
     u_low, u_high = (cast("Quantity", u) for u in r.interval("update_time"))

@@ -335,24 +335,23 @@ def efficiency_band_of(
     table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
-    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval`, one band
-    offset for all rows, clipped; a point on one device); ``None`` under the seed model or when
-    the sweep varies the assumptions.
+    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval_of`: the
+    score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
+    under the seed model or when the sweep varies the assumptions.
     """
-    import numpy as np
-
-    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+    from mlsysim.validation.intervals import communication_share, efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
         return None
-    low, high = efficiency_band(assumptions, level)
-    e = np.asarray(table["efficiency"], dtype=float)
-    one = np.asarray(table["n_devices"]) == 1
+    share = communication_share(table["communication_time"], table["compute_time"])
+    low, high = efficiency_interval_of(
+        assumptions, table["efficiency"], share, level, table["n_devices"]
+    )
     return {
         "level": level,
-        "efficiency_low": json_value(np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))),
-        "efficiency_high": json_value(np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))),
+        "efficiency_low": json_value(low),
+        "efficiency_high": json_value(high),
     }
 
 
