@@ -250,6 +250,8 @@ def mine(
         "assumptions_file": out,
     }
     if json_:
+        from mlsysim.core.jsonio import document, dumps, encode
+
         typer.echo(
             dumps(document("runs_fit", cast("dict[str, JSONValue]", encode(data))), indent=2)
         )
