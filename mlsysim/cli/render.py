@@ -80,8 +80,8 @@ def intervals_dict(
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.bands import scores
     from mlsysim.engine.results import INTERVAL_FIELDS
-    from mlsysim.validation.intervals import scores
 
     parts = []
     for name in INTERVAL_FIELDS:

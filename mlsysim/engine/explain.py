@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
+from mlsysim.engine.bands import difficulty, known_scores, result_share, score_band, scores
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
@@ -545,14 +546,12 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "",
         r.bottleneck,
     )
-    if not c.a.is_seed():
+    if not c.a.is_seed() and known_scores(c.a):
         _interval_steps(s, c)
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
     """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
-    from mlsysim.validation.intervals import difficulty, result_share, score_band, scores
-
     r = c.r
     z_lo, z_hi = score_band(c.a, 0.8)
     share = result_share(r)

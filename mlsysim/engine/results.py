@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
@@ -415,10 +416,15 @@ class DataParallelScaleOutResult:
         ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
 
         Conformal, from the model's residuals on the published cases under these
-        same assumptions (:mod:`mlsysim.validation.intervals`). The seed model
+        same assumptions (:mod:`mlsysim.engine.bands`). The seed model
         has none: use ``Assumptions.realistic()``.
         """
-        from mlsysim.validation.intervals import interval
+        from mlsysim.engine.bands import interval
+
+        if name not in INTERVAL_FIELDS:
+            raise InputError(
+                f"interval: expected one of {', '.join(INTERVAL_FIELDS)}, got {name!r}", field="name"
+            )
 
         return interval(self, name, level)
 

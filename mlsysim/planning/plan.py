@@ -102,7 +102,7 @@ class Constraints:
         masks = {"memory": table["fits"]}
         slowdown: np.ndarray | float = 1.0
         if self.confidence_z is not None:
-            from mlsysim.validation.intervals import slowdown_at_confidence
+            from mlsysim.engine.bands import slowdown_at_confidence
 
             slowdown = slowdown_at_confidence(
                 self.confidence_z,
@@ -278,7 +278,7 @@ def plan(
     cost, ``min_efficiency`` the scaling efficiency from below and
     ``max_global_batch`` the global batch. With ``confidence`` (in (0.5, 1), e.g.
     0.8) the deadline and budget must hold at the one-sided bound of the prediction
-    interval (:mod:`mlsysim.validation.intervals`): a layout is kept only when its
+    interval (:mod:`mlsysim.engine.bands`): a layout is kept only when its
     training time and cost would still meet them were its efficiency as low as
     it is with probability 1 - confidence (non-seed assumptions, the same for
     every layout). Layouts that do not fit in a known
@@ -387,7 +387,7 @@ def _with_confidence(
     """The constraints with the score quantile of ``confidence`` under the scenario's assumptions."""
     from dataclasses import replace
 
-    from mlsysim.validation.intervals import confidence_band
+    from mlsysim.engine.bands import confidence_band
 
     if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
         raise InputError(

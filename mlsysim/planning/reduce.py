@@ -45,7 +45,7 @@ class Criteria:
     top: int = 0
     confidence_z: float | None = None
     """With a confidence: the score quantile z of the one-sided efficiency bound
-    (:func:`mlsysim.validation.intervals.confidence_band`); deadline and budget then hold
+    (:func:`mlsysim.engine.bands.confidence_band`); deadline and budget then hold
     for the training time and cost at that bound."""
 
     def constraint_names(self) -> tuple[str, ...]:
@@ -189,7 +189,7 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
     if criteria.max_global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
     if criteria.confidence_z is not None:
-        from mlsysim.validation.intervals import slowdown_at_confidence
+        from mlsysim.engine.bands import slowdown_at_confidence
 
         out["slowdown"] = slowdown_at_confidence(
             criteria.confidence_z,
