@@ -8,12 +8,12 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_origin
 
 from pydantic import PlainValidator
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import Quantity, quantity, to_canonical
+from mlsysim.core.units import Quantity, kind_of, quantity, to_canonical
 from mlsysim.core.validation import (
     Validated,
     as_pydantic,
@@ -236,21 +236,25 @@ class Assumptions(Validated):
 
     @cached_property
     def choices(self) -> Choices:
-        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
-        return Choices(
-            algorithm=self.algorithm,
-            intra_efficiency=1.0 if "intra" in self.measured_links else self.intra_efficiency,
-            inter_efficiency=1.0 if "inter" in self.measured_links else self.inter_efficiency,
-            overlap=self.overlap,
-            bucket_size=self.bucket_bytes(),
-            backward_fraction=self.backward_fraction,
-            update_overhead=self.update_overhead_seconds(),
-            straggler_cv=self.straggler_cv,
-            interference=self.interference,
-            host_jitter=to_canonical(self.host_jitter, "time"),
-            bucket_copies=self.bucket_copies,
-            first_bucket_size=to_canonical(self.first_bucket_size, "data"),
-        )
+        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached).
+
+        Each field of :class:`~mlsysim.engine.equations.Choices` is the assumption of the
+        same name, a Quantity in canonical SI units; a link named in ``measured_links``
+        has its efficiency taken as 1 (its bandwidth is an achieved figure already).
+        """
+        values: dict[str, object] = {}
+        for name in Choices.__dataclass_fields__:
+            if name not in type(self).model_fields:
+                continue  # not an assumption (zero_stage: a scenario input)
+            value = getattr(self, name)
+            values[name] = to_canonical(value, kind_of(value)) if isinstance(value, Quantity) else value
+        for link in self.measured_links:
+            values[f"{link}_efficiency"] = 1.0
+        return Choices(**values)  # type: ignore[arg-type]  # each value is its field's kind
+
+    def changed(self) -> dict[str, object]:
+        """The fields that differ from the seed's, in declaration order."""
+        return {k: v for k, v in self.fields().items() if v != getattr(_SEED_VALUES, k)}
 
     def bucket_bytes(self) -> float:
         return to_canonical(self.bucket_size, "data")
@@ -260,44 +264,42 @@ class Assumptions(Validated):
 
 
 _SEED = Assumptions()
+_SEED_VALUES = _SEED
 
-
-_TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
-"""The Assumptions fields given as quantities with units, and their unit kinds."""
 
 _TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
 def assumption_from_text(name: str, value: object) -> object:
-    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar)."""
+    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar).
+
+    Read by the field's declared type (no list of names): a Quantity's validator
+    reads text itself (``"25 MiB"``), a flag takes true/false words, a number its
+    digits, a choice of words its lower case, a list of names the text.
+    """
     if not isinstance(value, str):
         return value
+    info = Assumptions.model_fields.get(name)
+    if info is None:
+        return value  # the model reports the unknown field
     text = value.strip()
-    if name in _TEXT_DIMENSIONS:
-        from mlsysim.core.units import parse_quantity
-
-        try:
-            return parse_quantity(text, _TEXT_DIMENSIONS[name])
-        except InputError as exc:
-            raise exc.at(name) from None
-    if name == "overlap":
+    kind = info.annotation
+    if kind is bool:
         if text.lower() in _TRUE_WORDS:
             return True
         if text.lower() in _FALSE_WORDS:
             return False
         raise InputError(f"expected true or false, got {value!r}", loc=(name,))
-    if name == "algorithm":
-        return text.lower()
-    if name == "measured_links":
-        return text
-    if name in Assumptions.model_fields:
+    if kind is float:
         from mlsysim.core.text import parse_float
 
         try:
             return parse_float(text)
         except InputError as exc:
             raise exc.at(name) from None
-    return value
+    if get_origin(kind) is Literal:
+        return text.lower()
+    return text  # Quantities and link lists: their validators read text
 
 
 def assumptions_of(value: object) -> Assumptions:

@@ -136,25 +136,7 @@ def _heading(
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
         groups.setdefault(GROUPS[f.group], []).append(key)
-    if a.is_seed():
-        model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
-    else:
-        model = (
-            f"algorithm={a.algorithm}, intra_efficiency={a.intra_efficiency:g}, "
-            f"inter_efficiency={a.inter_efficiency:g}, overlap={a.overlap}"
-            + (
-                f" (buckets of {fmt_bytes(a.bucket_bytes())}, backward {a.backward_fraction:.3g} of a step)"
-                if a.overlap
-                else ""
-            )
-            + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
-            + _new_choices(a)
-            + (
-                f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
-                if a.measured_links
-                else ""
-            )
-        )
+    model = _model_line(a)
     name = title or "Data-parallel scale-out"
     return {
         "title": name,
@@ -166,18 +148,30 @@ def _heading(
     }
 
 
-def _new_choices(a: Assumptions) -> str:
-    """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
+def _model_line(a: Assumptions) -> str:
+    """The modeling choices in one line: the seed's, or every assumption that differs from it
+    (read from the Assumptions fields themselves, so a new option shows without a change here)."""
+    if a.is_seed():
+        return "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     parts = []
-    if a.host_jitter.magnitude:
-        parts.append(f"host_jitter={fmt_time(a.choices.host_jitter)}")
-    if a.interference:
-        parts.append(f"interference={a.interference:g}")
-    if a.bucket_copies:
-        parts.append("bucket_copies=True")
-    if a.first_bucket_size.magnitude:
-        parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
-    return "".join(f", {p}" for p in parts)
+    for name, value in a.changed().items():
+        if name == "measured_links":
+            continue
+        parts.append(f"{name}={_choice_text(value)}")
+    line = ", ".join(parts) if parts else "seed values"
+    if a.measured_links:
+        line += f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
+    return line
+
+
+def _choice_text(value: object) -> str:
+    from mlsysim.core.units import Quantity, kind_of
+
+    if isinstance(value, Quantity):
+        kind = kind_of(value)
+        x = to_canonical(value, kind)
+        return fmt_time(x) if kind == "time" else fmt_bytes(x) if kind == "data" else f"{value:~P}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _input_text(name: str, value: object) -> str:
