@@ -51,6 +51,7 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.input_kinds import InputKind, kind_of
 from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
 from mlsysim.engine.presets import fabric_named
 from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
@@ -126,6 +127,11 @@ class InputField:
             low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
             object.__setattr__(self, "_low", low)
             object.__setattr__(self, "_high", high)
+
+    @property
+    def kinds(self) -> InputKind:
+        """The kind of value it takes, as an object (:mod:`mlsysim.engine.input_kinds`)."""
+        return kind_of(self)
 
     @property
     def required(self) -> bool:
