@@ -106,7 +106,13 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
         return f"{value:,.1f}", "ms"
     if unit == "hour":
         return (f"{value:,.2f}", "h") if value >= 1 else (f"{value * 60:,.1f}", "min")
+    if unit in _SHORT_UNITS:
+        return f"{value:,.3f}", _SHORT_UNITS[unit]
     return f"{value:,.3f}", unit
+
+
+_SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "tonne": "t CO2e"}
+"""How the run table writes the units of the whole-run fields."""
 
 
 def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:

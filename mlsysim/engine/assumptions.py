@@ -75,6 +75,18 @@ def _check_measured_links(value: object) -> tuple[str, ...]:
             return tuple(n for n in LINKS if n in names)
     raise InputError(f"expected link names among intra and inter, got {value!r}")
 
+def _check_failure_rate(value: object) -> Quantity | None:
+    """A failure rate per device-hour (``Q_(2e-5, "failures/hour")``, its text), or None: no failures."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        from mlsysim.core.units import parse_quantity
+
+        value = parse_quantity(value, "failure_rate")
+    checked: Quantity = check_nonnegative_quantity("failure_rate")(value)
+    return checked
+
+
 DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
 """PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
 
@@ -90,6 +102,13 @@ INTERFERENCE = 0.19
 """Slowdown of compute overlapped with communication: 18.9% on average, measured on A100,
 H100, MI210 and MI250 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
 Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114, 2025)."""
+
+LLAMA3_FAILURE_RATE = quantity(466 / (16_384 * 54 * 24), "failures/hour")
+"""Failures per device-hour of the realistic preset: 466 interruptions (419 unexpected, 47
+planned) in a 54-day snapshot of Llama 3 405B pre-training on up to 16,384 H100 GPUs (Llama
+Team 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4): 466 / (16,384 x
+1,296 h) = 2.19e-5, a lower bound per GPU (the job did not always hold 16,384). The registry
+entry ``Infrastructure.Reliability.Llama3_405B_all``."""
 
 REALISTIC_HOST_JITTER = quantity(10.6, "ms")
 """Host jitter of the realistic preset (a job that loads real data): fitted so that the mean
@@ -127,9 +146,13 @@ class Assumptions(Validated):
     * ``measured_links``: the links (``intra``, ``inter``) whose bandwidth is a
       measured, achieved figure (written by ``mlsysim calibrate``): their
       efficiency is not applied again (taken as 1).
+    * ``failure_rate``: failures per device-hour when the scenario gives none
+      (None: no failures). It is applied where the scenario gives what a
+      failure costs (``checkpoint_bandwidth`` and ``restart_time``); only the
+      whole-run figures (goodput, wall-clock time, energy) depend on it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=())
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=None)
     """
 
     algorithm: Algorithm = "ring"
@@ -157,6 +180,9 @@ class Assumptions(Validated):
     measured_links: Annotated[
         tuple[str, ...], PlainValidator(as_pydantic(_check_measured_links))
     ] = ()
+    failure_rate: Annotated[
+        Quantity | None, PlainValidator(as_pydantic(_check_failure_rate))
+    ] = None
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -213,6 +239,10 @@ class Assumptions(Validated):
           scenario with ``input_pipeline="synthetic"`` (inputs made on the
           device, no loader) has none (Mohan et al. 2021, "Analyzing and
           Mitigating Data Stalls in DNN Training", VLDB).
+        * ``failure_rate=2.19e-5 per GPU-hour``: Llama 3 405B's 466
+          interruptions in 54 days on up to 16,384 GPUs (:data:`LLAMA3_FAILURE_RATE`).
+          It prices failures where a scenario gives ``checkpoint_bandwidth`` and
+          ``restart_time``; it changes no figure of the update.
         """
         return cls(
             algorithm="auto",
@@ -225,6 +255,7 @@ class Assumptions(Validated):
             straggler_cv=0.03,
             interference=INTERFERENCE,
             host_jitter=REALISTIC_HOST_JITTER,
+            failure_rate=LLAMA3_FAILURE_RATE,
         )
 
     def is_seed(self) -> bool:
@@ -247,6 +278,11 @@ class Assumptions(Validated):
             host_jitter=to_canonical(self.host_jitter, "time"),
             bucket_copies=self.bucket_copies,
             first_bucket_size=to_canonical(self.first_bucket_size, "data"),
+            failure_rate=(
+                0.0
+                if self.failure_rate is None
+                else to_canonical(self.failure_rate, "failure_rate")
+            ),
         )
 
     def bucket_bytes(self) -> float:
@@ -259,7 +295,11 @@ class Assumptions(Validated):
 _SEED = Assumptions()
 
 
-_TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
+_TEXT_DIMENSIONS = {
+    "bucket_size": "data",
+    "update_overhead": "time",
+    "failure_rate": "failure_rate",
+}
 """The Assumptions fields given as quantities with units, and their unit kinds."""
 
 _TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
@@ -270,6 +310,8 @@ def assumption_from_text(name: str, value: object) -> object:
     if not isinstance(value, str):
         return value
     text = value.strip()
+    if name == "failure_rate" and text.lower() in ("none", "null"):
+        return None
     if name in _TEXT_DIMENSIONS:
         from mlsysim.core.units import parse_quantity
 

@@ -26,6 +26,11 @@ def _given(value: object) -> bool:
     return value is not None
 
 
+def _positive_rate(value: object) -> object:
+    """A failure rate that asks for failures to be priced: given and above zero."""
+    return value is not None and float(getattr(value, "magnitude", value)) > 0
+
+
 def _count(value: object) -> object:
     return value
 
@@ -86,6 +91,22 @@ RULES: Final = (
             "device's memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'"
         ),
         "an optimizer and no memory_bandwidth",
+    ),
+    *(
+        Rule(
+            ("failure_rate", needed),
+            (_positive_rate, _not_given),
+            lambda rate, missing: rate & missing,
+            needed,
+            lambda v, needed=needed: (
+                f"required with failure_rate (it prices a failure): give e.g. {example}"
+            ),
+            f"a failure_rate and no {needed}",
+        )
+        for needed, example in (
+            ("checkpoint_bandwidth", "checkpoint_bandwidth=Q_(2, 'GB/s') (per node)"),
+            ("restart_time", "restart_time=Q_(10, 'min')"),
+        )
     ),
 )
 """Every rule between inputs, in the order they are checked."""
