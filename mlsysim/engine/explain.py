@@ -21,6 +21,7 @@ from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
 from mlsysim.engine.presets import preset_name
+from mlsysim.engine.whole_run_steps import whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -176,6 +177,8 @@ def _new_choices(a: Assumptions) -> str:
         parts.append("bucket_copies=True")
     if a.first_bucket_size.magnitude:
         parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
+    if a.failure_rate is not None:
+        parts.append(f"failure_rate={a.choices.failure_rate * 3600:.3g} per device-hour")
     return "".join(f", {p}" for p in parts)
 
 
@@ -254,6 +257,7 @@ def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, s
     if r.job is not None:  # the activations, just before the memory they are part of
         at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
         s.rows[at:at] = explain_rows(i, r.job, part="memory")
+    s.rows += whole_run_steps(r)  # failures, checkpoints, energy: where modeled
     return s.rows
 
 
