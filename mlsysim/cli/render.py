@@ -111,7 +111,7 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
     return f"{value:,.3f}", unit
 
 
-_SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "tonne": "t CO2e"}
+_SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "metric_ton": "t CO2e"}
 """How the run table writes the units of the whole-run fields."""
 
 

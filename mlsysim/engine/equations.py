@@ -545,21 +545,34 @@ def _whole_run_figures(
         x.restart_time == x.restart_time
     )
     nan = math.nan
-    mtbf = size = delta = tau = ckpt = rework = restarts = failures = goodput = t_w = nan
+    mtbf: Num = nan
+    size: Num = nan
+    delta: Num = nan
+    tau: Num = nan
+    ckpt: Num = nan
+    rework: Num = nan
+    restarts: Num = nan
+    failures: Num = nan
+    goodput: Num = nan
+    t_w: Num = nan
     if is_array(on) or on:
         mtbf = reliability.job_mtbf(where(on, rate, nan), n)
         size = where(on, reliability.checkpoint_size(x.parameters), nan)
         writers = x.nodes if c.zero_stage else 1.0
         delta = reliability.checkpoint_write_time(size, x.checkpoint_bandwidth, writers)
         interval = x.checkpoint_interval
-        tau = where(interval == interval, interval, reliability.daly_interval(delta, mtbf))
+        tau = where(
+            on & (interval == interval), interval, reliability.daly_interval(delta, mtbf)
+        )
         ckpt, rework, restarts, failures = reliability.overheads(
             t_s, tau, delta, x.restart_time, mtbf
         )
         t_w = reliability.wall_time(t_s, tau, delta, x.restart_time, mtbf)
         goodput = reliability.goodput(t_s, t_w)
     wall = where(on, t_w, t_s)
-    energy = emitted = energy_cost = nan
+    energy: Num = nan
+    emitted: Num = nan
+    energy_cost: Num = nan
     if is_array(power) or power == power:
         lost = where(on, rework, 0.0)
         waiting = where(on, ckpt + restarts, 0.0)

@@ -126,13 +126,13 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
         return {"inter_bandwidth": (fabric.bandwidth, label), "inter_latency": (fabric.latency, label)}
     if kind == "accelerator":
         accelerator = cast("Accelerator", entry)
-        figures = {
+        filled: dict[str, tuple[object, str]] = {
             "device_memory": (accelerator.memory.capacity, label),
             "memory_bandwidth": (accelerator.memory.bandwidth, label),
         }
         if accelerator.power is not None:  # its datasheet TDP (docs/whole_run.md)
-            figures["device_power"] = (accelerator.power.tdp, f"{label} (its TDP)")
-        return figures
+            filled["device_power"] = (accelerator.power.tdp, f"{label} (its TDP)")
+        return filled
     node = cast("Node", entry)
     figures: dict[str, tuple[object, str]] = {}
     for name, value in (

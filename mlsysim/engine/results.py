@@ -38,7 +38,7 @@ _CANONICAL = {
     "second": "second",
     "minute": "second",
     "megawatt_hour": "joule",
-    "tonne": "kilogram",
+    "metric_ton": "kilogram",
 }
 
 
@@ -407,7 +407,7 @@ class DataParallelScaleOutResult:
         label="energy", row=38,
     )
     emissions = OptionalQuantityField(
-        "tonne", doc="operational emissions, tonnes of CO2e (location-based)",
+        "metric_ton", doc="operational emissions, tonnes of CO2e (location-based)",
         label="emissions (CO2e)", row=39, header="CO2e",
     )
     energy_cost = MoneyField(

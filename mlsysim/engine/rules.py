@@ -28,7 +28,19 @@ def _given(value: object) -> bool:
 
 def _positive_rate(value: object) -> object:
     """A failure rate that asks for failures to be priced: given and above zero."""
-    return value is not None and float(getattr(value, "magnitude", value)) > 0
+    if value is None:
+        return False
+    magnitude = getattr(value, "magnitude", value)
+    return isinstance(magnitude, int | float) and magnitude > 0
+
+
+def _needs(example: str) -> Callable[[Mapping[str, object]], str]:
+    """The message of a failure rate given without what a failure costs."""
+
+    def message(values: Mapping[str, object]) -> str:
+        return f"required with failure_rate (it prices a failure): give e.g. {example}"
+
+    return message
 
 
 def _count(value: object) -> object:
@@ -98,9 +110,7 @@ RULES: Final = (
             (_positive_rate, _not_given),
             lambda rate, missing: rate & missing,
             needed,
-            lambda v, needed=needed: (
-                f"required with failure_rate (it prices a failure): give e.g. {example}"
-            ),
+            _needs(example),
             f"a failure_rate and no {needed}",
         )
         for needed, example in (

@@ -21,6 +21,7 @@ from mlsysim.physics import energy, reliability
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.physics._array import Num
 
 Step = tuple[str, str, str, str]
 
@@ -28,12 +29,12 @@ SECONDS_PER_HOUR = 3600.0
 JOULES_PER_MWH = 3.6e9
 
 
-def _s(seconds: float) -> str:
+def _s(seconds: Num) -> str:
     """Seconds with ten significant digits: operands of formulas that subtract close numbers."""
     return f"{float(seconds):.10g} s"
 
 
-def _h(seconds: float) -> str:
+def _h(seconds: Num) -> str:
     return f"{float(seconds) / SECONDS_PER_HOUR:.6g} h"
 
 
