@@ -62,6 +62,8 @@ class ResultField(Generic[T]):
 
     kind = "float"
     display = "ratio"
+    nullable = False
+    """Whether the field reads None where its figure is not known or not modeled."""
 
     def __init__(
         self,
@@ -143,6 +145,7 @@ class QuantityField(ResultField[Quantity]):
 class OptionalQuantityField(ResultField["Quantity | None"]):
     kind = "quantity"
     display = "fixed"
+    nullable = True
 
     def read(self, result: DataParallelScaleOutResult) -> Quantity | None:
         raw = getattr(result.figures, self.name)
@@ -153,6 +156,8 @@ class OptionalQuantityField(ResultField["Quantity | None"]):
 
 class OptionalFloatField(ResultField["float | None"]):
     """A plain number of an opt-in model, or None where it is not modeled (NaN)."""
+
+    nullable = True
 
     def read(self, result: DataParallelScaleOutResult) -> float | None:
         raw = float(getattr(result.figures, self.name))

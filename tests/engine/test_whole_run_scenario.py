@@ -241,3 +241,15 @@ def test_goodput_is_a_share_and_energy_is_proportional_to_pue(
     more_failures = s.variant(failure_rate=Q_(rate * 2, "failures/hour")).result
     assert more_failures.goodput <= r.goodput
     assert more_failures.energy >= r.energy
+
+
+def test_result_json_with_and_without_the_whole_run_is_valid_against_its_schema():
+    from mlsysim.engine.schema import _result_model
+
+    model = _result_model()
+    for scenario in (FOUR, FOUR.variant(**WHOLE_RUN)):
+        data = scenario.result.to_dict()
+        model.model_validate(data)
+    modeled = FOUR.variant(**WHOLE_RUN).result.to_dict()
+    assert modeled["emissions"]["unit"] == "metric_ton" and modeled["emissions"]["value"] > 0
+    assert FOUR.result.to_dict()["goodput"] is None
