@@ -455,6 +455,15 @@ def plan_command(
     max_global_batch: int | None = typer.Option(
         None, "--max-global-batch", help="Largest global batch."
     ),
+    max_emissions: str | None = typer.Option(
+        None, "--max-emissions", help="Most CO2e of the run, e.g. '50 t' (needs device_power and carbon_intensity)."
+    ),
+    max_energy: str | None = typer.Option(
+        None, "--max-energy", help="Most energy of the run, e.g. '500 MWh' (needs device_power)."
+    ),
+    min_goodput: float | None = typer.Option(
+        None, "--min-goodput", help="Lowest goodput, e.g. 0.9 (needs failure_rate, checkpoint_bandwidth, restart_time)."
+    ),
     csv: str | None = typer.Option(None, "--csv", help="Write the Pareto front to this CSV file."),
     plot: str | None = typer.Option(
         None, "--plot", help="Draw time against cost to this .png or .svg file."
@@ -503,6 +512,9 @@ def plan_command(
                 budget=_quantity("--budget", budget, "money"),
                 min_efficiency=min_efficiency,
                 max_global_batch=max_global_batch,
+                max_emissions=_quantity("--max-emissions", max_emissions, "mass"),
+                max_energy=_quantity("--max-energy", max_energy, "energy"),
+                min_goodput=min_goodput,
                 top=top,
                 workers=workers,
                 scheduler=scheduler,
