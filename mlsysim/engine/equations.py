@@ -556,19 +556,22 @@ def _whole_run_figures(
     goodput: Num = nan
     t_w: Num = nan
     if is_array(on) or on:
-        mtbf = reliability.job_mtbf(where(on, rate, nan), n)
         size = where(on, reliability.checkpoint_size(x.parameters), nan)
-        writers = x.nodes if c.zero_stage else 1.0
-        delta = reliability.checkpoint_write_time(size, x.checkpoint_bandwidth, writers)
-        interval = x.checkpoint_interval
-        tau = where(
-            on & (interval == interval), interval, reliability.daly_interval(delta, mtbf)
+        terms = reliability.run_terms(
+            t_s,
+            where(on, rate, nan),
+            n,
+            size,
+            x.checkpoint_bandwidth,
+            x.nodes if c.zero_stage else 1.0,  # a ZeRO-sharded state: every node writes
+            x.restart_time,
+            where(on, x.checkpoint_interval, nan),
         )
-        ckpt, rework, restarts, failures = reliability.overheads(
-            t_s, tau, delta, x.restart_time, mtbf
+        mtbf, delta, tau = terms.mtbf, terms.checkpoint_time, terms.interval
+        ckpt, rework, restarts, failures = (
+            terms.checkpoints, terms.rework, terms.restarts, terms.failures
         )
-        t_w = reliability.wall_time(t_s, tau, delta, x.restart_time, mtbf)
-        goodput = reliability.goodput(t_s, t_w)
+        t_w, goodput = terms.wall_time, terms.goodput
     wall = where(on, t_w, t_s)
     energy: Num = nan
     emitted: Num = nan
@@ -577,8 +580,7 @@ def _whole_run_figures(
         lost = where(on, rework, 0.0)
         waiting = where(on, ckpt + restarts, 0.0)
         # every state at the device's power (the published convention; docs/whole_run.md)
-        update_power = idle_power = power
-        energy = n * ((t_s + lost) * update_power + waiting * idle_power) * x.pue
+        energy = energy_mod.run_energy(n, t_s, lost, waiting, power, power, x.pue)
         emitted = energy_mod.emissions(energy, x.carbon_intensity)
         energy_cost = energy_mod.energy_cost(energy, price)
     node_cost = wall / 3600.0 * x.nodes * x.node_hour_rate

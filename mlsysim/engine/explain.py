@@ -21,7 +21,7 @@ from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
 from mlsysim.engine.presets import preset_name
-from mlsysim.engine.whole_run_steps import whole_run_steps
+from mlsysim.engine.whole_run_steps import whole_run_headline, whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -82,6 +82,7 @@ def headline(result: DataParallelScaleOutResult) -> str:
         f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
         f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
         f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+        + whole_run_headline(result)
     )
 
 

@@ -39,7 +39,9 @@ def test_the_best_layout_under_a_whole_run_limit_is_the_brute_force_one(
     mask = (values <= bound) if at_most else (values >= bound)
     assert 0 < mask.sum() < len(mask)  # the limit binds
     p = plan(BASE, objective="cost", **limits, **AXES)
-    i = _brute_best(table, mask & np.asarray(table["fits"], dtype=bool))
+    feasible = mask & np.asarray(table["fits"], dtype=bool)
+    i = _brute_best(table, feasible)
+    assert np.array_equal(p.feasible, feasible)  # the materialised table's masks agree
     assert p.best.nodes == table["nodes"][i]
     assert p.excluded[next(iter(limits))] == int((~mask).sum())
     assert next(iter(limits)).replace("_", " ").split()[1] in p.constraints.describe()
