@@ -523,15 +523,13 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
     """
     rate, power, given_price = x.failure_rate, x.device_power, x.energy_price
     if (
-        type(rate) is float
+        not c.failure_rate
+        and type(rate) is float
         and type(power) is float
-        and type(x.checkpoint_bandwidth) is float
-        and type(x.restart_time) is float
         and rate != rate
-        and not c.failure_rate
         and power != power
     ):
-        return f  # nothing of the whole run asked for
+        return f  # no failure rate and no device power: nothing of the whole run to compute
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return _whole_run_figures(x, c, f, rate, power, given_price)
 
