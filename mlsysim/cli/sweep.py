@@ -208,6 +208,9 @@ KEY_COLUMNS = (
     "fits",
 )
 
+WHOLE_RUN_COLUMNS = ("goodput", "wall_clock_time", "energy", "emissions", "total_cost")
+"""Columns of the whole run (docs/whole_run.md), shown where a layout models them."""
+
 
 
 
@@ -228,6 +231,7 @@ def _print_table(
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
+    show += [c for c in WHOLE_RUN_COLUMNS if c in table and _modeled(table, c)]
     from mlsysim.cli.render import safe
     from mlsysim.engine.results import result_fields
 
@@ -247,13 +251,27 @@ def _print_table(
     console.print(out)
 
 
+def _modeled(table: SweepTable, column: str) -> bool:
+    """Whether some layout of ``table`` has the (whole-run) figure ``column``."""
+    import numpy as np
+
+    return bool(np.isfinite(np.asarray(table[column], dtype=float)).any())
+
+
 def _unknown_memory(table: SweepTable) -> bool:
     import numpy as np
 
     return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
 
 
-DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communication_time": 1}
+DECIMALS = {
+    "cost": 2,
+    "efficiency": 3,
+    "speedup": 2,
+    "update_time": 1,
+    "communication_time": 1,
+    "total_cost": 2,
+}
 """Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
 
 
@@ -291,7 +309,8 @@ def _plain(value: object) -> str:
 
 
 def _short(unit: str | None) -> str | None:
-    return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit or "", unit)
+    short = {"millisecond": "ms", "byte": "B", "hour": "h", "megawatt_hour": "MWh", "metric_ton": "t"}
+    return short.get(unit or "", unit)
 
 
 RATE_MIN_SECONDS = 1.0
