@@ -84,13 +84,15 @@ class Inputs:
     activation_memory_per_sample: Num = math.nan
     # the whole run (docs/whole_run.md): failures, checkpoints, energy; NaN or 1: not modeled.
     # failure_rate per device-second; checkpoint_bandwidth per writing node (bytes/s);
-    # checkpoint_interval NaN: Daly's optimum; device_power in W; carbon_intensity kg/J;
+    # checkpoint_interval NaN: Daly's optimum; device_power, idle_power in W (idle NaN:
+    # device_power); carbon_intensity kg/J;
     # energy_price USD/J.
     failure_rate: Num = math.nan
     restart_time: Num = math.nan
     checkpoint_bandwidth: Num = math.nan
     checkpoint_interval: Num = math.nan
     device_power: Num = math.nan
+    idle_power: Num = math.nan
     pue: Num = 1.0
     carbon_intensity: Num = math.nan
     energy_price: Num = math.nan
@@ -220,6 +222,7 @@ class Figures(NamedTuple):
     emissions: Num = math.nan
     energy_cost: Num = math.nan
     total_cost: Num = math.nan
+    update_power: Num = math.nan  # a device's mean power over an update (W), for explain
 
     @property
     def hidden_communication_time(self) -> Num:
@@ -512,8 +515,10 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
         tau = checkpoint_interval, else Daly's optimum (delta, M)
         T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau;  G = T_s / T_w
         T_ckpt, T_rework, T_restart, N_f: Daly's terms (physics.reliability.overheads)
-        E = PUE n ((T_s + T_rework) P + (T_ckpt + T_restart) P)   (P = device_power; every
-            state at it: the published convention)
+        E = PUE n ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle)
+        P_update = (P t_busy + P_idle (t_exposed + t_sync)) / update_time
+            (P = device_power, P_idle = idle_power; without idle_power every state at P:
+            the published convention)
         emissions = E I;  energy_cost = E price
         total_cost = T_w N node_hour_rate + energy_cost  (the terms whose price is given)
 
@@ -574,11 +579,24 @@ def _whole_run_figures(
     energy: Num = nan
     emitted: Num = nan
     energy_cost: Num = nan
+    update_power: Num = nan
     if is_array(power) or power == power:
         lost = where(on, rework, 0.0)
         waiting = where(on, ckpt + restarts, 0.0)
-        # every state at the device's power (the published convention; docs/whole_run.md)
-        energy = energy_mod.run_energy(n, t_s, lost, waiting, power, power, x.pue)
+        # every state at device_power (the published convention) unless idle_power is given:
+        # then the update's exposed communication and synchronization draw it
+        idle = x.idle_power
+        given_idle = idle == idle
+        idle = where(given_idle, idle, power)
+        busy = f.update_time - f.exposed_communication_time - f.synchronization_time
+        update_power = where(
+            given_idle,
+            energy_mod.average_device_power(
+                power, idle, idle, busy, f.exposed_communication_time, f.synchronization_time
+            ),
+            power,
+        )
+        energy = energy_mod.run_energy(n, t_s, lost, waiting, update_power, idle, x.pue)
         emitted = energy_mod.emissions(energy, x.carbon_intensity)
         energy_cost = energy_mod.energy_cost(energy, price)
     node_cost = wall / 3600.0 * x.nodes * x.node_hour_rate
@@ -602,4 +620,5 @@ def _whole_run_figures(
         emissions=emitted,
         energy_cost=energy_cost,
         total_cost=total,
+        update_power=update_power,
     )

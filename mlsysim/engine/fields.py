@@ -948,6 +948,21 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
+        _quantity(
+            "idle_power",
+            "power of one device while it waits: exposed communication, stragglers, "
+            "checkpoints, restarts (None: device_power)",
+            "power",
+            "W",
+            "P_idle",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
         InputField(
             "pue",
             "power usage effectiveness of the data centre, >= 1 (None: 1)",

@@ -131,22 +131,37 @@ def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
         ))
     if f.energy == f.energy:
         power, pue = float(x.device_power), float(x.pue)
+        idle_given = float(x.idle_power) == float(x.idle_power)
+        idle = float(x.idle_power) if idle_given else power
+        update = float(f.update_power)
+        if idle_given:
+            exposed, sync = float(f.exposed_communication_time), float(f.synchronization_time)
+            busy = float(f.update_time) - exposed - sync
+            add((
+                "power over an update",
+                energy.EQUATIONS["average_device_power"]
+                + "  (P_compute = device_power, P_comm = P_idle = idle_power)",
+                f"({power:.10g} W x {_s(busy)} + {idle:.10g} W x {_s(exposed)} + "
+                f"{idle:.10g} W x {_s(sync)}) / ({_s(busy)} + {_s(exposed)} + {_s(sync)})",
+                f"{update:.10g} W",
+            ))
         if on:
             numbers = (
-                f"{pue:g} x {n:g} x (({_s(t_s)} + {_s(f.rework_time)}) x {power:.10g} W + "
-                f"({_s(f.checkpoint_overhead)} + {_s(f.restart_overhead)}) x {power:.10g} W)"
+                f"{pue:g} x {n:g} x (({_s(t_s)} + {_s(f.rework_time)}) x {update:.10g} W + "
+                f"({_s(f.checkpoint_overhead)} + {_s(f.restart_overhead)}) x {idle:.10g} W)"
+            )
+            equation = (
+                "E = PUE n ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle)"
             )
         else:
-            numbers = f"{pue:g} x {n:g} x {_s(t_s)} x {power:.10g} W"
-        add((
-            "energy",
-            "E = PUE n ((T_s + T_rework) P + (T_ckpt + T_restart) P_idle)  (every state at "
-            "device_power P, the published convention: Patterson et al. 2021; P_idle = P)"
-            if on
-            else "E = PUE n T_s P  (every device at device_power P for training_time T_s)",
-            numbers,
-            f"{f.energy / JOULES_PER_MWH:.6g} MWh",
-        ))
+            numbers = f"{pue:g} x {n:g} x {_s(t_s)} x {update:.10g} W"
+            equation = "E = PUE n T_s P_update  (every device for training_time T_s)"
+        if not idle_given:
+            equation += (
+                "  (every state at device_power: the published convention, "
+                "Patterson et al. 2021; no idle_power given)"
+            )
+        add(("energy", equation, numbers, f"{f.energy / JOULES_PER_MWH:.6g} MWh"))
         e_mwh = f"{f.energy / JOULES_PER_MWH:.10g} MWh"
         if f.emissions == f.emissions:
             add((
@@ -223,9 +238,15 @@ def whole_run_notes(r: DataParallelScaleOutResult) -> list[str]:
         )
     if f.energy == f.energy:
         origin_p = r.job.origins.get("device_power") if r.job is not None else None
+        idle = float(x.idle_power)
+        waits = (
+            f", {idle:.4g} W while waiting ({float(f.update_power):.4g} W over an update)"
+            if idle == idle
+            else " in every state (no idle_power)"
+        )
         notes.append(
-            f"energy: every device at {float(x.device_power):.4g} W"
+            f"energy: {float(x.device_power):.4g} W per device"
             + (f" ({origin_p})" if origin_p else "")
-            + f" for the whole run, PUE {float(x.pue):.3g}; no host, network or idle power"
+            + f"{waits}, PUE {float(x.pue):.3g}; host and network power not counted"
         )
     return notes

@@ -87,9 +87,13 @@ CASES = {
         assumptions=Assumptions.realistic(), zero_stage=1, nics_per_node=8,
         checkpoint_bandwidth=Q_(5, "GB/s"), restart_time=Q_(3, "min"),
         checkpoint_interval=Q_(30, "min"), accelerator="H100", energy_price=Q_(0.1, "USD/kWh"),
+        idle_power=Q_(200, "W"),
     ),
     "whole run: energy only": FOUR.variant(
         device_power=Q_(400, "W"), pue=1.3, carbon_intensity=Q_(429, "g/kWh")
+    ),
+    "whole run: energy with idle power, no failures": FOUR.variant(
+        device_power=Q_(700, "W"), idle_power=Q_(150, "W"), energy_price=Q_(0.1, "USD/kWh")
     ),
 }
 

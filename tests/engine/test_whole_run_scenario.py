@@ -120,7 +120,7 @@ def test_whole_run_inputs_leave_the_update_and_the_seed_figures_bit_for_bit():
     plain = FOUR.result.figures
     modeled = FOUR.variant(**WHOLE_RUN).result.figures
     for field in plain._fields:
-        if field in NEW_RESULTS or field in ("intra_cost", "inter_cost", "buckets"):
+        if field in (*NEW_RESULTS, "update_power", "intra_cost", "inter_cost", "buckets"):
             continue
         ours, theirs = getattr(modeled, field), getattr(plain, field)
         assert ours == theirs or (ours != ours and theirs != theirs), field
@@ -253,3 +253,17 @@ def test_result_json_with_and_without_the_whole_run_is_valid_against_its_schema(
     modeled = FOUR.variant(**WHOLE_RUN).result.to_dict()
     assert modeled["emissions"]["unit"] == "metric_ton" and modeled["emissions"]["value"] > 0
     assert FOUR.result.to_dict()["goodput"] is None
+
+
+def test_idle_power_lowers_the_energy_by_the_update_s_waiting_share():
+    busy = FOUR.variant(device_power=Q_(700, "W"))
+    waiting = FOUR.variant(device_power=Q_(700, "W"), idle_power=Q_(100, "W"))
+    same = FOUR.variant(device_power=Q_(700, "W"), idle_power=Q_(700, "W"))
+    f = busy.result.figures
+    share = f.exposed_communication_time / f.update_time  # the seed: no synchronization
+    expected = busy.result.energy.magnitude * ((1 - share) * 700 + share * 100) / 700
+    assert waiting.result.energy.magnitude == pytest.approx(expected, rel=1e-12)
+    assert same.result.energy.magnitude == pytest.approx(busy.result.energy.magnitude, rel=1e-12)
+    assert waiting.result.figures.update_power == pytest.approx(
+        (1 - share) * 700 + share * 100, rel=1e-12
+    )

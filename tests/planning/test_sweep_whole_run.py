@@ -36,5 +36,6 @@ def test_sweep_of_the_realistic_rate_and_device_power_equals_the_scalar_solve():
         "assumptions": [Assumptions(), Assumptions.realistic()],
         "nodes": [2, 256],
         "device_power": [None, Q_(400, "W")],
+        "idle_power": [None, Q_(150, "W")],
     }
     assert_table_matches_scalar(sweep(base, **axes), base, axes)
