@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.text import printable
@@ -11,11 +11,13 @@ from mlsysim.engine.presets import PRESETS, preset_name
 from mlsysim.engine.results import field_unit, run_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.assumptions import Assumptions
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.types import Accelerator
@@ -78,6 +80,7 @@ def intervals_dict(
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.bands import scores
     from mlsysim.engine.results import INTERVAL_FIELDS
 
     parts = []
@@ -92,7 +95,8 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
             parts.append(f"{name} {low:.4g}-{high:.4g}")
-    return f"{level:.0%} prediction interval (conformal, from published residuals): " + ", ".join(parts)
+    source = scores(cast("Assumptions", result.inputs["assumptions"])).source
+    return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
 
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
@@ -199,7 +203,11 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
     result = scenario.result
     console = _console()
     title = printable(scenario.name or "scenario")
-    console.print(f"{title}: {headline(result)}", markup=False)
+    first = f"{title}: {headline(result)}"
+    if not scenario.assumptions.is_seed() and result.n_devices > 1:
+        low, high = result.interval("efficiency")
+        first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
+    console.print(first, markup=False)
     console.print()
     console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
     if not scenario.assumptions.is_seed():
@@ -248,14 +256,20 @@ def print_validation(
     realistic: list[Comparison],
     *,
     band: tuple[float, float],
+    intervals: tuple[np.ndarray, np.ndarray],
     families: dict[str, dict[str, Summary]],
     totals: dict[str, Summary],
     coverage: tuple[float, float],
     lofo: CrossValidation | None = None,
 ) -> None:
     """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
-    errors per family, the overall figures, and the leave-one-family-out ones when given."""
+    errors per family, the overall figures, and the leave-one-family-out ones when given.
+
+    ``band`` is (z_lo, z_hi), the score quantiles; ``intervals`` the (low, high)
+    efficiency interval of every case (the band times the case's difficulty)."""
     from rich.table import Table
+
+    from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format
     console = _console()
@@ -268,9 +282,7 @@ def print_validation(
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right", no_wrap=True)
     held = {c.case.id: c for c in lofo.comparisons} if lofo is not None else {}
-    for s, r in zip(seed, realistic, strict=True):
-        low = max(r.predicted + band[0], 0.001)
-        high = min(r.predicted + band[1], 1.0)
+    for s, r, low, high in zip(seed, realistic, *intervals, strict=True):
         inside = "" if low <= r.case.measured_eff <= high else "*"
         row = [
             s.case.id,
@@ -290,21 +302,39 @@ def print_validation(
     fam = Table(
         title="Error per family, points: median |e| / worst |e| / mean e", header_style="bold"
     )
-    for column in ("family", "cases", "seed", "realistic"):
+    columns = ["family", "cases", "seed", "realistic"]
+    if lofo is not None:
+        columns += ["held out", "80% cov."]
+    for column in columns:
         fam.add_column(column, justify="left" if column == "family" else "right", no_wrap=True)
 
     def three(x: Summary) -> str:
         return f"{x.median_abs * 100:.1f} / {x.max_abs * 100:.1f} / {x.mean * 100:+.1f}"
 
+    held_families = by_family(lofo.comparisons) if lofo is not None else {}
     for name, s_ in families["seed"].items():
-        fam.add_row(name, str(s_.count), three(s_), three(families["realistic"][name]))
+        row = [name, str(s_.count), three(s_), three(families["realistic"][name])]
+        if lofo is not None:
+            in_band = [
+                bool(ok)
+                for c, ok in zip(lofo.comparisons, lofo.covered, strict=True)
+                if c.case.family == name
+            ]
+            row += [three(held_families[name]), f"{sum(in_band) / len(in_band):.0%}"]
+        fam.add_row(*row)
     fam.add_section()
-    fam.add_row("all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"]))
+    total_row = [
+        "all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"])
+    ]
+    if lofo is not None:
+        total_row += [three(lofo.summary), f"{lofo.coverage:.0%}"]
+    fam.add_row(*total_row)
     console.print(fam)
     covered, width = coverage
     console.print(
-        f"realistic 80% interval: predicted {pt(band[0] * 100)} .. {pt(band[1] * 100)} "
-        f"(conformal, from these residuals); covers {covered:.0%} of cases, width "
+        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.2 + "
+        "e x communication share (normalised conformal, from residuals of each case predicted "
+        f"without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )
     if lofo is not None:
@@ -314,7 +344,11 @@ def print_validation(
             f"leave one family out: median |error| {total.median_abs * 100:.1f} pt, worst "
             f"{total.max_abs * 100:.1f} pt, mean {pt(total.mean * 100)}; 80% interval from the other "
             f"families covers {lofo.coverage:.0%} (median width {lofo.median_width * 100:.1f} pt); "
-            f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
+            + (
+                f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
+                if jitters
+                else "nothing fitted"
+            )
         )
 
 

@@ -10,15 +10,42 @@ unit parsing and graph search.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
 from importlib.resources import files
 from numbers import Real
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, cast
 
-import pint
-from pint.util import UnitsContainer
 
-from mlsysim.core.exceptions import InputError, UnitsError
+def _import_pint_without_dask() -> None:
+    """Import pint without the dask integration it loads when dask is installed.
+
+    pint's ``compat`` imports ``dask.base`` whenever dask can be found, to let
+    Quantities wrap dask arrays; that costs about 0.2 s of every start of
+    ``mlsysim`` on a machine with the ``dask`` extra, and mlsysim never puts a
+    Quantity in a dask array (plans send plain numbers to dask workers). So
+    dask is hidden from pint's one look-up (``find_spec`` returns None for a
+    ``None`` entry of ``sys.modules``) and shown again at once; ``import dask``
+    works as usual afterwards.
+    """
+    if "pint" in sys.modules or "dask" in sys.modules:
+        return
+    sys.modules["dask"] = None  # type: ignore[assignment]
+    try:
+        import pint  # noqa: F401
+    finally:
+        del sys.modules["dask"]
+
+
+_import_pint_without_dask()
+
+import pint  # noqa: E402
+from pint.util import UnitsContainer  # noqa: E402
+
+from mlsysim.core.exceptions import InputError, UnitsError  # noqa: E402
 
 
 def _definitions() -> list[str]:
@@ -62,8 +89,48 @@ def _definitions() -> list[str]:
     return patched.splitlines()
 
 
-ureg: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
-ureg.load_definitions(_definitions())
+def cache_dir() -> Path | None:
+    """Where parsed definitions are kept between runs: ``$MLSYSIM_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/mlsysim`` (``~/.cache/mlsysim``); ``MLSYSIM_CACHE_DIR=off`` keeps none."""
+    chosen = os.environ.get("MLSYSIM_CACHE_DIR")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off", "none") else Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlsysim"
+
+
+def _registry() -> pint.UnitRegistry:
+    """The unit registry, from pint's cache of parsed definitions where one can be kept.
+
+    Parsing pint's definitions costs about 0.3 s at every start; pint keeps the
+    parsed form in its disk cache, keyed by the definitions file. The file is
+    named after the hash of its text, so a change of pint's definitions or of
+    the patch above makes a new one (the cache is invalidated by content). Any
+    trouble with the cache (a read-only home, a file half written by another
+    process) falls back to parsing, the same registry either way.
+    """
+    lines = _definitions()
+    text = "\n".join(lines) + "\n"
+    folder = cache_dir()
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"units-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+            if not path.exists():
+                partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                partial.write_text(text, encoding="utf-8")
+                os.replace(partial, path)
+            cached: pint.UnitRegistry = pint.UnitRegistry(str(path), cache_folder=folder / "pint")
+            cached.default_system = None  # type: ignore[assignment]  # as the parsed registry below
+            return cached
+        except Exception:  # noqa: BLE001 - any cache failure: parse instead (same result)
+            pass
+    registry: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
+    registry.load_definitions(lines)
+    return registry
+
+
+ureg: pint.UnitRegistry = _registry()
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
 ureg.define("USD = [currency] = _ = dollar = dollars = usd")
@@ -145,6 +212,15 @@ def to_canonical(value: object, kind: str) -> float:
                 factor = _factor(kind, value._units)
             return magnitude * factor
     return _to_canonical_slow(value, kind)
+
+
+def kind_of(value: Quantity) -> str:
+    """The unit kind of :data:`KINDS` a Quantity has (by its dimensionality); an error if none."""
+    dimensionality = value.dimensionality
+    for kind, (canonical, _) in KINDS.items():
+        if canonical.dimensionality == dimensionality:
+            return kind
+    raise UnitsError(f"no unit kind has the dimension of {value!r}")
 
 
 def _to_canonical_slow(value: object, kind: str) -> float:

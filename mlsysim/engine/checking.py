@@ -99,7 +99,7 @@ def checked_inputs(
         else:  # an older input without its number (no older_numbers given)
             numbers[name] = FIELDS[name].to_model(values[name])
     missing = [name for name in _REQUIRED if values[name] is None]
-    errors += [_missing(name) for name in missing if name not in DERIVABLE]
+    errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
@@ -140,13 +140,18 @@ def _check_layer(
         f = FIELDS.get(name)
         if f is None:
             errors.append(
-                InputError(f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,))
+                InputError(
+                    f"unknown field; known fields: {', '.join(FIELDS)}",
+                    loc=(name,),
+                    input=value,
+                    type="extra_forbidden",
+                )
             )
             continue
         try:
             values[name], numbers[name] = f.normalize(value)
         except InputError as exc:
-            errors.append(exc)
+            errors.append(exc.with_input(value))
     return values, numbers, errors
 
 
@@ -160,4 +165,6 @@ def check_layer(data: Mapping[str, object], owner: str) -> dict[str, Value]:
 
 
 def _missing(name: str) -> InputError:
-    return InputError("required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,))
+    return InputError(
+        "required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,), type="missing"
+    )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
+from mlsysim.engine.bands import difficulty, known_scores, result_share, score_band, scores
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
@@ -137,25 +138,7 @@ def _heading(
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
         groups.setdefault(GROUPS[f.group], []).append(key)
-    if a.is_seed():
-        model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
-    else:
-        model = (
-            f"algorithm={a.algorithm}, intra_efficiency={a.intra_efficiency:g}, "
-            f"inter_efficiency={a.inter_efficiency:g}, overlap={a.overlap}"
-            + (
-                f" (buckets of {fmt_bytes(a.bucket_bytes())}, backward {a.backward_fraction:.3g} of a step)"
-                if a.overlap
-                else ""
-            )
-            + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
-            + _new_choices(a)
-            + (
-                f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
-                if a.measured_links
-                else ""
-            )
-        )
+    model = _model_line(a)
     name = title or "Data-parallel scale-out"
     return {
         "title": name,
@@ -167,20 +150,30 @@ def _heading(
     }
 
 
-def _new_choices(a: Assumptions) -> str:
-    """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
+def _model_line(a: Assumptions) -> str:
+    """The modeling choices in one line: the seed's, or every assumption that differs from it
+    (read from the Assumptions fields themselves, so a new option shows without a change here)."""
+    if a.is_seed():
+        return "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     parts = []
-    if a.host_jitter.magnitude:
-        parts.append(f"host_jitter={fmt_time(a.choices.host_jitter)}")
-    if a.interference:
-        parts.append(f"interference={a.interference:g}")
-    if a.bucket_copies:
-        parts.append("bucket_copies=True")
-    if a.first_bucket_size.magnitude:
-        parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
-    if a.failure_rate is not None:
-        parts.append(f"failure_rate={a.choices.failure_rate * 3600:.3g} per device-hour")
-    return "".join(f", {p}" for p in parts)
+    for name, value in a.changed().items():
+        if name == "measured_links":
+            continue
+        parts.append(f"{name}={_choice_text(value)}")
+    line = ", ".join(parts) if parts else "seed values"
+    if a.measured_links:
+        line += f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
+    return line
+
+
+def _choice_text(value: object) -> str:
+    from mlsysim.core.units import Quantity, kind_of
+
+    if isinstance(value, Quantity):
+        kind = kind_of(value)
+        x = to_canonical(value, kind)
+        return fmt_time(x) if kind == "time" else fmt_bytes(x) if kind == "data" else f"{value:~P}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _input_text(name: str, value: object) -> str:
@@ -550,22 +543,22 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "",
         r.bottleneck,
     )
-    if not c.a.is_seed():
+    if not c.a.is_seed() and known_scores(c.a):
         _interval_steps(s, c)
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
-    """The 80% prediction interval (conformal, from the published residuals)."""
-    from mlsysim.validation.intervals import efficiency_band
-
+    """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
     r = c.r
-    low, high = efficiency_band(c.a, 0.8)
+    z_lo, z_hi = score_band(c.a, 0.8)
+    share = result_share(r)
+    scale = float(difficulty(r.efficiency, share))
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
-        "published cases under these assumptions, clipped to [0.001, 1]",
-        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
+        f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",
     )
     u_low, u_high = (cast("Quantity", u) for u in r.interval("update_time"))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
@@ -458,7 +459,7 @@ class DataParallelScaleOutResult:
     __delattr__ = __setattr__  # type: ignore[assignment]
 
     def _key(self) -> tuple[object, ...]:
-        return tuple(_hashable(getattr(self, name)) for name in FIELDS if name != "constraint_trace")
+        return tuple(_hashable(getattr(self, name)) for name in RESULT_NAMES if name != "constraint_trace")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataParallelScaleOutResult):
@@ -485,7 +486,7 @@ class DataParallelScaleOutResult:
         """Plain Python values in the project's JSON encoding (``{"value": x, "unit": u}``)."""
         from mlsysim.core.jsonio import encode
 
-        names = SEED_FIELDS if seed_only else FIELDS
+        names = SEED_FIELDS if seed_only else RESULT_NAMES
         return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
 
     def interval(self, name: str, level: float = 0.8) -> tuple[Quantity | float, Quantity | float]:
@@ -493,10 +494,15 @@ class DataParallelScaleOutResult:
         ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
 
         Conformal, from the model's residuals on the published cases under these
-        same assumptions (:mod:`mlsysim.validation.intervals`). The seed model
+        same assumptions (:mod:`mlsysim.engine.bands`). The seed model
         has none: use ``Assumptions.realistic()``.
         """
-        from mlsysim.validation.intervals import interval
+        from mlsysim.engine.bands import interval
+
+        if name not in INTERVAL_FIELDS:
+            raise InputError(
+                f"interval: expected one of {', '.join(INTERVAL_FIELDS)}, got {name!r}", field="name"
+            )
 
         return interval(self, name, level)
 
@@ -522,14 +528,14 @@ def _hashable(value: object) -> object:
     return value
 
 
-FIELDS: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
+RESULT_NAMES: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
 """Every result field: the seed's, then those of the opt-in model."""
 
 _RESULT_FIELDS: dict[str, ResultField[object]] = {
-    name: DataParallelScaleOutResult.__dict__[name] for name in FIELDS
+    name: DataParallelScaleOutResult.__dict__[name] for name in RESULT_NAMES
 }
 
-SEED_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if _RESULT_FIELDS[n].seed)
+SEED_FIELDS: tuple[str, ...] = tuple(n for n in RESULT_NAMES if _RESULT_FIELDS[n].seed)
 """The seed contract's result fields, in its order."""
 
 

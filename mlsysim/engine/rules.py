@@ -126,4 +126,6 @@ def check_together(values: Mapping[str, object]) -> None:
     """Raise an :class:`InputError` located at its input for the first rule ``values`` break."""
     for rule in RULES:
         if rule.is_broken(values):
-            raise InputError(rule.message(values), loc=(rule.loc,))
+            raise InputError(
+                rule.message(values), loc=(rule.loc,), type="rule", ctx={"fields": rule.fields}
+            )

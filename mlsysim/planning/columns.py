@@ -14,10 +14,9 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from mlsysim.engine.equations import Figures, Inputs
-from mlsysim.engine.results import FIELDS as RESULT_FIELDS
-from mlsysim.engine.results import result_fields, text_labels
+from mlsysim.engine.results import RESULT_NAMES, result_fields, text_labels
 
-RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "constraint_trace")
+RESULT_COLUMNS = tuple(f for f in RESULT_NAMES if f != "constraint_trace")
 """Result fields a sweep reports (every scalar field of the result)."""
 
 TEXT_LABELS: dict[str, tuple[str, ...]] = text_labels()

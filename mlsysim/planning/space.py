@@ -221,6 +221,8 @@ class Space:
                     f"sweep: {broken_count} of {self.size} combinations have {rule.phrase} "
                     f"(e.g. {example}): {rule.message(values)}",
                     field=rule.loc,
+                    type="rule",
+                    ctx={"fields": rule.fields, "layouts": broken_count},
                 )
 
     def _numeric(self, position: int) -> np.ndarray:

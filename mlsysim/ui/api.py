@@ -167,9 +167,14 @@ def _document(kind: str, body: Mapping[str, object]) -> dict[str, JSONValue]:
 def scenario_of(request: Request) -> DataParallelScaleOutScenario:
     """The request's scenario; :class:`ApiError` (422) naming each bad field."""
     try:
-        return scenario_from(request.scenario, request.changes)
+        scenario = scenario_from(request.scenario, request.changes)
     except FieldErrors as exc:
         raise ApiError(exc.errors) from None
+    if not scenario.assumptions.is_seed():
+        from mlsysim.validation.intervals import ensure_scores
+
+        ensure_scores(scenario.assumptions)  # the residuals of its intervals, computed once
+    return scenario
 
 
 # -- evaluate ----------------------------------------------------------------------------
@@ -177,10 +182,10 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
 
 def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
-    from mlsysim.engine.results import FIELDS, field_unit
+    from mlsysim.engine.results import RESULT_NAMES, field_unit
 
     out: dict[str, JSONValue] = {}
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         value = getattr(result, name)
         if name == "cost" and value is not None:
             value = {"value": value, "unit": field_unit(name)}
@@ -335,24 +340,23 @@ def efficiency_band_of(
     table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
-    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval`, one band
-    offset for all rows, clipped; a point on one device); ``None`` under the seed model or when
-    the sweep varies the assumptions.
+    prediction interval (:func:`mlsysim.engine.bands.efficiency_interval_of`: the
+    score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
+    under the seed model or when the sweep varies the assumptions.
     """
-    import numpy as np
-
-    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+    from mlsysim.engine.bands import communication_share, efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
         return None
-    low, high = efficiency_band(assumptions, level)
-    e = np.asarray(table["efficiency"], dtype=float)
-    one = np.asarray(table["n_devices"]) == 1
+    share = communication_share(table["communication_time"], table["compute_time"])
+    low, high = efficiency_interval_of(
+        assumptions, table["efficiency"], share, level, table["n_devices"]
+    )
     return {
         "level": level,
-        "efficiency_low": json_value(np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))),
-        "efficiency_high": json_value(np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))),
+        "efficiency_low": json_value(low),
+        "efficiency_high": json_value(high),
     }
 
 

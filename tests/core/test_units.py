@@ -141,3 +141,40 @@ def test_every_kind_has_a_physical_range_and_spellings():
     from mlsysim.core.units import KINDS, PHYSICAL_RANGE, SPELLINGS
 
     assert set(KINDS) == set(PHYSICAL_RANGE) == set(SPELLINGS)
+
+
+def test_the_cached_unit_registry_equals_the_parsed_one(tmp_path):
+    """pint's disk cache of the parsed definitions gives the same registry as parsing them:
+    every unit the parsed registry knows converts to its base units the same way."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    probe = """
+import json, sys
+from mlsysim.core.units import ureg
+names = json.loads(sys.stdin.read()) or sorted(ureg._units)
+out = {}
+for name in names:
+    try:
+        out[name] = str(ureg.Quantity(1.0, name).to_base_units())
+    except Exception as exc:  # a few symbols pint keeps but cannot parse back (R_inf's)
+        out[name] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+    def registry(cache: str, names: list[str]) -> dict[str, str]:
+        env = {**os.environ, "MLSYSIM_CACHE_DIR": cache}
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            env=env, input=json.dumps(names), capture_output=True, text=True, check=True,
+        )
+        return json.loads(out.stdout)
+
+    parsed = registry("off", [])
+    names = sorted(parsed)
+    assert {"Gbps", "param", "flop", "USD", "token", "sample"} <= set(names)
+    assert registry(str(tmp_path), names) == parsed  # writes the cache
+    assert any(tmp_path.glob("units-*.txt")) and (tmp_path / "pint").is_dir()
+    assert registry(str(tmp_path), names) == parsed  # reads it

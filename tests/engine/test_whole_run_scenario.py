@@ -267,3 +267,19 @@ def test_idle_power_lowers_the_energy_by_the_update_s_waiting_share():
     assert waiting.result.figures.update_power == pytest.approx(
         (1 - share) * 700 + share * 100, rel=1e-12
     )
+
+
+def test_the_failure_rate_leaves_the_prediction_intervals_as_they_are():
+    from mlsysim.engine.bands import assumptions_key
+
+    realistic = Assumptions.realistic()
+    assert assumptions_key(realistic) == assumptions_key(
+        realistic.variant(failure_rate=Q_(0, "failures/hour"))
+    )
+    with_failures = FOUR.variant(
+        assumptions=realistic, checkpoint_bandwidth=Q_(2, "GB/s"), restart_time=Q_(10, "min")
+    ).result
+    without = FOUR.variant(
+        assumptions=realistic.variant(failure_rate=Q_(0, "failures/hour"))
+    ).result
+    assert with_failures.interval("efficiency") == without.interval("efficiency")

@@ -13,7 +13,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
-from mlsysim.engine.results import FIELDS  # noqa: E402
+from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402
 from mlsysim.ui.state import CUSTOM_WORKLOAD_FIELDS, form_fields  # noqa: E402
@@ -33,7 +33,7 @@ def library(*sets, name=ONE):
 
 def same_figures(result_json, result):
     """Every result field of the JSON equals the library's, in the unit the JSON names."""
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         got, want = result_json[name], getattr(result, name)
         if want is None:
             assert got is None, name
