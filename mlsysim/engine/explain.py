@@ -21,7 +21,6 @@ from mlsysim.engine.bands import difficulty, known_scores, result_share, score_b
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
-from mlsysim.engine.presets import preset_name
 from mlsysim.engine.whole_run_steps import whole_run_headline, whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
     from mlsysim.engine.derivation import Checked
     from mlsysim.engine.equations import Figures
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.models.types import Workload
 
 
 
@@ -177,29 +175,9 @@ def _choice_text(value: object) -> str:
 
 
 def _input_text(name: str, value: object) -> str:
-    """An input as a reader expects it: the unit its field is shown in."""
+    """An input as a reader expects it: the unit its field is shown in (its kind writes it)."""
     f = FIELDS[name]
-    if value is None:
-        return "none"
-    if name == "workload":
-        workload = cast("Workload", value)  # the field's checked kind
-        return f"{workload.name} ({workload.parameter_count():.6g} parameters)"
-    if f.kind == "preset":
-        return preset_name(name, value)
-    if f.dimension in ("tokens", "samples"):
-        return f"{to_canonical(value, f.dimension):.6g} {f.display_unit}"
-    if f.dimension == "time":
-        return fmt_time(to_canonical(value, "time"))
-    if f.dimension == "data":
-        return fmt_bytes(to_canonical(value, "data"))
-    if f.dimension == "bandwidth":
-        rate = fmt_rate(to_canonical(value, "bandwidth"))
-        q = cast("Quantity", value)
-        shown = f"{q.to(f.display_unit).magnitude:.6g} {f.display_unit}" if f.display_unit else rate
-        return shown if shown == rate else f"{shown} ({rate})"
-    if f.dimension == "money_rate":
-        return f"{to_canonical(value, 'money_rate'):.6g} USD/h"
-    return str(value)
+    return f.kinds.text(f, value)
 
 
 @dataclass(frozen=True)

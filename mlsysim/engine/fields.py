@@ -51,12 +51,14 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.input_kinds import InputKind, kind_of
 from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
 from mlsysim.engine.presets import fabric_named
 from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
+from mlsysim.physics.energy import MAX_PUE
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 from mlsysim.physics.synchronization import INPUT_PIPELINE_JITTER
@@ -96,7 +98,7 @@ class InputField:
 
     name: str
     label: str
-    kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
+    kind: str  # "count", "index", "quantity", "number", "factor", "choice", "workload", "assumptions", "preset", "text"
     check: Callable[[object], Value]
     parse: Callable[[str], object]
     default: Value | _Required = REQUIRED
@@ -126,6 +128,11 @@ class InputField:
             low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
             object.__setattr__(self, "_low", low)
             object.__setattr__(self, "_high", high)
+
+    @property
+    def kinds(self) -> InputKind:
+        """The kind of value it takes, as an object (:mod:`mlsysim.engine.input_kinds`)."""
+        return kind_of(self)
 
     @property
     def required(self) -> bool:
@@ -448,8 +455,6 @@ def _preset(name: str, label: str) -> InputField:
 
 # -- the whole run: inputs a registry entry may stand for ------------------------------------
 
-MAX_PUE: Final = 10.0
-"""Highest PUE accepted (published data centres report 1.06-2; 10 is a broken facility)."""
 
 
 def _pue(value: object) -> float:
@@ -966,7 +971,7 @@ _TABLE: tuple[InputField, ...] = (
         InputField(
             "pue",
             "power usage effectiveness of the data centre, >= 1 (None: 1)",
-            "number",
+            "factor",
             _pue,
             parse_float,
             default=None,

@@ -48,6 +48,10 @@ from mlsysim.physics._array import Num
 JOULES_PER_KWH = 3.6e6
 """Joules in a kilowatt-hour."""
 
+MAX_PUE = 10.0
+"""Highest PUE a scenario accepts (published data centres report about 1.1-2; 10 is a
+broken facility, not one to model)."""
+
 EQUATIONS = {
     "average_device_power": (
         "P_dev = (P_compute t_compute + P_comm t_comm + P_idle t_idle) "
