@@ -8,7 +8,7 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal, get_origin
+from typing import Annotated, ClassVar, Literal, get_origin
 
 from pydantic import PlainValidator
 
@@ -75,6 +75,10 @@ def _check_measured_links(value: object) -> tuple[str, ...]:
             return tuple(n for n in LINKS if n in names)
     raise InputError(f"expected link names among intra and inter, got {value!r}")
 
+NO_FAILURES = quantity(0, "failures/hour")
+"""The seed's failure rate: no failures."""
+
+
 DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
 """PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
 
@@ -90,6 +94,13 @@ INTERFERENCE = 0.19
 """Slowdown of compute overlapped with communication: 18.9% on average, measured on A100,
 H100, MI210 and MI250 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
 Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114, 2025)."""
+
+LLAMA3_FAILURE_RATE = quantity(466 / (16_384 * 54 * 24), "failures/hour")
+"""Failures per device-hour of the realistic preset: 466 interruptions (419 unexpected, 47
+planned) in a 54-day snapshot of Llama 3 405B pre-training on up to 16,384 H100 GPUs (Llama
+Team 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4): 466 / (16,384 x
+1,296 h) = 2.19e-5, a lower bound per GPU (the job did not always hold 16,384). The registry
+entry ``Infrastructure.Reliability.Llama3_405B_all``."""
 
 REALISTIC_HOST_JITTER = quantity(7.4, "ms")
 """Host jitter of the realistic preset (a job that loads real data): fitted so that the mean
@@ -130,9 +141,13 @@ class Assumptions(Validated):
     * ``measured_links``: the links (``intra``, ``inter``) whose bandwidth is a
       measured, achieved figure (written by ``mlsysim calibrate``): their
       efficiency is not applied again (taken as 1).
+    * ``failure_rate``: failures per device-hour when the scenario gives none
+      (0: no failures). It is applied where the scenario gives what a
+      failure costs (``checkpoint_bandwidth`` and ``restart_time``); only the
+      whole-run figures (goodput, wall-clock time, energy) depend on it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=())
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / hour')>)
     """
 
     algorithm: Algorithm = "ring"
@@ -160,6 +175,13 @@ class Assumptions(Validated):
     measured_links: Annotated[
         tuple[str, ...], PlainValidator(as_pydantic(_check_measured_links))
     ] = ()
+    failure_rate: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("failure_rate")))
+    ] = NO_FAILURES
+
+    WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
+    """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
+    never the update's: the prediction intervals do not depend on them."""
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -216,6 +238,10 @@ class Assumptions(Validated):
           scenario with ``input_pipeline="synthetic"`` (inputs made on the
           device, no loader) has none (Mohan et al. 2021, "Analyzing and
           Mitigating Data Stalls in DNN Training", VLDB).
+        * ``failure_rate=2.19e-5 per GPU-hour``: Llama 3 405B's 466
+          interruptions in 54 days on up to 16,384 GPUs (:data:`LLAMA3_FAILURE_RATE`).
+          It prices failures where a scenario gives ``checkpoint_bandwidth`` and
+          ``restart_time``; it changes no figure of the update.
         """
         return cls(
             algorithm="auto",
@@ -228,6 +254,7 @@ class Assumptions(Validated):
             straggler_cv=0.03,
             interference=INTERFERENCE,
             host_jitter=REALISTIC_HOST_JITTER,
+            failure_rate=LLAMA3_FAILURE_RATE,
         )
 
     def is_seed(self) -> bool:

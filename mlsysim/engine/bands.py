@@ -149,11 +149,18 @@ def communication_share(communication_time: ArrayLike, compute_time: ArrayLike) 
 
 
 def assumptions_key(assumptions: Assumptions) -> str:
-    """A stable name of a set of assumptions, for the stored scores (a hash of their fields)."""
+    """A stable name of a set of assumptions, for the stored scores (a hash of their fields).
+
+    Fields that change only the whole run (``failure_rate``: no figure of the update)
+    are left out: they leave the residuals as they are.
+    """
     import hashlib
     import json
 
-    fields = {k: str(v) for k, v in sorted(assumptions.fields().items())}
+    whole_run = type(assumptions).WHOLE_RUN_FIELDS
+    fields = {
+        k: str(v) for k, v in sorted(assumptions.fields().items()) if k not in whole_run
+    }
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 

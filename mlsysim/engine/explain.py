@@ -21,6 +21,7 @@ from mlsysim.engine.bands import difficulty, known_scores, result_share, score_b
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
+from mlsysim.engine.whole_run_steps import whole_run_headline, whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -80,6 +81,7 @@ def headline(result: DataParallelScaleOutResult) -> str:
         f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
         f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
         f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+        + whole_run_headline(result)
     )
 
 
@@ -227,6 +229,7 @@ def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, s
     if r.job is not None:  # the activations, just before the memory they are part of
         at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
         s.rows[at:at] = explain_rows(i, r.job, part="memory")
+    s.rows += whole_run_steps(r)  # failures, checkpoints, energy: where modeled
     return s.rows
 
 

@@ -115,6 +115,18 @@ class Number(InputKind):
         return {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
 
 
+class Factor(InputKind):
+    """A plain number of at least 1 (a data centre's PUE), at most ``MAX_PUE``."""
+
+    name = "factor"
+    form = "number"
+
+    def schema(self, f: InputField) -> dict[str, object]:
+        from mlsysim.physics.energy import MAX_PUE
+
+        return {"type": "number", "minimum": 1, "maximum": MAX_PUE}
+
+
 class Choice(InputKind):
     name = "choice"
     form = "choice"
@@ -212,7 +224,8 @@ class Text(InputKind):
 KINDS: Final[dict[str, InputKind]] = {
     kind.name: kind()
     for kind in (
-        Count, Index, QuantityKind, Number, Choice, WorkloadKind, AssumptionsKind, PresetKind, Text
+        Count, Index, QuantityKind, Number, Factor, Choice, WorkloadKind, AssumptionsKind,
+        PresetKind, Text,
     )
 }
 """Every kind of input value, by the name the field table gives."""

@@ -3,8 +3,8 @@
 A preset is checked like any input (an entry, or its registry name), and then
 stands for the figures it fills (:func:`preset_figures`): a node its devices,
 its link inside, its NICs, its accelerator and its price; a fabric the
-inter-node link's bandwidth and latency; an accelerator the device's memory
-and memory bandwidth. Which preset wins where two fill the same input, and
+inter-node link's bandwidth and latency; an accelerator the device's memory,
+memory bandwidth and power (its TDP). Which preset wins where two fill the same input, and
 how an explicit value beats a preset, is the one precedence rule of
 :mod:`mlsysim.engine.layers`.
 
@@ -118,7 +118,8 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
       registry has one), and its NICs' ``inter_bandwidth`` and
       ``inter_latency`` (where it states their fabric); its accelerator then
       fills what an accelerator fills, unless one is given;
-    * accelerator: ``device_memory`` and ``memory_bandwidth``.
+    * accelerator: ``device_memory``, ``memory_bandwidth`` and ``device_power`` (its
+      datasheet TDP, where the registry has it).
     """
     label = preset_label(kind, entry)
     if kind == "fabric":
@@ -126,10 +127,13 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
         return {"inter_bandwidth": (fabric.bandwidth, label), "inter_latency": (fabric.latency, label)}
     if kind == "accelerator":
         accelerator = cast("Accelerator", entry)
-        return {
+        filled: dict[str, tuple[object, str]] = {
             "device_memory": (accelerator.memory.capacity, label),
             "memory_bandwidth": (accelerator.memory.bandwidth, label),
         }
+        if accelerator.power is not None:  # its datasheet TDP (docs/whole_run.md)
+            filled["device_power"] = (accelerator.power.tdp, f"{label} (its TDP)")
+        return filled
     node = cast("Node", entry)
     figures: dict[str, tuple[object, str]] = {}
     for name, value in (
