@@ -249,6 +249,10 @@ def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, s
     s, c = _Steps(), _context(r, i)
     if r.job is not None:
         s.rows += explain_rows(i, r.job)  # step and training time derived from the model
+    if r.figures.layout is not None:  # a parallel layout: its own derivation
+        from mlsysim.engine.explain_layout import layout_rows
+
+        return s.rows + layout_rows(r)
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
     if r.job is not None:  # the activations, just before the memory they are part of

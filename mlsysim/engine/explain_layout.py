@@ -1,0 +1,69 @@
+"""explain() of a parallel layout: the layout's derivation, then the scenario's figures built on it.
+
+The rows of one layout's update come from :func:`mlsysim.engine.layout_steps.layout_steps`
+(each term with its numbers, the physics' own figures); this module adds what the
+scenario puts around them: the synchronisation cost, the scenario's update time,
+speedup, efficiency, global batch, training time, cost and the bottleneck.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from mlsysim.core.formatting import fmt_num, fmt_time
+from mlsysim.engine.layout_steps import layout_steps
+
+if TYPE_CHECKING:
+    from mlsysim.engine.results import DataParallelScaleOutResult
+
+Row = tuple[str, str, str, str]
+
+
+def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
+    """Every step of a layout scenario's derivation (``r.figures.layout`` is not None)."""
+    f = r.figures
+    assert f.layout is not None and f.layout_arguments is not None
+    arguments: dict[str, Any] = dict(f.layout_arguments)
+    arguments.pop("sequence_parallel", None)
+    inputs = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
+    rows = [
+        row
+        for row in layout_steps(inputs, f.layout)
+        if not (row[0] == "optimizer step" and math.isinf(float(inputs["memory_bandwidth"])))
+        and not (row[0] == "MFU" and math.isnan(float(f.layout.mfu)))
+    ]
+    n, big_n = r.n_devices, r.inputs["nodes"]
+    d, m, b = float(f.data_parallel), float(inputs["micro_batches"]), float(inputs["micro_batch"])
+    t1 = float(r.model_inputs.step_time)
+    given_opt = float(f.optimizer_time) - float(f.layout.optimizer_time)
+    terms = [("layout update", float(f.layout.update_time))]
+    if given_opt:
+        share = given_opt / float(r.model_inputs.optimizer_step_time)
+        rows.append(("given optimizer step", "optimizer_step_time x psi' / N",
+                     f"{fmt_time(r.model_inputs.optimizer_step_time)} x {fmt_num(share)}", fmt_time(given_opt)))
+        terms.append(("optimizer_step_time share", given_opt))
+    if f.synchronization_time:
+        rows.append(("synchronization", "straggler wait of n devices over m micro-steps of t_c + update overhead",
+                     "", fmt_time(f.synchronization_time)))
+        terms.append(("synchronization_time", float(f.synchronization_time)))
+    if len(terms) > 1:
+        rows.append(("update time", "update_time = " + " + ".join(name for name, _ in terms),
+                     " + ".join(fmt_time(v) for _, v in terms), fmt_time(f.update_time)))
+    rows += [
+        ("speedup", "speedup = m d T1 / update_time  (samples per second over one device's)",
+         f"{fmt_num(m)} x {fmt_num(d)} x {fmt_time(t1)} / {fmt_time(f.update_time)}", fmt_num(f.speedup)),
+        ("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency)),
+        ("global batch", "global_batch = b m d", f"{fmt_num(b)} x {fmt_num(m)} x {fmt_num(d)}", str(r.global_batch)),
+        (f"training time on {n} devices", "training_time = T_train(one device) / speedup",
+         f"{fmt_time(r.model_inputs.training_time)} / {fmt_num(f.speedup)}", f"{f.training_time / 3600:.6g} h"),
+    ]
+    if r.cost is None:
+        rows.append(("cost", "cost = training_time x N x node_hour_rate", "no node_hour_rate given", "none"))
+    else:
+        rows.append(("cost", "cost = training_time x N x node_hour_rate",
+                     f"{f.training_time / 3600:.6g} h x {big_n} x {r.model_inputs.node_hour_rate:.6g} USD/h",
+                     f"{r.cost:.6g} USD"))
+    rows.append(("bottleneck", "largest of compute, exposed intra, exposed inter, synchronization", "",
+                 r.bottleneck))
+    return rows
