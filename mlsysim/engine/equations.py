@@ -9,9 +9,9 @@ seconds, bytes/second, US dollars per hour.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -26,7 +26,12 @@ from mlsysim.physics.collectives import (
     intra_node_cost,
     stage_time,
 )
-from mlsysim.physics.layout import ADAM_BYTES_PER_PARAMETER, LayoutFigures, layout_figures, layout_mask
+from mlsysim.physics.layout import (
+    ADAM_BYTES_PER_PARAMETER,
+    LayoutFigures,
+    layout_figures,
+    layout_mask,
+)
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.overlap import exposed_communication, interference_delay
@@ -653,7 +658,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         + where(t * p <= g, f.pipeline_time, 0.0)
         + where(within_node, f.sharding_time + f.data_time, 0.0)
     )
-    valid = layout_mask(
+    valid: bool | Array = layout_mask(  # type: ignore[assignment]
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
         micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
     )
@@ -686,7 +691,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         training_time=training_time,
         cost=training_time / 3600.0 * big_n * x.node_hour_rate,
         memory_per_device=memory,
-        fits=((memory <= x.device_memory) | unknown_memory) & valid,
+        fits=((memory <= x.device_memory) | unknown_memory) & valid,  # type: ignore[operator]
         optimizer_time=optimizer,
         interference_time=0.0,
         bucket_copy_time=0.0,

@@ -121,14 +121,14 @@ def test_seed_scenarios_take_the_data_parallel_model():
 )
 def test_layout_rules_are_one_line_errors_at_their_field(changes, field, words):
     with pytest.raises(InputError) as err:
-        Scenarios.Gpt2DataParallelFourNodes10GbE.variant(**changes).result
+        _ = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(**changes).result
     assert err.value.loc == (field,)
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
 def test_layout_needs_a_transformer_workload():
     with pytest.raises(InputError, match="needs a transformer workload"):
-        DataParallelScaleOutScenario(
+        _ = DataParallelScaleOutScenario(
             workload=Models.Vision.ResNet50, precision="bf16", node="DGX_A100", nodes=1, mfu=0.5,
             training_samples=Q_(1e6, "sample"), per_device_batch=64, tensor_parallel=2,
         ).result
