@@ -691,7 +691,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         training_time=training_time,
         cost=training_time / 3600.0 * big_n * x.node_hour_rate,
         memory_per_device=memory,
-        fits=((memory <= x.device_memory) | unknown_memory) & valid,  # type: ignore[operator]
+        fits=((memory <= x.device_memory) | unknown_memory) & valid,
         optimizer_time=optimizer,
         interference_time=0.0,
         bucket_copy_time=0.0,

@@ -132,7 +132,7 @@ class Constraints:
             parts.append(f"efficiency >= {self.min_efficiency:g}")
         if self.max_global_batch is not None:
             parts.append(f"global batch <= {self.max_global_batch}")
-        parts.append("fits in device memory (when known; a parallel layout also obeys the layout rules)")
+        parts.append("fits in device memory (when known)")
         return ", ".join(parts)
 
 
