@@ -621,8 +621,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
 
     ``layout_valid`` is False where the layout breaks a rule
     (:func:`~mlsysim.physics.layout.layout_mask`: t p divides the devices, heads by
-    t, layers by p v, m >= p, ...); ``fits`` is False there too, so a plan drops
-    such layouts as infeasible (a single scenario refuses them: :mod:`mlsysim.engine.rules`).
+    t, layers by p v, m >= p, ...): a plan drops such layouts as infeasible (its
+    ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.rules`).
     The seed's link figures are kept for the record (``intra_bytes``, ``inter_bytes``:
     the gradient AllReduce of the seed); ``intra_time`` and ``inter_time`` split the
     exposed communication by link: tensor-parallel and stage transfers inside a node
@@ -691,7 +691,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         training_time=training_time,
         cost=training_time / 3600.0 * big_n * x.node_hour_rate,
         memory_per_device=memory,
-        fits=((memory <= x.device_memory) | unknown_memory) & valid,
+        fits=(memory <= x.device_memory) | unknown_memory,
         optimizer_time=optimizer,
         interference_time=0.0,
         bucket_copy_time=0.0,

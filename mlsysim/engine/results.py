@@ -211,6 +211,14 @@ class FitsField(ResultField["bool | None"]):
         return bool(result.figures.fits)
 
 
+class ValidField(ResultField[bool]):
+    kind = "bool"
+    display = "yes_no"
+
+    def read(self, result: DataParallelScaleOutResult) -> bool:
+        return bool(result.figures.layout_valid)
+
+
 class TraceField(ResultField["tuple[str, ...]"]):
     kind = "notes"
     display = "text"
@@ -394,6 +402,11 @@ class DataParallelScaleOutResult:
     stage_activation_memory = OptionalQuantityField(
         "byte", doc="activations the first pipeline stage holds for its micro-batches in flight",
         label="  activations (first stage)", row=38,
+    )
+    layout_valid = ValidField(
+        doc="the layout obeys the layout rules (t p divides the devices, heads by t, layers by p v, m >= p); "
+        "a single scenario refuses one that does not, a sweep marks it, a plan drops it",
+        header="valid",
     )
     gather_buffer_memory = OptionalQuantityField(
         "byte", doc="unsharded parameters and gradients of the layers in flight (ZeRO-3)",

@@ -43,10 +43,12 @@ class Criteria:
     min_efficiency: float | None = None
     max_global_batch: int | None = None
     top: int = 0
+    layout_rules: bool = False
+    """A space of parallel layouts: those that break a layout rule are excluded (``layout_valid``)."""
 
     def constraint_names(self) -> tuple[str, ...]:
         """The constraints in force, memory first, in the order a plan reports them."""
-        names = ["memory"]
+        names = ["memory", "layout_rules"] if self.layout_rules else ["memory"]
         for name, limit in (
             ("deadline", self.deadline_hours),
             ("budget", self.budget),
@@ -178,6 +180,8 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         "cost": np.asarray(figure(v, "cost"), dtype=float),
         "fits": np.asarray(figure(v, "fits")),  # True where the device memory is unknown
     }
+    if criteria.layout_rules:
+        out["layout_valid"] = np.asarray(figure(v, "layout_valid"))
     if criteria.min_efficiency is not None or reach:
         out["efficiency"] = np.asarray(figure(v, "efficiency"), dtype=float)
     if criteria.min_efficiency is not None:
@@ -211,6 +215,8 @@ def reduce_sub_block(
     need_reach = state.feasible == 0
     col = plan_columns(sub, criteria, need_reach)
     masks = {"memory": col["fits"]}
+    if criteria.layout_rules:
+        masks["layout_rules"] = col["layout_valid"]
     if criteria.deadline_hours is not None:
         masks["deadline"] = col["training_time"] <= criteria.deadline_hours
     if criteria.budget is not None:
