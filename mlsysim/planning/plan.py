@@ -48,7 +48,7 @@ from mlsysim.planning.sweep import (
     sweep_table,
     take_rows,
 )
-from mlsysim.planning.table import SweepTable
+from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -98,7 +98,7 @@ class Constraints:
     def masks(self, table: SweepTable) -> dict[str, np.ndarray]:
         """For each active constraint (and memory), which rows meet it."""
         masks = {"memory": table["fits"]}
-        if "layout_valid" in table:  # parallel layouts that break a layout rule (all True otherwise)
+        if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule
             masks["layout_rules"] = table["layout_valid"]
         if self.deadline is not None:
             hours = to_canonical(self.deadline, "time") / 3600.0
@@ -465,8 +465,12 @@ def _q(q: Quantity) -> str:
 
 
 def _layout_space(space: Space) -> bool:
-    """Whether a space holds parallel layouts (a layout input given or on an axis): its layouts obey rules."""
+    return is_layout_space(space.base, space.axes)
+
+
+def is_layout_space(base: DataParallelScaleOutScenario, axes: Iterable[Axis]) -> bool:
+    """Whether a sweep holds parallel layouts (a layout input given, or on an axis): its layouts obey rules."""
     from mlsysim.engine.rules import LAYOUT_FIELDS
 
-    given = space.base.fields()
-    return any(a.field in LAYOUT_FIELDS for a in space.axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)
+    given = base.fields()
+    return any(a.field in LAYOUT_FIELDS for a in axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)

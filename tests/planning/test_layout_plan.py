@@ -41,6 +41,7 @@ def test_a_plan_over_t_and_p_is_the_best_of_a_brute_force_and_drops_broken_layou
         if r.fits is not False:
             feasible.append((r.training_time.magnitude, scenario))
     assert broken == 13 and p.excluded["layout_rules"] == broken
+    assert int(p.feasible.sum()) == p.feasible_count == len(feasible)  # the materialised mask agrees
     feasible.sort(key=lambda item: item[0])
     assert p.best.result.training_time.magnitude == pytest.approx(feasible[0][0], rel=1e-12)
     assert p.runner_up.result.training_time.magnitude == pytest.approx(feasible[1][0], rel=1e-12)
