@@ -208,6 +208,17 @@ KEY_COLUMNS = (
     "fits",
 )
 
+LAYOUT_COLUMNS = (
+    "data_parallel",
+    "tensor_parallel_time",
+    "bubble_fraction",
+    "pipeline_transfer_time",
+    "sharding_time",
+    "data_parallel_time",
+    "layout_valid",
+)
+"""Shown after :data:`KEY_COLUMNS` when the rows are parallel layouts."""
+
 
 
 
@@ -221,6 +232,8 @@ def _print_table(
 
     ``axis_text`` replaces the axis cells of a row (a group's equivalent values).
     """
+    import math
+
     from rich.console import Console
     from rich.table import Table
 
@@ -228,6 +241,8 @@ def _print_table(
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
+    if picked and "data_parallel" in table and not math.isnan(float(table["data_parallel"][picked[0]])):
+        show += [c for c in LAYOUT_COLUMNS if c in table]  # parallel layouts: d and the stages
     from mlsysim.cli.render import safe
     from mlsysim.engine.results import result_fields
 
@@ -253,7 +268,7 @@ def _unknown_memory(table: SweepTable) -> bool:
     return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
 
 
-DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communication_time": 1}
+DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communication_time": 1, "data_parallel": 0}
 """Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
 
 

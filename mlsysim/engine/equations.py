@@ -515,15 +515,29 @@ _LAYOUT_INPUTS = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "sh
 
 
 def _layout_given(x: Inputs) -> bool:
-    """Whether any layout input is given (anywhere in an array)."""
-    for name in _LAYOUT_INPUTS:
-        value = getattr(x, name)
-        if type(value) is float:
-            if value == value:
-                return True
-        elif bool(np.any(np.asarray(value) == np.asarray(value))):
-            return True
-    return False
+    """Whether a layout input is given: in every row of a sweep, or in none.
+
+    A sweep whose rows mix the two models (``--axis tensor_parallel=none,2``) is refused:
+    a row without a layout input is the data-parallel model, which the layout model with
+    t = p = 1 does not reproduce.
+    """
+    values = [getattr(x, name) for name in _LAYOUT_INPUTS]
+    if all(type(v) is float for v in values):
+        return any(v == v for v in values)
+    given = np.zeros((), dtype=bool)
+    for v in values:
+        given = given | (np.asarray(v) == np.asarray(v))
+    if bool(given.all()):
+        return True
+    if not given.any():
+        return False
+    from mlsysim.core.exceptions import InputError
+
+    raise InputError(
+        "sweep: some rows give a parallel layout (tensor_parallel, pipeline_parallel, pipeline_chunks, "
+        "shard_group or sequence_parallel) and others none; give 1 instead of none on a layout axis",
+        field="tensor_parallel",
+    )
 
 
 def _or(value: Num, default: float) -> Num:
