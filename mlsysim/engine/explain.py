@@ -131,6 +131,8 @@ def _heading(
             continue
         if name == "zero_stage" and value == 0:
             continue
+        if name == "activation_memory" and r.figures.layout is not None:
+            continue  # a parallel layout computes its activations per stage
         key = f"{name} ({f.symbol})" if f.symbol else name
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
@@ -154,6 +156,8 @@ def _heading(
                 else ""
             )
         )
+    if r.figures.layout is not None:
+        model = "parallel layout (tensor, pipeline, sharded data parallelism; docs/parallelism.md); " + model
     name = title or "Data-parallel scale-out"
     return {
         "title": name,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_num, fmt_time
 from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult
@@ -44,8 +45,7 @@ def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
                      f"{fmt_time(r.model_inputs.optimizer_step_time)} x {fmt_num(share)}", fmt_time(given_opt)))
         terms.append(("optimizer_step_time share", given_opt))
     if f.synchronization_time:
-        rows.append(("synchronization", "straggler wait of n devices over m micro-steps of t_c + update overhead",
-                     "", fmt_time(f.synchronization_time)))
+        rows.append(_synchronization_row(r, m))
         terms.append(("synchronization_time", float(f.synchronization_time)))
     if len(terms) > 1:
         rows.append(("update time", "update_time = " + " + ".join(name for name, _ in terms),
@@ -67,3 +67,22 @@ def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
     rows.append(("bottleneck", "largest of compute, exposed intra, exposed inter, synchronization", "",
                  r.bottleneck))
     return rows
+
+
+def _synchronization_row(r: DataParallelScaleOutResult, m: float) -> Row:
+    """The straggler wait and update overhead, with the micro-batch time t_c in place of T1."""
+    f, c, n = r.figures, r.choices, r.n_devices
+    assert f.layout is not None
+    t_c = fmt_time(f.layout.parts.micro_batch_time)
+    overhead = fmt_time(c.update_overhead if n > 1 else 0.0)
+    if c.host_jitter:
+        share = float(r.model_inputs.input_pipeline)
+        jitter = fmt_time(c.host_jitter) if share == 1 else f"({share:g} x {fmt_time(c.host_jitter)})"
+        cv_t = f"({c.straggler_cv:g} x {t_c})"
+        numbers = f"sqrt({cv_t} x {cv_t} + {jitter} x {jitter}) x sqrt({fmt_num(m)}) x sqrt(2 x ln({n})) + {overhead}"
+        equation = JITTER_EQUATION
+    else:
+        numbers = f"{c.straggler_cv:g} x {t_c} x sqrt({fmt_num(m)}) x sqrt(2 x ln({n})) + {overhead}"
+        equation = STRAGGLER_EQUATION
+    equation = equation.replace("T1", "t_c").replace("sqrt(A)", "sqrt(m)")
+    return ("synchronization", equation, numbers, fmt_time(f.synchronization_time))
