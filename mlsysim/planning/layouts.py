@@ -253,7 +253,7 @@ def why_better(
     )
     note = _term_note(gain, best, best_figures, devices_per_node)
     sentence = f"{head}: it saves {diffs[gain]:.3g} s of {TERM_PHRASES[gain]}" + (f" ({note})" if note else "")
-    if diffs[cost] < 0:
+    if diffs[cost] < -1e-9 * float(best_figures.update_time):  # not a rounding difference
         cost_note = _term_note(cost, best, best_figures, devices_per_node)
         sentence += f" and pays {-diffs[cost]:.3g} s more of {TERM_PHRASES[cost]}" + (
             f" ({cost_note})" if cost_note else ""
