@@ -630,7 +630,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         compute_time = m t_c;  exposed communication = m t_tp + T_p2p + m T_zero3 + T_data
         extra_time = bubble + T_opt (+ a given optimizer_step_time x psi'/N)
         sync = the straggler wait of n devices over m micro-steps of t_c + update overhead
-        speedup = m d T1 / T (samples per second over one device's);  efficiency = speedup / n
+        speedup = d (m T1 + t_opt,1) / T (samples per second over one device's; t_opt,1 the
+                  whole model's optimizer step on one device);  efficiency = speedup / n
         global_batch = b m d;  memory = state + activations + gather buffers (first stage)
 
     ``layout_valid`` is False where the layout breaks a rule
@@ -663,7 +664,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     optimizer = f.optimizer_time + given_optimizer
     extra = f.bubble_time + optimizer
     update = f.compute_time + exposed + synchronization + extra
-    speedup = m * d * x.step_time / update
+    one_device_optimizer = x.optimizer_step_time + optimizer_step_time(x.parameters, x.optimizer_bytes, x.memory_bandwidth)
+    speedup = d * (m * x.step_time + one_device_optimizer) / update
     training_time = x.training_time / speedup
 
     within_node = (q.shard_group * q.replicas <= maximum(1.0, g / t)) | (big_n == 1)

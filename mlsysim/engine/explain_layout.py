@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_num, fmt_time
 from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 if TYPE_CHECKING:
@@ -50,9 +51,18 @@ def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
     if len(terms) > 1:
         rows.append(("update time", "update_time = " + " + ".join(name for name, _ in terms),
                      " + ".join(fmt_time(v) for _, v in terms), fmt_time(f.update_time)))
+    x = r.model_inputs
+    one_opt = float(x.optimizer_step_time + optimizer_step_time(x.parameters, x.optimizer_bytes, x.memory_bandwidth))
+    if one_opt:
+        speedup = ("speedup", "speedup = d (m T1 + t_opt,1) / update_time  (samples per second over one "
+                   "device's; t_opt,1 = N beta / B_mem + optimizer_step_time)",
+                   f"{fmt_num(d)} x ({fmt_num(m)} x {fmt_time(t1)} + {fmt_time(one_opt)}) / {fmt_time(f.update_time)}",
+                   fmt_num(f.speedup))
+    else:
+        speedup = ("speedup", "speedup = m d T1 / update_time  (samples per second over one device's)",
+                   f"{fmt_num(m)} x {fmt_num(d)} x {fmt_time(t1)} / {fmt_time(f.update_time)}", fmt_num(f.speedup))
     rows += [
-        ("speedup", "speedup = m d T1 / update_time  (samples per second over one device's)",
-         f"{fmt_num(m)} x {fmt_num(d)} x {fmt_time(t1)} / {fmt_time(f.update_time)}", fmt_num(f.speedup)),
+        speedup,
         ("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency)),
         ("global batch", "global_batch = b m d", f"{fmt_num(b)} x {fmt_num(m)} x {fmt_num(d)}", str(r.global_batch)),
         (f"training time on {n} devices", "training_time = T_train(one device) / speedup",
