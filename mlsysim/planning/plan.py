@@ -233,6 +233,8 @@ class Plan:
                 f" (the runner-up's update of {float(other.global_batch):,.0f} samples scaled to the best's "
                 f"{float(best.global_batch):,.0f})"
             )
+        if float(other_layout.update_time) <= float(best.layout.update_time):
+            return None  # not faster for the same samples: it wins on another count (the optimizer steps)
         sentence = why_better(
             dict(best.layout_arguments), best.layout, dict(other.layout_arguments), other_layout,
             float(best.layout_arguments["devices_per_node"]),
