@@ -26,9 +26,12 @@ def layout_notes(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     notes = [
         f"layout: t={t} p={p}" + (f" (v={v})" if v > 1 else "") + f" d={d}, {sharding}, "
         f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
-        "tensor-parallel collectives on the intra-node link" if t <= g
-        else f"tensor_parallel {t} > {g} devices per node: its all-reduces cross the inter-node link",
     ]
+    if t > 1:
+        notes.append(
+            "tensor-parallel collectives on the intra-node link" if t <= g
+            else f"tensor_parallel {t} > {g} devices per node: its all-reduces cross the inter-node link"
+        )
     update = float(f.update_time)
     terms = {
         "compute": float(f.compute_time), "tensor-parallel collectives": float(f.tensor_parallel_time),

@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Scenarios, Systems
 from mlsysim.core.exceptions import InputError
@@ -152,3 +154,44 @@ def test_sweep_rows_equal_scalar_solves_and_broken_layouts_do_not_fit():
         assert df["bubble_time"].iloc[row] == pytest.approx(r.bubble_time.magnitude, rel=1e-12)
         assert df["data_parallel"].iloc[row] == r.data_parallel
     assert np.isfinite(df["update_time"]).all()
+
+
+GPT2_FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
+
+
+@given(
+    t=st.sampled_from([1, 5]),
+    p=st.sampled_from([1, 2, 4, 8]),
+    v=st.sampled_from([1, 2, 3]),
+    m_per_p=st.integers(1, 4),
+    zero=st.sampled_from([0, 1, 2, 3]),
+    nodes=st.sampled_from([5, 10]),
+    sp=st.sampled_from([0, 1]),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+    overlap=st.booleans(),
+)
+@settings(max_examples=40, deadline=None)
+def test_any_valid_layout_adds_up(t, p, v, m_per_p, zero, nodes, sp, recompute, overlap):
+    """Invariants of every layout the rules accept: the terms add up, the batch is b m d, memory is its parts."""
+    v = v if p > 1 else 1
+    if 48 % (p * v):
+        v = 1
+    m = p * m_per_p
+    r = GPT2_FOUR.variant(
+        nodes=nodes, tensor_parallel=t, pipeline_parallel=p, pipeline_chunks=v, accumulation_steps=m,
+        zero_stage=zero, sequence_parallel=sp, recompute=recompute, assumptions=Assumptions(overlap=overlap),
+    ).result
+    f = r.figures
+    assert f.layout_valid
+    terms = (f.compute_time, f.tensor_parallel_time, f.bubble_time, f.pipeline_transfer_time, f.sharding_time,
+             f.data_parallel_time, f.optimizer_time, f.synchronization_time)
+    assert sum(terms) == pytest.approx(f.update_time, rel=1e-12)
+    assert f.compute_time + f.exposed_communication_time + f.synchronization_time + f.extra_time == pytest.approx(
+        f.update_time, rel=1e-12)
+    assert f.intra_time + f.inter_time == pytest.approx(f.exposed_communication_time, rel=1e-12, abs=1e-15)
+    assert r.data_parallel * t * p == 8 * nodes
+    assert r.global_batch == 16 * m * r.data_parallel
+    assert f.memory_per_device == pytest.approx(f.state_memory + f.stage_activation_memory + f.gather_buffer_memory)
+    assert f.bubble_fraction == pytest.approx((p - 1) / (v * m))
+    assert 0 < r.efficiency <= 1 + 1e-12
+    assert all(x >= 0 for x in terms)
