@@ -640,9 +640,9 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.rules`).
     The seed's link figures are kept for the record (``intra_bytes``, ``inter_bytes``:
     the gradient AllReduce of the seed); ``intra_time`` and ``inter_time`` split the
-    exposed communication by link: tensor-parallel and stage transfers inside a node
-    when the group fits in one, the data-parallel and sharding terms across nodes
-    when the group spans nodes.
+    exposed communication by link: each term inside a node when its group fits in one
+    (tensor: t <= g; stage transfers: t p <= g; ZeRO-3's gathers: the shard group;
+    the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
     """
     arguments = layout_arguments(x, c)
     f = _layout_of(arguments, x.sequence_parallel)
@@ -668,11 +668,14 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     speedup = d * (m * x.step_time + one_device_optimizer) / update
     training_time = x.training_time / speedup
 
-    within_node = (q.shard_group * q.replicas <= maximum(1.0, g / t)) | (big_n == 1)
+    ranks_in_node = maximum(1.0, g / t)  # ranks of a data-parallel group in a node (Megatron order: t, d, p)
+    within_node = (q.shard_group * q.replicas <= ranks_in_node) | (big_n == 1)
+    shard_in_node = (q.shard_group <= ranks_in_node) | (big_n == 1)
     intra = (
         where(t <= g, f.tensor_time, 0.0)
         + where(t * p <= g, f.pipeline_time, 0.0)
-        + where(within_node, f.sharding_time + f.data_time, 0.0)
+        + where(shard_in_node, f.sharding_time, 0.0)
+        + where(within_node, f.data_time, 0.0)
     )
     valid: bool | Array = layout_mask(  # type: ignore[assignment]
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
@@ -680,7 +683,9 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     )
     memory = f.memory_bytes
     unknown_memory = x.device_memory != x.device_memory
-    intra_bytes, inter_bytes = _layout_bytes(arguments, f, c.zero_stage, t <= g, t * p <= g, within_node)
+    intra_bytes, inter_bytes = _layout_bytes(
+        arguments, f, c.zero_stage, t <= g, t * p <= g, shard_in_node, within_node
+    )
     grad = x.gradient_bytes
     intra_cost = intra_node_cost(g, x.intra_bandwidth * c.intra_efficiency, x.intra_latency)
     inter_cost, inter_algorithm = _inter_costs(x, c, grad)
@@ -732,7 +737,13 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
 
 
 def _layout_bytes(
-    a: Mapping[str, Any], f: LayoutFigures, zero_stage: int, tp_in_node: Num, pp_in_node: Num, dp_in_node: Num
+    a: Mapping[str, Any],
+    f: LayoutFigures,
+    zero_stage: int,
+    tp_in_node: Num,
+    pp_in_node: Num,
+    shard_in_node: Num,
+    dp_in_node: Num,
 ) -> tuple[Num, Num]:
     """Bytes each device sends per update (ring volumes), inside a node and across nodes.
 
@@ -741,7 +752,8 @@ def _layout_bytes(
         ZeRO-3:   m (L/p) 3 M_l (k-1)/k                  (two gathers and a reduce-scatter a layer)
         data:     2 G (k-1)/k (ZeRO-1/2) + (G/k) f(r)    (G = the device's gradient bytes)
 
-    Each group's bytes count inside a node when the group fits in one, across nodes otherwise.
+    Each group's bytes count inside a node when the group fits in one, across nodes otherwise
+    (ZeRO-3's per-layer traffic by its shard group, the data term by the whole data-parallel group).
     """
     q = f.parts
     t, p, v = a["tensor_parallel"], a["pipeline_parallel"], a["pipeline_chunks"]
@@ -755,5 +767,10 @@ def _layout_bytes(
     sharding = m * layers_here * 3.0 * (grad / layers_here) * (k - 1.0) / k if zero_stage >= 3 else 0.0 * k
     scatter = 2.0 * grad * (k - 1.0) / k if zero_stage in (1, 2) else 0.0 * k
     data = scatter + grad / k * 2.0 * (r - 1.0) / r
-    intra = where(tp_in_node, tensor, 0.0) + where(pp_in_node, pipeline, 0.0) + where(dp_in_node, sharding + data, 0.0)
+    intra = (
+        where(tp_in_node, tensor, 0.0)
+        + where(pp_in_node, pipeline, 0.0)
+        + where(shard_in_node, sharding, 0.0)
+        + where(dp_in_node, data, 0.0)
+    )
     return intra, tensor + pipeline + sharding + data - intra

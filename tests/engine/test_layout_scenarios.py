@@ -195,3 +195,15 @@ def test_any_valid_layout_adds_up(t, p, v, m_per_p, zero, nodes, sp, recompute, 
     assert f.bubble_fraction == pytest.approx((p - 1) / (v * m))
     assert 0 < r.efficiency <= 1 + 1e-12
     assert all(x >= 0 for x in terms)
+
+
+def test_hsdp_gathers_stay_inside_the_node_and_the_replica_sync_crosses_nodes():
+    """HSDP with one node per shard group: ZeRO-3's per-layer traffic is intra-node, the replicas' sync inter-node."""
+    r = GPT2_FOUR.variant(nodes=5, accumulation_steps=4, zero_stage=3, shard_group=8,
+                          pipeline_parallel=1).result
+    f = r.figures
+    assert f.sharding_time > 0 and f.data_parallel_time > 0
+    assert f.intra_time == pytest.approx(f.sharding_time, rel=1e-12)
+    assert f.inter_time == pytest.approx(f.data_parallel_time, rel=1e-12)
+    full = GPT2_FOUR.variant(nodes=5, accumulation_steps=4, zero_stage=3, pipeline_parallel=1).result.figures
+    assert full.intra_time == 0 and full.inter_time == pytest.approx(full.sharding_time + full.data_parallel_time)
