@@ -128,6 +128,7 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
     result = scenario.result
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
+    layout = result.figures.layout is not None
     rows = []
     for f in run_rows():
         key = f.name
@@ -135,9 +136,23 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
         if value is None or (seed_only and f.opt_in):
             continue
         label = f.label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        if layout:
+            label = LAYOUT_LABELS.get(key, label)
         text, unit = _DISPLAY[f.display](value, f.unit or "")
         rows.append((label, text, unit))
     return rows
+
+
+LAYOUT_LABELS: dict[str, str] = {
+    "compute_time": "compute per update (m T1 / (t p))",
+    "communication_time": "communication per update (every stage)",
+    "intra_time": "  exposed inside a node",
+    "inter_time": "  exposed across nodes",
+    "intra_bytes": "bytes sent per device inside a node (all stages)",
+    "inter_bytes": "bytes sent per device across nodes (all stages)",
+    "memory_per_device": "memory per device (first stage)",
+}
+"""Run-table labels of the seed's rows when the result is a parallel layout (docs/parallelism.md)."""
 
 
 _DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {

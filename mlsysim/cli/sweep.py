@@ -180,6 +180,16 @@ KEY_COLUMNS = (
 
 WHOLE_RUN_COLUMNS = ("goodput", "wall_clock_time", "energy", "emissions", "total_cost")
 """Columns of the whole run (docs/whole_run.md), shown where a layout models them."""
+LAYOUT_COLUMNS = (
+    "data_parallel",
+    "tensor_parallel_time",
+    "bubble_fraction",
+    "pipeline_transfer_time",
+    "sharding_time",
+    "data_parallel_time",
+    "layout_valid",
+)
+"""Shown after :data:`KEY_COLUMNS` when the rows are parallel layouts."""
 
 
 
@@ -194,6 +204,8 @@ def _print_table(
 
     ``axis_text`` replaces the axis cells of a row (a group's equivalent values).
     """
+    import math
+
     from rich.console import Console
     from rich.table import Table
 
@@ -202,6 +214,8 @@ def _print_table(
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     show += [c for c in WHOLE_RUN_COLUMNS if c in table and _modeled(table, c)]
+    if picked and "data_parallel" in table and not math.isnan(float(table["data_parallel"][picked[0]])):
+        show += [c for c in LAYOUT_COLUMNS if c in table]  # parallel layouts: d and the stages
     from mlsysim.cli.render import safe
     from mlsysim.engine.results import result_fields
 
@@ -241,6 +255,7 @@ DECIMALS = {
     "update_time": 1,
     "communication_time": 1,
     "total_cost": 2,
+    "data_parallel": 0,
 }
 """Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
 

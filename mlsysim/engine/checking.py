@@ -25,6 +25,7 @@ from mlsysim.engine.fields import (
 )
 from mlsysim.engine.layers import overlay
 from mlsysim.engine.rules import check_together
+from mlsysim.engine.workload_figures import SHAPE_NUMBERS
 
 DEFAULTS: Final[Mapping[str, Value]] = {
     f.name: None if f.required else cast(Value, f.default) for f in FIELDS.values()
@@ -38,7 +39,9 @@ _DEFAULT_NUMBERS: Final[dict[str, float]] = {
 }
 _REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
 _ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
-_DERIVED_NUMBERS: Final = ("gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline")
+_DERIVED_NUMBERS: Final = (
+    "gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline", *SHAPE_NUMBERS
+)
 
 _MISSING_HINTS: Final = {
     "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",

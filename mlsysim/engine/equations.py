@@ -9,15 +9,17 @@ seconds, bytes/second, US dollars per hour.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from mlsysim.physics import energy as energy_mod
 from mlsysim.physics import reliability
-from mlsysim.physics._array import Array, Num, is_array, where
+from mlsysim.physics._array import Array, Num, is_array, maximum, where
+from mlsysim.physics.activations import RECOMPUTE_MODES
 from mlsysim.physics.collectives import (
     ALGORITHMS,
     StageCost,
@@ -25,6 +27,12 @@ from mlsysim.physics.collectives import (
     inter_node_cost,
     intra_node_cost,
     stage_time,
+)
+from mlsysim.physics.layout import (
+    ADAM_BYTES_PER_PARAMETER,
+    LayoutFigures,
+    layout_figures,
+    layout_mask,
 )
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
 from mlsysim.physics.optimizer import optimizer_step_time
@@ -96,6 +104,22 @@ class Inputs:
     pue: Num = 1.0
     carbon_intensity: Num = math.nan
     energy_price: Num = math.nan
+    # a parallel layout (docs/parallelism.md; :func:`evaluate_layout`): NaN = not given. The layout
+    # model runs when any of the five is given; t, p, v then default to 1, the shard group to all
+    # of d, sequence parallelism to off.
+    tensor_parallel: Num = math.nan
+    pipeline_parallel: Num = math.nan
+    pipeline_chunks: Num = math.nan
+    shard_group: Num = math.nan
+    sequence_parallel: Num = math.nan
+    # the workload's transformer shape (derived from the workload; NaN without one) and the
+    # code of the recompute mode in RECOMPUTE_MODES (none, selective, full)
+    layers: Num = math.nan
+    hidden: Num = math.nan
+    heads: Num = math.nan
+    seq_len: Num = math.nan
+    vocab: Num = 0.0
+    recompute_code: Num = 1.0
 
 
 @dataclass(frozen=True)
@@ -223,6 +247,22 @@ class Figures(NamedTuple):
     energy_cost: Num = math.nan
     total_cost: Num = math.nan
     update_power: Num = math.nan  # a device's mean power over an update (W), for explain
+    # a parallel layout's terms (:func:`evaluate_layout`); NaN on the data-parallel model
+    tensor_parallel_time: Num = math.nan
+    pipeline_transfer_time: Num = math.nan
+    sharding_time: Num = math.nan
+    data_parallel_time: Num = math.nan
+    bubble_time: Num = math.nan
+    bubble_fraction: Num = math.nan
+    tensor_ranks: Num = math.nan
+    pipeline_stages: Num = math.nan
+    data_parallel: Num = math.nan
+    state_memory: Num = math.nan
+    stage_activation_memory: Num = math.nan
+    gather_buffer_memory: Num = math.nan
+    layout_valid: bool | Array = True
+    layout: LayoutFigures | None = None
+    layout_arguments: Mapping[str, Any] | None = None
 
     @property
     def hidden_communication_time(self) -> Num:
@@ -314,8 +354,12 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
 
     (``extra`` and ``t_opt``: the opt-in costs of :func:`_extra_costs`, 0 by default.)
     The breakdown of the update (shares, bottleneck) is derived by :class:`Figures`
-    when read.
+    when read. A parallel layout (any of ``tensor_parallel``, ``pipeline_parallel``,
+    ``pipeline_chunks``, ``shard_group``, ``sequence_parallel`` given) is priced by
+    :func:`evaluate_layout` instead.
     """
+    if _layout_given(x):
+        return _whole_run(x, c, evaluate_layout(x, c))
     d, big_n = x.devices_per_node, x.nodes
     n = d * big_n
     g = x.gradient_bytes * communication_volume_factor(c.zero_stage)
@@ -622,3 +666,269 @@ def _whole_run_figures(
         total_cost=total,
         update_power=update_power,
     )
+# -- parallel layouts (tensor, pipeline, sharded data parallelism) -------------------------
+
+_LAYOUT_INPUTS = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
+"""The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN)."""
+
+
+def _layout_given(x: Inputs) -> bool:
+    """Whether a layout input is given: in every row of a sweep, or in none.
+
+    A sweep whose rows mix the two models (``--axis tensor_parallel=none,2``) is refused:
+    a row without a layout input is the data-parallel model, which the layout model with
+    t = p = 1 does not reproduce.
+    """
+    values = [getattr(x, name) for name in _LAYOUT_INPUTS]
+    if all(type(v) is float for v in values):
+        return any(v == v for v in values)
+    given = np.zeros((), dtype=bool)
+    for v in values:
+        given = given | (np.asarray(v) == np.asarray(v))
+    if bool(given.all()):
+        return True
+    if not given.any():
+        return False
+    from mlsysim.core.exceptions import InputError
+
+    raise InputError(
+        "sweep: some rows give a parallel layout (tensor_parallel, pipeline_parallel, pipeline_chunks, "
+        "shard_group or sequence_parallel) and others none; give 1 instead of none on a layout axis",
+        field="tensor_parallel",
+    )
+
+
+def _or(value: Num, default: float) -> Num:
+    """``value``, or ``default`` where it is not given (NaN)."""
+    return where(value == value, value, default)
+
+
+def _scalar_mode(value: Num, name: str) -> float:
+    """A mode input that must be one value per ``evaluate`` call (a categorical input's number)."""
+    values = np.unique(np.asarray(value, dtype=float))
+    if values.size != 1:
+        raise ValueError(f"{name} must be a single value per evaluate call, got {values}")
+    return float(values[0])
+
+
+def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
+    """The keyword arguments of :func:`~mlsysim.physics.layout.layout_figures` for a scenario's inputs.
+
+    Layout: t = ``tensor_parallel``, p = ``pipeline_parallel``, v =
+    ``pipeline_chunks`` (1 when not given), micro-batch b = ``per_device_batch``,
+    micro-batches m = ``accumulation_steps`` (Megatron's semantics), the ZeRO
+    stage, the HSDP ``shard_group`` (0: all of d). Cluster: devices = d_node x N,
+    the links with the assumptions' efficiencies (one NIC's ``inter_bandwidth``
+    x transport factor x ``inter_efficiency``), latencies. Compute: the device
+    step time T1 (one micro-batch of the whole model on one device, given or
+    derived from MFU) enters as ``device_step_time``, so t_c = T1 / (t p).
+    Optimizer: the layout's step moves 28 B per parameter at B_mem; the
+    scenario's optimizer moves beta B, so B_mem is passed as B_mem x 28 / beta
+    (inf without an optimizer), which makes the layout's term psi' beta / B_mem.
+    ``algorithm`` ``auto`` prices the replicas' AllReduce as a ring.
+    """
+    beta = x.optimizer_bytes
+    bandwidth = where(beta > 0, x.memory_bandwidth * ADAM_BYTES_PER_PARAMETER / where(beta > 0, beta, 1.0), math.inf)
+    return {
+        "parameters": x.parameters,
+        "layers": x.layers,
+        "hidden": x.hidden,
+        "heads": x.heads,
+        "seq_len": x.seq_len,
+        "vocab": x.vocab,
+        "devices": x.devices_per_node * x.nodes,
+        "devices_per_node": x.devices_per_node,
+        "peak_flops": x.peak_flops,
+        "math_efficiency": 1.0,
+        "memory_bandwidth": bandwidth,
+        "intra_bandwidth": x.intra_bandwidth * c.intra_efficiency,
+        "nic_bandwidth": x.inter_bandwidth * x.inter_transport * c.inter_efficiency,
+        "nics_per_node": x.nics_per_node,
+        "tensor_parallel": _or(x.tensor_parallel, 1.0),
+        "pipeline_parallel": _or(x.pipeline_parallel, 1.0),
+        "pipeline_chunks": _or(x.pipeline_chunks, 1.0),
+        "micro_batch": x.per_device_batch,
+        "micro_batches": x.accumulation_steps,
+        "zero_stage": float(c.zero_stage),
+        "shard_group": _or(x.shard_group, 0.0),
+        "data_overlap": 1.0 if c.overlap else 0.0,
+        "intra_latency": x.intra_latency,
+        "inter_latency": x.inter_latency,
+        "gradient_bytes": x.gradient_bytes / x.parameters,
+        "device_step_time": x.step_time,
+        "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
+        "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
+    }
+
+
+def _layout_of(arguments: dict[str, Any], sequence_parallel: Num) -> LayoutFigures:
+    """:func:`layout_figures`, with sequence parallelism (a mode) per element where it is an array."""
+    sp = _or(sequence_parallel, 0.0)
+    if not is_array(sp):
+        return layout_figures(**arguments, sequence_parallel=bool(sp))
+    on = layout_figures(**arguments, sequence_parallel=True)
+    off = layout_figures(**arguments, sequence_parallel=False)
+    flag = np.asarray(sp) > 0
+
+    def pick(a: Any, b: Any) -> Any:
+        if isinstance(a, tuple):
+            return type(a)(*(pick(u, v) for u, v in zip(a, b, strict=True)))
+        return np.where(flag, a, b)
+
+    picked: LayoutFigures = pick(on, off)
+    return picked
+
+
+def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
+    """All figures of a parallel layout: :func:`~mlsysim.physics.layout.layout_figures`, as :class:`Figures`.
+
+    The update (docs/parallelism.md), plus the scenario's synchronisation cost:
+
+        T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt + sync
+        compute_time = m t_c;  exposed communication = m t_tp + T_p2p + m T_zero3 + T_data
+        extra_time = bubble + T_opt (+ a given optimizer_step_time x psi'/N)
+        sync = the straggler wait of n devices over m micro-steps of t_c + update overhead
+        speedup = d (m T1 + t_opt,1) / T (samples per second over one device's; t_opt,1 the
+                  whole model's optimizer step on one device);  efficiency = speedup / n
+        global_batch = b m d;  memory = state + activations + gather buffers (first stage)
+
+    ``layout_valid`` is False where the layout breaks a rule
+    (:func:`~mlsysim.physics.layout.layout_mask`: t p divides the devices, heads by
+    t, layers by p v, m >= p, ...): a plan drops such layouts as infeasible (its
+    ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.rules`).
+    The seed's link figures are kept for the record (``intra_bytes``, ``inter_bytes``:
+    the gradient AllReduce of the seed); ``intra_time`` and ``inter_time`` split the
+    exposed communication by link: each term inside a node when its group fits in one
+    (tensor: t <= g; stage transfers: t p <= g; ZeRO-3's gathers: the shard group;
+    the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
+    """
+    arguments = layout_arguments(x, c)
+    f = _layout_of(arguments, x.sequence_parallel)
+    q = f.parts
+    t, p = arguments["tensor_parallel"], arguments["pipeline_parallel"]
+    g, big_n, m = x.devices_per_node, x.nodes, x.accumulation_steps
+    n = g * big_n
+    d = f.data_parallel
+    psi_share = where(c.zero_stage >= 1, 1.0 / q.shard_group, 1.0) / (t * p)
+    given_optimizer = x.optimizer_step_time * psi_share
+    if c.host_jitter:
+        wait = jittered_straggler_delay(
+            q.micro_batch_time, m, n, c.straggler_cv, c.host_jitter * x.input_pipeline
+        )
+    else:
+        wait = straggler_delay(q.micro_batch_time, m, n, c.straggler_cv)
+    synchronization = wait + update_overhead(n, c.update_overhead)
+    exposed = f.tensor_time + f.pipeline_time + f.sharding_time + f.data_time
+    optimizer = f.optimizer_time + given_optimizer
+    extra = f.bubble_time + optimizer
+    update = f.compute_time + exposed + synchronization + extra
+    one_device_optimizer = x.optimizer_step_time + optimizer_step_time(x.parameters, x.optimizer_bytes, x.memory_bandwidth)
+    speedup = d * (m * x.step_time + one_device_optimizer) / update
+    training_time = x.training_time / speedup
+
+    ranks_in_node = maximum(1.0, g / t)  # ranks of a data-parallel group in a node (Megatron order: t, d, p)
+    within_node = (q.shard_group * q.replicas <= ranks_in_node) | (big_n == 1)
+    shard_in_node = (q.shard_group <= ranks_in_node) | (big_n == 1)
+    intra = (
+        where(t <= g, f.tensor_time, 0.0)
+        + where(t * p <= g, f.pipeline_time, 0.0)
+        + where(shard_in_node, f.sharding_time, 0.0)
+        + where(within_node, f.data_time, 0.0)
+    )
+    valid: bool | Array = layout_mask(  # type: ignore[assignment]
+        devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
+        micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
+    )
+    memory = f.memory_bytes
+    unknown_memory = x.device_memory != x.device_memory
+    intra_bytes, inter_bytes = _layout_bytes(
+        arguments, f, c.zero_stage, t <= g, t * p <= g, shard_in_node, within_node
+    )
+    grad = x.gradient_bytes
+    intra_cost = intra_node_cost(g, x.intra_bandwidth * c.intra_efficiency, x.intra_latency)
+    inter_cost, inter_algorithm = _inter_costs(x, c, grad)
+    return Figures(
+        gradient_bytes=grad,
+        intra_bytes=intra_bytes,
+        inter_bytes=inter_bytes,
+        device_memory=x.device_memory,
+        inter_algorithm=inter_algorithm,
+        intra_cost=intra_cost,
+        inter_cost=inter_cost,
+        buckets=Buckets(1.0, grad, grad, 0.0, 0.0),
+        n_devices=n,
+        intra_time=intra,
+        inter_time=exposed - intra,
+        communication_time=exposed + q.hidden_time,
+        exposed_communication_time=exposed,
+        synchronization_time=synchronization,
+        compute_time=f.compute_time,
+        update_time=update,
+        speedup=speedup,
+        efficiency=speedup / n,
+        global_batch=x.per_device_batch * m * d,
+        training_time=training_time,
+        cost=training_time / 3600.0 * big_n * x.node_hour_rate,
+        memory_per_device=memory,
+        fits=(memory <= x.device_memory) | unknown_memory,
+        optimizer_time=optimizer,
+        interference_time=0.0,
+        bucket_copy_time=0.0,
+        first_bucket_time=0.0,
+        extra_time=extra,
+        tensor_parallel_time=f.tensor_time,
+        pipeline_transfer_time=f.pipeline_time,
+        sharding_time=f.sharding_time,
+        data_parallel_time=f.data_time,
+        bubble_time=f.bubble_time,
+        bubble_fraction=f.bubble_fraction,
+        tensor_ranks=t,
+        pipeline_stages=p,
+        data_parallel=d,
+        state_memory=f.state_bytes,
+        stage_activation_memory=f.activation_bytes,
+        gather_buffer_memory=f.buffer_bytes,
+        layout_valid=valid,
+        layout=f,
+        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel},
+    )
+
+
+def _layout_bytes(
+    a: Mapping[str, Any],
+    f: LayoutFigures,
+    zero_stage: int,
+    tp_in_node: Num,
+    pp_in_node: Num,
+    shard_in_node: Num,
+    dp_in_node: Num,
+) -> tuple[Num, Num]:
+    """Bytes each device sends per update (ring volumes), inside a node and across nodes.
+
+        tensor:   m (L/p) c 2 b s h f(t)                (c collectives a layer, f(k) = 2 (k-1)/k)
+        pipeline: 2 (v m + p - 1) 2 b s h / t            (stage transfers, p > 1)
+        ZeRO-3:   m (L/p) 3 M_l (k-1)/k                  (two gathers and a reduce-scatter a layer)
+        data:     2 G (k-1)/k (ZeRO-1/2) + (G/k) f(r)    (G = the device's gradient bytes)
+
+    Each group's bytes count inside a node when the group fits in one, across nodes otherwise
+    (ZeRO-3's per-layer traffic by its shard group, the data term by the whole data-parallel group).
+    """
+    q = f.parts
+    t, p, v = a["tensor_parallel"], a["pipeline_parallel"], a["pipeline_chunks"]
+    m, layers_here = a["micro_batches"], a["layers"] / a["pipeline_parallel"]
+    k, r = q.shard_group, q.replicas
+    grad = a["gradient_bytes"] * q.parameters_per_device
+    tensor = m * layers_here * q.tensor_collectives * 2.0 * a["micro_batch"] * a["seq_len"] * a["hidden"] * (
+        2.0 * (t - 1.0) / t
+    )
+    pipeline = where(p > 1, 2.0 * (v * m + p - 1.0) * q.pipeline_message, 0.0)
+    sharding = m * layers_here * 3.0 * (grad / layers_here) * (k - 1.0) / k if zero_stage >= 3 else 0.0 * k
+    scatter = 2.0 * grad * (k - 1.0) / k if zero_stage in (1, 2) else 0.0 * k
+    data = scatter + grad / k * 2.0 * (r - 1.0) / r
+    intra = (
+        where(tp_in_node, tensor, 0.0)
+        + where(pp_in_node, pipeline, 0.0)
+        + where(shard_in_node, sharding, 0.0)
+        + where(dp_in_node, data, 0.0)
+    )
+    return intra, tensor + pipeline + sharding + data - intra

@@ -132,11 +132,15 @@ def _heading(
             continue
         if name == "zero_stage" and value == 0:
             continue
+        if name == "activation_memory" and r.figures.layout is not None:
+            continue  # a parallel layout computes its activations per stage
         key = f"{name} ({f.symbol})" if f.symbol else name
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
         groups.setdefault(GROUPS[f.group], []).append(key)
     model = _model_line(a)
+    if r.figures.layout is not None:
+        model = "parallel layout (tensor, pipeline, sharded data parallelism; docs/parallelism.md); " + model
     name = title or "Data-parallel scale-out"
     return {
         "title": name,
@@ -224,6 +228,10 @@ def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, s
     s, c = _Steps(), _context(r, i)
     if r.job is not None:
         s.rows += explain_rows(i, r.job)  # step and training time derived from the model
+    if r.figures.layout is not None:  # a parallel layout: its own derivation
+        from mlsysim.engine.explain_layout import layout_rows
+
+        return s.rows + layout_rows(r)
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
     if r.job is not None:  # the activations, just before the memory they are part of

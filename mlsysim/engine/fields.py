@@ -54,7 +54,7 @@ from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.engine.input_kinds import InputKind, kind_of
 from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
 from mlsysim.engine.presets import fabric_named
-from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
+from mlsysim.engine.workload_figures import check_mfu, parse_mfu, shape_numbers, workload_facts
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
@@ -364,6 +364,23 @@ def _zero_stage(value: object) -> int:
     if stage not in ZERO_STAGES:
         raise InputError(f"expected a ZeRO stage in {ZERO_STAGES}, got {value!r}")
     return stage
+
+
+def _flag(value: object) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    flag = check_nonnegative_int(value)
+    if flag not in (0, 1):
+        raise InputError(f"expected 1 (on) or 0 (off), got {value!r}")
+    return flag
+
+
+def _layout_count(name: str, label: str, symbol: str) -> InputField:
+    """A count of a parallel layout: optional, and the layout model's switch when given."""
+    return InputField(
+        name, label, "count", check_positive_int, parse_int, default=None, optional=True,
+        symbol=symbol, numeric=True, canonical=_count_number,
+    )
 
 
 def _text(value: object) -> str:
@@ -709,6 +726,29 @@ _TABLE: tuple[InputField, ...] = (
             parse_int,
             default=0,
             choices=ZERO_STAGES,
+        ),
+    ),
+    # a parallel layout (docs/parallelism.md): given, the layout model prices the update
+    _in("layout", _layout_count("tensor_parallel", "tensor-parallel size (None: 1, the data-parallel model)", "t")),
+    _in("layout", _layout_count("pipeline_parallel", "pipeline stages (None: 1)", "p")),
+    _in("layout", _layout_count("pipeline_chunks", "layer chunks per device, interleaved schedule (None: 1)", "v")),
+    _in(
+        "layout",
+        _layout_count("shard_group", "HSDP shard group: ranks the ZeRO state is sharded over (None: all of d)", "k"),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "sequence_parallel",
+            "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)",
+            "index",
+            _flag,
+            parse_int,
+            default=None,
+            optional=True,
+            numeric=True,
+            canonical=_count_number,
+            choices=(0, 1),
         ),
     ),
     _in(
@@ -1097,6 +1137,7 @@ def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
         "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
         "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
         "input_pipeline": 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline],
+        **shape_numbers(values["workload"], cast(str, values["recompute"])),
     }
 
 
@@ -1107,5 +1148,6 @@ DERIVED_FROM: Final = (
     "optimizer",
     "inter_transport",
     "input_pipeline",
+    "recompute",
 )
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""

@@ -109,7 +109,8 @@ def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
             notes.append(
                 f"the training state does not fit even with ZeRO-3 over {n} devices "
                 f"({sharded / 1e9:.4g} GB > {capacity / 1e9:.4g} GB per device): this job needs "
-                "tensor or pipeline parallelism, which this tool does not model"
+                "tensor or pipeline parallelism: give tensor_parallel and pipeline_parallel, or plan "
+                "over them (--axis tensor_parallel=1,2,4,8 --axis pipeline_parallel=1,2,4)"
             )
     batch = batch_note(values)
     if batch is not None:

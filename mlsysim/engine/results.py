@@ -163,6 +163,16 @@ class OptionalFloatField(ResultField["float | None"]):
     def read(self, result: DataParallelScaleOutResult) -> float | None:
         raw = float(getattr(result.figures, self.name))
         return None if math.isnan(raw) else raw
+class OptionalCountField(ResultField["int | None"]):
+    """A count of a parallel layout (t, p, d): None on the data-parallel model (NaN)."""
+
+    kind = "float"
+    display = "count"
+    nullable = True
+
+    def read(self, result: DataParallelScaleOutResult) -> int | None:
+        raw = float(getattr(result.figures, self.name))
+        return None if raw != raw else int(raw)
 
 
 class IntField(ResultField[int]):
@@ -213,6 +223,14 @@ class FitsField(ResultField["bool | None"]):
         if result.figures.device_memory != result.figures.device_memory:
             return None  # unknown device memory: no verdict
         return bool(result.figures.fits)
+
+
+class ValidField(ResultField[bool]):
+    kind = "bool"
+    display = "yes_no"
+
+    def read(self, result: DataParallelScaleOutResult) -> bool:
+        return bool(result.figures.layout_valid)
 
 
 class TraceField(ResultField["tuple[str, ...]"]):
@@ -357,6 +375,56 @@ class DataParallelScaleOutResult:
     bottleneck = LabelField(
         lambda r: BOTTLENECKS[int(r.figures.bottleneck)], BOTTLENECKS,
         doc="largest term of the update time", label="bottleneck", row=27,
+    )
+    # a parallel layout (docs/parallelism.md): None on the data-parallel model, so not shown there
+    tensor_ranks = OptionalCountField(
+        doc="t: tensor-parallel size", label="layout: tensor-parallel size t", row=28, header="t"
+    )
+    pipeline_stages = OptionalCountField(
+        doc="p: pipeline stages", label="layout: pipeline stages p", row=29, header="p"
+    )
+    data_parallel = OptionalCountField(
+        doc="d = n / (t p): data-parallel replicas", label="layout: data-parallel size d", row=30, header="d"
+    )
+    tensor_parallel_time = OptionalQuantityField(
+        "millisecond", doc="m t_tp: tensor-parallel collectives per update (exposed)",
+        label="  tensor-parallel collectives", row=31, header="tensor",
+    )
+    pipeline_transfer_time = OptionalQuantityField(
+        "millisecond", doc="stage-to-stage transfers per update (exposed)", label="  pipeline stage transfers",
+        row=32, header="p2p",
+    )
+    sharding_time = OptionalQuantityField(
+        "millisecond", doc="m T_zero3: exposed per-layer ZeRO-3/FSDP gathers and reduce-scatters",
+        label="  ZeRO-3/FSDP gathers (exposed)", row=33, header="sharding",
+    )
+    data_parallel_time = OptionalQuantityField(
+        "millisecond", doc="exposed gradient synchronisation across data-parallel ranks, once per update",
+        label="  data-parallel gradient sync (exposed)", row=34, header="data",
+    )
+    bubble_time = OptionalQuantityField(
+        "millisecond", doc="(p-1)/v (t_c + t_tp): the pipeline's fill and drain", label="pipeline bubble",
+        row=35, header="bubble",
+    )
+    bubble_fraction = OptionalFloatField(
+        doc="(p-1)/(v m)", label="bubble fraction", row=36, display="percent", header="bubble %",
+    )
+    state_memory = OptionalQuantityField(
+        "byte", doc="weights, gradients and optimizer state on one device (sharded)",
+        label="  training state per device", row=37,
+    )
+    stage_activation_memory = OptionalQuantityField(
+        "byte", doc="activations the first pipeline stage holds for its micro-batches in flight",
+        label="  activations (first stage)", row=38,
+    )
+    layout_valid = ValidField(
+        doc="the layout obeys the layout rules (t p divides the devices, heads by t, layers by p v, m >= p); "
+        "a single scenario refuses one that does not, a sweep marks it, a plan drops it",
+        header="valid",
+    )
+    gather_buffer_memory = OptionalQuantityField(
+        "byte", doc="unsharded parameters and gradients of the layers in flight (ZeRO-3)",
+        label="  ZeRO-3 gather buffers", row=39,
     )
     memory_per_device = QuantityField(
         "byte", doc="training state + activations per device", label="memory per device", row=21

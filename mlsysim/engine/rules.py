@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from mlsysim.core.exceptions import InputError
 
@@ -129,3 +129,65 @@ def check_together(values: Mapping[str, object]) -> None:
             raise InputError(
                 rule.message(values), loc=(rule.loc,), type="rule", ctx={"fields": rule.fields}
             )
+    check_layout_rules(values)
+
+
+LAYOUT_FIELDS: Final = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
+"""The inputs that make a scenario a parallel layout (docs/parallelism.md) when any is given."""
+
+
+def check_layout_rules(values: Mapping[str, object]) -> None:
+    """The rules of a parallel layout, for one scenario (nothing when no layout input is given).
+
+    A transformer workload (layers, hidden size, heads, sequence length);
+    t p divides the devices; heads divisible by t; layers by p v; at least p
+    micro-batches (``accumulation_steps``) for a pipeline, a multiple of p when
+    interleaved; the shard group dividing d and only with a ZeRO stage
+    (:func:`mlsysim.physics.layout.check_layout`, whose one-line errors name
+    both numbers and the fix). A sweep or a plan does not raise for these: the
+    same rules (:func:`~mlsysim.physics.layout.layout_mask`) mark the layouts
+    that break them as not fitting (``fits`` False, ``layout_valid`` False), so
+    a plan drops them as infeasible.
+    """
+    if all(values.get(name) is None for name in LAYOUT_FIELDS):
+        return
+    from mlsysim.physics.layout import check_layout
+
+    workload = values.get("workload")
+    shape = {a: getattr(workload, a, None) for a in ("layers", "hidden_dim", "heads", "seq_len")}
+    missing = [a for a, v in shape.items() if v is None]
+    if missing:
+        raise InputError(
+            f"a parallel layout needs a transformer workload; {getattr(workload, 'name', workload)} has no "
+            f"{', '.join(missing)}; leave tensor_parallel, pipeline_parallel, pipeline_chunks, shard_group "
+            "and sequence_parallel out for the data-parallel model",
+            loc=("tensor_parallel" if values.get("tensor_parallel") is not None else _first_given(values),),
+        )
+    if values.get("shard_group") is not None and not values.get("zero_stage"):
+        raise InputError(
+            f"shard_group ({values['shard_group']}) shards the ZeRO state, but zero_stage is 0; "
+            "give zero_stage 1, 2 or 3 (3: FSDP/HSDP full shard), or leave shard_group out",
+            loc=("shard_group",),
+        )
+
+    def count(name: str, default: int) -> int:
+        value = values.get(name)
+        return default if value is None else int(cast(int, value))
+
+    try:
+        check_layout(
+            devices=count("devices_per_node", 1) * count("nodes", 1),
+            tensor_parallel=count("tensor_parallel", 1),
+            pipeline_parallel=count("pipeline_parallel", 1),
+            heads=int(cast(int, shape["heads"])),
+            layers=int(cast(int, shape["layers"])),
+            micro_batches=count("accumulation_steps", 1),
+            pipeline_chunks=count("pipeline_chunks", 1),
+            shard_group=count("shard_group", 0),
+        )
+    except InputError as exc:
+        raise InputError(exc.message, loc=(exc.field or "tensor_parallel",)) from None
+
+
+def _first_given(values: Mapping[str, object]) -> str:
+    return next(name for name in LAYOUT_FIELDS if values.get(name) is not None)

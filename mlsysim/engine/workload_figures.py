@@ -6,6 +6,7 @@ field table, the derivations and explain.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -150,4 +151,21 @@ def workload_shape(workload: Workload) -> dict[str, float]:
                 field="workload",
             )
         shape[name] = float(value)
+    return shape
+
+
+SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "recompute_code")
+"""The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.equations.Inputs` attributes)."""
+
+
+def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
+    """A workload's transformer shape as model numbers (NaN where not stated; vocabulary 0),
+    and the code of the recompute mode: what a parallel layout reads."""
+    shape = {
+        name: float(value) if (value := getattr(workload, attribute, None)) is not None else math.nan
+        for name, attribute in SHAPE_FIELDS.items()
+    }
+    if shape["vocab"] != shape["vocab"]:
+        shape["vocab"] = 0.0
+    shape["recompute_code"] = float(RECOMPUTE_MODES.index(recompute))
     return shape

@@ -206,13 +206,19 @@ TERM_PHRASES = {
 
 
 def describe_layout(layout: dict[str, Any]) -> str:
-    """A layout in a few symbols: ``t=8 p=4 (v=2) d=16 ZeRO-1 b=1 m=32 recompute=selective``."""
+    """A layout in a few symbols: ``t=8 p=4 (v=2) d=16 ZeRO-1 b=1 m=32 recompute=selective``
+    (``t=8 SP`` with sequence parallelism, ``ZeRO-3 (HSDP k=8)`` with a shard group smaller than d)."""
     t, p = int(layout["tensor_parallel"]), int(layout["pipeline_parallel"])
     d = int(round(float(layout["devices"]) / (t * p)))
     v = int(layout.get("pipeline_chunks", 1))
     zero = int(layout.get("zero_stage", 0))
     parts = [f"t={t}", f"p={p}" + (f" (v={v})" if v > 1 else ""), f"d={d}"]
-    parts.append(f"ZeRO-{zero}" if zero else "no sharding")
+    k = float(layout.get("shard_group", 0) or 0)
+    hsdp = f" (HSDP k={int(k)})" if zero and k == k and 0 < k < d else ""
+    parts.append(f"ZeRO-{zero}{hsdp}" if zero else "no sharding")
+    sp = float(layout.get("sequence_parallel", 0) or 0)
+    if sp == sp and sp > 0:
+        parts[0] += " SP"
     parts.append(f"b={int(layout.get('micro_batch', 1))} m={int(layout.get('micro_batches', 1))}")
     recompute = layout.get("recompute", "none")
     if recompute != "none":
@@ -252,7 +258,7 @@ def why_better(
     )
     note = _term_note(gain, best, best_figures, devices_per_node)
     sentence = f"{head}: it saves {diffs[gain]:.3g} s of {TERM_PHRASES[gain]}" + (f" ({note})" if note else "")
-    if diffs[cost] < 0:
+    if diffs[cost] < -1e-9 * float(best_figures.update_time):  # not a rounding difference
         cost_note = _term_note(cost, best, best_figures, devices_per_node)
         sentence += f" and pays {-diffs[cost]:.3g} s more of {TERM_PHRASES[cost]}" + (
             f" ({cost_note})" if cost_note else ""

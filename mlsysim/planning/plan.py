@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -48,7 +48,7 @@ from mlsysim.planning.sweep import (
     sweep_table,
     take_rows,
 )
-from mlsysim.planning.table import SweepTable
+from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -117,6 +117,8 @@ class Constraints:
                 table["compute_time"],
                 table["n_devices"],
             )
+        if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule
+            masks["layout_rules"] = table["layout_valid"]
         if self.deadline is not None:
             hours = to_canonical(self.deadline, "time") / 3600.0
             masks["deadline"] = table["training_time"] * slowdown <= hours
@@ -199,6 +201,8 @@ class Plan:
     """True when the search was interrupted: the answers cover the layouts evaluated so far."""
     peak_rss: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Peak resident memory (bytes) of this process and of each worker that took part."""
+    runner_row: int | None = None
+    """Over parallel layouts: the second best layout by the objective (for :meth:`why`), else None."""
     _picked: SweepTable | None = field(default=None, repr=False, compare=False)
     _scenarios: dict[int, DataParallelScaleOutScenario] = field(
         default_factory=dict, repr=False, compare=False
@@ -238,6 +242,42 @@ class Plan:
     def knee(self) -> DataParallelScaleOutScenario | None:
         """The largest feasible layout, when ``min_efficiency`` is given; else None."""
         return None if self.knee_row is None else self._scenario(self.knee_row)
+
+    @property
+    def runner_up(self) -> DataParallelScaleOutScenario | None:
+        """Over parallel layouts: the second best layout by the objective; else None."""
+        return None if self.runner_row is None else self._scenario(self.runner_row)
+
+    def why(self) -> str | None:
+        """Over parallel layouts: one sentence saying why the best beats the runner-up
+        (:func:`mlsysim.planning.layouts.why_better`, from the terms of their updates); else None."""
+        runner = self.runner_up
+        if runner is None:
+            return None
+        best, other = self.best.result.figures, runner.result.figures
+        if best.layout is None or other.layout is None or best.layout_arguments is None:
+            return None
+        if float(best.update_time) == float(other.update_time) or other.layout_arguments is None:
+            return None
+        from mlsysim.planning.layouts import TERM_PHRASES, why_better
+
+        other_layout, note = other.layout, ""
+        scale = float(best.global_batch) / float(other.global_batch)
+        if scale != 1.0:  # compare the time of the same samples: the runner-up's terms for the best's batch
+            times = ("update_time", *TERM_PHRASES)
+            scaled: dict[str, Any] = {k: float(getattr(other_layout, k)) * scale for k in times}
+            other_layout = other_layout._replace(**scaled)
+            note = (
+                f" (the runner-up's update of {float(other.global_batch):,.0f} samples scaled to the best's "
+                f"{float(best.global_batch):,.0f})"
+            )
+        if float(other_layout.update_time) <= float(best.layout.update_time):
+            return None  # not faster for the same samples: it wins on another count (the optimizer steps)
+        sentence = why_better(
+            dict(best.layout_arguments), best.layout, dict(other.layout_arguments), other_layout,
+            float(best.layout_arguments["devices_per_node"]),
+        )
+        return sentence[:-1] + note + "." if note else sentence
 
     def _scenario(self, row: int) -> DataParallelScaleOutScenario:
         if row not in self._scenarios:
@@ -358,7 +398,11 @@ def plan(
     n_workers = workers or (_cores() if space.size >= PARALLEL_MIN_LAYOUTS else 1)
     check_size(space.size, max_layouts, what="plan", workers=n_workers)
     _require_cost(space, objective, constraints)
-    criteria = constraints.criteria(objective, top)
+    layouts = _layout_space(space)
+    # over parallel layouts the reduction keeps the two best, for the runner-up's sentence
+    criteria = replace(
+        constraints.criteria(objective, max(top, 2) if layouts else top), layout_rules=layouts
+    )
     outcome = run(
         space,
         criteria,
@@ -369,7 +413,7 @@ def plan(
     )
     state = outcome.partial
     if not outcome.complete:
-        found = _build(space, objective, constraints, outcome) if state.best else None
+        found = _build(space, objective, constraints, outcome, top) if state.best else None
         raise PlanInterrupted(found, state.evaluated, space.size)
     if state.best is None:
         table = (
@@ -380,17 +424,19 @@ def plan(
         raise InfeasiblePlanError(
             _infeasible_message(space, constraints, state), table=table, excluded=state.excluded
         )
-    return _build(space, objective, constraints, outcome)
+    return _build(space, objective, constraints, outcome, top)
 
 
-def _build(space: Space, objective: str, constraints: Constraints, outcome: Outcome) -> Plan:
+def _build(space: Space, objective: str, constraints: Constraints, outcome: Outcome, asked_top: int) -> Plan:
     """The plan of a reduction: the rows it names, evaluated again with every column."""
     state = outcome.partial
     front = state.front_indices()
     wanted = [state.best_index, state.knee_index, *front.tolist(), *state.top_indices()]
     rows = np.unique(np.asarray([r for r in wanted if r is not None], dtype=np.int64))
     picked = take_rows(space, rows)
-    top = picked.take(np.searchsorted(rows, state.top_indices())) if state.criteria.top else None
+    top = picked.take(np.searchsorted(rows, state.top_indices()[:asked_top])) if asked_top else None
+    ranked = state.top_indices()
+    runner = ranked[1] if state.criteria.layout_rules and len(ranked) > 1 else None
     best = state.best_index
     assert best is not None
     return Plan(
@@ -406,6 +452,7 @@ def _build(space: Space, objective: str, constraints: Constraints, outcome: Outc
         evaluated=state.evaluated,
         partial=not outcome.complete,
         peak_rss=dict(outcome.peak_rss),
+        runner_row=runner,
         _picked=picked,
     )
 
@@ -491,3 +538,15 @@ def _value(value: object) -> str:
 
 def _q(q: Quantity) -> str:
     return f"{q:~P}"
+
+
+def _layout_space(space: Space) -> bool:
+    return is_layout_space(space.base, space.axes)
+
+
+def is_layout_space(base: DataParallelScaleOutScenario, axes: Iterable[Axis]) -> bool:
+    """Whether a sweep holds parallel layouts (a layout input given, or on an axis): its layouts obey rules."""
+    from mlsysim.engine.rules import LAYOUT_FIELDS
+
+    given = base.fields()
+    return any(a.field in LAYOUT_FIELDS for a in axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)

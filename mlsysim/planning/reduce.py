@@ -54,10 +54,12 @@ class Criteria:
     """With a confidence: the score quantile z of the one-sided efficiency bound
     (:func:`mlsysim.engine.bands.confidence_band`); deadline and budget then hold
     for the training time and cost at that bound."""
+    layout_rules: bool = False
+    """A space of parallel layouts: those that break a layout rule are excluded (``layout_valid``)."""
 
     def constraint_names(self) -> tuple[str, ...]:
         """The constraints in force, memory first, in the order a plan reports them."""
-        names = ["memory"]
+        names = ["memory", "layout_rules"] if self.layout_rules else ["memory"]
         for name, limit in (
             ("deadline", self.deadline_hours),
             ("budget", self.budget),
@@ -192,6 +194,8 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         "cost": np.asarray(figure(v, "cost"), dtype=float),
         "fits": np.asarray(figure(v, "fits")),  # True where the device memory is unknown
     }
+    if criteria.layout_rules:
+        out["layout_valid"] = np.asarray(figure(v, "layout_valid"))
     if criteria.min_efficiency is not None or reach:
         out["efficiency"] = np.asarray(figure(v, "efficiency"), dtype=float)
     if criteria.min_efficiency is not None:
@@ -267,6 +271,8 @@ def reduce_sub_block(
     col = plan_columns(sub, criteria, need_reach)
     masks = {"memory": col["fits"]}
     slowdown = col.get("slowdown", 1.0)
+    if criteria.layout_rules:
+        masks["layout_rules"] = col["layout_valid"]
     if criteria.deadline_hours is not None:
         masks["deadline"] = col["training_time"] * slowdown <= criteria.deadline_hours
     if criteria.budget is not None:

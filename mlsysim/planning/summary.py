@@ -452,6 +452,9 @@ def plan_summary(plan: Plan) -> str:
     runner = _runner_up(plan, groups, best)
     if runner:
         lines.append(f"Runner-up: {runner}")
+    why = plan.why() if hasattr(plan, "why") else None
+    if why:
+        lines.append(f"Why: {why}")
     knee = _knee_line(plan)
     if knee:
         lines.append(knee)

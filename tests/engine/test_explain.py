@@ -95,6 +95,15 @@ CASES = {
     "whole run: energy with idle power, no failures": FOUR.variant(
         device_power=Q_(700, "W"), idle_power=Q_(150, "W"), energy_price=Q_(0.1, "USD/kWh")
     ),
+    "layout t, p, v, sequence parallel": FOUR.variant(
+        nodes=5, tensor_parallel=5, pipeline_parallel=2, pipeline_chunks=2, accumulation_steps=4, zero_stage=1,
+        sequence_parallel=1, optimizer="adam", memory_bandwidth=Q_(3.35, "TB/s"), intra_latency=Q_(2, "us"),
+        inter_latency=Q_(5, "us"),
+    ),
+    "layout HSDP full recompute, realistic": FOUR.variant(
+        nodes=5, tensor_parallel=5, accumulation_steps=4, zero_stage=3, shard_group=2, recompute="full",
+        assumptions=Assumptions.realistic(), nics_per_node=8, optimizer_step_time=Q_(20, "ms"),
+    ),
 }
 
 

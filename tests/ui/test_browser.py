@@ -374,3 +374,25 @@ def test_the_page_fits_a_phone(server, browser, shots):
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     assert (shots / "phone-390x844.png").stat().st_size > 10_000
+
+
+def test_a_parallel_layout_shows_t_p_d_and_its_breakdown(server, browser, shots):
+    four = "Gpt2DataParallelFourNodes10GbE"
+    sets = ["nodes=5", "accumulation_steps=4", "zero_stage=1", "tensor_parallel=5", "pipeline_parallel=2"]
+    query = "&".join(sets)
+    open_page(browser, f"{server}/?scenario={four}&{query}")
+    result = apply_overrides(Scenarios.get(four), sets).result
+    assert_page_shows(browser, result)
+    card = browser.find_element(By.ID, "layout-card")
+    assert card.find_element(By.CSS_SELECTOR, "[data-layout]").get_attribute("data-layout") == "t=5 p=2 d=4 ZeRO-1"
+    breakdown = card.find_element(By.CSS_SELECTOR, "[data-breakdown]").get_attribute("data-breakdown")
+    for term in ("compute", "tensor", "bubble", "stage transfers", "data sync"):
+        assert term in breakdown
+    assert "bubble 25.0%" in card.text
+    browser.save_screenshot(str(shots / "layout.png"))
+    # one more stage of tensor parallelism: the page follows the library
+    type_into(browser, "tensor_parallel", "1")
+    wait(browser, lambda: browser.find_element(By.CSS_SELECTOR, "[data-layout]").get_attribute("data-layout")
+         == "t=1 p=2 d=20 ZeRO-1")
+    assert_page_shows(browser, apply_overrides(Scenarios.get(four), [*sets[:3], "tensor_parallel=1",
+                                                                      "pipeline_parallel=2"]).result)

@@ -161,6 +161,10 @@ def check_finite(figures: Figures) -> None:
 def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     """Short notes on what limits this layout and which choices applied."""
     v, x, c = r.figures, r.model_inputs, r.choices
+    if v.layout is not None:
+        from mlsysim.engine.notes_layout import layout_notes
+
+        return layout_notes(r)
     notes = []
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")

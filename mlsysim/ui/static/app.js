@@ -423,6 +423,7 @@ function renderResults(data) {
       el("div", { class: "figure-sub", text: sub }));
     head.append(card);
   }
+  if (r.data_parallel !== null && r.data_parallel !== undefined) head.append(layoutCard(r));
   const table = $("#all-figures");
   table.replaceChildren(el("tr", {}, el("th", { text: "figure" }), el("th", { text: "value" }), el("th", { text: "in unit" })));
   const shown = new Set(HEADLINE.map(([n]) => n));
@@ -434,6 +435,24 @@ function renderResults(data) {
       el("td", { class: "muted exact", text: `${value} ${unit}`.trim() })));
   }
   $("#notes").textContent = (data.notes || []).join(" · ");
+}
+
+// A parallel layout (docs/parallelism.md): t, p, d and the sharding, then each term of the update.
+function layoutCard(r) {
+  const zero = Number(inputOf("zero_stage").value || 0);
+  const v = Number(inputOf("pipeline_chunks").value || 1);
+  const shard = inputOf("shard_group").value;
+  const parts = [`t=${r.tensor_ranks}`, `p=${r.pipeline_stages}${v > 1 ? ` (v=${v})` : ""}`, `d=${r.data_parallel}`,
+    zero ? `ZeRO-${zero}${shard ? ` (HSDP, groups of ${shard})` : ""}` : "no sharding"];
+  const terms = [["compute", r.compute_time], ["tensor", r.tensor_parallel_time], ["bubble", r.bubble_time],
+    ["stage transfers", r.pipeline_transfer_time], ["ZeRO-3 gathers", r.sharding_time],
+    ["data sync", r.data_parallel_time], ["optimizer", r.optimizer_time], ["sync", r.synchronization_time]];
+  const sum = terms.filter(([, q]) => q && q.value > 0).map(([n, q]) => `${n} ${fmtTimeMs(q.value)}`).join(" + ");
+  return el("div", { class: "figure-card", id: "layout-card" },
+    el("div", { class: "figure-title", text: "Parallel layout" }),
+    el("div", { class: "figure-value", "data-layout": parts.join(" "), text: parts.join(" ") }),
+    el("div", { class: "figure-sub", "data-breakdown": sum,
+      text: `${sum}; bubble ${(100 * r.bubble_fraction).toFixed(1)}%` }));
 }
 
 function chartButtons() {

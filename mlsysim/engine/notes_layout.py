@@ -1,0 +1,54 @@
+"""The ``constraint_trace`` of a parallel layout: its layout, the terms that limit it, its memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mlsysim.engine.notes import origins_notes, sanity_notes
+
+if TYPE_CHECKING:
+    from mlsysim.engine.results import DataParallelScaleOutResult
+
+
+def layout_notes(r: DataParallelScaleOutResult) -> tuple[str, ...]:
+    """Short notes on a layout: t, p, v, d and sharding; its largest terms; memory; the sanity notes."""
+    f, x, c = r.figures, r.model_inputs, r.choices
+    layout = f.layout
+    assert layout is not None and f.layout_arguments is not None
+    a = f.layout_arguments
+    t, p, v, d = int(a["tensor_parallel"]), int(a["pipeline_parallel"]), int(a["pipeline_chunks"]), int(f.data_parallel)
+    g = int(x.devices_per_node)
+    k = int(layout.parts.shard_group)
+    sharding = (
+        "no sharding" if c.zero_stage == 0
+        else f"ZeRO-{c.zero_stage} over {k} ranks" + (f" (HSDP: {d // k} replicas)" if k < d else "")
+    )
+    notes = [
+        f"layout: t={t} p={p}" + (f" (v={v})" if v > 1 else "") + f" d={d}, {sharding}, "
+        f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
+    ]
+    if t > 1:
+        notes.append(
+            "tensor-parallel collectives on the intra-node link" if t <= g
+            else f"tensor_parallel {t} > {g} devices per node: its all-reduces cross the inter-node link"
+        )
+    update = float(f.update_time)
+    terms = {
+        "compute": float(f.compute_time), "tensor-parallel collectives": float(f.tensor_parallel_time),
+        "pipeline bubble": float(f.bubble_time), "stage transfers": float(f.pipeline_transfer_time),
+        "ZeRO-3 gathers": float(f.sharding_time), "gradient synchronisation": float(f.data_parallel_time),
+        "optimizer step": float(f.optimizer_time), "synchronization": float(f.synchronization_time),
+    }
+    shares = ", ".join(f"{name} {value / update:.1%}" for name, value in terms.items() if value > 0)
+    notes.append(f"update time: {shares}")
+    notes.append(f"bottleneck: {r.bottleneck}")
+    memory = (
+        f"memory_per_device (first stage) = state {float(f.state_memory) / 1e9:.4g} GB + activations "
+        f"{float(f.stage_activation_memory) / 1e9:.4g} GB + gather buffers {float(f.gather_buffer_memory) / 1e9:.4g} GB"
+    )
+    if r.fits is not None:
+        memory += f": {'fits' if r.fits else 'does NOT fit'} in {float(f.device_memory) / 1e9:.4g} GB"
+    notes.append(memory)
+    notes.extend(origins_notes(r.job))
+    notes.extend(n for n in sanity_notes(r.inputs, r.job) if not n.startswith("global batch"))
+    return tuple(notes)
