@@ -11,7 +11,7 @@ is reported at once, each located at its field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Final, NamedTuple, cast
 
 from mlsysim.core.exceptions import InputError
@@ -73,12 +73,14 @@ def checked_inputs(
     *,
     older: Mapping[str, Value] | None = None,
     older_numbers: Mapping[str, float] | None = None,
+    older_derived: Collection[str] = (),
     rules: bool = True,
 ) -> CheckedInputs:
     """The layer ``data`` checked and laid over ``older`` (the inputs given before, checked).
 
     ``older_numbers`` are the model numbers of the older scenario (reused for
-    the inputs it gave and this layer keeps). ``rules=False`` leaves the rules
+    the inputs it gave and this layer keeps), ``older_derived`` the inputs it
+    derived (derived again here). ``rules=False`` leaves the rules
     between inputs to the caller (a sweep checks them over its whole grid).
     Unknown names, missing required inputs and bad values are reported
     together, located at their fields.
@@ -92,14 +94,21 @@ def checked_inputs(
         given, replaced = cast("dict[str, Value]", layered.given), layered.replaced
     values = dict(DEFAULTS)
     values.update(given)
-    numbers = dict(_DEFAULT_NUMBERS)
-    for name in given:
-        number = newer_numbers[name] if name in newer else (older_numbers or {}).get(name)
+    if older_numbers is None:
+        numbers = dict(_DEFAULT_NUMBERS)
+        changed: Iterable[str] = given
+    else:  # the older numbers, but for what this layer changes, replaces or derives again
+        numbers = dict(older_numbers)
+        for name in (*older_derived, *replaced):
+            _reset(numbers, name)
+        changed = newer
+    for name in changed:
+        number = newer_numbers.get(name) if name in newer else None
         if number is not None:
             numbers[name] = number
         elif not FIELDS[name].numeric or values[name] is None:
-            numbers.pop(name, None)
-        else:  # an older input without its number (no older_numbers given)
+            _reset(numbers, name)
+        else:  # an input given without its number
             numbers[name] = FIELDS[name].to_model(values[name])
     missing = [name for name in _REQUIRED if values[name] is None]
     errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
@@ -130,6 +139,15 @@ def checked_inputs(
         for name in _DERIVED_NUMBERS:
             numbers[name] = older_numbers[name]
     return CheckedInputs(values, numbers, job, given)
+
+
+def _reset(numbers: dict[str, float], name: str) -> None:
+    """The number of ``name`` back to its default (none: the neutral value of ``Inputs``)."""
+    default = _DEFAULT_NUMBERS.get(name)
+    if default is None:
+        numbers.pop(name, None)
+    else:
+        numbers[name] = default
 
 
 def _check_layer(

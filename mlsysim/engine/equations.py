@@ -679,9 +679,14 @@ def _layout_given(x: Inputs) -> bool:
     a row without a layout input is the data-parallel model, which the layout model with
     t = p = 1 does not reproduce.
     """
-    values = [getattr(x, name) for name in _LAYOUT_INPUTS]
-    if all(type(v) is float for v in values):
-        return any(v == v for v in values)
+    values = (
+        x.tensor_parallel, x.pipeline_parallel, x.pipeline_chunks, x.shard_group, x.sequence_parallel
+    )
+    if not is_array(*values):  # one layout: a plain loop (the solve's path)
+        for v in values:  # noqa: SIM110 - a plain loop; any() over a generator costs more here
+            if v == v:
+                return True
+        return False
     given = np.zeros((), dtype=bool)
     for v in values:
         given = given | (np.asarray(v) == np.asarray(v))

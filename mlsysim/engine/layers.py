@@ -41,6 +41,7 @@ DERIVATION_FILLS: Final[Mapping[str, frozenset[str]]] = {
 """What each derivation source fills (or excludes: tokens and samples are either-or)."""
 
 KEPT_SOURCES: Final = frozenset({"recompute"})
+_SOURCES: Final = frozenset(PRESETS) | frozenset(DERIVATION_FILLS)
 """Sources never dropped by rule 3: a modeling choice of their own, not only a way to fill."""
 
 
@@ -71,17 +72,17 @@ def overlay(older: Mapping[str, object], newer: Mapping[str, object]) -> Overlay
     replaced: dict[str, object] = {}
     stated = {name for name, value in newer.items() if value is not None}
     covered: set[str] = set()
-    for name in stated:
+    for name in _SOURCES.intersection(stated):
         covered |= fills(name, newer[name])
     for name in covered - newer.keys():
         old = given.pop(name, None)
         if old is not None:
             replaced[name] = old
     taken = covered | stated
-    for name, value in list(given.items()):
+    for name in _SOURCES.intersection(given):
         if name in newer or name in KEPT_SOURCES:
             continue
-        filled = fills(name, value)
+        filled = fills(name, given[name])
         if filled and filled <= taken:
             replaced[name] = given.pop(name)
     given.update(newer)

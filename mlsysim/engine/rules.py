@@ -64,12 +64,14 @@ class Rule:
     loc: str
     message: Callable[[Mapping[str, object]], str]
     phrase: str
+    when: str | None = None
+    """An input the rule concerns only when it is given (None: always checked); a layout
+    without it cannot break the rule, so one scenario skips it at once."""
 
     def is_broken(self, values: Mapping[str, object]) -> bool:
         """Whether one layout's checked ``values`` break this rule."""
-        return bool(
-            self.broken(*(read(values.get(f)) for f, read in zip(self.fields, self.reads, strict=True)))
-        )
+        get = values.get
+        return bool(self.broken(*[read(get(f)) for f, read in zip(self.fields, self.reads, strict=True)]))
 
 
 RULES: Final = (
@@ -92,6 +94,7 @@ RULES: Final = (
         "optimizer",
         lambda v: "give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
         "both optimizer and optimizer_step_time",
+        when="optimizer",
     ),
     Rule(
         ("optimizer", "memory_bandwidth"),
@@ -103,6 +106,7 @@ RULES: Final = (
             "device's memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'"
         ),
         "an optimizer and no memory_bandwidth",
+        when="optimizer",
     ),
     *(
         Rule(
@@ -112,6 +116,7 @@ RULES: Final = (
             needed,
             _needs(example),
             f"a failure_rate and no {needed}",
+            when="failure_rate",
         )
         for needed, example in (
             ("checkpoint_bandwidth", "checkpoint_bandwidth=Q_(2, 'GB/s') (per node)"),
@@ -124,7 +129,10 @@ RULES: Final = (
 
 def check_together(values: Mapping[str, object]) -> None:
     """Raise an :class:`InputError` located at its input for the first rule ``values`` break."""
+    get = values.get
     for rule in RULES:
+        if rule.when is not None and get(rule.when) is None:
+            continue
         if rule.is_broken(values):
             raise InputError(
                 rule.message(values), loc=(rule.loc,), type="rule", ctx={"fields": rule.fields}

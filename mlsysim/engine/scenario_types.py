@@ -201,6 +201,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
             type(self).__name__,
             older=private["_given"],
             older_numbers=private["_numbers"],
+            older_derived=private["_job"].origins,
             rules=rules,
         )
         copy = type(self).__new__(type(self))
