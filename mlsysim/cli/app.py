@@ -144,11 +144,25 @@ def run(
 
 
 def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
-    """The scenario as the command line named it, to repeat in a suggested command."""
-    words = [name] if name else ["--file", file or ""]
+    """The scenario as the command line named it, to repeat in a suggested command.
+
+    Each word is quoted for a POSIX shell only where it needs it (double quotes where
+    they are enough, as the examples of ``--help`` write them), so the command runs as printed.
+    """
+    import shlex
+
+    words = [name] if name else (["--file", file] if file else [])
     for text in sets or []:
         words += ["--set", text]
-    return " ".join(f'"{w}"' if set(w) & set(" '*?$;&|<>()") else w for w in words)
+
+    def quoted(word: str) -> str:
+        if word and not set(word) & set(" \t\n'\"*?$;&|<>()[]{}`\\!#~"):
+            return word
+        if not set(word) & set('"$`\\!\n'):
+            return f'"{word}"'
+        return shlex.quote(word)
+
+    return " ".join(quoted(w) for w in words)
 
 
 @app.command("explain")
