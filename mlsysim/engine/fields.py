@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.suggest import known, nearest_list
 from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
@@ -257,7 +258,9 @@ def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable
         except InputError as exc:
             from mlsysim.hardware.registry import Systems
 
-            names = ", ".join(Systems.Fabrics.entries())
+            if text.strip()[:1] in tuple("0123456789.+-"):  # a figure, not a fabric's name
+                raise
+            names = nearest_list(text, Systems.Fabrics.entries())
             raise InputError(f"{exc.message}; or name a fabric: {names}") from None
 
     def check(value: object) -> Value:
@@ -759,9 +762,7 @@ def field(name: str) -> InputField:
     try:
         return FIELDS[name]
     except KeyError:
-        raise InputError(
-            f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,)
-        ) from None
+        raise InputError(f"unknown field; {known(name, FIELDS)}", loc=(name,)) from None
 
 
 def _neutral(name: str) -> float:

@@ -15,6 +15,7 @@ import pydantic
 from pydantic import WithJsonSchema
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import known
 from mlsysim.core.units import Quantity
 from mlsysim.core.validation import input_error
 from mlsysim.engine.assumptions import Assumptions
@@ -157,7 +158,7 @@ def checked_inputs(
         f = FIELDS.get(name)
         if f is None:
             errors.append(
-                InputError(f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,))
+                InputError(f"unknown field; {known(name, FIELDS)}", loc=(name,))
             )
             continue
         try:

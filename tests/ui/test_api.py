@@ -12,6 +12,7 @@ need("starlette", "httpx", "plotly")
 from starlette.testclient import TestClient  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
+from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import FIELDS  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
@@ -83,7 +84,8 @@ def test_registry_names_and_assumptions_go_through_set(client):
 
 
 def message_of(*sets):
-    with pytest.raises(MlsysimError) as caught:
+    """The library's message, its examples written as the page's form fields take them."""
+    with caller_syntax("form"), pytest.raises(MlsysimError) as caught:
         library(*sets)
     return str(caught.value)
 

@@ -27,6 +27,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, Workload  # noqa: E402
+from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import FIELDS  # noqa: E402
 from mlsysim.ui.state import form_fields  # noqa: E402
@@ -215,7 +216,7 @@ def test_typing_a_value_updates_the_figures_and_the_url(server, browser):
 def test_a_bad_value_shows_the_librarys_message_and_keeps_the_last_result(server, browser):
     before = value_of(browser, "efficiency")
     box = type_into(browser, "step_time", "3 furlongs")
-    with pytest.raises(MlsysimError) as caught:
+    with caller_syntax("form"), pytest.raises(MlsysimError) as caught:
         library("nodes=8", "inter_bandwidth=10 Gbps", "step_time=3 furlongs")
     error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="step_time"]')
     wait(browser, lambda: error.text == str(caught.value))
