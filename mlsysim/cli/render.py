@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -59,9 +60,7 @@ def result_json(scenario: DataParallelScaleOutScenario) -> str:
     return dumps(document("result", body), indent=2)
 
 
-def intervals_dict(
-    result: DataParallelScaleOutResult, level: float = 0.8
-) -> dict[str, JSONValue]:
+def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> dict[str, JSONValue]:
     """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
     from mlsysim.core.jsonio import encode
     from mlsysim.validation.intervals import INTERVAL_FIELDS
@@ -92,7 +91,9 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
             parts.append(f"{name} {low:.4g}-{high:.4g}")
-    return f"{level:.0%} prediction interval (conformal, from published residuals): " + ", ".join(parts)
+    return f"{level:.0%} prediction interval (conformal, from published residuals): " + ", ".join(
+        parts
+    )
 
 
 RESULT_ROWS: dict[str, str] = {
@@ -155,6 +156,27 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
 
 def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The result as (label, value, unit) rows, fixed point, the answer first."""
+    return [(label, text, unit) for label, text, unit, _ in _result_cells(scenario)]
+
+
+def rounding_notes(scenario: DataParallelScaleOutScenario) -> list[str]:
+    """A note for each printed figure that reads zero though its value is not (e.g. a training
+    time of 2e-5 min printed as 0.0), with the value to three significant digits."""
+    notes = []
+    for label, text, unit, value in _result_cells(scenario):
+        if not isinstance(value, float) or value == 0.0 or not math.isfinite(value):
+            continue
+        digits = text.replace(",", "").lstrip("-")
+        if digits and set(digits) <= set("0."):
+            shown = f"{value:.3g} {unit}".strip()
+            notes.append(f"{label} is {shown}, below the last digit printed ({text})")
+    return notes
+
+
+def _result_cells(
+    scenario: DataParallelScaleOutScenario,
+) -> list[tuple[str, str, str, object]]:
+    """(label, text, unit, value in that unit) for each result row."""
     result = scenario.result
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
@@ -164,8 +186,10 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
         if value is None or (seed_only and key in OPT_IN_ROWS):
             continue
         label = label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        raw: object = value
         if hasattr(value, "magnitude"):
             text, unit = _fixed(float(value.magnitude), field_unit(key) or "")
+            raw = _in_unit(float(value.magnitude), field_unit(key) or "", unit)
         elif key == "cost":
             text, unit = f"{value:,.2f}", "USD"
         elif key == "efficiency":
@@ -180,8 +204,14 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
             text, unit = f"{value:,}", ""
         else:
             text, unit = str(value), ""
-        rows.append((label, text, unit))
+        rows.append((label, text, unit, raw))
     return rows
+
+
+def _in_unit(value: float, canonical: str, shown: str) -> float:
+    """``value`` (in ``canonical``, as :func:`_fixed` takes it) in the unit :func:`_fixed` chose."""
+    scale = {"TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "min": 1 / 60}.get(shown, 1.0)
+    return value / scale
 
 
 def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
@@ -221,7 +251,9 @@ def _console() -> Console:
     return console
 
 
-def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None) -> None:
+def print_result(
+    scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None
+) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
     from mlsysim.engine.explain import headline
 
@@ -236,10 +268,11 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
     console.print()
     inputs = [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)]
     console.print(_three_columns(("input", "value", "meaning"), inputs))
-    if result.constraint_trace:
+    notes = [*result.constraint_trace, *rounding_notes(scenario)]
+    if notes:
         console.print()
         console.print("Notes", style="bold")
-        for note in result.constraint_trace:
+        for note in notes:
             console.print(f"  - {printable(note)}", markup=False)
     if next_steps:
         console.print()
@@ -254,19 +287,36 @@ def next_steps(scenario: DataParallelScaleOutScenario, source: str) -> list[str]
     if result.fits is False:
         lines.append(f"      mlsysim run {source} --set zero_stage=3   (shard the training state)")
         return lines
-    top = max(2 * scenario.nodes, 16)
+    nodes = _nodes_axis(scenario.nodes)
     if result.bottleneck in ("inter-node link", "intra-node link", "synchronization"):
         fabrics = '"inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"'
         lines.append(
-            f"      mlsysim sweep {source} --axis nodes=1..{top} --axis {fabrics}"
+            f"      mlsysim sweep {source} --axis {nodes} --axis {fabrics}"
             "   (how it scales with the fabric)"
         )
     else:
         axis = "" if scenario.nodes > 1 else ' --set "inter_bandwidth=100 Gbps"'
-        lines.append(
-            f"      mlsysim sweep {source}{axis} --axis nodes=1..{top}   (how far it scales)"
-        )
+        lines.append(f"      mlsysim sweep {source}{axis} --axis {nodes}   (how far it scales)")
     return lines
+
+
+NODES_RANGE_LIMIT = 1024
+"""Up to this many nodes a suggested sweep takes every count; beyond, powers of two."""
+
+
+def _nodes_axis(nodes: int) -> str:
+    """``nodes=1..2N`` (at least 16), or powers of two up to 2N when that is too many to list.
+
+    >>> _nodes_axis(4), _nodes_axis(3000)
+    ('nodes=1..16', 'nodes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192')
+    """
+    top = max(2 * nodes, 16)
+    if top <= NODES_RANGE_LIMIT:
+        return f"nodes=1..{top}"
+    powers = [1]
+    while powers[-1] < top:
+        powers.append(2 * powers[-1])
+    return "nodes=" + ",".join(str(p) for p in powers)
 
 
 __all__ = ["inputs_dict", "next_steps", "print_result", "result_json", "field_unit"]

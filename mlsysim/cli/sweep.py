@@ -531,6 +531,7 @@ def plan_command(
             f"Interrupted after 0 of {_size(axes):,} layouts: no feasible layout found so far"
         )
         raise typer.Exit(130) from None
+    from mlsysim.planning.notes import plan_notes
     from mlsysim.planning.summary import group_results
 
     if json_:
@@ -539,6 +540,7 @@ def plan_command(
             "scenario": scenario.name,
             "objective": objective,
             "summary": result.summary(),
+            "notes": list(plan_notes(result)),
             "best": {**result.best.to_dict(), "result": result.best.result.to_dict()},
             "units": {c: front.units.get(c) for c in front.columns},
             "pareto": _rows_json(front, range(len(front))),
@@ -566,6 +568,11 @@ def plan_command(
         typer.echo(
             f"... {len(groups) - len(shown)} more results on the front (--rows N, or --csv FILE)"
         )
+    notes = plan_notes(result, {"rows of the front shown": [g.rows[0] for g in shown]})
+    if notes:
+        typer.echo("Notes (as 'mlsysim run' gives them, once per plan)")
+        for note in notes:
+            typer.echo(f"  - {printable(note)}")
     if csv:
         with replacing_read_only(force):
             front.to_csv(csv)

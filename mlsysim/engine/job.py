@@ -46,6 +46,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import quantity, to_canonical
+from mlsysim.engine.scale import cluster_note
 from mlsysim.physics._array import Num
 from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes
 from mlsysim.physics.compute import (
@@ -680,6 +681,9 @@ def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
     batch = batch_note(values)
     if batch is not None:
         notes.append(batch)
+    scale = cluster_note(n)
+    if scale is not None:
+        notes.append(scale)
     return tuple(notes)
 
 

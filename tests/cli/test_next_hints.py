@@ -40,8 +40,9 @@ def write_job(tmp_path):
         ["run", *LLAMA],
         ["run", *LLAMA, "--set", "zero_stage=0", "--set", "per_device_batch=64"],
         ["run", "FILE", "--set", "nodes=3"],
+        ["run", "Gpt2DataParallelFourNodes10GbE", "--set", "nodes=1000000000"],
     ],
-    ids=["named", "named-with-sets", "no-name-no-file", "does-not-fit", "file-with-space"],
+    ids=["named", "named-with-sets", "no-name-no-file", "does-not-fit", "file-with-space", "huge"],
 )
 def test_each_next_command_runs_as_printed(argv, tmp_path, capsys):
     if "FILE" in argv:
