@@ -123,6 +123,15 @@ def run(
     file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the inputs and results as JSON."),
+    csv: str | None = typer.Option(
+        None, "--csv", help="Also write the result as one row to this CSV file (as 'sweep --csv')."
+    ),
+    parquet: str | None = typer.Option(
+        None,
+        "--parquet",
+        help="Also write the result as one row to this Parquet file (pip install 'mlsysim[parquet]').",
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace read-only output files."),
 ) -> None:
     """Evaluate a scenario and print its inputs and results.
 
@@ -132,15 +141,20 @@ def run(
 
       mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps" --json
 
+      mlsysim run Gpt2DataParallelFourNodes10GbE --csv result.csv
+
       mlsysim run --file job.toml
     """
     from mlsysim.cli.render import next_steps, print_result, result_json
+    from mlsysim.cli.sweep import check_outputs, write_result_row
 
+    check_outputs(csv, None, parquet, force)
     scenario = _scenario(name, set_, file)
     if json_:
         typer.echo(result_json(scenario))
     else:
         print_result(scenario, next_steps=next_steps(scenario, _source(name, set_, file)))
+    write_result_row(scenario, csv=csv, parquet=parquet, force=force, quiet=json_)
 
 
 def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:

@@ -61,6 +61,32 @@ def check_outputs(
 FORCE_HELP = "Replace read-only output files."
 
 
+def write_result_row(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    csv: str | None,
+    parquet: str | None,
+    force: bool,
+    quiet: bool = False,
+) -> None:
+    """Write the scenario's result as one row, in the columns of ``mlsysim sweep`` over its
+    layout (``nodes`` and ``devices_per_node``, then every result field), to CSV and/or Parquet.
+    "wrote PATH" goes to stdout (stderr when ``quiet``: stdout holds JSON)."""
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable
+    from mlsysim.planning.sweep import sweep
+
+    nodes, per_node = [scenario.nodes], [scenario.devices_per_node]
+    if csv is not None:
+        with replacing_read_only(force):
+            sweep(scenario, nodes=nodes, devices_per_node=per_node).to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}", err=quiet)
+    if parquet is not None:
+        with replacing_read_only(force):
+            sweep(scenario, out=parquet, nodes=nodes, devices_per_node=per_node)
+        typer.echo(f"wrote {printable(parquet)}", err=quiet)
+
+
 def load(
     name: str | None, file: str | None, sets: list[str] | None
 ) -> DataParallelScaleOutScenario:

@@ -403,7 +403,7 @@ def sweep_csv(request: Request) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.header())
-    writer.writerows(zip(*(table[c].tolist() for c in table.columns), strict=True))
+    writer.writerows(zip(*(table.export_column(c) for c in table.columns), strict=True))
     return out.getvalue()
 
 

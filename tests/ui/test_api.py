@@ -419,7 +419,7 @@ def test_a_custom_workload_by_its_parameter_count(client, text, tmp_path):
     ("params", "field", "words"),
     [
         ({"workload": "custom"}, "workload.parameters", "needs its parameter count"),
-        ({"workload.parameters": "seven"}, "workload.parameters", "expected a number"),
+        ({"workload.parameters": "seven"}, "workload.parameters", "expected a parameter count (e.g. 7e9 param)"),
         ({"workload.parameters": "-3"}, "workload.parameters", "above zero"),
         ({"workload.parameters": "7 GB"}, "workload.parameters", "parameter count"),
         ({"workload": "GPT2", "workload.parameters": "7e9"}, "workload.parameters", "custom"),
