@@ -177,7 +177,22 @@ def test_a_url_with_state_shows_the_librarys_figures(server, browser, shots):
     assert browser.find_element(By.NAME, "inter_bandwidth").get_attribute("value") == "10 Gbps"
     assert_page_shows(browser, library("nodes=4", "inter_bandwidth=10 Gbps").result)
     assert value_of(browser, "efficiency") == repr(0.27856590147020893)
+    subs = browser.execute_script(
+        "return [...document.querySelectorAll('#headline .figure-sub')].map(e => e.textContent)"
+    )
+    assert "32 devices" in subs and "4 nodes at 32 USD/h" in subs, subs
+    page = browser.find_element(By.TAG_NAME, "body").text
+    assert "(s)" not in page and "4.0 nodes" not in page
+    assert "1 NIC per node" in browser.find_element(By.ID, "notes").text
     browser.save_screenshot(str(shots / "desktop-1400x1000.png"))
+
+
+def test_counts_are_in_the_singular_for_one(server, browser):
+    open_page(browser, server + f"/?scenario={ONE}&nodes=1")
+    subs = browser.execute_script(
+        "return [...document.querySelectorAll('#headline .figure-sub')].map(e => e.textContent)"
+    )
+    assert "8 devices" in subs and "1 node at 32 USD/h" in subs, subs
 
 
 def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server, browser):
