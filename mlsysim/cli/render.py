@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
+from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
 from mlsysim.engine.job import PRESETS, preset_name
 from mlsysim.engine.results import field_unit
@@ -452,7 +453,7 @@ def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
 
     figures = _registry_figures()
     if group is not None and group.lower() not in figures:
-        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(figures)}")
+        raise UnknownNameError(unknown(group, "registry group", figures))
     listing = list(CATALOG.listing())
     lines: list[str] = []
     for kind, figure in figures.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mlsysim.core.exceptions import UnknownNameError
+from mlsysim.core.suggest import known, unknown
 from mlsysim.engine.scenario_definitions import training
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
@@ -20,7 +21,7 @@ class _ScenarioRegistry:
             return self.__dict__["_by_name"][name]
         except KeyError:
             raise AttributeError(
-                f"no scenario named {name!r}; known: {', '.join(self.names())}"
+                f"no scenario named {name!r}; {known(name, self.names())}"
             ) from None
 
     def __dir__(self) -> list[str]:
@@ -46,7 +47,7 @@ class _ScenarioRegistry:
         for key, scenario in self._by_name.items():
             if key.lower() == name.lower():
                 return scenario
-        raise UnknownNameError(f"unknown scenario {name!r}; known: {', '.join(self.names())}")
+        raise UnknownNameError(unknown(name, "scenario", self.names()))
 
     def __repr__(self) -> str:
         return f"Scenarios({', '.join(self.names())})"
