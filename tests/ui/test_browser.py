@@ -193,6 +193,7 @@ def test_counts_are_in_the_singular_for_one(server, browser):
         "return [...document.querySelectorAll('#headline .figure-sub')].map(e => e.textContent)"
     )
     assert "8 devices" in subs and "1 node at 32 USD/h" in subs, subs
+    open_page(browser, server + "/" + STATE)  # the state the next tests start from
 
 
 def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server, browser):
@@ -366,7 +367,7 @@ def test_a_custom_workload_by_its_parameter_count(server, browser, shots):
     browser.save_screenshot(str(shots / "custom-workload.png"))
     type_into(browser, "workload.parameters", "seven")
     error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="workload.parameters"]')
-    wait(browser, lambda: "expected a number" in error.text)
+    wait(browser, lambda: "expected a parameter count (e.g. 7e9 param)" in error.text)
     assert value_of(browser, "efficiency") == repr(want.efficiency)  # the last good result stays
     Select(browser.find_element(By.NAME, "workload")).select_by_value("GPT2")
     settle(browser)
