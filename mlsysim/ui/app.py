@@ -224,8 +224,9 @@ def _is_plan(request: api.Request) -> bool:
 
 
 def _is_big_sweep(request: api.Request) -> bool:
-    if not request.axes:
-        return False  # the default axis: at most MAX_SWEEP_ROWS nodes, one column
+    if not request.axes:  # the default axis: nodes 1 .. max(64, 2 x nodes)
+        nodes = request.changes.get("nodes", "").strip()
+        return nodes.isdigit() and len(nodes) < 10 and 2 * int(nodes) > HEAVY_ROWS
     size = 1
     for text in request.axes:
         size *= api.axis_size(text)

@@ -139,6 +139,8 @@ def test_plans_beyond_the_bound_are_503_with_retry_after_and_evaluate_still_answ
             ],
         )
         assert big.status_code == 503
+        default_big = client.get(f"/api/sweep?scenario={ONE}&nodes=5000&inter_bandwidth=100%20Gbps")
+        assert default_big.status_code == 503  # the default axis reaches 2 x 5000 nodes
         assert client.get(f"/api/evaluate?scenario={ONE}").status_code == 200
         assert client.get(f"/api/sweep?scenario={ONE}").status_code == 200  # small: not gated
     finally:
