@@ -79,11 +79,10 @@ def plan_notes(plan: Plan, shown: dict[str, Iterable[int]] | None = None) -> lis
     limit = batch_limit(best)
     batch_noted = any("global batch #" in _kind(n) for n in notes)
     if batch_noted and limit is not None and plan.constraints.max_global_batch is None:
-        option = (
-            f"--max-global-batch {limit}"
-            if SYNTAX.get() == "text"
-            else f"plan(..., max_global_batch={limit})"
-        )
+        option = {
+            "text": f"--max-global-batch {limit}",
+            "form": f"a largest global batch of {limit}",
+        }.get(SYNTAX.get(), f"plan(..., max_global_batch={limit})")
         notes.append(
             f"to keep the global batch within the largest reported for {best.workload.name}, "
             f"add {option}"

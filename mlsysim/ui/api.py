@@ -441,6 +441,15 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
                 limits[name] = parse_quantity(text, kind)
             except MlsysimError as exc:
                 raise ApiError({name: f"{name}: {exc}"}) from None
+    max_batch: int | None = None
+    batch_text = request.page.get("max_global_batch", "").strip()
+    if batch_text:
+        from mlsysim.core.text import parse_int
+
+        try:
+            max_batch = parse_int(batch_text)
+        except MlsysimError as exc:
+            raise ApiError({"max_global_batch": f"max_global_batch: {exc}"}) from None
     eff = request.page.get("min_efficiency", "").strip()
     if eff:
         try:
@@ -459,6 +468,7 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
             deadline=limits.get("deadline"),
             budget=limits.get("budget"),
             min_efficiency=min_efficiency,
+            max_global_batch=max_batch,
             **axes,
         )
     except InfeasiblePlanError as exc:
@@ -473,6 +483,8 @@ def _plan_rows(
     table: SweepTable, found: Plan | None, objective: str, message: str | None
 ) -> dict[str, JSONValue]:
     import numpy as np
+
+    from mlsysim.planning.notes import plan_notes
 
     labels = _row_labels(table)
     feasible = found.feasible if found is not None else np.zeros(len(table), dtype=bool)
@@ -491,6 +503,7 @@ def _plan_rows(
             "best": None if found is None else found.best_row,
             "knee": None if found is None else found.knee_row,
             "summary": message if found is None else found.summary(),
+            "notes": [] if found is None else list(plan_notes(found)),
             "infeasible": message,
         },
     )

@@ -209,7 +209,14 @@ def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server,
     page_controls = browser.execute_script(
         "return [...document.querySelectorAll('input[name], select[name]')].filter(e => !e.closest('#form')).map(e => e.name)"
     )
-    assert sorted(page_controls) == ["budget", "deadline", "objective", "scenario", "teach"]
+    assert sorted(page_controls) == [
+        "budget",
+        "deadline",
+        "max_global_batch",
+        "objective",
+        "scenario",
+        "teach",
+    ]
     plots = browser.execute_script(
         "return [...document.querySelectorAll('[data-plot]')].map(e => e.dataset.plot)"
     )
@@ -274,6 +281,19 @@ def test_the_plan_follows_the_deadline_and_budget(server, browser):
     names = dict(traces)
     assert names["Pareto front"] > 0 and "best (cost)" in names
     assert "deadline=1%20hour" in browser.current_url and "budget=400%20USD" in browser.current_url
+
+
+def test_the_plan_shows_its_notes_and_takes_a_largest_global_batch(server, browser):
+    open_page(browser, server + "/" + STATE + "&deadline=1%20hour")
+    notes = browser.find_element(By.ID, "plan-notes")
+    wait(browser, lambda: "add a largest global batch of 512" in notes.text)
+    assert "convergence at this batch is unproven" in notes.text
+    browser.find_element(By.ID, "max_global_batch").send_keys("512")
+    settle(browser)
+    wait(browser, lambda: "global batch ≤ 512" in browser.find_element(By.ID, "plan-summary").text)
+    wait(browser, lambda: "unproven" not in notes.text)
+    assert "max_global_batch=512" in browser.current_url
+    open_page(browser, server + "/" + STATE)  # the state the next tests start from
 
 
 def test_predict_first_hides_the_answer_until_the_guess(server, browser, shots):

@@ -4,7 +4,7 @@
 // `mlsysim run --set FIELD=TEXT`. Every change re-evaluates through the JSON API.
 "use strict";
 
-const PAGE_PARAMS = ["deadline", "budget", "objective", "teach"];
+const PAGE_PARAMS = ["deadline", "budget", "max_global_batch", "objective", "teach"];
 const HEADLINE = [
   ["update_time", "Time per update"],
   ["efficiency", "Scaling efficiency"],
@@ -264,7 +264,7 @@ function changes() {
 
 function pageParams() {
   const out = [];
-  for (const k of ["deadline", "budget", "objective"]) { const v = $(`#${k}`).value.trim(); if (v) out.push([k, v]); }
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) { const v = $(`#${k}`).value.trim(); if (v) out.push([k, v]); }
   if ($("#teach").checked) out.push(["teach", "1"]);
   return out;
 }
@@ -383,10 +383,11 @@ async function updatePlan() {
   const seq = ++state.planSeq;
   const answer = await api("/api/plan", query(state.unknown || []));
   if (seq !== state.planSeq) return;
-  for (const k of ["deadline", "budget", "objective"]) {
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) {
     const box = $(`[data-error-for="${k}"]`);
     if (box) box.textContent = answer.ok ? "" : (answer.body.errors || {})[k] || "";
   }
+  $("#plan-notes").textContent = answer.ok ? (answer.body.notes || []).join(" · ") : "";
   if (answer.ok) renderPlan(answer.body, state.lastGood);
   else $("#plan-summary").textContent = answer.body.error;
 }
@@ -664,7 +665,7 @@ async function start() {
   $("#teach").addEventListener("change", () => { showTeach(); update(); });
   $("#reveal").addEventListener("click", reveal);
   $("#guess").addEventListener("keydown", (e) => { if (e.key === "Enter") reveal(); });
-  for (const k of ["deadline", "budget", "objective"]) $(`#${k}`).addEventListener(k === "objective" ? "change" : "input", () => {
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) $(`#${k}`).addEventListener(k === "objective" ? "change" : "input", () => {
     clearTimeout(state.planTimer);
     state.planTimer = setTimeout(() => { state.planTimer = null; history.replaceState(null, "", `?${query(state.unknown || [])}`); updatePlan(); }, 250);
     busy(0);
