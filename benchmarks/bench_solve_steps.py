@@ -18,9 +18,9 @@ import timeit
 
 from mlsysim import Q_, Models
 from mlsysim.engine import scenario_types
+from mlsysim.engine.derivation import plain_job, resolve, wants_derivation
 from mlsysim.engine.equations import evaluate
 from mlsysim.engine.fields import FIELDS, check_together, derived_numbers
-from mlsysim.engine.job import plain_job, resolve, wants_derivation
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.engine.scenario_types import checked_inputs
 from mlsysim.engine.solvers.data_parallel import (

@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "DataParallelScaleOutModel": "mlsysim.engine.solvers",
     "Scenarios": "mlsysim.engine.scenarios",
     "estimate": "mlsysim.engine.shortcuts",
+    "WholeRun": "mlsysim.engine.whole_run",
+    "WholeRunFigures": "mlsysim.engine.whole_run",
     # planning
     "sweep": "mlsysim.planning.sweep",
     "SweepTable": "mlsysim.planning.table",
@@ -92,6 +94,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mlsysim.engine.scenarios import Scenarios
     from mlsysim.engine.shortcuts import estimate
     from mlsysim.engine.solvers import DataParallelScaleOutModel
+    from mlsysim.engine.whole_run import WholeRun, WholeRunFigures
     from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
     from mlsysim.models.registry import Models
     from mlsysim.models.types import TransformerWorkload, Workload

@@ -29,6 +29,8 @@ EXPECTED = {
     "UnitsError",
     "UnknownNameError",
     "SweepTable",
+    "WholeRun",
+    "WholeRunFigures",
     "Workload",
     "estimate",
     "load_registry",

@@ -101,10 +101,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    if list(args) == ["--version"]:  # answered before the command line's framework is imported
+        from mlsysim import __version__
+
+        print(f"mlsysim {__version__}")
+        return 0
     from mlsysim.cli.app import app
     from mlsysim.core.exceptions import MlsysimError
 
-    args = argv if argv is not None else sys.argv[1:]
     click = _click_exceptions()
     command = _command(app)
     from mlsysim.core.suggest import caller_syntax

@@ -72,12 +72,23 @@ def _global_options(
             load_registry(path)
 
 
-def _scenario(
-    name: str | None, sets: list[str] | None, file: str | None = None
-) -> DataParallelScaleOutScenario:
-    from mlsysim.cli.sweep import load
+ASSUMPTIONS_HELP = (
+    "An assumptions file (written by 'mlsysim validate mine'): its constants replace the "
+    "scenario's assumptions, and its runs' residuals give the prediction intervals."
+)
 
-    return load(name, file, sets)
+
+def _scenario(
+    name: str | None, sets: list[str] | None, file: str | None = None, assumptions: str | None = None
+) -> DataParallelScaleOutScenario:
+    from mlsysim.cli.loading import load
+
+    scenario = load(name, file, sets)
+    if assumptions is not None:
+        from mlsysim.validation.mine import load_assumptions
+
+        scenario = scenario.variant(assumptions=load_assumptions(assumptions))
+    return scenario
 
 
 @app.command("list")
@@ -123,6 +134,9 @@ def run(
     file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     json_: bool = typer.Option(False, "--json", help="Print the inputs and results as JSON."),
+    assumptions: str | None = typer.Option(
+        None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
+    ),
     csv: str | None = typer.Option(
         None, "--csv", help="Also write the result as one row to this CSV file (as 'sweep --csv')."
     ),
@@ -144,12 +158,14 @@ def run(
       mlsysim run Gpt2DataParallelFourNodes10GbE --csv result.csv
 
       mlsysim run --file job.toml
+
+      mlsysim run Gpt2DataParallelFourNodes10GbE --assumptions my_cluster.toml
     """
     from mlsysim.cli.render import next_steps, print_result, result_json
     from mlsysim.cli.sweep import check_outputs, write_result_row
 
     check_outputs(csv, None, parquet, force)
-    scenario = _scenario(name, set_, file)
+    scenario = _scenario(name, set_, file, assumptions)
     if json_:
         typer.echo(result_json(scenario))
     else:
@@ -186,6 +202,9 @@ def explain(
     set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
     markdown: bool = typer.Option(False, "--markdown", help="Markdown instead of plain text."),
     json_: bool = typer.Option(False, "--json", help="The derivation as JSON (steps, notes)."),
+    assumptions: str | None = typer.Option(
+        None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
+    ),
 ) -> None:
     """Print the derivation of every figure, equation by equation with the numbers.
 
@@ -193,7 +212,7 @@ def explain(
     """
     from mlsysim.core.text import printable_lines
 
-    scenario = _scenario(name, set_, file)
+    scenario = _scenario(name, set_, file, assumptions)
     form = "json" if json_ else ("markdown" if markdown else "text")
     text = scenario.explain(format=form)
     typer.echo(text if json_ else printable_lines(text), nl=False)

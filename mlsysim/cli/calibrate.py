@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from mlsysim.core.jsonio import document, dumps
-
 if TYPE_CHECKING:
     from mlsysim.calibrate.fit import CollectiveFit
 
@@ -188,6 +186,8 @@ def _size(option: str, text: str) -> float:
 
 
 def _report(fit: CollectiveFit, write_scenario: Path | None, which: str | None, json_: bool) -> None:
+    from mlsysim.core.jsonio import document, dumps
+
     written = None
     if write_scenario is not None and which is not None:
         from mlsysim.calibrate import write_link

@@ -67,18 +67,40 @@ def template(path: str) -> str:
 
 
 def init_command(
-    path: str = typer.Argument(..., help="The scenario file to write (.toml)."),
+    path: str = typer.Argument(..., help="The scenario file to write (.toml; .csv with --runs)."),
     force: bool = typer.Option(False, "--force", help="Overwrite the file if it exists."),
+    runs: bool = typer.Option(
+        False,
+        "--runs",
+        help="Write a template of measured runs (.csv) for 'mlsysim validate mine' instead.",
+    ),
 ) -> None:
     """Write a commented scenario file to start from (a job from the hardware and the model).
 
-    Example:
+    Examples:
 
       mlsysim init job.toml && mlsysim run --file job.toml
+
+      mlsysim init --runs runs.csv && mlsysim validate mine runs.csv --out my_cluster.toml
     """
     from mlsysim.core.exceptions import InputError
 
     file = Path(path)
+    if runs:
+        from mlsysim.validation.mine import RUNS_TEMPLATE
+
+        if file.suffix.lower() != ".csv":
+            raise InputError(f"init --runs: expected a .csv file name, got {path!r}")
+        if file.exists() and not force:
+            raise InputError(f"init: {path!r} exists; give --force to overwrite it")
+        if not file.expanduser().resolve().parent.is_dir():
+            raise InputError(f"init: the folder of {path!r} does not exist")
+        file.write_text(RUNS_TEMPLATE, encoding="utf-8")
+        typer.echo(
+            f"wrote {path}: one measured run per row (fill in measured_update_time or "
+            f"measured_throughput), then run 'mlsysim validate mine {path} --out my_cluster.toml'"
+        )
+        return
     if file.suffix.lower() != ".toml":
         raise InputError(f"init: expected a .toml file name, got {path!r}")
     if file.exists() and not force:

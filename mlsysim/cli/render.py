@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
-from mlsysim.engine.job import PRESETS, preset_name
-from mlsysim.engine.results import field_unit
+from mlsysim.engine.presets import PRESETS, preset_name
+from mlsysim.engine.results import field_unit, run_rows
 
 if TYPE_CHECKING:
+    import numpy as np
     from rich.console import Console
     from rich.table import Table
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.assumptions import Assumptions
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.types import Accelerator
@@ -64,7 +66,7 @@ def result_json(scenario: DataParallelScaleOutScenario) -> str:
 def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> dict[str, JSONValue]:
     """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
     from mlsysim.core.jsonio import encode
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS
 
     out: dict[str, JSONValue] = {}
     for name in INTERVAL_FIELDS:
@@ -78,7 +80,8 @@ def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> di
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS
+    from mlsysim.validation.intervals import scores
 
     parts = []
     for name in INTERVAL_FIELDS:
@@ -92,53 +95,8 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
             parts.append(f"{name} {low:.4g}-{high:.4g}")
-    return f"{level:.0%} prediction interval (conformal, from published residuals): " + ", ".join(
-        parts
-    )
-
-
-RESULT_ROWS: dict[str, str] = {
-    "n_devices": "devices, n = d x N",
-    "update_time": "update time",
-    "compute_time": "compute per update (A x T1)",
-    "communication_time": "gradient AllReduce per update",
-    "intra_time": "  inside each node",
-    "inter_time": "  across nodes",
-    "exposed_communication_time": "AllReduce not hidden (exposed)",
-    "hidden_communication_time": "AllReduce hidden under backward",
-    "synchronization_time": "synchronization per update",
-    "optimizer_time": "optimizer step per update",
-    "interference_time": "compute slowed beside the AllReduce",
-    "bucket_copy_time": "DDP bucket copies per update",
-    "speedup": "speedup over one device",
-    "efficiency": "scaling efficiency",
-    "communication_overhead": "communication / compute",
-    "global_batch": "global batch",
-    "training_time": "training time on {n} devices",
-    "cost": "cost on {nodes}",
-    "gradient_bytes": "gradient bytes (G)",
-    "intra_bytes": "bytes sent per device inside a node",
-    "inter_bytes": "bytes sent per device across nodes",
-    "memory_per_device": "memory per device",
-    "device_memory": "device memory",
-    "fits": "fits in device memory",
-    "algorithm": "AllReduce algorithm asked",
-    "intra_algorithm": "AllReduce inside a node",
-    "inter_algorithm": "AllReduce across nodes",
-    "bottleneck": "bottleneck",
-}
-"""Result field -> its label on the terminal, in the order printed (the answer first)."""
-
-OPT_IN_ROWS = (
-    "exposed_communication_time",
-    "hidden_communication_time",
-    "synchronization_time",
-    "optimizer_time",
-    "interference_time",
-    "bucket_copy_time",
-    "algorithm",
-)
-"""Rows shown only when the opt-in model is switched on (they equal the seed's figures otherwise)."""
+    source = scores(cast("Assumptions", result.inputs["assumptions"])).source
+    return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
 
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
@@ -182,46 +140,51 @@ def _result_cells(
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
     rows = []
-    for key, label in RESULT_ROWS.items():
+    for f in run_rows():
+        key = f.name
         value = getattr(result, key)
-        if value is None or (seed_only and key in OPT_IN_ROWS):
+        if value is None or (seed_only and f.opt_in):
             continue
-        label = label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        label = f.label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
+        text, unit = _DISPLAY[f.display](value, f.unit or "")
         raw: object = value
-        if hasattr(value, "magnitude"):
-            text, unit = _fixed(float(value.magnitude), field_unit(key) or "")
-            raw = _in_unit(float(value.magnitude), field_unit(key) or "", unit)
-        elif key == "cost":
-            text, unit = f"{value:,.2f}", "USD"
-        elif key == "efficiency":
-            text, unit = f"{value:.3f}", f"({value:.1%})"
-        elif key == "speedup":
-            text, unit = f"{value:,.2f}", "x"
-        elif key == "communication_overhead":
-            text, unit = f"{value:.3f}", ""
-        elif key == "fits":
-            text, unit = ("yes" if value else "NO"), ""
-        elif isinstance(value, int) and not isinstance(value, bool):
-            text, unit = f"{value:,}", ""
-        else:
-            text, unit = str(value), ""
+        if f.display == "fixed":
+            raw = _in_unit(float(value.magnitude), unit)
+        elif f.display == "money":
+            raw = float(value)
         rows.append((label, text, unit, raw))
     return rows
 
 
-def _in_unit(value: float, canonical: str, shown: str) -> float:
-    """``value`` (in ``canonical``, as :func:`_fixed` takes it) in the unit :func:`_fixed` chose."""
+def _in_unit(value: float, shown: str) -> float:
+    """``value`` (in the field's unit, as :func:`_fixed` takes it) in the unit :func:`_fixed` chose."""
     scale = {"TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "min": 1 / 60}.get(shown, 1.0)
     return value / scale
 
 
+_DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {
+    "fixed": lambda value, unit: _fixed(float(value.magnitude), unit),
+    "money": lambda value, unit: (f"{value:,.2f}", "USD"),
+    "percent": lambda value, unit: (f"{value:.3f}", f"({value:.1%})"),
+    "times": lambda value, unit: (f"{value:,.2f}", "x"),
+    "ratio": lambda value, unit: (f"{value:.3f}", ""),
+    "yes_no": lambda value, unit: ("yes" if value else "NO", ""),
+    "count": lambda value, unit: (f"{value:,}", ""),
+    "text": lambda value, unit: (str(value), ""),
+}
+"""How each ``display`` of a result field (:class:`~mlsysim.engine.results.ResultField`)
+is written on the run table: (value, unit)."""
+
+
 def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     values = scenario.fields()
     rows = []
-    for name, f in FIELDS.items():
+    order = {group: i for i, group in enumerate(GROUPS)}
+    shown_group = None
+    for name, f in sorted(FIELDS.items(), key=lambda item: order[item[1].group]):
         value = values.get(name)
         if name == "assumptions":
             a = scenario.assumptions  # the value of the field
@@ -238,6 +201,9 @@ def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, s
         origin = scenario.job.origins.get(name)
         if origin and f.display_unit and hasattr(value, "to"):
             value = value.to(f.display_unit)  # a derived figure in the unit a person reads
+        if f.group != shown_group:
+            shown_group = f.group
+            rows.append((f"[{GROUPS[f.group]}]", "", ""))
         rows.append((label, _text(value), f.label + (f" (from {origin})" if origin else "")))
     return rows
 
@@ -261,7 +227,11 @@ def print_result(
     result = scenario.result
     console = _console()
     title = printable(scenario.name or "scenario")
-    console.print(f"{title}: {headline(result)}", markup=False)
+    first = f"{title}: {headline(result)}"
+    if not scenario.assumptions.is_seed() and result.n_devices > 1:
+        low, high = result.interval("efficiency")
+        first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
+    console.print(first, markup=False)
     console.print()
     console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
     if not scenario.assumptions.is_seed():
@@ -328,14 +298,20 @@ def print_validation(
     realistic: list[Comparison],
     *,
     band: tuple[float, float],
+    intervals: tuple[np.ndarray, np.ndarray],
     families: dict[str, dict[str, Summary]],
     totals: dict[str, Summary],
     coverage: tuple[float, float],
     lofo: CrossValidation | None = None,
 ) -> None:
     """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
-    errors per family, the overall figures, and the leave-one-family-out ones when given."""
+    errors per family, the overall figures, and the leave-one-family-out ones when given.
+
+    ``band`` is (z_lo, z_hi), the score quantiles; ``intervals`` the (low, high)
+    efficiency interval of every case (the band times the case's difficulty)."""
     from rich.table import Table
+
+    from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format
     console = _console()
@@ -348,9 +324,7 @@ def print_validation(
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right", no_wrap=True)
     held = {c.case.id: c for c in lofo.comparisons} if lofo is not None else {}
-    for s, r in zip(seed, realistic, strict=True):
-        low = max(r.predicted + band[0], 0.001)
-        high = min(r.predicted + band[1], 1.0)
+    for s, r, low, high in zip(seed, realistic, *intervals, strict=True):
         inside = "" if low <= r.case.measured_eff <= high else "*"
         row = [
             s.case.id,
@@ -370,21 +344,39 @@ def print_validation(
     fam = Table(
         title="Error per family, points: median |e| / worst |e| / mean e", header_style="bold"
     )
-    for column in ("family", "cases", "seed", "realistic"):
+    columns = ["family", "cases", "seed", "realistic"]
+    if lofo is not None:
+        columns += ["held out", "80% cov."]
+    for column in columns:
         fam.add_column(column, justify="left" if column == "family" else "right", no_wrap=True)
 
     def three(x: Summary) -> str:
         return f"{x.median_abs * 100:.1f} / {x.max_abs * 100:.1f} / {x.mean * 100:+.1f}"
 
+    held_families = by_family(lofo.comparisons) if lofo is not None else {}
     for name, s_ in families["seed"].items():
-        fam.add_row(name, str(s_.count), three(s_), three(families["realistic"][name]))
+        row = [name, str(s_.count), three(s_), three(families["realistic"][name])]
+        if lofo is not None:
+            in_band = [
+                bool(ok)
+                for c, ok in zip(lofo.comparisons, lofo.covered, strict=True)
+                if c.case.family == name
+            ]
+            row += [three(held_families[name]), f"{sum(in_band) / len(in_band):.0%}"]
+        fam.add_row(*row)
     fam.add_section()
-    fam.add_row("all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"]))
+    total_row = [
+        "all", str(totals["seed"].count), three(totals["seed"]), three(totals["realistic"])
+    ]
+    if lofo is not None:
+        total_row += [three(lofo.summary), f"{lofo.coverage:.0%}"]
+    fam.add_row(*total_row)
     console.print(fam)
     covered, width = coverage
     console.print(
-        f"realistic 80% interval: predicted {pt(band[0] * 100)} .. {pt(band[1] * 100)} "
-        f"(conformal, from these residuals); covers {covered:.0%} of cases, width "
+        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.2 + "
+        "e x communication share (normalised conformal, from residuals of each case predicted "
+        f"without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )
     if lofo is not None:
@@ -394,7 +386,11 @@ def print_validation(
             f"leave one family out: median |error| {total.median_abs * 100:.1f} pt, worst "
             f"{total.max_abs * 100:.1f} pt, mean {pt(total.mean * 100)}; 80% interval from the other "
             f"families covers {lofo.coverage:.0%} (median width {lofo.median_width * 100:.1f} pt); "
-            f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
+            + (
+                f"host jitter refitted {min(jitters):.1f}-{max(jitters):.1f} ms"
+                if jitters
+                else "nothing fitted"
+            )
         )
 
 
@@ -432,6 +428,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
         "accelerators": lambda a: (
             f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
             f"per direction{flops(a)}"
+            + (f", TDP {a.power.tdp.to('W').magnitude:.6g} W" if a.power is not None else "")
         ),
         "nodes": lambda n: (
             f"{n.accelerators_per_node} x {n.accelerator.name}, {rate(n.intra_node_bw)} intra, "
@@ -442,6 +439,8 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             f"{rate(f.bandwidth)} per direction, latency {fmt_time(to_canonical(f.latency, 'time'))}"
         ),
         "prices": lambda p: usd(p.rate),
+        "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
+        "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from mlsysim.cli.loading import load
 from mlsysim.cli.options import FILE_HELP, SET_HELP
 
 if TYPE_CHECKING:
@@ -85,37 +86,6 @@ def write_result_row(
         with replacing_read_only(force):
             sweep(scenario, out=parquet, nodes=nodes, devices_per_node=per_node)
         typer.echo(f"wrote {printable(parquet)}", err=quiet)
-
-
-def load(
-    name: str | None, file: str | None, sets: list[str] | None
-) -> DataParallelScaleOutScenario:
-    """The scenario named, or read from ``--file``, with ``--set`` overrides."""
-    from mlsysim.engine.overrides import apply_overrides
-
-    if name is None and file is None:
-        if not sets:
-            raise typer.BadParameter(
-                "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
-                "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
-            )
-        from mlsysim.engine.overrides import scenario_from_assignments
-
-        return scenario_from_assignments(sets)
-    if name is not None and file is not None:
-        raise typer.BadParameter(
-            f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
-        )
-    if file is not None:
-        from mlsysim.engine.files import load_scenario
-
-        scenario = load_scenario(file)
-    else:
-        from mlsysim.engine.scenarios import Scenarios
-
-        assert name is not None  # both None returned above
-        scenario = Scenarios.get(name)
-    return apply_overrides(scenario, sets or [])
 
 
 def _axes(
@@ -235,14 +205,6 @@ KEY_COLUMNS = (
 )
 
 
-HEADERS = {
-    "n_devices": "devices",
-    "update_time": "update",
-    "communication_time": "comm.",
-    "efficiency": "eff.",
-    "global_batch": "global batch",
-    "training_time": "training",
-}
 
 
 def _print_table(
@@ -263,12 +225,14 @@ def _print_table(
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
     from mlsysim.cli.render import safe
+    from mlsysim.engine.results import result_fields
 
     out = Table(title=safe(title), header_style="bold")
     formats = {c: _format(table, c, picked) for c in show}
     for column in show:
         unit = _short(table.units.get(column))
-        label = HEADERS.get(column, column)
+        spec = result_fields().get(column)
+        label = spec.header if spec is not None else column
         out.add_column(f"{label} ({unit})" if unit else label, justify="right")
     for i in picked:
         given = (axis_text or {}).get(i, {})
@@ -330,6 +294,44 @@ RATE_MIN_SECONDS = 1.0
 """A sweep's rate (layouts per second) is printed only when it ran at least this long."""
 
 
+def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None:
+    """--intervals needs one set of non-seed assumptions and a level in (0, 1)."""
+    from mlsysim.core.exceptions import InputError
+
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise InputError(f"--intervals: expected a level in (0, 1), got {level!r}", field="intervals")
+    if any(name == "assumptions" or name.startswith("assumptions.") for name in axes):
+        raise InputError(
+            "--intervals: the interval belongs to one set of assumptions; do not sweep them",
+            field="intervals",
+        )
+    if scenario.assumptions.is_seed():
+        raise InputError(
+            "--intervals: the seed model has no prediction interval (it is a bound); "
+            "give --set assumptions=realistic (or an assumptions file)",
+            field="intervals",
+        )
+
+
+def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
+    """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
+    from mlsysim.engine.results import INTERVAL_FIELDS
+    from mlsysim.validation.intervals import interval_columns
+
+    values = {name: table[name] for name in INTERVAL_FIELDS if name in table}
+    extra = interval_columns(
+        scenario.assumptions,
+        table["efficiency"],
+        table["communication_time"],
+        table["compute_time"],
+        table["n_devices"],
+        values,
+        level,
+    )
+    units = {f"{name}_{end}": table.units.get(name) for name in values for end in ("low", "high")}
+    return table.with_columns(extra, units)
+
+
 def sweep_command(
     name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
     file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
@@ -352,6 +354,14 @@ def sweep_command(
     max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
     force: bool = typer.Option(False, "--force", help=FORCE_HELP),
     json_: bool = typer.Option(False, "--json", help=JSON_ROWS_HELP),
+    intervals: float | None = typer.Option(
+        None,
+        "--intervals",
+        metavar="LEVEL",
+        help="Add <field>_low and <field>_high columns: the prediction interval at LEVEL "
+        "(e.g. 0.8) of efficiency, speedup, update time, training time and cost "
+        "(non-seed assumptions, the same for every row).",
+    ),
 ) -> None:
     """Evaluate every combination of the --axis values and print the key figures.
 
@@ -383,13 +393,19 @@ def sweep_command(
         )
     started = time.perf_counter()
     if parquet is not None:
+        if intervals is not None:
+            raise InputError("--intervals: not with --parquet (give --csv)", field="intervals")
         with _ProgressBar(_size(axes), progress) as bar, replacing_read_only(force):
             sweep(scenario, progress=bar, out=parquet, max_layouts=max_layouts, **axes)
         _report_rate(_size(axes), scenario, time.perf_counter() - started)
         typer.echo(f"wrote {printable(parquet)}")
         return
+    if intervals is not None and parquet is None:
+        _check_intervals(scenario, axes, intervals)
     with _ProgressBar(_size(axes), progress) as bar:
         table = sweep(scenario, progress=bar, max_layouts=max_layouts, **axes)
+    if intervals is not None:
+        table = _with_intervals(table, scenario, intervals)
     shown = np.arange(min(max(rows, 0), len(table)))
     if json_:
         body: dict[str, JSONValue] = {
@@ -487,6 +503,12 @@ def plan_command(
     max_global_batch: int | None = typer.Option(
         None, "--max-global-batch", help="Largest global batch."
     ),
+    confidence: float | None = typer.Option(
+        None,
+        "--confidence",
+        help="Meet --deadline and --budget with this probability (0.5-1, e.g. 0.8), at the "
+        "bound of the prediction interval (non-seed assumptions).",
+    ),
     csv: str | None = typer.Option(None, "--csv", help="Write the Pareto front to this CSV file."),
     plot: str | None = typer.Option(
         None, "--plot", help="Draw time against cost to this .png or .svg file."
@@ -535,6 +557,7 @@ def plan_command(
                 budget=_quantity("--budget", budget, "money"),
                 min_efficiency=min_efficiency,
                 max_global_batch=max_global_batch,
+                confidence=confidence,
                 top=top,
                 workers=workers,
                 scheduler=scheduler,

@@ -43,7 +43,7 @@ def ui_command(
 
     query = ""
     if name is not None or file is not None or set_:
-        from mlsysim.cli.sweep import load
+        from mlsysim.cli.loading import load
         from mlsysim.engine.scenarios import Scenarios
 
         if name is None and file is None:

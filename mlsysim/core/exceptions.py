@@ -24,6 +24,20 @@ as one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
+
+class _NoInput:
+    def __repr__(self) -> str:
+        return "NO_INPUT"
+
+
+NO_INPUT: Final = _NoInput()
+"""The ``input`` of an error that is not about one value (a missing field, a rule)."""
+
 
 class MlsysimError(Exception):
     """Base of every error this library raises on purpose."""
@@ -40,8 +54,14 @@ class InputError(MlsysimError, ValueError):
     context calls :meth:`at` (a copy with a longer path), never edits the text.
 
     ``field=`` (without ``loc``) is for errors whose message already names the
-    input in its own words (``"--axis nodes is given twice"``); it only records
-    the field.
+    input in its own words (``"--axis nodes is given twice"``): the location is
+    recorded, not printed again.
+
+    Several mistakes found at once travel together: :meth:`errors` lists every
+    one as pydantic's ``ErrorDetails`` (``loc``, ``msg``, ``input``, ``type``,
+    and ``ctx`` where a rule names the inputs it reads), the first one leading;
+    the command line, the file loader and the page read that list, never the
+    text.
     """
 
     def __init__(
@@ -51,12 +71,40 @@ class InputError(MlsysimError, ValueError):
         field: str | None = None,
         loc: tuple[str, ...] = (),
         owner: str | None = None,
+        input: object = NO_INPUT,
+        type: str = "value_error",
+        ctx: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.loc = tuple(loc)
         self.owner = owner
         self._field = field
+        self.input = input
+        self.type = type
+        self.ctx = ctx
+        self.others: tuple[InputError, ...] = ()
+        """The other mistakes found with this one (:func:`~mlsysim.core.validation.input_error`)."""
+
+    def errors(self) -> list[ErrorDetails]:
+        """Every mistake found, this one first, as pydantic's ``ErrorDetails``.
+
+        ``loc`` is the field path (without the owner), ``msg`` the bare message,
+        ``input`` the value given (absent where there is none: a missing field,
+        a rule between fields), ``type`` a short code (``value_error``,
+        ``missing``, ``extra_forbidden``, ``rule``); a rule's ``ctx`` names the
+        ``fields`` it reads.
+        """
+        out: list[ErrorDetails] = []
+        for error in (self, *self.others):
+            loc = error.loc or ((error._field,) if error._field else ())
+            detail: dict[str, Any] = {"type": error.type, "loc": loc, "msg": error.message}
+            if error.input is not NO_INPUT:
+                detail["input"] = error.input
+            if error.ctx:
+                detail["ctx"] = dict(error.ctx)
+            out.append(detail)  # type: ignore[arg-type]  # ErrorDetails is a TypedDict of these keys
+        return out
 
     @property
     def field(self) -> str | None:
@@ -72,16 +120,35 @@ class InputError(MlsysimError, ValueError):
 
     def __str__(self) -> str:
         where = self.location()
-        return f"{where}: {self.message}" if where else self.message
+        text = f"{where}: {self.message}" if where else self.message
+        if self.others:
+            text += f" (also {'; '.join(o.located for o in self.others)})"
+        return text
 
     def at(self, *prefix: str, owner: str | None = None) -> InputError:
-        """A copy located under ``prefix`` (and ``owner`` when given); the message is unchanged."""
+        """A copy located under ``prefix`` (and ``owner`` when given); the message is unchanged.
+
+        The mistakes found with it move with it.
+        """
         copy = self.__class__.__new__(self.__class__)
         copy.__dict__.update(self.__dict__)
         Exception.__init__(copy, *self.args)
         copy.loc = (*prefix, *self.loc)
         copy.owner = owner  # the outermost object owns the path
+        copy.others = tuple(o.at(*prefix, owner=owner) for o in self.others)
         return copy
+
+    @property
+    def located(self) -> str:
+        """``field.path: message`` without the owner (a ``field=`` error: its message alone)."""
+        where = ".".join(self.loc)
+        return f"{where}: {self.message}" if where else self.message
+
+    def with_input(self, value: object) -> InputError:
+        """This error with the value it is about (where it does not say one already)."""
+        if self.input is NO_INPUT:
+            self.input = value
+        return self
 
 
 class UnitsError(InputError):

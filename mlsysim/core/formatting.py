@@ -43,3 +43,10 @@ def fmt_rate(value: SupportsFloat) -> str:
 def fmt_num(value: SupportsFloat) -> str:
     """A plain number, six significant digits."""
     return f"{float(value):.6g}"
+
+
+def fmt_given(value: object) -> str:
+    """An input as the user gave it: ``10 Gbps``, ``InfiniBand_NDR``, ``0.4``."""
+    if hasattr(value, "magnitude") and hasattr(value, "units"):
+        return f"{float(value.magnitude):.6g} {value.units:~P}"
+    return str(getattr(value, "name", value))

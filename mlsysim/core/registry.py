@@ -209,6 +209,20 @@ KINDS: dict[str, Kind] = {
             {"default": "mlsysim.hardware.types:Price"},
         ),
         Kind(
+            "grids",
+            "Infrastructure",
+            ("Grid",),
+            0,
+            {"default": "mlsysim.hardware.types:GridIntensity"},
+        ),
+        Kind(
+            "failures",
+            "Infrastructure",
+            ("Reliability",),
+            0,
+            {"default": "mlsysim.hardware.types:FailureRate"},
+        ),
+        Kind(
             "nodes",
             "Systems",
             ("Nodes",),
@@ -579,7 +593,8 @@ def load_registry(path: str | os.PathLike[str]) -> list[str]:
 
     The file has the format of the built-in data files (one table per entry,
     under its kind: ``[accelerators.<Group>.<Name>]``, ``[nodes.<Name>]``,
-    ``[fabrics.<Name>]``, ``[prices.<Group>.<Name>]``, ``[models.<Group>.<Name>]``).
+    ``[fabrics.<Name>]``, ``[prices.<Group>.<Name>]``, ``[models.<Group>.<Name>]``,
+    ``[grids.<Name>]``, ``[failures.<Name>]``).
     An entry with the path of an existing one replaces it (entries that refer
     to it, such as the nodes of a replaced accelerator, follow); every entry of
     the file is validated now, and a mistake raises

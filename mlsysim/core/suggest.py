@@ -102,15 +102,18 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
 
 def nearest_list(word: str, candidates: Iterable[str], *, limit: int = NEAREST) -> str:
-    """The candidates, those closest to ``word`` first, cut to ``limit`` with "... and N more".
+    """The candidates, those closest to ``word`` first, cut to ``limit`` with "... and N more"
+    (all of them when at most two more than ``limit``).
 
+    >>> nearest_list("Lama", ["GPT2", "Llama2_7B", "BERT_Base", "Vgg", "ResNet50"], limit=2)
+    'Llama2_7B, BERT_Base, ... and 3 more'
     >>> nearest_list("Lama", ["GPT2", "Llama2_7B", "BERT_Base"], limit=2)
-    'Llama2_7B, BERT_Base, ... and 1 more'
+    'Llama2_7B, BERT_Base, GPT2'
     """
     names = list(dict.fromkeys(candidates))
     near = closest(word, names, n=limit, cutoff=0.0)
     ordered = near + [n for n in names if n not in near]
-    shown = ordered[:limit]
+    shown = ordered if len(ordered) <= limit + 2 else ordered[:limit]  # never "... and 1 more"
     more = len(ordered) - len(shown)
     return ", ".join(shown) + (f", ... and {more} more" if more else "")
 
@@ -118,8 +121,8 @@ def nearest_list(word: str, candidates: Iterable[str], *, limit: int = NEAREST) 
 def known(word: str, candidates: Iterable[str], *, limit: int = NEAREST) -> str:
     """``"did you mean 'nodes'? known: nodes, name, ..."``: the suggestion and the nearest names.
 
-    >>> known("nodez", ["nodes", "name", "zero_stage"], limit=2)
-    "did you mean 'nodes'? known: nodes, name, ... and 1 more"
+    >>> known("nodez", ["nodes", "name", "zero_stage", "a", "b"], limit=2)
+    "did you mean 'nodes'? known: nodes, name, ... and 3 more"
     """
     names = list(candidates)
     hint = did_you_mean(word, names)

@@ -10,16 +10,43 @@ unit parsing and graph search.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
 from importlib.resources import files
 from numbers import Real
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, cast
 
-import pint
-from pint.util import UnitsContainer
 
-from mlsysim.core.exceptions import InputError, UnitsError
-from mlsysim.core.suggest import did_you_mean, example, examples, nearest_list
+def _import_pint_without_dask() -> None:
+    """Import pint without the dask integration it loads when dask is installed.
+
+    pint's ``compat`` imports ``dask.base`` whenever dask can be found, to let
+    Quantities wrap dask arrays; that costs about 0.2 s of every start of
+    ``mlsysim`` on a machine with the ``dask`` extra, and mlsysim never puts a
+    Quantity in a dask array (plans send plain numbers to dask workers). So
+    dask is hidden from pint's one look-up (``find_spec`` returns None for a
+    ``None`` entry of ``sys.modules``) and shown again at once; ``import dask``
+    works as usual afterwards.
+    """
+    if "pint" in sys.modules or "dask" in sys.modules:
+        return
+    sys.modules["dask"] = None  # type: ignore[assignment]
+    try:
+        import pint  # noqa: F401
+    finally:
+        del sys.modules["dask"]
+
+
+_import_pint_without_dask()
+
+import pint  # noqa: E402
+from pint.util import UnitsContainer  # noqa: E402
+
+from mlsysim.core.exceptions import InputError, UnitsError  # noqa: E402
+from mlsysim.core.suggest import did_you_mean, example, examples, nearest_list  # noqa: E402
 
 
 def _definitions() -> list[str]:
@@ -63,13 +90,54 @@ def _definitions() -> list[str]:
     return patched.splitlines()
 
 
-ureg: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
-ureg.load_definitions(_definitions())
+def cache_dir() -> Path | None:
+    """Where parsed definitions are kept between runs: ``$MLSYSIM_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/mlsysim`` (``~/.cache/mlsysim``); ``MLSYSIM_CACHE_DIR=off`` keeps none."""
+    chosen = os.environ.get("MLSYSIM_CACHE_DIR")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off", "none") else Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mlsysim"
+
+
+def _registry() -> pint.UnitRegistry:
+    """The unit registry, from pint's cache of parsed definitions where one can be kept.
+
+    Parsing pint's definitions costs about 0.3 s at every start; pint keeps the
+    parsed form in its disk cache, keyed by the definitions file. The file is
+    named after the hash of its text, so a change of pint's definitions or of
+    the patch above makes a new one (the cache is invalidated by content). Any
+    trouble with the cache (a read-only home, a file half written by another
+    process) falls back to parsing, the same registry either way.
+    """
+    lines = _definitions()
+    text = "\n".join(lines) + "\n"
+    folder = cache_dir()
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"units-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt"
+            if not path.exists():
+                partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                partial.write_text(text, encoding="utf-8")
+                os.replace(partial, path)
+            cached: pint.UnitRegistry = pint.UnitRegistry(str(path), cache_folder=folder / "pint")
+            cached.default_system = None  # type: ignore[assignment]  # as the parsed registry below
+            return cached
+        except Exception:  # noqa: BLE001 - any cache failure: parse instead (same result)
+            pass
+    registry: pint.UnitRegistry = pint.UnitRegistry(None, cache_folder=None)
+    registry.load_definitions(lines)
+    return registry
+
+
+ureg: pint.UnitRegistry = _registry()
 ureg.define("param = [parameter_count] = _ = params = parameter = parameters")
 ureg.define("flop = [floating_point_operation] = _ = flops = FLOP")
 ureg.define("USD = [currency] = _ = dollar = dollars = usd")
 ureg.define("token = [token] = _ = tokens")
 ureg.define("sample = [sample] = _ = samples")
+ureg.define("failure = [] = _ = failures = interruption = interruptions")
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -91,6 +159,12 @@ KINDS: dict[str, tuple[pint.Unit, str]] = {
     "compute": (ureg.flop, "an amount of computation"),
     "tokens": (ureg.token, "a number of tokens"),
     "samples": (ureg.sample, "a number of samples"),
+    "power": (ureg.watt, "a power"),
+    "energy": (ureg.joule, "an energy"),
+    "mass": (ureg.kilogram, "a mass, here of CO2-equivalent emissions"),
+    "carbon_intensity": (ureg.kilogram / ureg.joule, "a mass of CO2-equivalent per energy"),
+    "energy_price": (ureg.USD / ureg.joule, "a price per energy"),
+    "failure_rate": (ureg.failure / ureg.second, "a failure rate per time"),
 }
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -104,9 +178,22 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "compute": (("5e14", "flop"),),
     "tokens": (("1e12", "token"),),
     "samples": (("1.2e6", "sample"),),
+    "power": (("700", "W"),),
+    "energy": (("1287", "MWh"),),
+    "mass": (("552", "t"),),
+    "carbon_intensity": (("400", "g/kWh"),),
+    "energy_price": (("0.08", "USD/kWh"),),
+    "failure_rate": (("2e-5", "failures/hour"),),
 }
 """Example values of each kind (number, unit), written in the caller's syntax by
 :func:`mlsysim.core.suggest.examples` when a message needs one."""
+
+
+EXAMPLE_NOTES: dict[str, str] = {
+    "mass": "tonnes of CO2e",
+    "failure_rate": "per device or per node",
+}
+"""What an example of these kinds means, said after it."""
 
 
 def expected(kind: str) -> str:
@@ -114,8 +201,11 @@ def expected(kind: str) -> str:
 
     >>> expected("time")
     "a time (e.g. Q_(1.8, 's'))"
+    >>> expected("mass")
+    "a mass, here of CO2-equivalent emissions (e.g. Q_(552, 't'), tonnes of CO2e)"
     """
-    return f"{KINDS[kind][1]} ({examples(EXAMPLES[kind])})"
+    note = EXAMPLE_NOTES.get(kind)
+    return f"{KINDS[kind][1]} ({examples(EXAMPLES[kind])}{f', {note}' if note else ''})"
 
 
 FACTORS: dict[str, dict[UnitsContainer, float]] = {kind: {} for kind in KINDS}
@@ -181,6 +271,12 @@ PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
     "compute": (1.0, 1e30, "1 to 1e30 flop"),
     "tokens": (1.0, 1e18, "1 to 1e18 tokens"),
     "samples": (1.0, 1e18, "1 to 1e18 samples"),
+    "power": (1e-3, 1e10, "1 mW to 10 GW"),
+    "energy": (1e-3, 1e21, "1 mJ to 1e21 J (280 TWh)"),
+    "mass": (1e-9, 1e12, "1 ug to 1e9 t"),
+    "carbon_intensity": (1e-15, 1e-5, "about 4e-6 to 36,000 g/kWh"),
+    "energy_price": (1e-15, 1e-3, "about 4e-9 to 3,600 USD/kWh"),
+    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
 }
 """Physical range of an input of each kind, canonical units (low, high, said in words).
 
@@ -274,6 +370,15 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "compute": ("flop", "Gflop", "Tflop", "Pflop", "Eflop"),
     "tokens": ("token", "Mtoken", "Gtoken", "Ttoken"),
     "samples": ("sample",),
+    "power": ("W", "kW", "MW", "GW", "watt"),
+    "energy": ("J", "kJ", "MJ", "GJ", "Wh", "kWh", "MWh", "GWh", "joule"),
+    "mass": ("g", "kg", "t", "kt", "tonne"),
+    "carbon_intensity": ("g/kWh", "kg/kWh", "kg/MWh", "t/MWh", "t/GWh"),
+    "energy_price": ("USD/kWh", "USD/MWh"),
+    "failure_rate": (
+        "failures/hour", "failures/h", "failures/day", "failures/year",
+        "interruptions/day", "interruptions/hour",
+    ),
 }
 PORT_SPEEDS = {"g": "Gbps", "gbe": "Gbps", "t": "Tbps", "tbe": "Tbps", "m": "Mbps", "mbe": "Mbps"}
 """A bandwidth written as a port speed (``400G``, ``100 GbE``) is in bits per second:

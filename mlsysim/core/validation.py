@@ -121,12 +121,10 @@ def as_pydantic(check: Callable[[object], T]) -> Callable[[object], T]:
 
 
 def input_error(owner: str, errors: list[InputError]) -> InputError:
-    """One :class:`InputError` of ``owner`` from one or more located errors (the first leads)."""
+    """One :class:`InputError` of ``owner`` carrying every located error (the first leads; see ``errors()``)."""
     first = errors[0].at(owner=owner)
-    if len(errors) == 1:
-        return first
-    others = "; ".join(str(e) for e in errors[1:])
-    return InputError(f"{first.message} (also {others})", loc=first.loc, owner=owner)
+    first.others = tuple(e.at(owner=owner) for e in errors[1:])
+    return first
 
 
 def format_pydantic_error(

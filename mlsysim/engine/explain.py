@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, cast
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.equations import UPDATE_TERMS
-from mlsysim.engine.fields import FIELDS
-from mlsysim.engine.job import explain_rows, preset_name
-from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.engine.explain_job import explain_rows
+from mlsysim.engine.fields import FIELDS, GROUPS
+from mlsysim.engine.presets import preset_name
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -44,8 +44,9 @@ from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.derivation import Checked
     from mlsysim.engine.equations import Figures
-    from mlsysim.engine.job import Checked
+    from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.models.types import Workload
 
 
@@ -112,13 +113,17 @@ def explain_result(
     return renderers[format](head, steps)
 
 
+_GROUP_ORDER = {group: i for i, group in enumerate(GROUPS)}
+
+
 def _heading(
     r: DataParallelScaleOutResult, i: Checked, title: str | None, description: str | None
 ) -> dict[str, Any]:
     """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
     inputs = {}
-    for name, f in FIELDS.items():
+    groups: dict[str, list[str]] = {}
+    for name, f in sorted(FIELDS.items(), key=lambda item: _GROUP_ORDER[item[1].group]):
         if name not in i or name == "assumptions":
             continue
         value = i[name]
@@ -129,6 +134,7 @@ def _heading(
         key = f"{name} ({f.symbol})" if f.symbol else name
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
+        groups.setdefault(GROUPS[f.group], []).append(key)
     if a.is_seed():
         model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     else:
@@ -153,6 +159,7 @@ def _heading(
         "title": name,
         "description": description,
         "inputs": inputs,
+        "groups": groups,
         "model": model,
         "result": r,
     }
@@ -543,17 +550,19 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
-    """The 80% prediction interval (conformal, from the published residuals)."""
-    from mlsysim.validation.intervals import efficiency_band
+    """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
+    from mlsysim.validation.intervals import difficulty, result_share, score_band, scores
 
     r = c.r
-    low, high = efficiency_band(c.a, 0.8)
+    z_lo, z_hi = score_band(c.a, 0.8)
+    share = result_share(r)
+    scale = float(difficulty(r.efficiency, share))
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [r_lo, r_hi]: conformal quantiles of measured - predicted on the "
-        "published cases under these assumptions, clipped to [0.001, 1]",
-        f"{fmt_num(r.efficiency)} + [{low:+.4f}, {high:+.4f}]",
+        "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
+        f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
+        f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",
     )
     u_low, u_high = (cast("Quantity", u) for u in r.interval("update_time"))
@@ -603,10 +612,11 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     out.append("Inputs")
     width = max(len(k) for k in head["inputs"])
     value_width = max(len(v) for v, _ in head["inputs"].values())
-    out += [
-        f"  {k.ljust(width)}  {v.ljust(value_width)}  {label}"
-        for k, (v, label) in head["inputs"].items()
-    ]
+    for group, keys in head["groups"].items():
+        out.append(f"  {group}")
+        for k in keys:
+            v, label = head["inputs"][k]
+            out.append(f"    {k.ljust(width)}  {v.ljust(value_width)}  {label}")
     out.append("")
     out.append(f"Model: {head['model']}")
     out.append("")
@@ -630,8 +640,12 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
     if head["description"]:
         out += [head["description"], ""]
     out += [f"**{headline(head['result'])}**", ""]
-    out += ["| input | value | meaning |", "|---|---|---|"]
-    out += [f"| {k} | {v} | {label} |" for k, (v, label) in head["inputs"].items()]
+    out += ["| group | input | value | meaning |", "|---|---|---|---|"]
+    out += [
+        f"| {group} | {k} | {head['inputs'][k][0]} | {head['inputs'][k][1]} |"
+        for group, keys in head["groups"].items()
+        for k in keys
+    ]
     out += [
         "",
         f"**Model:** {head['model']}",
@@ -657,7 +671,11 @@ def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     body = {
         "scenario": head["title"],
         "description": head["description"],
-        "inputs": {k: {"value": v, "meaning": label} for k, (v, label) in head["inputs"].items()},
+        "inputs": {
+            k: {"value": head["inputs"][k][0], "meaning": head["inputs"][k][1], "group": group}
+            for group, keys in head["groups"].items()
+            for k in keys
+        },
         "model": head["model"],
         "steps": [
             {"quantity": what, "equation": eq, "numbers": numbers, "value": value}

@@ -34,11 +34,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
-from mlsysim.core.suggest import known, nearest_list
+from mlsysim.core.suggest import known
 from mlsysim.core.text import parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
-    KINDS,
     PHYSICAL_RANGE,
     Quantity,
     nonnegative_canonical,
@@ -53,14 +52,9 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
-from mlsysim.engine.job import (
-    check_accelerator,
-    check_fabric,
-    check_mfu,
-    check_node,
-    parse_mfu,
-    workload_facts,
-)
+from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
+from mlsysim.engine.presets import fabric_named
+from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
@@ -117,6 +111,8 @@ class InputField:
     choices: tuple[str | int, ...] = ()
     checked_canonical: Callable[[Quantity], float] | None = None
     """For quantities: check and convert a Quantity in one step (the fast path of :meth:`normalize`)."""
+    group: str = "scenario"
+    """The input group (a key of :data:`GROUPS`): workload, cluster, layout, assumptions."""
     _factors: Mapping[object, float] = dataclasses.field(
         init=False, repr=False, compare=False, default_factory=dict
     )
@@ -229,46 +225,49 @@ def _canonical(dimension: str) -> Callable[[Value], float]:
     return lambda value: to_canonical(value, dimension)
 
 
-def _fabric_figure(attribute: str) -> Callable[[str], Quantity | None]:
-    """The figure of a fabric registry entry named by ``text``, or None when no fabric has that name."""
+def _link(dimension: str, name: str, *, allow_zero: bool) -> tuple[Callable, Callable]:
+    """Check and parse of a link figure: a Quantity or its text, never a fabric's name.
 
-    def lookup(text: str) -> Quantity | None:
-        from mlsysim.hardware.registry import Systems
-
-        try:
-            fabric = Systems.Fabrics.get(text.strip().removeprefix("Fabrics."))
-        except UnknownNameError:
-            return None
-        return getattr(fabric, attribute)
-
-    return lookup
-
-
-def _link(dimension: str, attribute: str, *, allow_zero: bool) -> tuple[Callable, Callable]:
-    """Check and parse of a link figure that also takes a fabric's registry name."""
+    A fabric stands for several figures (bandwidth and latency), so it is given
+    as ``fabric=`` (the link between nodes) or through a ``node=``; named here it
+    is an error that says so, instead of a bandwidth without its latency.
+    """
     quantity_check = _quantity_check(dimension, allow_zero=allow_zero)
-    fabric = _fabric_figure(attribute)
+
+    def refuse_fabric(value: object) -> None:
+        from mlsysim.hardware.types import Fabric
+
+        fabric = value if isinstance(value, Fabric) else None
+        if isinstance(value, str):
+            fabric = fabric_named(value.strip().removeprefix("Fabrics."))
+        if fabric is None:
+            return
+        label = _registry_key(value, fabric)
+        if name.startswith("inter"):
+            hint = f"give it as fabric={label} (it sets inter_bandwidth and inter_latency)"
+        else:
+            hint = "give the figure itself, or the node that has it (node=DGX_H100)"
+        raise InputError(f"{label} is a fabric, not a {dimension}: {hint}")
 
     def parse(text: str) -> Quantity:
-        figure = fabric(text)
-        if figure is not None:
-            return figure
-        try:
-            return parse_quantity(text, dimension)
-        except InputError as exc:
-            from mlsysim.hardware.registry import Systems
-
-            if text.strip()[:1] in tuple("0123456789.+-"):  # a figure, not a fabric's name
-                raise
-            names = nearest_list(text, Systems.Fabrics.entries())
-            raise InputError(f"{exc.message}; or name a fabric: {names}") from None
+        refuse_fabric(text)
+        return parse_quantity(text, dimension)
 
     def check(value: object) -> Value:
+        refuse_fabric(value)
         if isinstance(value, str):
             value = parse(value)
         return quantity_check(value)
 
     return check, parse
+
+
+def _registry_key(value: object, fabric: object) -> str:
+    from mlsysim.engine.presets import preset_name
+
+    if isinstance(value, str):
+        return value.strip().removeprefix("Fabrics.")
+    return preset_name("fabric", fabric)
 
 
 def _device_memory(value: object) -> Value:
@@ -368,7 +367,12 @@ def _text(value: object) -> str:
 
 
 def _count(
-    name: str, label: str, symbol: str | None, *, default: Value | _Required = REQUIRED, seed: bool = True
+    name: str,
+    label: str,
+    symbol: str | None,
+    *,
+    default: Value | _Required = REQUIRED,
+    seed: bool = True,
 ) -> InputField:
     return InputField(
         name,
@@ -395,13 +399,13 @@ def _quantity(
     optional: bool = False,
     allow_zero: bool = False,
     seed: bool = True,
-    fabric_attribute: str | None = None,
+    link: bool = False,
 ) -> InputField:
-    if fabric_attribute is None:
+    if link:
+        check, parse = _link(dimension, name, allow_zero=allow_zero)
+    else:
         check = _quantity_check(dimension, allow_zero=allow_zero)
         parse = _quantity_parse(dimension)
-    else:
-        check, parse = _link(dimension, fabric_attribute, allow_zero=allow_zero)
     convert = nonnegative_canonical if allow_zero else positive_canonical
     return InputField(
         name,
@@ -437,296 +441,366 @@ def _fraction_number(value: Value) -> float:
 
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
-    checks: dict[str, Callable[[object], Value]] = {
-        "node": check_node,
-        "fabric": check_fabric,
-        "accelerator": check_accelerator,
-    }
-    check = checks[name]
+    check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
     )
 
 
-def _fabric_or_link(f: InputField) -> InputField:
-    """``inter_bandwidth`` that keeps a fabric (entry or name) as the fabric itself.
-
-    The scenario moves it to ``fabric`` before anything else
-    (:func:`mlsysim.engine.job.normalize_given`), so the fabric's latency
-    comes with its bandwidth; a sweep axis takes its bandwidth.
-    """
-    link_check, link_parse = f.check, f.parse
-
-    def fabric(value: object) -> Value | None:
-        from mlsysim.hardware.types import Fabric
-
-        if isinstance(value, Fabric):
-            return value
-        if isinstance(value, str):
-            try:
-                return check_fabric(value.strip().removeprefix("Fabrics."))
-            except InputError:
-                return None
-        return None
-
-    def check(value: object) -> Value:
-        found = fabric(value)
-        return found if found is not None else link_check(value)
-
-    def parse(text: str) -> object:
-        found = fabric(text)
-        return found if found is not None else link_parse(text)
-
-    return dataclasses.replace(f, check=check, parse=parse)
-
-
 # -- the table ---------------------------------------------------------------------------
 
+GROUPS: Final[Mapping[str, str]] = {
+    "workload": "Workload",
+    "cluster": "Cluster",
+    "layout": "Execution layout",
+    "assumptions": "Model assumptions",
+    "scenario": "Scenario",
+}
+"""The groups of inputs as the domain is (after Calculon's split into application,
+execution and system), each with its title: the workload (the model, its data, the job's
+size and a one-device profile); the cluster (node, devices, nodes, links, fabric, NICs,
+memory, prices); the execution layout (batch, accumulation, precision, recompute,
+sharding); the modeling assumptions; and the scenario's name and description."""
+
+
+def _in(group: str, f: InputField) -> InputField:
+    """``f`` in the input group ``group`` (a key of :data:`GROUPS`)."""
+    return dataclasses.replace(f, group=group)
+
+
 _TABLE: tuple[InputField, ...] = (
-    InputField(
+    _in(
         "workload",
-        "the model trained",
+        InputField(
+            "workload",
+            "the model trained",
+            "workload",
+            _workload,
+            _workload_named,
+            seed=True,
+        ),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "precision",
+            "number format of the gradients",
+            "choice",
+            check_precision,
+            lambda text: text.strip(),
+            default="fp16",
+            seed=True,
+            choices=tuple(BYTES_PER_ELEMENT),
+        ),
+    ),
+    _in(
         "workload",
-        _workload,
-        _workload_named,
-        seed=True,
+        _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
     ),
-    InputField(
-        "precision",
-        "number format of the gradients",
-        "choice",
-        check_precision,
-        lambda text: text.strip(),
-        default="fp16",
-        seed=True,
-        choices=tuple(BYTES_PER_ELEMENT),
+    _in(
+        "workload",
+        _derivable(
+            _quantity("training_time", "one device, the whole run", "time", "hour", "T_train")
+        ),
     ),
-    _derivable(_quantity("step_time", "one device, one local step", "time", "s", "T1")),
-    _derivable(_quantity("training_time", "one device, the whole run", "time", "hour", "T_train")),
-    _count("per_device_batch", "samples per device per step", "b"),
-    _derivable(_count("devices_per_node", "devices in each node", "d")),
-    _count("nodes", "nodes", "N", default=1),
-    _derivable(
-        _quantity(
-            "intra_bandwidth",
-            "link inside a node, per direction",
-            "bandwidth",
-            "GB/s",
-            "B_intra",
-            fabric_attribute="bandwidth",
-        )
+    _in("layout", _count("per_device_batch", "samples per device per step", "b")),
+    _in("cluster", _derivable(_count("devices_per_node", "devices in each node", "d"))),
+    _in("cluster", _count("nodes", "nodes", "N", default=1)),
+    _in(
+        "cluster",
+        _derivable(
+            _quantity(
+                "intra_bandwidth",
+                "link inside a node, per direction",
+                "bandwidth",
+                "GB/s",
+                "B_intra",
+                link=True,
+            )
+        ),
     ),
-    _fabric_or_link(
+    _in(
+        "cluster",
         _quantity(
             "inter_bandwidth",
-            "link between nodes, per direction (a fabric name also brings its latency)",
+            "link between nodes, per direction (a fabric comes through fabric=)",
             "bandwidth",
             "Gbps",
             "B_inter",
             default=None,
             optional=True,
-            fabric_attribute="bandwidth",
-        )
+            link=True,
+        ),
     ),
-    _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1),
-    _quantity(
-        "node_hour_rate",
-        "price of one node for one hour",
-        "money_rate",
-        "USD/hour",
-        None,
-        default=None,
-        optional=True,
+    _in("layout", _count("accumulation_steps", "micro-steps per optimizer update", "A", default=1)),
+    _in(
+        "cluster",
+        _quantity(
+            "node_hour_rate",
+            "price of one node for one hour",
+            "money_rate",
+            "USD/hour",
+            None,
+            default=None,
+            optional=True,
+        ),
     ),
-    InputField(
-        "nics_per_node",
-        "inter-node NICs per node (None: one link of inter_bandwidth)",
-        "count",
-        check_positive_int,
-        parse_int,
-        default=None,
-        optional=True,
-        symbol="k",
-        numeric=True,
-        canonical=_count_number,
+    _in(
+        "cluster",
+        InputField(
+            "nics_per_node",
+            "inter-node NICs per node (None: one link of inter_bandwidth)",
+            "count",
+            check_positive_int,
+            parse_int,
+            default=None,
+            optional=True,
+            symbol="k",
+            numeric=True,
+            canonical=_count_number,
+        ),
     ),
-    _quantity(
-        "intra_latency",
-        "startup time of one ring step inside a node",
-        "time",
-        "us",
-        "alpha_intra",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
-        fabric_attribute="latency",
+    _in(
+        "cluster",
+        _quantity(
+            "intra_latency",
+            "startup time of one ring step inside a node",
+            "time",
+            "us",
+            "alpha_intra",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+            link=True,
+        ),
     ),
-    _quantity(
-        "inter_latency",
-        "startup time of one ring step between nodes",
-        "time",
-        "us",
-        "alpha_inter",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
-        fabric_attribute="latency",
+    _in(
+        "cluster",
+        _quantity(
+            "inter_latency",
+            "startup time of one ring step between nodes",
+            "time",
+            "us",
+            "alpha_inter",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+            link=True,
+        ),
     ),
-    InputField(
+    _in(
         "assumptions",
-        "modeling choices (seed or realistic, or their values)",
-        "assumptions",
-        _assumptions,
-        _assumptions_text,
-        default=Assumptions(),
+        InputField(
+            "assumptions",
+            "modeling choices (seed or realistic, or their values)",
+            "assumptions",
+            _assumptions,
+            _assumptions_text,
+            default=Assumptions(),
+        ),
     ),
-    InputField(
-        "device_memory",
-        "memory of one device (a size or an accelerator)",
-        "quantity",
-        _device_memory,
-        _parse_device_memory,
-        default=None,
-        optional=True,
-        dimension="data",
-        display_unit="GB",
-        numeric=True,
-        canonical=_canonical("data"),
+    _in(
+        "cluster",
+        InputField(
+            "device_memory",
+            "memory of one device (a size or an accelerator)",
+            "quantity",
+            _device_memory,
+            _parse_device_memory,
+            default=None,
+            optional=True,
+            dimension="data",
+            display_unit="GB",
+            numeric=True,
+            canonical=_canonical("data"),
+        ),
     ),
-    InputField(
-        "zero_stage",
-        "ZeRO stage of the training state (0: none)",
-        "index",
-        _zero_stage,
-        parse_int,
-        default=0,
-        choices=ZERO_STAGES,
+    _in(
+        "layout",
+        InputField(
+            "zero_stage",
+            "ZeRO stage of the training state (0: none)",
+            "index",
+            _zero_stage,
+            parse_int,
+            default=0,
+            choices=ZERO_STAGES,
+        ),
     ),
-    _quantity(
-        "activation_memory",
-        "activation memory per device",
-        "data",
-        "GB",
-        None,
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
+    _in(
+        "layout",
+        _quantity(
+            "activation_memory",
+            "activation memory per device",
+            "data",
+            "GB",
+            None,
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
     ),
-    InputField(
-        "gradient_precision",
-        "number format of the gradients on the wire (None: the precision's)",
-        "choice",
-        check_precision,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(BYTES_PER_ELEMENT),
+    _in(
+        "layout",
+        InputField(
+            "gradient_precision",
+            "number format of the gradients on the wire (None: the precision's)",
+            "choice",
+            check_precision,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(BYTES_PER_ELEMENT),
+        ),
     ),
-    InputField(
-        "optimizer",
-        "optimizer whose step is timed at memory_bandwidth (None: no step time)",
-        "choice",
-        _optimizer,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+    _in(
+        "layout",
+        InputField(
+            "optimizer",
+            "optimizer whose step is timed at memory_bandwidth (None: no step time)",
+            "choice",
+            _optimizer,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+        ),
     ),
-    _quantity(
-        "optimizer_step_time",
-        "time of one optimizer step, when given instead of optimizer",
-        "time",
-        "ms",
-        "t_opt",
-        default=None,
-        optional=True,
-        allow_zero=True,
-        seed=False,
+    _in(
+        "layout",
+        _quantity(
+            "optimizer_step_time",
+            "time of one optimizer step, when given instead of optimizer",
+            "time",
+            "ms",
+            "t_opt",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
     ),
-    InputField(
-        "memory_bandwidth",
-        "memory bandwidth of one device (a bandwidth or an accelerator)",
-        "quantity",
-        _memory_bandwidth,
-        _parse_memory_bandwidth,
-        default=None,
-        optional=True,
-        dimension="bandwidth",
-        display_unit="GB/s",
-        symbol="B_mem",
-        numeric=True,
-        canonical=_canonical("bandwidth"),
+    _in(
+        "cluster",
+        InputField(
+            "memory_bandwidth",
+            "memory bandwidth of one device (a bandwidth or an accelerator)",
+            "quantity",
+            _memory_bandwidth,
+            _parse_memory_bandwidth,
+            default=None,
+            optional=True,
+            dimension="bandwidth",
+            display_unit="GB/s",
+            symbol="B_mem",
+            numeric=True,
+            canonical=_canonical("bandwidth"),
+        ),
     ),
-    InputField(
-        "inter_transport",
-        "transport between nodes: rdma or tcp (None: rdma)",
-        "choice",
-        _transport,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(TRANSPORT_EFFICIENCY),
+    _in(
+        "cluster",
+        InputField(
+            "inter_transport",
+            "transport between nodes: rdma or tcp (None: rdma)",
+            "choice",
+            _transport,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(TRANSPORT_EFFICIENCY),
+        ),
     ),
-    InputField(
-        "input_pipeline",
-        "where the inputs come from: real (a data loader) or synthetic (made on the device; "
-        "no loader jitter) (None: real)",
-        "choice",
-        _input_pipeline,
-        lambda text: text.strip(),
-        default=None,
-        optional=True,
-        choices=tuple(INPUT_PIPELINE_JITTER),
+    _in(
+        "workload",
+        InputField(
+            "input_pipeline",
+            "where the inputs come from: real (a data loader) or synthetic (made on the device; "
+            "no loader jitter) (None: real)",
+            "choice",
+            _input_pipeline,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(INPUT_PIPELINE_JITTER),
+        ),
     ),
-    _preset("node", "a server of the registry: devices, links, NICs, accelerator, memory, price"),
-    _preset("fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"),
-    _preset("accelerator", "the device, from the registry: peak FLOPs and memory"),
-    InputField(
-        "mfu",
-        "model FLOPs utilisation (0-1), from which step_time is derived",
-        "number",
-        check_mfu,
-        parse_mfu,
-        default=None,
-        optional=True,
-        symbol="u",
-        numeric=True,
-        canonical=_fraction_number,
+    _in(
+        "cluster",
+        _preset(
+            "node", "a server of the registry: devices, links, NICs, accelerator, memory, price"
+        ),
     ),
-    _quantity(
-        "training_tokens",
-        "tokens to train on, from which training_time is derived",
-        "tokens",
-        "token",
-        "D",
-        default=None,
-        optional=True,
-        seed=False,
+    _in(
+        "cluster",
+        _preset(
+            "fabric", "the link between nodes, from the registry: inter_bandwidth and inter_latency"
+        ),
     ),
-    _quantity(
-        "training_samples",
-        "samples to train on, from which training_time is derived",
-        "samples",
-        "sample",
-        "S",
-        default=None,
-        optional=True,
-        seed=False,
+    _in("cluster", _preset("accelerator", "the device, from the registry: peak FLOPs and memory")),
+    _in(
+        "workload",
+        InputField(
+            "mfu",
+            "model FLOPs utilisation (0-1), from which step_time is derived",
+            "number",
+            check_mfu,
+            parse_mfu,
+            default=None,
+            optional=True,
+            symbol="u",
+            numeric=True,
+            canonical=_fraction_number,
+        ),
     ),
-    InputField(
-        "recompute",
-        "activation recomputation: none, selective (default, as FlashAttention) or full",
-        "choice",
-        check_recompute,
-        lambda text: text.strip(),
-        default="selective",
-        choices=RECOMPUTE_MODES,
+    _in(
+        "workload",
+        _quantity(
+            "training_tokens",
+            "tokens to train on, from which training_time is derived",
+            "tokens",
+            "token",
+            "D",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
     ),
-    InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
-    InputField("description", "what it is", "text", _text, str, default=None, optional=True),
+    _in(
+        "workload",
+        _quantity(
+            "training_samples",
+            "samples to train on, from which training_time is derived",
+            "samples",
+            "sample",
+            "S",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "recompute",
+            "activation recomputation: none, selective (default, as FlashAttention) or full",
+            "choice",
+            check_recompute,
+            lambda text: text.strip(),
+            default="selective",
+            choices=RECOMPUTE_MODES,
+        ),
+    ),
+    _in(
+        "scenario",
+        InputField("name", "scenario name", "text", _text, str, default=None, optional=True),
+    ),
+    _in(
+        "scenario",
+        InputField("description", "what it is", "text", _text, str, default=None, optional=True),
+    ),
 )
 
 FIELDS: Final[Mapping[str, InputField]] = {f.name: f for f in _TABLE}
@@ -816,34 +890,3 @@ DERIVED_FROM: Final = (
     "input_pipeline",
 )
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""
-
-
-# -- cross-field rules --------------------------------------------------------------------
-
-
-def check_together(values: Mapping[str, Value]) -> None:
-    """Rules between inputs, applied after each input is checked on its own."""
-    nodes = cast(int, values.get("nodes", 1))
-    if nodes > 1 and values.get("inter_bandwidth") is None:
-        raise InputError(
-            f"required when nodes > 1 (got nodes={nodes} and no inter_bandwidth); "
-            "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps')",
-            loc=("inter_bandwidth",),
-        )
-    optimizer = values.get("optimizer")
-    if optimizer is not None and values.get("optimizer_step_time") is not None:
-        raise InputError(
-            "give either optimizer (with memory_bandwidth) or optimizer_step_time, not both",
-            loc=("optimizer",),
-        )
-    if optimizer is not None and values.get("memory_bandwidth") is None:
-        raise InputError(
-            f"required with optimizer={optimizer!r} (its step's bytes move at the device's "
-            "memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'",
-            loc=("memory_bandwidth",),
-        )
-
-
-def unit_kinds() -> tuple[str, ...]:
-    """The unit kinds quantity inputs may have (for documentation and schemas)."""
-    return tuple(KINDS)

@@ -233,7 +233,8 @@ def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object
     """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
     out: dict[str, object] = {}
     tables: dict[str, object] = {}
-    from mlsysim.engine.job import DEFAULT_RECOMPUTE, PRESETS, preset_name
+    from mlsysim.engine.presets import PRESETS, preset_name
+    from mlsysim.engine.workload_figures import DEFAULT_RECOMPUTE
 
     fields = scenario.fields()
     for derived in scenario.job.origins:  # written as what they derive from
@@ -249,6 +250,8 @@ def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object
             continue
         if key == "workload":
             workload = cast("Workload", value)  # the field's checked kind
+            from mlsysim.models.registry import registry_name
+
             name = registry_name(workload)
             if name is None:
                 tables[key] = _workload_table(workload)
@@ -282,15 +285,6 @@ def quantity_text(q: Quantity) -> str:
             if back.units == q.units and back.magnitude == magnitude:
                 return text
     return f"{number} {q.units:C}"
-
-
-def registry_name(workload: Workload) -> str | None:
-    from mlsysim.models.registry import Models
-
-    for path, entry in Models.walk():
-        if entry == workload:
-            return path
-    return None
 
 
 def _workload_table(workload: Workload) -> dict[str, object]:

@@ -48,16 +48,24 @@ def apply_overrides(
         return scenario
     changes: dict[str, object] = {}
     assumption_changes: dict[str, object] = {}
+    errors: list[InputError] = []
     for text in assignments:
         name, value = parse_assignment(text)
-        if name.startswith("assumptions."):
-            sub = name.split(".", 1)[1]
-            try:
-                assumption_changes[sub] = assumption_from_text(sub, value)
-            except InputError as exc:
-                raise exc.at("assumptions") from None
-            continue
-        changes[name] = coerce_field(name, value)
+        try:
+            if name.startswith("assumptions."):
+                sub = name.split(".", 1)[1]
+                try:
+                    assumption_changes[sub] = assumption_from_text(sub, value)
+                except InputError as exc:
+                    raise exc.at("assumptions") from None
+            else:
+                changes[name] = coerce_field(name, value)
+        except InputError as exc:
+            errors.append(exc.with_input(value))
+    if errors:  # every value that cannot be read, each at its field
+        first = errors[0]
+        first.others = tuple(errors[1:])
+        raise first
     if assumption_changes:
         base = cast(Assumptions, changes.get("assumptions", scenario.assumptions))
         try:

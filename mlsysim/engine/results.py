@@ -20,7 +20,7 @@ from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
-    from mlsysim.engine.job import Job
+    from mlsysim.engine.derivation import Job
 
 
 if TYPE_CHECKING:
@@ -34,21 +34,57 @@ _CANONICAL = {"byte": "byte", "millisecond": "second", "hour": "second", "USD": 
 
 
 class ResultField(Generic[T]):
-    """One declared result field: its name, how it is reported, and whether the seed has it.
+    """One declared result field: the one place that says what it is and how it is shown.
 
     ``unit`` is the unit a physical figure is reported in (``"millisecond"``),
     or None for a plain number; ``factor`` converts the canonical SI value into
-    it (taken from the unit registry, not typed by hand).
+    it (taken from the unit registry, not typed by hand). ``seed``: part of the
+    seed contract; ``doc``: what it means.
+
+    How it is shown (read by the run table, the sweep and plan tables, CSV and
+    Parquet headers, the JSON schema and the page): ``label`` on the run table
+    (``{n}`` and ``{nodes}`` are filled in), ``row`` its place there (None: not
+    a row), ``opt_in`` shown only when the opt-in model is on, ``header`` the
+    short column title of a sweep table, ``display`` how a value is written
+    (``"fixed"``, ``"percent"``, ``"times"``, ``"ratio"``, ``"yes_no"``,
+    ``"money"``, ``"count"``, ``"text"``), ``interval`` its place among the
+    fields with a prediction interval (None: it has none).
     """
 
     kind = "float"
+    display = "ratio"
 
-    def __init__(self, unit_name: str | None = None, *, seed: bool = False, doc: str = "") -> None:
+    def __init__(
+        self,
+        unit_name: str | None = None,
+        *,
+        seed: bool = False,
+        doc: str = "",
+        label: str = "",
+        row: int | None = None,
+        opt_in: bool = False,
+        header: str | None = None,
+        display: str | None = None,
+        interval: int | None = None,
+    ) -> None:
         self.unit = unit_name
         self.seed = seed
         self.__doc__ = doc
+        self.doc = doc
+        self.label = label
+        self.row = row
+        self.opt_in = opt_in
+        self._header = header
+        if display is not None:
+            self.display = display
+        self.interval = interval
         self.name = ""
         self._factor: float | None = None
+
+    @property
+    def header(self) -> str:
+        """The short title of a sweep table's column (the field's name unless declared)."""
+        return self._header or self.name
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -84,6 +120,7 @@ class ResultField(Generic[T]):
 
 class QuantityField(ResultField[Quantity]):
     kind = "quantity"
+    display = "fixed"
 
     def read(self, result: DataParallelScaleOutResult) -> Quantity:
         cache = result._cache
@@ -96,6 +133,7 @@ class QuantityField(ResultField[Quantity]):
 
 class OptionalQuantityField(ResultField["Quantity | None"]):
     kind = "quantity"
+    display = "fixed"
 
     def read(self, result: DataParallelScaleOutResult) -> Quantity | None:
         raw = getattr(result.figures, self.name)
@@ -106,6 +144,7 @@ class OptionalQuantityField(ResultField["Quantity | None"]):
 
 class IntField(ResultField[int]):
     kind = "int"
+    display = "count"
 
     def read(self, result: DataParallelScaleOutResult) -> int:
         return int(getattr(result.figures, self.name))
@@ -115,6 +154,7 @@ class MoneyField(ResultField["float | None"]):
     """The seed's ``cost``: a float in US dollars, or None without a node price."""
 
     kind = "money"
+    display = "money"
 
     def read(self, result: DataParallelScaleOutResult) -> float | None:
         raw = float(getattr(result.figures, self.name))
@@ -125,10 +165,18 @@ class LabelField(ResultField[str]):
     """A code of the model shown as its label (``"inter-node link"``)."""
 
     kind = "label"
+    display = "text"
 
-    def __init__(self, read: Callable[[DataParallelScaleOutResult], str], *, doc: str = "") -> None:
-        super().__init__(doc=doc)
+    def __init__(
+        self,
+        read: Callable[[DataParallelScaleOutResult], str],
+        labels: tuple[str, ...],
+        **shown: Any,
+    ) -> None:
+        super().__init__(**shown)
         self._read = read
+        self.labels = labels
+        """Every label it can take: a sweep stores the code (index) of each."""
 
     def read(self, result: DataParallelScaleOutResult) -> str:
         return self._read(result)
@@ -136,6 +184,7 @@ class LabelField(ResultField[str]):
 
 class FitsField(ResultField["bool | None"]):
     kind = "bool"
+    display = "yes_no"
 
     def read(self, result: DataParallelScaleOutResult) -> bool | None:
         if result.figures.device_memory != result.figures.device_memory:
@@ -145,6 +194,7 @@ class FitsField(ResultField["bool | None"]):
 
 class TraceField(ResultField["tuple[str, ...]"]):
     kind = "notes"
+    display = "text"
 
     def read(self, result: DataParallelScaleOutResult) -> tuple[str, ...]:
         trace = result._cache.get("constraint_trace")
@@ -184,43 +234,117 @@ class DataParallelScaleOutResult:
     _trace_of: Callable[[DataParallelScaleOutResult], tuple[str, ...]]
 
     # the seed's result fields, in the order of the seed contract
-    n_devices = IntField(seed=True, doc="n = devices_per_node x nodes")
-    gradient_bytes = QuantityField("byte", seed=True, doc="G: bytes of one gradient")
-    intra_bytes = QuantityField("byte", seed=True, doc="bytes each device sends inside its node")
-    inter_bytes = QuantityField("byte", seed=True, doc="bytes each device sends across nodes")
-    intra_time = QuantityField("millisecond", seed=True, doc="AllReduce time inside a node")
-    inter_time = QuantityField("millisecond", seed=True, doc="AllReduce time across nodes")
-    communication_time = QuantityField("millisecond", seed=True, doc="intra_time + inter_time")
-    compute_time = QuantityField("millisecond", seed=True, doc="A x T1 per update")
-    update_time = QuantityField("millisecond", seed=True, doc="time of one optimizer update")
-    communication_overhead = ResultField[float](seed=True, doc="communication / compute")
+    n_devices = IntField(
+        seed=True, doc="n = devices_per_node x nodes", label="devices, n = d x N", row=0,
+        header="devices",
+    )
+    gradient_bytes = QuantityField(
+        "byte", seed=True, doc="G: bytes of one gradient", label="gradient bytes (G)", row=18
+    )
+    intra_bytes = QuantityField(
+        "byte", seed=True, doc="bytes each device sends inside its node",
+        label="bytes sent per device inside a node", row=19,
+    )
+    inter_bytes = QuantityField(
+        "byte", seed=True, doc="bytes each device sends across nodes",
+        label="bytes sent per device across nodes", row=20,
+    )
+    intra_time = QuantityField(
+        "millisecond", seed=True, doc="AllReduce time inside a node", label="  inside each node", row=4
+    )
+    inter_time = QuantityField(
+        "millisecond", seed=True, doc="AllReduce time across nodes", label="  across nodes", row=5
+    )
+    communication_time = QuantityField(
+        "millisecond", seed=True, doc="intra_time + inter_time",
+        label="gradient AllReduce per update", row=3, header="comm.",
+    )
+    compute_time = QuantityField(
+        "millisecond", seed=True, doc="A x T1 per update", label="compute per update (A x T1)", row=2
+    )
+    update_time = QuantityField(
+        "millisecond", seed=True, doc="time of one optimizer update", label="update time", row=1,
+        header="update", interval=3,
+    )
+    communication_overhead = ResultField[float](
+        seed=True, doc="communication / compute", label="communication / compute", row=14
+    )
     compute_share = ResultField[float](seed=True, doc="compute / update")
     communication_share = ResultField[float](seed=True, doc="exposed communication / update")
-    speedup = ResultField[float](seed=True, doc="n x compute / update")
-    efficiency = ResultField[float](seed=True, doc="speedup / n")
-    global_batch = IntField(seed=True, doc="per_device_batch x n x A")
-    training_time = QuantityField("hour", seed=True, doc="the whole run on the cluster")
-    cost = MoneyField("USD", seed=True, doc="US dollars, or None without a node price")
+    speedup = ResultField[float](
+        seed=True, doc="n x compute / update", label="speedup over one device", row=12,
+        display="times", interval=2,
+    )
+    efficiency = ResultField[float](
+        seed=True, doc="speedup / n", label="scaling efficiency", row=13, display="percent",
+        header="eff.", interval=1,
+    )
+    global_batch = IntField(
+        seed=True, doc="per_device_batch x n x A", label="global batch", row=15,
+        header="global batch",
+    )
+    training_time = QuantityField(
+        "hour", seed=True, doc="the whole run on the cluster", label="training time on {n} devices",
+        row=16, header="training", interval=4,
+    )
+    cost = MoneyField(
+        "USD", seed=True, doc="US dollars, or None without a node price", label="cost on {nodes}",
+        row=17, interval=5,
+    )
     # the opt-in model's fields
-    exposed_communication_time = QuantityField("millisecond", doc="communication not hidden")
-    hidden_communication_time = QuantityField("millisecond", doc="communication under backward")
-    synchronization_time = QuantityField("millisecond", doc="straggler wait + update overhead")
+    exposed_communication_time = QuantityField(
+        "millisecond", doc="communication not hidden", label="AllReduce not hidden (exposed)",
+        row=6, opt_in=True,
+    )
+    hidden_communication_time = QuantityField(
+        "millisecond", doc="communication under backward", label="AllReduce hidden under backward",
+        row=7, opt_in=True,
+    )
+    synchronization_time = QuantityField(
+        "millisecond", doc="straggler wait + update overhead", label="synchronization per update",
+        row=8, opt_in=True,
+    )
     synchronization_share = ResultField[float](doc="synchronization / update")
     extra_share = ResultField[float](doc="(optimizer + interference + bucket copies) / update")
-    optimizer_time = QuantityField("millisecond", doc="one optimizer step per update")
-    interference_time = QuantityField("millisecond", doc="compute slowed beside communication")
-    bucket_copy_time = QuantityField("millisecond", doc="DDP's gradient copies into buckets and back")
-    algorithm = LabelField(lambda r: r.choices.algorithm, doc="the AllReduce choice asked for")
+    optimizer_time = QuantityField(
+        "millisecond", doc="one optimizer step per update", label="optimizer step per update",
+        row=9, opt_in=True,
+    )
+    interference_time = QuantityField(
+        "millisecond", doc="compute slowed beside communication",
+        label="compute slowed beside the AllReduce", row=10, opt_in=True,
+    )
+    bucket_copy_time = QuantityField(
+        "millisecond", doc="DDP's gradient copies into buckets and back",
+        label="DDP bucket copies per update", row=11, opt_in=True,
+    )
+    algorithm = LabelField(
+        lambda r: r.choices.algorithm, ("ring", "hierarchical", "tree", "auto"),
+        doc="the AllReduce choice asked for", label="AllReduce algorithm asked", row=24,
+        opt_in=True,
+    )
     intra_algorithm = LabelField(
-        lambda r: "ring" if r.devices_per_node > 1 else "none", doc="inside a node"
+        lambda r: "ring" if r.devices_per_node > 1 else "none", ("none", "ring"),
+        doc="inside a node", label="AllReduce inside a node", row=25,
     )
-    inter_algorithm = LabelField(_inter_algorithm, doc="across nodes (auto: the one picked)")
+    inter_algorithm = LabelField(
+        _inter_algorithm, ("none", *ALGORITHMS), doc="across nodes (auto: the one picked)",
+        label="AllReduce across nodes", row=26,
+    )
     bottleneck = LabelField(
-        lambda r: BOTTLENECKS[int(r.figures.bottleneck)], doc="largest term of the update time"
+        lambda r: BOTTLENECKS[int(r.figures.bottleneck)], BOTTLENECKS,
+        doc="largest term of the update time", label="bottleneck", row=27,
     )
-    memory_per_device = QuantityField("byte", doc="training state + activations per device")
-    device_memory = OptionalQuantityField("byte", doc="memory of one device, when known")
-    fits = FitsField(doc="memory_per_device <= device_memory, None when unknown")
+    memory_per_device = QuantityField(
+        "byte", doc="training state + activations per device", label="memory per device", row=21
+    )
+    device_memory = OptionalQuantityField(
+        "byte", doc="memory of one device, when known", label="device memory", row=22
+    )
+    fits = FitsField(
+        doc="memory_per_device <= device_memory, None when unknown", label="fits in device memory",
+        row=23,
+    )
     constraint_trace = TraceField(doc="notes on what limits this layout")
 
     def __init__(
@@ -256,7 +380,7 @@ class DataParallelScaleOutResult:
     __delattr__ = __setattr__  # type: ignore[assignment]
 
     def _key(self) -> tuple[object, ...]:
-        return tuple(_hashable(getattr(self, name)) for name in FIELDS if name != "constraint_trace")
+        return tuple(_hashable(getattr(self, name)) for name in RESULT_NAMES if name != "constraint_trace")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DataParallelScaleOutResult):
@@ -283,7 +407,7 @@ class DataParallelScaleOutResult:
         """Plain Python values in the project's JSON encoding (``{"value": x, "unit": u}``)."""
         from mlsysim.core.jsonio import encode
 
-        names = SEED_FIELDS if seed_only else FIELDS
+        names = SEED_FIELDS if seed_only else RESULT_NAMES
         return {name: encode(getattr(self, name), unit=field_unit(name)) for name in names}
 
     def interval(self, name: str, level: float = 0.8) -> tuple[Quantity | float, Quantity | float]:
@@ -320,14 +444,14 @@ def _hashable(value: object) -> object:
     return value
 
 
-FIELDS: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
+RESULT_NAMES: tuple[str, ...] = tuple(DataParallelScaleOutResult._declared)
 """Every result field: the seed's, then those of the opt-in model."""
 
 _RESULT_FIELDS: dict[str, ResultField[object]] = {
-    name: DataParallelScaleOutResult.__dict__[name] for name in FIELDS
+    name: DataParallelScaleOutResult.__dict__[name] for name in RESULT_NAMES
 }
 
-SEED_FIELDS: tuple[str, ...] = tuple(n for n in FIELDS if _RESULT_FIELDS[n].seed)
+SEED_FIELDS: tuple[str, ...] = tuple(n for n in RESULT_NAMES if _RESULT_FIELDS[n].seed)
 """The seed contract's result fields, in its order."""
 
 
@@ -336,11 +460,25 @@ def result_fields() -> Mapping[str, ResultField[object]]:
     return MappingProxyType(_RESULT_FIELDS)
 
 
+def run_rows() -> tuple[ResultField[object], ...]:
+    """The result fields the run table shows, in its order (the answer first)."""
+    shown = [f for f in _RESULT_FIELDS.values() if f.row is not None]
+    return tuple(sorted(shown, key=lambda f: cast(int, f.row)))
+
+
+def text_labels() -> dict[str, tuple[str, ...]]:
+    """Every label a text result column can take, by field: a sweep stores the index."""
+    return {
+        name: f.labels for name, f in _RESULT_FIELDS.items() if isinstance(f, LabelField)
+    }
+
+
+INTERVAL_FIELDS: tuple[str, ...] = tuple(
+    sorted((n for n, f in _RESULT_FIELDS.items() if f.interval), key=lambda n: _RESULT_FIELDS[n].interval or 0)
+)
+"""Result fields with a prediction interval."""
+
+
 def field_unit(name: str) -> str | None:
     """The unit a field is reported in (``"millisecond"``, ``"USD"`` for cost), or None."""
     return _RESULT_FIELDS[name].unit
-
-
-def finite_or_none(value: float) -> float | None:
-    """A float, or None for NaN (a figure that was not asked for)."""
-    return None if value is None or math.isnan(value) else value

@@ -9,37 +9,20 @@ solver trusts the result.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import pydantic
 from pydantic import WithJsonSchema
 
-from mlsysim.core.exceptions import InputError
-from mlsysim.core.suggest import known
 from mlsysim.core.units import Quantity
-from mlsysim.core.validation import input_error
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.fields import (
-    DERIVED_FROM,
-    FIELDS,
-    MODEL_FIELDS,
-    REQUIRED,
-    InputField,
-    Value,
-    check_together,
-    derived_numbers,
-)
-from mlsysim.engine.job import (
-    DERIVABLE,
-    NO_JOB,
-    Job,
-    normalize_given,
-    plain_job,
-    preset_name,
-    resolve,
-    wants_derivation,
-    warn_measured,
-)
+from mlsysim.engine.checking import check_layer, checked_inputs
+from mlsysim.engine.derivation import NO_JOB, Job
+from mlsysim.engine.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
+from mlsysim.engine.layers import overlay
+from mlsysim.engine.notes import warn_measured
+from mlsysim.engine.presets import preset_name
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
@@ -89,6 +72,7 @@ def _json_schema(f: InputField) -> dict[str, object]:
     if f.optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     schema["description"] = f.label + (f" [{f.display_unit}]" if f.display_unit else "")
+    schema["x-group"] = GROUPS[f.group]
     return schema
 
 
@@ -113,105 +97,12 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 )
 
 
-_DEFAULTS: dict[str, Value] = {
-    f.name: None if f.required else cast(Value, f.default) for f in FIELDS.values()
-}
-"""Every input's default; None for a required one (reported missing unless given or derived)."""
-_DEFAULT_NUMBERS: dict[str, float] = {
-    name: FIELDS[name].to_model(value)
-    for name, value in _DEFAULTS.items()
-    if FIELDS[name].numeric and value is not None
-}
-_REQUIRED: tuple[str, ...] = tuple(f.name for f in FIELDS.values() if f.required)
-
-
-def checked_inputs(
-    data: Mapping[str, object],
-    owner: str,
-    base: Mapping[str, Value] | None = None,
-    base_numbers: Mapping[str, float] | None = None,
-) -> tuple[dict[str, Value], dict[str, float], Job]:
-    """Every input checked once: ``data`` over ``base`` (already checked) or the defaults.
-
-    Presets and derivations (:func:`mlsysim.engine.job.resolve`) then fill
-    the inputs they supply; the :class:`~mlsysim.engine.job.Job` returned
-    last says which and from what.
-
-    Returns the checked values and the model numbers of the numeric inputs that
-    are given (canonical SI floats; an input not given keeps its neutral value
-    in :class:`~mlsysim.engine.equations.Inputs`). Unknown names, missing required
-    inputs and bad values are reported together, located at their fields; then
-    the cross-field rules run.
-    """
-    errors: list[InputError] = []
-    link = data.get("inter_bandwidth")
-    if link is not None and type(link) is not Quantity:  # perhaps a fabric (moved to ``fabric``)
-        try:
-            data = normalize_given(data)
-        except InputError as exc:
-            raise exc.at(owner=owner) from None
-    if base is None:
-        values, numbers = dict(_DEFAULTS), dict(_DEFAULT_NUMBERS)
-    else:
-        values, numbers = dict(base), dict(base_numbers or {})
-    for name, value in data.items():
-        f = FIELDS.get(name)
-        if f is None:
-            errors.append(
-                InputError(f"unknown field; {known(name, FIELDS)}", loc=(name,))
-            )
-            continue
-        try:
-            checked, number = f.normalize(value)
-        except InputError as exc:
-            errors.append(exc)
-            continue
-        values[name] = checked
-        if number is not None:
-            numbers[name] = number
-        elif name in numbers:
-            del numbers[name]
-    missing = [name for name in _REQUIRED if values[name] is None]
-    if missing:
-        errors += [_missing(name) for name in missing if name not in DERIVABLE]
-    if errors:
-        errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
-        raise input_error(owner, errors)
-    job = plain_job(values)
-    if wants_derivation(values):
-        try:
-            job = resolve(values)
-            for name in job.origins:
-                values[name], number = FIELDS[name].normalize(values[name])
-                if number is not None:
-                    numbers[name] = number
-        except InputError as exc:
-            raise exc.at(owner=owner) from None
-    still_missing = [_missing(name) for name in missing if values.get(name) is None]
-    if still_missing:  # nothing derived them
-        raise input_error(owner, still_missing)
+def _hashable(value: object) -> object:
     try:
-        check_together(values)
-    except InputError as exc:
-        raise exc.at(owner=owner) from None
-    if base is None or any(name in data for name in DERIVED_FROM):
-        numbers.update(derived_numbers(values))
-    return values, numbers, job
-
-
-_MISSING_HINTS = {
-    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",
-    "training_time": "; or give training_tokens or training_samples to derive it",
-    "devices_per_node": "; or give node= (e.g. DGX_H100)",
-    "intra_bandwidth": "; or give node= (e.g. DGX_H100)",
-}
-
-
-def _missing(name: str) -> InputError:
-    return InputError("required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,))
-
-
-_ORDER = {name: i for i, name in enumerate(FIELDS)}
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 class DataParallelScaleOutScenario(_ScenarioFields):
@@ -257,25 +148,44 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
     _job: Job = pydantic.PrivateAttr(default=NO_JOB)
+    _given: dict[str, Value] = pydantic.PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: object) -> None:
-        values, numbers, job = checked_inputs(data, type(self).__name__)
-        self._set_state(values, numbers, job, {name for name in data if name in FIELDS})
+        self._set_state(*checked_inputs(data, type(self).__name__))
+
+    @classmethod
+    def from_layers(cls, *layers: Mapping[str, object]) -> DataParallelScaleOutScenario:
+        """A scenario from layers of inputs, oldest first, folded by the precedence rule.
+
+        ``from_layers(a, b)`` is ``DataParallelScaleOutScenario(**a).variant(**b)``
+        without building the first scenario (whose layer alone may be incomplete):
+        later words win (:mod:`mlsysim.engine.layers`).
+        """
+        given: dict[str, object] = {}
+        for layer in layers:
+            given = overlay(given, check_layer(layer, cls.__name__)).given
+        return cls(**given)
 
     def _set_state(
-        self, values: dict[str, Value], numbers: dict[str, float], job: Job, given: set[str]
+        self,
+        values: dict[str, Value],
+        numbers: dict[str, float],
+        job: Job,
+        given: dict[str, Value],
     ) -> None:
         """Store checked inputs as pydantic's ``model_construct`` does, without its per-field loop.
 
-        ``values`` holds every field (checked by :func:`checked_inputs`); ``given``
-        becomes ``model_fields_set``. About 1 us instead of pydantic's ~15 us for
-        ~40 fields, which dominated ``variant``.
+        ``values`` holds every field (checked by :func:`checked_inputs`); the
+        names in ``given`` become ``model_fields_set``. About 1 us instead of
+        pydantic's ~15 us for ~40 fields, which dominated ``variant``.
         """
         setattr_ = object.__setattr__
         setattr_(self, "__dict__", values)
-        setattr_(self, "__pydantic_fields_set__", given)
+        setattr_(self, "__pydantic_fields_set__", set(given))
         setattr_(self, "__pydantic_extra__", None)
-        setattr_(self, "__pydantic_private__", {"_numbers": numbers, "_job": job})
+        setattr_(
+            self, "__pydantic_private__", {"_numbers": numbers, "_job": job, "_given": given}
+        )
 
     def _checked(self) -> tuple[dict[str, float], Job]:
         """The model numbers and the :class:`Job` kept beside the inputs.
@@ -299,27 +209,39 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         f = self.job.flops_per_sample
         return None if f != f else quantity(f, "flop")
 
+    @property
+    def given(self) -> Mapping[str, Value]:
+        """The inputs as given, every layer (construction, each ``variant``) folded by the
+        precedence rule: what a later ``variant`` lays its changes over."""
+        return MappingProxyType(cast("dict[str, Any]", self.__pydantic_private__)["_given"])
+
     def fields(self) -> dict[str, Value]:
         """Every input and its value, as a new dict (no copies of the values)."""
         held = self.__dict__  # the checked values (_set_state); faster than getattr per field
         return {name: held[name] for name in FIELDS}
 
     def variant(self, **changes: object) -> DataParallelScaleOutScenario:
-        """A copy with some inputs changed; only those are checked (the rest already were)."""
-        base, (base_numbers, job) = self.fields(), self._checked()
-        if job.origins:  # derived inputs are derived again from the changed ones
-            base_numbers = dict(base_numbers)
-            for name in job.origins:
-                if name not in changes:
-                    base[name] = _DEFAULTS.get(name)
-                    base_numbers.pop(name, None)
+        """A copy with some inputs changed; only those are checked (the rest already were).
+
+        The changes are the newest layer: they win over what this scenario was
+        given, and a preset among them (``fabric=``, ``node=``) replaces what
+        this scenario said for the inputs it fills (:mod:`mlsysim.engine.layers`).
+        """
         if "workload" in changes:
             warn_measured(self, changes)
-        values, numbers, job = checked_inputs(
-            changes, type(self).__name__, base=base, base_numbers=base_numbers
+        return self._layered(changes)
+
+    def _layered(self, changes: Mapping[str, object], *, rules: bool = True) -> DataParallelScaleOutScenario:
+        private = cast("dict[str, Any]", self.__pydantic_private__)
+        checked = checked_inputs(
+            changes,
+            type(self).__name__,
+            older=private["_given"],
+            older_numbers=private["_numbers"],
+            rules=rules,
         )
         copy = type(self).__new__(type(self))
-        copy._set_state(values, numbers, job, self.model_fields_set | changes.keys())
+        copy._set_state(*checked)
         return copy
 
     def inputs(self) -> dict[str, Value]:
@@ -359,7 +281,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         its figures), the assumptions their fields.
         """
         from mlsysim.core.jsonio import encode
-        from mlsysim.engine.files import registry_name
+        from mlsysim.models.registry import registry_name
 
         inputs: dict[str, JSONValue] = {}
         for name, value in self.inputs().items():
@@ -378,6 +300,15 @@ class DataParallelScaleOutScenario(_ScenarioFields):
             "inputs": inputs,
             "derived": dict(self.job.origins),
         }
+
+    def __eq__(self, other: object) -> bool:
+        """Equal inputs (given, filled or derived alike); how they were layered does not count."""
+        if not isinstance(other, DataParallelScaleOutScenario):
+            return NotImplemented
+        return type(self) is type(other) and self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(tuple(_hashable(v) for v in self.fields().values()))
 
     def __repr__(self) -> str:
         label = f"{self.name!r}" if self.name else "unnamed"

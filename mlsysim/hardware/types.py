@@ -30,6 +30,11 @@ MoneyRate: TypeAlias = Annotated[Quantity, _positive("money_rate")]
 Latency: TypeAlias = Annotated[
     Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("time")))
 ]
+Power: TypeAlias = Annotated[Quantity, _positive("power")]
+CarbonIntensity: TypeAlias = Annotated[
+    Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("carbon_intensity")))
+]
+FailureRateQ: TypeAlias = Annotated[Quantity, _positive("failure_rate")]
 
 
 class Sourced(Validated):
@@ -57,6 +62,20 @@ class Interconnect(Sourced):
 
     bandwidth: Bandwidth
     bandwidth_per_direction: Bandwidth
+
+
+class DevicePower(Sourced):
+    """An accelerator's power: the datasheet's thermal design power (TDP), per device.
+
+    ``tdp`` is the sustained power the device is designed to dissipate, the
+    power the Llama model cards and the LLaMA paper charge for every GPU-hour
+    of training ("under load"); measured training draws less on average (the
+    note says what is known). ``idle`` is the power of a device doing nothing,
+    where a source gives it.
+    """
+
+    tdp: Power
+    idle: Power | None = None
 
 
 def _check_flops_table(value: object) -> dict[str, Quantity]:
@@ -90,6 +109,7 @@ class Accelerator(Sourced):
     dense_flops: Annotated[
         dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))
     ] = {}
+    power: DevicePower | None = None
 
     def peak_flops(self, precision: str) -> Quantity:
         """Dense peak compute rate at ``precision`` (a Quantity in flop/s).
@@ -141,3 +161,36 @@ class Node(Sourced):
     intra_fabric: Fabric | None = None
     intra_latency: Latency | None = None
     price: Price | None = None
+
+
+class GridIntensity(Sourced):
+    """A grid's average carbon intensity (location-based), with the year it describes.
+
+    ``intensity`` is a mass of CO2-equivalent per energy drawn (``"429 g/kWh"``).
+    """
+
+    intensity: CarbonIntensity
+    year: int
+
+
+FAILURE_PARTS = ("device", "node")
+"""What a failure rate is counted per: one accelerator or one server."""
+
+
+def _check_part(value: object) -> str:
+    if value not in FAILURE_PARTS:
+        raise InputError(f"expected one of {', '.join(FAILURE_PARTS)}, got {value!r}")
+    return str(value)
+
+
+class FailureRate(Sourced):
+    """A failure rate observed on a large training run, per device-hour or per node-hour.
+
+    ``rate`` is interruptions per hour of one part (``"1.97e-5 failures/hour"``);
+    ``per`` says which part: ``"device"`` (one accelerator) or ``"node"`` (one
+    server); ``devices_per_node`` converts between them.
+    """
+
+    rate: FailureRateQ
+    per: Annotated[str, PlainValidator(as_pydantic(_check_part))]
+    devices_per_node: PositiveInt

@@ -14,3 +14,11 @@ from mlsysim.core.registry import CATALOG, Registry
 Models: Registry = CATALOG.root(
     "Models", "All workloads: ``Models.Language.GPT2``, ``Models.Vision.ResNet50``."
 )
+
+
+def registry_name(workload: object) -> str | None:
+    """The registry path of a workload (``"Language.GPT2"``), or None for one not in the registry."""
+    for path, entry in Models.walk():
+        if entry == workload:
+            return str(path)
+    return None

@@ -28,7 +28,7 @@ from mlsysim.planning.space import Block, Space, figures
 if TYPE_CHECKING:
     import pyarrow
 
-    from mlsysim.planning.sweep import Progress
+    from mlsysim.planning.columns import Progress
 
 
 def _pyarrow() -> tuple[ModuleType, ModuleType]:
@@ -44,7 +44,7 @@ def _pyarrow() -> tuple[ModuleType, ModuleType]:
 
 def schema(space: Space, columns: tuple[str, ...]) -> pyarrow.Schema:
     """The Parquet schema: the axis columns, then the result columns, with units."""
-    from mlsysim.planning.sweep import TEXT_LABELS, _dtype
+    from mlsysim.planning.columns import TEXT_LABELS, column_dtype
 
     pa, _ = _pyarrow()
     fields, units = [], {}
@@ -59,7 +59,7 @@ def schema(space: Space, columns: tuple[str, ...]) -> pyarrow.Schema:
         if column in TEXT_LABELS:
             kind = pa.dictionary(pa.int8(), pa.string())
         else:
-            kind = pa.from_numpy_dtype(np.dtype(_dtype(column)))
+            kind = pa.from_numpy_dtype(np.dtype(column_dtype(column)))
         fields.append(_field(pa, column, kind, field_unit(column)))
         units[column] = field_unit(column)
     return pa.schema(fields, metadata={"units": json.dumps(units)})
@@ -73,12 +73,12 @@ def block_table(
     space: Space, block: Block, columns: tuple[str, ...], arrow_schema: pyarrow.Schema
 ) -> pyarrow.Table:
     """The rows of one block as a ``pyarrow.Table``, in sweep order."""
-    from mlsysim.planning.sweep import TEXT_LABELS, _dtype, _write
+    from mlsysim.planning.columns import TEXT_LABELS, column_dtype, write_column
 
     pa, _ = _pyarrow()
     starts = [s.indices(n)[0] for s, n in zip(block.index, space.shape, strict=True)]
     shape = tuple(len(range(*s.indices(n))) for s, n in zip(block.index, space.shape, strict=True))
-    out = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
+    out = {c: np.empty(shape, dtype=column_dtype(c)) for c in columns}
     memory = np.empty(shape if "fits" in columns else (), dtype=float)  # for fits' nulls
     for sub in space.sub_blocks(block):
         values = figures(sub)
@@ -86,9 +86,11 @@ def block_table(
             slice(o - s, o - s + n) for o, s, n in zip(sub.offset, starts, sub.shape, strict=True)
         )
         for column in columns:
-            _write(column, out[column][view + (Ellipsis,)], values, sub.inputs, sub.algorithm)
+            write_column(column, out[column][view + (Ellipsis,)], values, sub.inputs, sub.algorithm)
         if "fits" in columns:
-            _write("device_memory", memory[view + (Ellipsis,)], values, sub.inputs, sub.algorithm)
+            write_column(
+                "device_memory", memory[view + (Ellipsis,)], values, sub.inputs, sub.algorithm
+            )
     arrays = []
     for position, axis in enumerate(space.axes):
         index = _axis_index(shape, position, starts[position])

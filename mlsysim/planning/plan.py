@@ -74,6 +74,8 @@ class Constraints:
     budget: Quantity | None = None  # money: cost must be at most this
     min_efficiency: float | None = None
     max_global_batch: int | None = None
+    confidence: float | None = None  # deadline and budget met with this probability
+    confidence_z: float | None = None  # its score quantile (set by :func:`plan`)
 
     @classmethod
     def checked(cls, **limits: object) -> Constraints:
@@ -98,11 +100,22 @@ class Constraints:
     def masks(self, table: SweepTable) -> dict[str, np.ndarray]:
         """For each active constraint (and memory), which rows meet it."""
         masks = {"memory": table["fits"]}
+        slowdown: np.ndarray | float = 1.0
+        if self.confidence_z is not None:
+            from mlsysim.validation.intervals import slowdown_at_confidence
+
+            slowdown = slowdown_at_confidence(
+                self.confidence_z,
+                table["efficiency"],
+                table["communication_time"],
+                table["compute_time"],
+                table["n_devices"],
+            )
         if self.deadline is not None:
             hours = to_canonical(self.deadline, "time") / 3600.0
-            masks["deadline"] = table["training_time"] <= hours
+            masks["deadline"] = table["training_time"] * slowdown <= hours
         if self.budget is not None:
-            masks["budget"] = table["cost"] <= to_canonical(self.budget, "money")
+            masks["budget"] = table["cost"] * slowdown <= to_canonical(self.budget, "money")
         if self.min_efficiency is not None:
             masks["min_efficiency"] = table["efficiency"] >= self.min_efficiency
         if self.max_global_batch is not None:
@@ -120,14 +133,16 @@ class Constraints:
             min_efficiency=self.min_efficiency,
             max_global_batch=self.max_global_batch,
             top=top,
+            confidence_z=self.confidence_z,
         )
 
     def describe(self) -> str:
         parts = []
+        sure = "" if self.confidence is None else f" with {self.confidence:.0%} confidence"
         if self.deadline is not None:
-            parts.append(f"training time <= {_q(self.deadline)}")
+            parts.append(f"training time <= {_q(self.deadline)}{sure}")
         if self.budget is not None:
-            parts.append(f"cost <= {_q(self.budget)}")
+            parts.append(f"cost <= {_q(self.budget)}{sure}")
         if self.min_efficiency is not None:
             parts.append(f"efficiency >= {self.min_efficiency:g}")
         if self.max_global_batch is not None:
@@ -254,6 +269,7 @@ def plan(
     budget: Quantity | None = None,
     min_efficiency: float | None = None,
     max_global_batch: int | None = None,
+    confidence: float | None = None,
     top: int = 0,
     workers: int | None = None,
     scheduler: Scheduler | None = None,
@@ -267,7 +283,12 @@ def plan(
     ``objective`` is ``"cost"`` (needs ``node_hour_rate``) or ``"time"``;
     ``deadline`` (a time) bounds the training time, ``budget`` (money) the
     cost, ``min_efficiency`` the scaling efficiency from below and
-    ``max_global_batch`` the global batch. Layouts that do not fit in a known
+    ``max_global_batch`` the global batch. With ``confidence`` (in (0.5, 1), e.g.
+    0.8) the deadline and budget must hold at the one-sided bound of the prediction
+    interval (:mod:`mlsysim.validation.intervals`): a layout is kept only when its
+    training time and cost would still meet them were its efficiency as low as
+    it is with probability 1 - confidence (non-seed assumptions, the same for
+    every layout). Layouts that do not fit in a known
     ``device_memory`` are always excluded. ``top=k`` also keeps the k best
     layouts (``plan.top``).
 
@@ -300,6 +321,8 @@ def plan(
         min_efficiency=min_efficiency,
         max_global_batch=max_global_batch,
     )
+    if confidence is not None:
+        constraints = _with_confidence(constraints, scenario, axes, confidence)
     top = _count_option("top", top, minimum=0)
     chunk_rows = _count_option("chunk_rows", chunk_rows, minimum=1)
     max_layouts = _count_option("max_layouts", max_layouts, minimum=1)
@@ -362,6 +385,33 @@ def _build(space: Space, objective: str, constraints: Constraints, outcome: Outc
     )
 
 
+def _with_confidence(
+    constraints: Constraints,
+    scenario: DataParallelScaleOutScenario,
+    axes: Mapping[str, Iterable[object]],
+    confidence: float,
+) -> Constraints:
+    """The constraints with the score quantile of ``confidence`` under the scenario's assumptions."""
+    from dataclasses import replace
+
+    from mlsysim.validation.intervals import confidence_band
+
+    if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
+        raise InputError(
+            "plan confidence: the interval belongs to one set of assumptions; do not sweep "
+            "the assumptions with a confidence",
+            field="confidence",
+        )
+    if scenario.assumptions.is_seed():
+        raise InputError(
+            "plan confidence: the seed model has no prediction interval (it is a bound); give "
+            "non-seed assumptions, e.g. assumptions=Assumptions.realistic()",
+            field="confidence",
+        )
+    z = confidence_band(scenario.assumptions, confidence)
+    return replace(constraints, confidence=float(confidence), confidence_z=z)
+
+
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -400,14 +450,6 @@ def _infeasible_message(space: Space, constraints: Constraints, state: Partial) 
         f"{'; '.join(parts)}. The sweep reaches: {', '.join(reach)}. "
         "Relax a constraint or widen the axes."
     )
-
-
-def describe_row(table: SweepTable, i: int) -> str:
-    """``nodes=4, inter_bandwidth=100 Gbps -> 32 devices, 1.23 h, 157.40 USD, efficiency 0.83``."""
-    inputs = ", ".join(f"{k}={_value(v)}" for k, v in table.axis_values(i).items())
-    row = table.row(i)
-    text = f"{row['n_devices']} devices, {_figures(row)}, efficiency {row['efficiency']:.3g}"
-    return f"{inputs} -> {text}" if inputs else text
 
 
 def _figures(row: Mapping[str, object]) -> str:

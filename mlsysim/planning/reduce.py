@@ -43,6 +43,10 @@ class Criteria:
     min_efficiency: float | None = None
     max_global_batch: int | None = None
     top: int = 0
+    confidence_z: float | None = None
+    """With a confidence: the score quantile z of the one-sided efficiency bound
+    (:func:`mlsysim.validation.intervals.confidence_band`); deadline and budget then hold
+    for the training time and cost at that bound."""
 
     def constraint_names(self) -> tuple[str, ...]:
         """The constraints in force, memory first, in the order a plan reports them."""
@@ -184,6 +188,16 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         out["n_devices"] = np.asarray(figure(v, "n_devices")).astype(np.int64)
     if criteria.max_global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
+    if criteria.confidence_z is not None:
+        from mlsysim.validation.intervals import slowdown_at_confidence
+
+        out["slowdown"] = slowdown_at_confidence(
+            criteria.confidence_z,
+            figure(v, "efficiency"),
+            figure(v, "communication_time"),
+            figure(v, "compute_time"),
+            figure(v, "n_devices"),
+        )
     if reach:
         out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)
     return out
@@ -211,10 +225,11 @@ def reduce_sub_block(
     need_reach = state.feasible == 0
     col = plan_columns(sub, criteria, need_reach)
     masks = {"memory": col["fits"]}
+    slowdown = col.get("slowdown", 1.0)
     if criteria.deadline_hours is not None:
-        masks["deadline"] = col["training_time"] <= criteria.deadline_hours
+        masks["deadline"] = col["training_time"] * slowdown <= criteria.deadline_hours
     if criteria.budget is not None:
-        masks["budget"] = col["cost"] <= criteria.budget
+        masks["budget"] = col["cost"] * slowdown <= criteria.budget
     if criteria.min_efficiency is not None:
         masks["min_efficiency"] = col["efficiency"] >= criteria.min_efficiency
     if criteria.max_global_batch is not None:

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.engine.derivation import derive_inputs, sweep_base
 from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS
-from mlsysim.engine.job import DERIVED_TARGETS, check_axes, derive_inputs, sweep_base
+from mlsysim.engine.rules import RULES
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.planning.table import Axis
 
@@ -134,7 +135,7 @@ class Space:
                 shape.append(1)
                 continue
             start, stop, _ = index[p].indices(self.shape[p])
-            values = self._numeric(p)[start:stop]
+            values = _given_or(self._numeric(p)[start:stop], base[axis.field])
             dims = [1] * ndim
             dims[p] = len(values)
             arrays[axis.field] = values.reshape(dims)
@@ -148,20 +149,81 @@ class Space:
         for picks in itertools.product(*(range(self.shape[p]) for p in categorical)):
             yield self._group(picks, dict(zip(categorical, picks, strict=True)))[0]
 
+    def group_scenario(self, picks: dict[int, int]) -> DataParallelScaleOutScenario:
+        """The scenario of one combination of categorical values, every axis its newest layer.
+
+        The axes are laid over the base as ``variant`` lays its changes (later
+        words win): a categorical axis with its value, a numeric axis with one
+        of its values (None where the axis has it: derive there), so a swept
+        input replaces what the base said for it and a swept source (``mfu``)
+        derives what it fills, exactly as the scalar ``variant`` of each row.
+        The rules between inputs are checked over the grid (:meth:`check_rules`).
+        """
+        changes: dict[str, object] = {}
+        for p, axis in enumerate(self.axes):
+            if p in picks:
+                changes[axis.field] = axis.values[picks[p]]
+            else:
+                changes[axis.field] = None if None in axis.values else axis.values[0]
+        return self.base._layered(changes, rules=False)
+
     def _group(
         self, key: tuple[int, ...], picks: dict[int, int]
     ) -> tuple[dict[str, Num], Choices, str]:
         found = self._groups.get(key)
         if found is None:
-            group = self.base.variant(
-                **{self.axes[p].field: self.axes[p].values[i] for p, i in picks.items()}
-            )
-            named = tuple(a.field for a in self.axes if any(v is not None for v in a.values))
-            check_axes(group.job, named)
+            group = self.group_scenario(picks)
             choices = choices_of(group.assumptions, group.zero_stage)
             found = ({**base_inputs(group), **sweep_base(group.job)}, choices, choices.algorithm)
             self._groups[key] = found
         return found
+
+    def check_rules(self) -> None:
+        """The rules between inputs over the whole grid; an error counts the layouts that break one.
+
+        Each group (a combination of categorical values) is resolved once; the
+        rule's ``broken`` runs on the numeric axes as arrays along their own
+        dimensions (the same expression the scalar check evaluates).
+        """
+        categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
+        numeric = {a.field: p for p, a in enumerate(self.axes) if p not in categorical}
+        ndim = len(self.axes)
+        for rule in RULES:
+            broken_count, example = 0, None
+            for picks_t in itertools.product(*(range(self.shape[p]) for p in categorical)):
+                picks = dict(zip(categorical, picks_t, strict=True))
+                values = self.group_scenario(picks).fields()
+                operands = []
+                for name, read in zip(rule.fields, rule.reads, strict=True):
+                    p = numeric.get(name)
+                    if p is None:
+                        operands.append(np.asarray(read(values.get(name))))
+                        continue
+                    shape = [1] * ndim
+                    shape[p] = self.shape[p]
+                    column = [read(values.get(name) if v is None else v) for v in self.axes[p].values]
+                    operands.append(np.asarray(column).reshape(shape))
+                broken = np.asarray(rule.broken(*operands), dtype=bool)
+                if not broken.any():
+                    continue
+                rest = math.prod(
+                    self.shape[p]
+                    for p in range(ndim)
+                    if p not in categorical and self.axes[p].field not in rule.fields
+                )
+                full = np.broadcast_to(broken, np.broadcast_shapes(broken.shape, *(np.shape(o) for o in operands)))
+                broken_count += int(full.sum()) * rest
+                if example is None:
+                    where = np.argwhere(full)[0] if full.ndim else ()
+                    example = _example(rule.fields, values, self.axes, numeric, where)
+            if broken_count:
+                raise InputError(
+                    f"sweep: {broken_count} of {self.size} combinations have {rule.phrase} "
+                    f"(e.g. {example}): {rule.message(values)}",
+                    field=rule.loc,
+                    type="rule",
+                    ctx={"fields": rule.fields, "layouts": broken_count},
+                )
 
     def _numeric(self, position: int) -> np.ndarray:
         values = self._canonical.get(position)
@@ -199,11 +261,29 @@ class Space:
             arrays = dict(base)
             for p, axis in enumerate(self.axes):
                 if p not in picks:
-                    arrays[axis.field] = self._numeric(p)[coords[p][selected]]
+                    arrays[axis.field] = _given_or(self._numeric(p)[coords[p][selected]], base[axis.field])
             yield (
                 selected,
                 SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays))),
             )
+
+
+def _example(
+    fields: tuple[str, ...],
+    values: dict[str, Value],
+    axes: tuple[Axis, ...],
+    numeric: dict[str, int],
+    where: np.ndarray | tuple[()],
+) -> str:
+    """``nodes=4, inter_bandwidth=None``: a layout that breaks a rule."""
+    from mlsysim.core.formatting import fmt_given
+
+    parts = []
+    for name in fields:
+        p = numeric.get(name)
+        value = values.get(name) if p is None or not len(where) else axes[p].values[int(where[p])]
+        parts.append(f"{name}={'None' if value is None else fmt_given(value)}")
+    return ", ".join(parts)
 
 
 def _restore_space(payload: bytes) -> Space:
@@ -244,10 +324,23 @@ def base_inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Num]:
 
 
 def axis_number(field: str, value: Value) -> float:
-    """The model number of an axis value; a derived input left out (None) is NaN: derived per layout."""
-    if value is None and field in DERIVED_TARGETS:
+    """The model number of an axis value; None (left out) is NaN: the group's value is taken there."""
+    if value is None:
         return math.nan
     return FIELDS[field].to_model(value)
+
+
+def _given_or(values: np.ndarray, group_value: Num) -> np.ndarray:
+    """An axis's numbers, with the group's number where the axis says None.
+
+    The group is resolved with None for such an axis (:meth:`Space.group_scenario`),
+    so its number is what ``variant(field=None)`` gives: a preset's figure, the
+    input's neutral value, or NaN where the layout derives it.
+    """
+    missing = np.isnan(values)
+    if not missing.any():
+        return values
+    return np.where(missing, group_value, values)
 
 
 def derived(x: Inputs) -> Inputs:

@@ -13,30 +13,28 @@ is the order of ``itertools.product`` over the axes as given.
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from types import EllipsisType
 from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
-from numpy.typing import DTypeLike
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
-from mlsysim.engine.equations import BOTTLENECKS, Choices, Figures, Inputs, evaluate
-from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS, MODEL_FIELDS
-from mlsysim.engine.job import (
-    check_axes,
-    preset_name,
-    sweep_base,
+from mlsysim.engine.equations import evaluate
+from mlsysim.engine.fields import FIELDS, MODEL_FIELDS
+from mlsysim.engine.presets import preset_name
+from mlsysim.engine.results import field_unit
+from mlsysim.planning.columns import (
+    RESULT_COLUMNS,
+    TEXT_LABELS,
+    Progress,
+    column_dtype,
+    write_column,
 )
-from mlsysim.engine.results import FIELDS as RESULT_FIELDS
-from mlsysim.engine.results import field_unit, result_fields
-from mlsysim.engine.solvers.data_parallel import choices_of
-from mlsysim.physics.collectives import ALGORITHMS
-from mlsysim.planning.space import Space, axis_number, base_inputs, derived
+from mlsysim.planning.space import Space
 from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
@@ -45,20 +43,6 @@ if TYPE_CHECKING:
 
 DEFAULT_CHUNK_ROWS = 1 << 16
 """Layouts per ``evaluate`` call: small enough for the temporaries to stay in cache."""
-
-RESULT_COLUMNS = tuple(f for f in RESULT_FIELDS if f != "constraint_trace")
-"""Result fields a sweep reports (every scalar field of the result)."""
-
-TEXT_LABELS: dict[str, tuple[str, ...]] = {
-    "algorithm": ("ring", "hierarchical", "tree", "auto"),
-    "intra_algorithm": ("none", "ring"),
-    "inter_algorithm": ("none", *ALGORITHMS),
-    "bottleneck": BOTTLENECKS,
-}
-"""Labels of the text result columns, stored as codes into these tuples."""
-
-Progress = Callable[[int, int], None]
-
 
 @overload
 def sweep(
@@ -180,14 +164,18 @@ def sweep_table(
     prepared = space.axes
     shape = space.shape
     size = space.size
-    out_ = {c: np.empty(shape, dtype=_dtype(c)) for c in columns}
+    out_ = {c: np.empty(shape, dtype=column_dtype(c)) for c in columns}
     done = 0
-    for group, index, inputs in _blocks(scenario, prepared, chunk_rows):
-        values = evaluate(inputs, group)
-        view: tuple[slice | EllipsisType, ...] = (*index, Ellipsis)
-        for column in columns:
-            _write(column, out_[column][view], values, inputs, group.algorithm)
-        done += math.prod(out_[columns[0]][view].shape) if columns else 0
+    for block in space.blocks(chunk_rows):
+        for sub in space.sub_blocks(block):
+            values = evaluate(sub.inputs, sub.choices)
+            view: tuple[slice | EllipsisType, ...] = (
+                *(slice(o, o + n) for o, n in zip(sub.offset, sub.shape, strict=True)),
+                Ellipsis,
+            )
+            for column in columns:
+                write_column(column, out_[column][view], values, sub.inputs, sub.algorithm)
+        done += len(block)
         if progress is not None:
             progress(min(done, size), size)
     results = {c: out_[c].reshape(-1) for c in columns}
@@ -211,9 +199,9 @@ STREAM_RATE_PER_WORKER = 5e6
 
 def prepare_space(scenario: DataParallelScaleOutScenario, axes: Mapping[str, object]) -> Space:
     """The checked axes of a sweep: every value validated, every combination possible."""
-    prepared = tuple(_axis(type(scenario), field, values) for field, values in axes.items())
-    _check_combinations(scenario, prepared)
-    return Space(scenario, prepared)
+    space = Space(scenario, tuple(_axis(field, values) for field, values in axes.items()))
+    space.check_rules()
+    return space
 
 
 def declared_size(axes: Mapping[str, object]) -> int:
@@ -231,7 +219,7 @@ def declared_size(axes: Mapping[str, object]) -> int:
 
 def bytes_per_row(columns: Iterable[str]) -> int:
     """Memory of one row of an in-memory sweep table (result columns, at their dtypes)."""
-    return sum(np.dtype(_dtype(c)).itemsize for c in columns)
+    return sum(np.dtype(column_dtype(c)).itemsize for c in columns)
 
 
 def check_size(
@@ -292,7 +280,7 @@ def _duration(seconds: float) -> str:
 # -- axes ------------------------------------------------------------------------------
 
 
-def _axis(scenario_type: type, field: str, values: object) -> Axis:
+def _axis(field: str, values: object) -> Axis:
     """Check an axis and every value on it; the values as the scenario holds them."""
     allowed = MODEL_FIELDS
     if field not in allowed:
@@ -324,8 +312,6 @@ def _axis(scenario_type: type, field: str, values: object) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
-    if field == "inter_bandwidth":  # a fabric named on this axis stands for its bandwidth
-        values_t = tuple(getattr(v, "bandwidth", v) for v in values_t)
     if FIELDS[field].kind == "preset":
         labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
         return Axis(field, column, values_t, labels=labels)
@@ -375,156 +361,7 @@ def _text(value: object) -> str:
     return f"{value:~P}" if isinstance(value, Quantity) else str(value)
 
 
-def _check_combinations(scenario: DataParallelScaleOutScenario, axes: tuple[Axis, ...]) -> None:
-    """Several nodes need an inter-node link: name the axis values that break it."""
-    nodes = _grid_values(scenario, axes, "nodes", lambda v: v)
-    missing = _grid_values(scenario, axes, "inter_bandwidth", lambda v: v is None)
-    bad = (np.asarray(nodes[0]) > 1) & np.asarray(missing[0])
-    if not bad.any():
-        return
-    bad = np.broadcast_to(bad, np.broadcast_shapes(np.shape(nodes[0]), np.shape(missing[0])))
-    count = int(bad.sum()) * math.prod(
-        len(a) for a in axes if a.field not in ("nodes", "inter_bandwidth")
-    )
-    where = np.argwhere(bad)[0] if bad.ndim else ()
-    example = _example(scenario, axes, where, bad.ndim)
-    raise InputError(
-        f"sweep: {count} of {math.prod(len(a) for a in axes)} combinations have nodes > 1 "
-        f"and no inter_bandwidth (e.g. {example}); give inter_bandwidth a value, "
-        "or sweep nodes > 1 only with an inter_bandwidth",
-        field="inter_bandwidth",
-    )
-
-
-def _grid_values(
-    scenario: DataParallelScaleOutScenario,
-    axes: tuple[Axis, ...],
-    field: str,
-    f: Callable[[Value], object],
-) -> tuple[np.ndarray, int | None]:
-    """``f`` of a field over the grid: an array along its axis (others size 1), or 0-d."""
-    for position, axis in enumerate(axes):
-        if axis.field == field:
-            shape = [1] * len(axes)
-            shape[position] = len(axis)
-            return np.asarray([f(v) for v in axis.values]).reshape(shape), position
-    return np.asarray(f(getattr(scenario, field))), None
-
-
-def _example(
-    scenario: DataParallelScaleOutScenario,
-    axes: tuple[Axis, ...],
-    where: np.ndarray | tuple[()],
-    ndim: int,
-) -> str:
-    parts = []
-    for position, axis in enumerate(axes):
-        if axis.field in ("nodes", "inter_bandwidth") and ndim:
-            value = axis.values[int(where[position])]
-            parts.append(f"{axis.field}={_text(value) if value is not None else 'None'}")
-    if not any(p.startswith("nodes=") for p in parts):
-        parts.insert(0, f"nodes={scenario.nodes}")
-    if not any(p.startswith("inter_bandwidth=") for p in parts):
-        parts.append("inter_bandwidth=None")
-    return ", ".join(parts)
-
-
 # -- evaluation ------------------------------------------------------------------------
-
-
-def _blocks(
-    scenario: DataParallelScaleOutScenario, axes: tuple[Axis, ...], chunk_rows: int
-) -> Iterator[tuple[Choices, tuple[slice, ...], Inputs]]:
-    """``(choices, grid index, Inputs)`` for each block of the grid.
-
-    One group per combination of categorical values; inside a group the
-    numeric axes are cut into blocks of about ``chunk_rows`` layouts.
-    """
-    ndim = len(axes)
-    categorical = [p for p, a in enumerate(axes) if a.field in CATEGORICAL_FIELDS]
-    numeric = [p for p, a in enumerate(axes) if a.field not in CATEGORICAL_FIELDS]
-    canonical = {
-        p: np.asarray([axis_number(axes[p].field, v) for v in axes[p].values]) for p in numeric
-    }
-    names = tuple(a.field for a in axes if any(v is not None for v in a.values))
-    for picks in itertools.product(*(range(len(axes[p])) for p in categorical)):
-        group = scenario.variant(
-            **{axes[p].field: axes[p].values[i] for p, i in zip(categorical, picks, strict=True)}
-        )
-        check_axes(group.job, names)
-        base = {**base_inputs(group), **sweep_base(group.job)}
-        choices = choices_of(group.assumptions, group.zero_stage)
-        fixed = {p: slice(i, i + 1) for p, i in zip(categorical, picks, strict=True)}
-        sizes = [len(axes[p]) for p in numeric]
-        for cut in _numeric_blocks(sizes, chunk_rows):
-            index = [fixed.get(p, slice(None)) for p in range(ndim)]
-            arrays = dict(base)
-            for p, part in zip(numeric, cut, strict=True):
-                index[p] = part
-                values = canonical[p][part]
-                shape = [1] * ndim
-                shape[p] = len(values)
-                arrays[axes[p].field] = values.reshape(shape)
-            yield choices, tuple(index), derived(Inputs(**arrays))
-
-
-def _numeric_blocks(sizes: list[int], target: int) -> Iterator[tuple[slice, ...]]:
-    """Slices of the numeric dimensions covering their grid in blocks of at most ~``target``.
-
-    The trailing dimensions whose product fits in ``target`` are taken whole,
-    the one before them in steps, and any earlier ones one index at a time.
-    """
-    m = len(sizes)
-    inner, k = 1, m
-    while k > 0 and inner * sizes[k - 1] <= target:
-        k -= 1
-        inner *= sizes[k]
-    if k == 0:
-        yield tuple(slice(None) for _ in sizes)
-        return
-    j = k - 1
-    step = max(1, target // inner)
-    whole = (slice(None),) * (m - j - 1)
-    for prefix in itertools.product(*(range(s) for s in sizes[:j])):
-        head = tuple(slice(i, i + 1) for i in prefix)
-        for start in range(0, sizes[j], step):
-            yield (*head, slice(start, min(start + step, sizes[j])), *whole)
-
-
-TEXT_COLUMNS = ("algorithm", "intra_algorithm", "inter_algorithm", "bottleneck")
-
-
-def _dtype(column: str) -> DTypeLike:
-    kind = result_fields()[column].kind
-    if kind == "int":
-        return np.int64
-    if kind == "bool":
-        return bool
-    if kind == "label":
-        return np.int8
-    return float
-
-
-def _write(column: str, out: np.ndarray, v: Figures, x: Inputs, algorithm: str) -> None:
-    """Write one result column of a block into its place in the grid (``out`` is a view).
-
-    Figures are converted with the factor of the result field's declared unit,
-    as the scalar result converts them, so both give the same floats. Labels
-    are stored as codes into :data:`TEXT_LABELS`; ``fits`` is True where the
-    device memory is unknown (nothing is excluded for it).
-    """
-    spec = result_fields()[column]
-    if column == "algorithm":
-        out[...] = TEXT_LABELS["algorithm"].index(algorithm)
-    elif column == "intra_algorithm":
-        np.copyto(out, np.greater(x.devices_per_node, 1), casting="unsafe")
-    elif column == "inter_algorithm":
-        code = np.add(v.inter_algorithm, 1)
-        np.copyto(out, np.where(np.greater(x.nodes, 1), code, 0), casting="unsafe")
-    elif spec.kind == "quantity":
-        np.multiply(getattr(v, column), spec.factor, out=out)
-    else:
-        np.copyto(out, getattr(v, column), casting="unsafe")
 
 
 def _result_columns(fields: Iterable[str] | None) -> tuple[str, ...]:
@@ -550,12 +387,12 @@ def take_rows(space: Space, indices: Iterable[int] | np.ndarray) -> SweepTable:
     rows = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices)
     rows = rows.astype(np.int64)
     columns = RESULT_COLUMNS
-    results = {c: np.empty(rows.size, dtype=_dtype(c)) for c in columns}
+    results = {c: np.empty(rows.size, dtype=column_dtype(c)) for c in columns}
     for selected, sub in space.rows(rows):
         values = evaluate(sub.inputs, sub.choices)
         for column in columns:
-            part = np.empty(selected.size, dtype=_dtype(column))
-            _write(column, part, values, sub.inputs, sub.algorithm)
+            part = np.empty(selected.size, dtype=column_dtype(column))
+            write_column(column, part, values, sub.inputs, sub.algorithm)
             results[column][selected] = part
     units = {a.column: a.unit for a in space.axes} | {c: field_unit(c) for c in columns}
     labels = {c: TEXT_LABELS[c] for c in columns if c in TEXT_LABELS}

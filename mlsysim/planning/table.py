@@ -198,6 +198,22 @@ class SweepTable:
 
     # -- export ------------------------------------------------------------------------
 
+    def with_columns(
+        self, columns: dict[str, np.ndarray], units: dict[str, str | None]
+    ) -> SweepTable:
+        """A copy with more result columns (one value per row), e.g. prediction intervals."""
+        for name, values in columns.items():
+            if name in self.columns or np.shape(values) != (len(self),):
+                raise ValueError(f"with_columns: {name!r} is taken or not one value per row")
+        return SweepTable(
+            base=self.base,
+            axes=self.axes,
+            results={**self._results, **columns},
+            labels=self._labels,
+            units={**self.units, **{name: units.get(name) for name in columns}},
+            rows=self._rows,
+        )
+
     def to_pandas(self) -> pd.DataFrame:
         """A pandas DataFrame of every column; ``df.attrs["units"]`` holds the units."""
         try:

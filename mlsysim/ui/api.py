@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
 from mlsysim.core.jsonio import JSONValue, document
+from mlsysim.engine.fields import FIELDS
 from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
 from mlsysim.ui.state import (
     PAGE_PARAMS,
@@ -216,10 +217,10 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
 
 def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
-    from mlsysim.engine.results import FIELDS, field_unit
+    from mlsysim.engine.results import RESULT_NAMES, field_unit
 
     out: dict[str, JSONValue] = {}
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         value = getattr(result, name)
         if name == "cost" and value is not None:
             value = {"value": value, "unit": field_unit(name)}
@@ -237,8 +238,7 @@ def result_intervals(result: Any, level: float = INTERVAL_LEVEL) -> dict[str, An
     in the unit of :func:`result_values`; ``None`` when the assumptions give none (the seed model).
     """
     from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.results import field_unit
-    from mlsysim.validation.intervals import INTERVAL_FIELDS
+    from mlsysim.engine.results import INTERVAL_FIELDS, field_unit
 
     try:
         result.interval("efficiency", level)
@@ -375,24 +375,23 @@ def efficiency_band_of(
     table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
-    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval`, one band
-    offset for all rows, clipped; a point on one device); ``None`` under the seed model or when
-    the sweep varies the assumptions.
+    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval_of`: the
+    score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
+    under the seed model or when the sweep varies the assumptions.
     """
-    import numpy as np
-
-    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+    from mlsysim.validation.intervals import communication_share, efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
         return None
-    low, high = efficiency_band(assumptions, level)
-    e = np.asarray(table["efficiency"], dtype=float)
-    one = np.asarray(table["n_devices"]) == 1
+    share = communication_share(table["communication_time"], table["compute_time"])
+    low, high = efficiency_interval_of(
+        assumptions, table["efficiency"], share, level, table["n_devices"]
+    )
     return {
         "level": level,
-        "efficiency_low": json_value(np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))),
-        "efficiency_high": json_value(np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))),
+        "efficiency_low": json_value(low),
+        "efficiency_high": json_value(high),
     }
 
 
@@ -409,16 +408,17 @@ def sweep_csv(request: Request) -> str:
 
 def default_plan_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
-    Ethernet and InfiniBand fabrics and the current link.
+    Ethernet and InfiniBand fabrics (each with its bandwidth and latency) and the current link
+    (``fabric=none``: the scenario's own ``inter_bandwidth``, where it gives one).
     """
     from mlsysim.ui.state import _registry_names
 
     links = [n for n in _registry_names("fabrics") if n.startswith(SCALE_OUT_FABRICS)]
-    current = text_of(scenario.inter_bandwidth)
-    if current and current not in links:
-        links.append(current)
+    own_link = scenario.inter_bandwidth is not None and "inter_bandwidth" in scenario.given
+    if own_link:
+        links.insert(0, "none")
     top = min(max(DEFAULT_MAX_NODES, 2 * scenario.nodes), MAX_SWEEP_ROWS // len(links))
-    return (f"nodes=1..{top}", "inter_bandwidth=" + ",".join(links))
+    return (f"nodes=1..{top}", "fabric=" + ",".join(links))
 
 
 def plan_payload(request: Request) -> dict[str, JSONValue]:
@@ -510,10 +510,13 @@ def _plan_rows(
 
 
 def _row_labels(table: SweepTable) -> list[str]:
-    """``nodes=4, inter_bandwidth=InfiniBand_NDR`` for each row (text forms of the axis values)."""
+    """``nodes=4, fabric=InfiniBand_NDR`` for each row (text forms of the axis values)."""
     parts = []
     for position, axis in enumerate(table.axes):
-        texts = [f"{axis.field}={text_of(v)}" for v in axis.values]
+        if FIELDS[axis.field].kind == "preset" and axis.labels is not None:
+            texts = [f"{axis.field}={label}" for label in axis.labels]
+        else:
+            texts = [f"{axis.field}={text_of(v)}" for v in axis.values]
         index = table.axis_indices(position)
         parts.append([texts[int(j)] for j in index])
     return [", ".join(p) for p in zip(*parts, strict=True)] if parts else [""] * len(table)

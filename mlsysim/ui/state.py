@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING, cast
 
-from mlsysim.core.exceptions import MlsysimError
+from mlsysim.core.exceptions import InputError, MlsysimError
 
 if TYPE_CHECKING:
     import pint
+    from pydantic_core import ErrorDetails
 
     from mlsysim.core.units import Quantity
     from mlsysim.engine.assumptions import Assumptions
@@ -50,24 +51,6 @@ WORKLOAD_NAME = "workload.name"
 CUSTOM_WORKLOAD_FIELDS = (WORKLOAD_PARAMETERS, WORKLOAD_NAME)
 """The page's fields of a custom workload: ``workload=custom&workload.parameters=7e9&workload.name=My 7B``
 (the way ``assumptions=custom`` takes ``assumptions.FIELD``); read here, not by the field table."""
-
-GROUPS: dict[str, tuple[str, ...]] = {
-    "Workload": ("workload", *CUSTOM_WORKLOAD_FIELDS, "precision"),
-    "One-device profile": ("step_time", "training_time", "per_device_batch"),
-    "Cluster": (
-        "devices_per_node",
-        "nodes",
-        "intra_bandwidth",
-        "inter_bandwidth",
-        "nics_per_node",
-        "intra_latency",
-        "inter_latency",
-    ),
-    "Job": ("accumulation_steps", "node_hour_rate"),
-    "Memory": ("device_memory", "zero_stage", "activation_memory"),
-}
-"""How the page groups the fields (presentation only: a field of the class not listed here goes to "More")."""
-
 
 class FieldErrors(MlsysimError):
     """Bad values, each with the library's own message: ``errors`` maps field -> message."""
@@ -168,70 +151,40 @@ def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
         raise FieldErrors({SCENARIO_PARAM: str(exc)}) from None
 
 
-def split_params(params: Mapping[str, str]) -> tuple[str | None, dict[str, str], dict[str, str]]:
-    """(scenario name, field changes, page parameters) of a query or request."""
-    changes = {k: v for k, v in params.items() if k != SCENARIO_PARAM and k not in PAGE_PARAMS}
-    page = {k: v for k, v in params.items() if k in PAGE_PARAMS}
-    return params.get(SCENARIO_PARAM), changes, page
-
-
 def scenario_from(name: str | None, changes: Mapping[str, str]) -> DataParallelScaleOutScenario:
     """The scenario ``name`` with ``changes``; :class:`FieldErrors` names every bad field.
 
-    When the changes fail together, each is tried alone so that every bad value
-    gets its own message; an error of a rule across fields (several nodes and
-    no ``inter_bandwidth``) is reported on the field the library names.
+    Every mistake comes from the library's structured list (``InputError.errors()``),
+    each reported on the field it is located at (a rule between fields, several
+    nodes and no ``inter_bandwidth``, on the field the library names).
     """
     base = base_scenario(name)
     try:
         return apply_text_values(base, changes)
+    except InputError as exc:
+        errors: dict[str, str] = {}
+        for error, detail in zip((exc, *exc.others), exc.errors(), strict=True):
+            errors.setdefault(_change_of(detail, changes), error.located)
+        raise FieldErrors(errors) from None
     except MlsysimError as exc:
-        combined = exc
-    errors: dict[str, str] = {}
-    for key, text in changes.items():
-        try:
-            apply_text_values(base, {key: text})
-        except MlsysimError as exc:
-            named = getattr(exc, "field", None)
-            if not isinstance(named, str) or named == key or key.endswith(f".{named}"):
-                errors[key] = str(exc)  # the value itself is bad
-            elif named not in _form_names():
-                errors[key] = str(exc)
-            # else: a rule with another field, judged with the other changes below
-    rest = {k: v for k, v in changes.items() if k not in errors}
-    if rest:
-        try:
-            apply_text_values(base, rest)
-        except MlsysimError as exc:
-            errors.setdefault(_field_of(exc, rest), str(exc))
-    if not errors:
-        errors[_field_of(combined, changes)] = str(combined)
-    raise FieldErrors(errors)
+        raise FieldErrors({next(iter(changes), SCENARIO_PARAM): str(exc)}) from None
 
 
-def _field_of(exc: Exception, changes: Mapping[str, str]) -> str:
-    named = getattr(exc, "field", None)
-    if isinstance(named, str) and named in _form_names():
-        return named
-    if isinstance(named, str):
-        for key in changes:
-            if key.endswith(f".{named}"):
-                return key
-    return _field_in(str(exc), changes)
-
-
-def _form_names() -> set[str]:
-    return {str(f["name"]) for f in form_fields()}
-
-
-def _field_in(message: str, changes: Mapping[str, str]) -> str:
-    for key in changes:
-        if key in message:
+def _change_of(detail: ErrorDetails, changes: Mapping[str, str]) -> str:
+    """The form field an error detail is about: the field it is located at, else the first
+    changed field among those its rule reads."""
+    loc = tuple(str(p) for p in detail["loc"])
+    for key in (".".join(loc), *loc[:1]):
+        if key in changes or key in _form_names():
+            return key
+    for key in (str(f) for f in (detail.get("ctx") or {}).get("fields", ())):
+        if key in changes:
             return key
     return next(iter(changes), SCENARIO_PARAM)
 
 
-# -- text forms --------------------------------------------------------------------------
+def _form_names() -> set[str]:
+    return {str(f["name"]) for f in form_fields()}
 
 
 def text_of(value: object) -> str:
@@ -287,7 +240,7 @@ def _registry_workload(workload: Workload) -> str | None:
 
 def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
-    from mlsysim.engine.job import PRESETS, preset_name
+    from mlsysim.engine.presets import PRESETS, preset_name
 
     derived = scenario.job.origins  # filled by a preset or derived: not the user's to spell
     out = {
@@ -319,10 +272,9 @@ def form_fields() -> tuple[dict[str, object], ...]:
     (registry names the field also takes) and ``example`` (a text it accepts).
     """
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.fields import FIELDS, GROUPS
 
     base = base_scenario(None)
-    grouped = {f: g for g, fields in GROUPS.items() for f in fields}
     out: list[dict[str, object]] = []
     for f in FIELDS.values():
         if f.name in NOT_IN_FORM or f.kind == "text":
@@ -332,7 +284,7 @@ def form_fields() -> tuple[dict[str, object], ...]:
             "label": f.label,
             "symbol": f.symbol,
             "unit": f.display_unit,
-            "group": grouped.get(f.name, "Model assumptions" if f.name == ASSUMPTIONS else "More"),
+            "group": GROUPS[f.group],
             "required": f.required,
             "optional": f.optional,
             "choices": [],
@@ -345,6 +297,10 @@ def form_fields() -> tuple[dict[str, object], ...]:
             entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
         elif f.choices:
             entry.update(kind="choice", choices=[str(c) for c in f.choices])
+        elif f.kind == "preset":
+            from mlsysim.engine.presets import preset_names
+
+            entry.update(kind="text", suggestions=preset_names(f.name))
         elif f.kind == "count":
             entry.update(kind="int", example="1")
         elif f.kind == "quantity":

@@ -330,22 +330,23 @@ def _interval_band(
 ) -> None:
     """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
 
-    The band is the conformal one of :mod:`mlsysim.validation.intervals`
-    (efficiency + the residual quantiles, clipped to [0.001, 1]); one device
-    (n = 1) is exact.
+    The band is the normalised conformal one of :mod:`mlsysim.validation.intervals`
+    (efficiency + the score quantiles x the row's difficulty, clipped to [0.001, 1]);
+    one device (n = 1) is exact.
     """
     if len(order) == 0:
         return
     assumptions = table.scenario(int(order[0])).assumptions
     if assumptions.is_seed():
         return
-    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, efficiency_band
+    from mlsysim.validation.intervals import communication_share, efficiency_interval_of
 
-    low, high = efficiency_band(assumptions, 0.8)
-    e = table["efficiency"][order]
-    one = table["n_devices"][order] == 1
-    lower = np.where(one, e, np.clip(e + low, LOWEST_EFFICIENCY, 1.0))
-    upper = np.where(one, e, np.clip(e + high, LOWEST_EFFICIENCY, 1.0))
+    share = communication_share(
+        table["communication_time"][order], table["compute_time"][order]
+    )
+    lower, upper = efficiency_interval_of(
+        assumptions, table["efficiency"][order], share, 0.8, table["n_devices"][order]
+    )
     ax.fill_between(table[x][order], lower, upper, color=color, alpha=0.15, linewidth=0)
 
 

@@ -87,3 +87,19 @@ def test_validate_ddp_two_processes(capsys):
     assert data["parameters"] == 2 * (256 * 256 + 256) + 256 * 10 + 10
     assert data["gradient_bytes"]["value"] == 4 * data["parameters"]
     assert data["allreduce_fit"]["ranks"] == 2
+
+
+def test_validate_ddp_repeats_report_the_spread(capsys):
+    code, out, err = run(
+        capsys, "validate", "ddp", "--nproc", "2", "--model", "mlp", "--layers", "2",
+        "--width", "256", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "5",
+        "--repeats", "2", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    errors = data["relative_errors"]
+    assert data["repeats"] == 2 and len(errors) == 2
+    assert min(errors) <= data["median_relative_error"] <= max(errors)
+    assert data["median_relative_error"] == pytest.approx(sum(errors) / 2)
+    code, _, err = run(capsys, "validate", "ddp", "--repeats", "0")
+    assert code == 2 and "repeats" in err

@@ -69,7 +69,7 @@ def test_a_users_entries_are_names_that_set_accepts(capsys, my_cluster):
         "--set",
         "nodes=2",
         "--set",
-        "inter_bandwidth=Ethernet_10G",
+        "fabric=Ethernet_10G",
         "--json",
     )
     assert code == 0, err

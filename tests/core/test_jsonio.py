@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mlsysim import Q_, Scenarios
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.jsonio import decode_quantity, document, dumps, encode
-from mlsysim.engine.results import FIELDS, field_unit
+from mlsysim.engine.results import RESULT_NAMES, field_unit
 
 
 @given(
@@ -32,8 +32,8 @@ def test_non_finite_figures_are_an_error_not_invalid_json():
 
 def test_result_json_gives_every_field_with_its_declared_unit():
     data = json.loads(Scenarios.Gpt2DataParallelFourNodes10GbE.result.to_json())
-    assert list(data) == list(FIELDS)
-    for name in FIELDS:
+    assert list(data) == list(RESULT_NAMES)
+    for name in RESULT_NAMES:
         unit = field_unit(name)
         if unit is not None and data[name] is not None:
             assert data[name]["unit"] == unit

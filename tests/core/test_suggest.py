@@ -108,8 +108,10 @@ def test_typed_names_keep_the_path_only_where_a_leaf_repeats():
 def test_nearest_list_shows_at_most_limit_names_and_counts_the_rest(word, names, limit):
     text = nearest_list(word, names, limit=limit)
     shown = min(limit, len(names))
-    if len(names) > limit:
+    if len(names) > limit + 2:
         assert text.endswith(f"... and {len(names) - limit} more")
+    else:
+        assert "more" not in text or any("more" in n for n in names)
     assert closest(word, names, n=shown, cutoff=0.0)[0] in text
     assert len(closest(word, names)) <= 3
 

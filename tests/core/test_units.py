@@ -107,3 +107,74 @@ def test_fast_float_quantity_is_a_plain_pint_quantity(unit_name):
     assert f"{fast:~P}" == f"{slow:~P}"
     assert (fast * 2).to(slow.units).magnitude == 5.0
     assert fast.dimensionality == slow.dimensionality
+
+
+@pytest.mark.parametrize(
+    "text, kind, expected",
+    [
+        ("700 W", "power", 700.0),
+        ("1.1 kW", "power", 1100.0),
+        ("1287 MWh", "energy", 1287 * 3.6e9),
+        ("3.2 t", "mass", 3200.0),
+        ("400 g/kWh", "carbon_intensity", 0.4 / 3.6e6),
+        ("0.385 kg/kWh", "carbon_intensity", 0.385 / 3.6e6),
+        ("0.08 USD/kWh", "energy_price", 0.08 / 3.6e6),
+        ("2e-5 failures/hour", "failure_rate", 2e-5 / 3600),
+        ("466 interruptions/day", "failure_rate", 466 / 86400),
+    ],
+)
+def test_whole_run_units_parse_to_si(text, kind, expected):
+    """The text forms of the whole-run inputs (power, energy, CO2e mass, intensity, price, rate)."""
+    assert to_canonical(parse_quantity(text, kind), kind) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "text, kind",
+    [("700 W", "energy"), ("400 g/kWh", "mass"), ("0.08 USD/kWh", "money"), ("3 h", "failure_rate")],
+)
+def test_whole_run_units_refuse_the_wrong_dimension(text, kind):
+    with pytest.raises(UnitsError, match="expected"):
+        to_canonical(parse_quantity(text), kind)
+
+
+def test_every_kind_has_a_physical_range_and_spellings():
+    from mlsysim.core.units import KINDS, PHYSICAL_RANGE, SPELLINGS
+
+    assert set(KINDS) == set(PHYSICAL_RANGE) == set(SPELLINGS)
+
+
+def test_the_cached_unit_registry_equals_the_parsed_one(tmp_path):
+    """pint's disk cache of the parsed definitions gives the same registry as parsing them:
+    every unit the parsed registry knows converts to its base units the same way."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    probe = """
+import json, sys
+from mlsysim.core.units import ureg
+names = json.loads(sys.stdin.read()) or sorted(ureg._units)
+out = {}
+for name in names:
+    try:
+        out[name] = str(ureg.Quantity(1.0, name).to_base_units())
+    except Exception as exc:  # a few symbols pint keeps but cannot parse back (R_inf's)
+        out[name] = type(exc).__name__
+print(json.dumps(out))
+"""
+
+    def registry(cache: str, names: list[str]) -> dict[str, str]:
+        env = {**os.environ, "MLSYSIM_CACHE_DIR": cache}
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            env=env, input=json.dumps(names), capture_output=True, text=True, check=True,
+        )
+        return json.loads(out.stdout)
+
+    parsed = registry("off", [])
+    names = sorted(parsed)
+    assert {"Gbps", "param", "flop", "USD", "token", "sample"} <= set(names)
+    assert registry(str(tmp_path), names) == parsed  # writes the cache
+    assert any(tmp_path.glob("units-*.txt")) and (tmp_path / "pint").is_dir()
+    assert registry(str(tmp_path), names) == parsed  # reads it

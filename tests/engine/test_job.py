@@ -14,8 +14,9 @@ from mlsysim import (
     Models,
     Scenarios,
 )
+from mlsysim.engine.derivation import derive_inputs
 from mlsysim.engine.equations import Inputs
-from mlsysim.engine.job import derive_inputs, flops_per_sample, has_shape
+from mlsysim.engine.workload_figures import flops_per_sample, has_shape
 from mlsysim.hardware.registry import Hardware, Systems
 
 LLAMA = Models.Language.Llama3_8B
@@ -73,17 +74,11 @@ def test_a_fabric_wins_over_the_nodes_nics_and_brings_its_latency():
     assert s.job.origins["inter_latency"] == "fabric Ethernet_100G"
 
 
-def test_a_fabric_given_as_inter_bandwidth_brings_the_latency_too():
+def test_a_fabric_named_as_inter_bandwidth_is_refused_with_the_fix():
     for spelled in (NDR, "InfiniBand_NDR"):
-        s = Scenarios.Gpt2DataParallelOneNode.variant(nodes=4, inter_bandwidth=spelled)
-        assert s.inter_bandwidth == Q_(400, "Gbps") and s.inter_latency == Q_(1, "us")
-        assert s.fabric == NDR
-
-
-def test_a_fabric_given_twice_is_refused():
-    with pytest.raises(InputError, match="give it once") as info:
-        job(inter_bandwidth=NDR, fabric="Ethernet_10G", **MEASURED)
-    assert info.value.field == "inter_bandwidth"
+        with pytest.raises(InputError, match="fabric=InfiniBand_NDR") as info:
+            Scenarios.Gpt2DataParallelOneNode.variant(nodes=4, inter_bandwidth=spelled)
+        assert info.value.field == "inter_bandwidth"
 
 
 def test_an_unknown_node_lists_the_known_ones():

@@ -8,20 +8,31 @@ from mlsysim.engine.overrides import apply_overrides, coerce_field
 ONE = Scenarios.Gpt2DataParallelOneNode
 
 
-def test_fabric_names_give_their_bandwidth_and_latency():
-    # a fabric named as inter_bandwidth is the fabric: it brings its latency too
-    assert coerce_field("inter_bandwidth", "InfiniBand_NDR") == Systems.Fabrics.InfiniBand_NDR
-    four = apply_overrides(ONE, ["nodes=4", "inter_bandwidth=InfiniBand_NDR"])
+def test_a_fabric_comes_through_fabric_and_brings_its_latency():
+    four = apply_overrides(ONE, ["nodes=4", "fabric=InfiniBand_NDR"])
     assert four.inter_bandwidth == Systems.Fabrics.InfiniBand_NDR.bandwidth
     assert four.inter_latency == Systems.Fabrics.InfiniBand_NDR.latency
     assert four.fabric == Systems.Fabrics.InfiniBand_NDR
-    assert coerce_field("inter_latency", "infiniband_ndr") == Systems.Fabrics.InfiniBand_NDR.latency
-    assert coerce_field("intra_bandwidth", "NVLink4") == Q_(450, "GB/s")
 
 
-def test_unknown_link_text_lists_the_fabrics():
-    with pytest.raises(InputError, match=r"inter_bandwidth.*or name a fabric: InfiniBand_EDR.*and \d+ more"):
+@pytest.mark.parametrize("name", ["inter_bandwidth", "inter_latency"])
+def test_a_fabric_named_as_a_link_figure_says_to_give_it_as_fabric(name):
+    with pytest.raises(InputError, match=r"InfiniBand_NDR is a fabric.*fabric=InfiniBand_NDR") as info:
+        coerce_field(name, "InfiniBand_NDR")
+    assert info.value.loc == (name,)
+    with pytest.raises(InputError, match="fabric=InfiniBand_NDR"):
+        ONE.variant(nodes=4, inter_bandwidth=Systems.Fabrics.InfiniBand_NDR)
+
+
+def test_a_link_named_as_the_intra_node_figure_is_refused_with_the_fix():
+    with pytest.raises(InputError, match="is a fabric.*node=DGX_H100"):
+        coerce_field("intra_bandwidth", "NVLink4")
+
+
+def test_unknown_link_text_is_a_bandwidth_error_at_its_field():
+    with pytest.raises(InputError, match="inter_bandwidth") as info:
         coerce_field("inter_bandwidth", "Infiniband_QDR")
+    assert info.value.loc == ("inter_bandwidth",)
 
 
 def test_overrides_rename_the_scenario_so_titles_do_not_mislead():

@@ -9,7 +9,9 @@ from mlsysim.hardware.types import Accelerator, Fabric, Node, Price
 ACCELERATORS = list(Hardware.walk())
 NODES = list(Systems.Nodes.walk())
 FABRICS = list(Systems.Fabrics.walk())
-PRICES = list(Infrastructure.walk())
+PRICES = list(Infrastructure.Pricing.walk("Pricing."))
+GRIDS = list(Infrastructure.Grid.walk("Grid."))
+FAILURES = list(Infrastructure.Reliability.walk("Reliability."))
 
 
 def test_registries_have_the_contract_entries():
@@ -49,7 +51,9 @@ def test_contract_figures():
     assert Infrastructure.Pricing.Cloud.GpuTrainingPerHour.rate == ureg.Quantity(4, "USD/hour")
 
 
-@pytest.mark.parametrize("path, entry", ACCELERATORS + NODES + FABRICS + PRICES)
+@pytest.mark.parametrize(
+    "path, entry", ACCELERATORS + NODES + FABRICS + PRICES + GRIDS + FAILURES
+)
 def test_every_entry_cites_a_source_and_says_what_the_figure_is(path, entry):
     assert len(entry.source) > 10, path
     assert len(entry.note) > 10, path
@@ -146,3 +150,75 @@ def test_lookup_by_name_is_case_insensitive_and_errors_list_names():
     assert Systems.get("Nodes.DGX_H100") is Systems.Nodes.DGX_H100
     with pytest.raises(UnknownNameError, match="H100"):
         Hardware.get("Z9000")
+
+
+@pytest.mark.parametrize("path, gpu", ACCELERATORS)
+def test_accelerator_power_is_a_datasheet_tdp_with_its_source(path, gpu):
+    assert gpu.power is not None, path
+    assert 200 <= to_canonical(gpu.power.tdp, "power") <= 1500
+    assert len(gpu.power.source) > 10
+    assert "TDP" in gpu.power.note or "power" in gpu.power.note
+
+
+def test_contract_tdps():
+    assert Hardware.Cloud.H100.power.tdp == ureg.Quantity(700, "W")
+    assert Hardware.Cloud.A100.power.tdp == ureg.Quantity(400, "W")
+    assert Hardware.Cloud.V100.power.tdp == ureg.Quantity(300, "W")
+
+
+@pytest.mark.parametrize("path, grid", GRIDS)
+def test_grid_bounds(path, grid):
+    g_per_kwh = to_canonical(grid.intensity, "carbon_intensity") * 1000 * 3.6e6
+    assert 10 <= g_per_kwh <= 1200
+    assert 2015 <= grid.year <= 2030
+
+
+@pytest.mark.parametrize("path, failure", FAILURES)
+def test_failure_rate_bounds(path, failure):
+    per_hour = to_canonical(failure.rate, "failure_rate") * 3600
+    per_device = per_hour / failure.devices_per_node if failure.per == "node" else per_hour
+    assert 1e-6 <= per_device <= 1e-3  # an MTBF per device of 1,000 to 1,000,000 hours
+
+
+def test_failure_rates_are_the_published_counts():
+    """419 and 466 interruptions in 54 days on 16,384 GPUs; 2 of 128 machines a day; 105 in 60
+    days on 124 nodes."""
+    rel = Infrastructure.Reliability
+    per_hour = {k: to_canonical(e.rate, "failure_rate") * 3600 for k, e in rel.entries().items()}
+    assert per_hour["Llama3_405B_unexpected"] == pytest.approx(419 / (16_384 * 54 * 24), rel=1e-4)
+    assert per_hour["Llama3_405B_all"] == pytest.approx(466 / (16_384 * 54 * 24), rel=1e-4)
+    assert per_hour["OPT_175B_chronicles"] == pytest.approx(2 / (128 * 24), rel=1e-4)
+    assert per_hour["OPT_175B_paper"] == pytest.approx(105 / (124 * 60 * 24), rel=1e-4)
+
+
+def test_grid_intensities_are_the_published_figures():
+    grid = Infrastructure.Grid
+    assert grid.US_average_LLaMA2023.intensity == ureg.Quantity(385, "g/kWh")
+    assert grid.US_average_Patterson2021.intensity == ureg.Quantity(429, "g/kWh")
+    assert grid.France_BLOOM.intensity == ureg.Quantity(57, "g/kWh")
+
+
+def test_a_users_grid_and_failure_rate_load_and_bad_ones_name_the_field(tmp_path):
+    from mlsysim import ScenarioFileError, load_registry
+    from mlsysim.core.registry import reset_registry
+
+    good = tmp_path / "site.toml"
+    good.write_text(
+        '[grids.MySite]\nintensity = "120 g/kWh"\nyear = 2025\nsource = "utility bill 2025"\n'
+        'note = "location-based annual average"\n'
+        '[failures.MyCluster]\nrate = "1e-4 failures/hour"\nper = "node"\ndevices_per_node = 8\n'
+        'source = "our scheduler logs 2025"\nnote = "node failures per node-hour"\n'
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[failures.Odd]\nrate = "1e-4 failures/hour"\nper = "rack"\ndevices_per_node = 8\n'
+        'source = "nowhere in particular"\nnote = "a rate per rack"\n'
+    )
+    try:
+        load_registry(good)
+        assert Infrastructure.Grid.MySite.intensity == ureg.Quantity(120, "g/kWh")
+        assert Infrastructure.Reliability.MyCluster.per == "node"
+        with pytest.raises(ScenarioFileError, match=r"bad.toml:\d+: failures.Odd.per: expected"):
+            load_registry(bad)
+    finally:
+        reset_registry()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Hardware, InputError, Models, Scenarios, Workload, sweep
 from mlsysim.engine.fields import MODEL_FIELDS
-from mlsysim.engine.results import FIELDS, field_unit
+from mlsysim.engine.results import RESULT_NAMES, field_unit
 from tests.planning.conftest import assert_table_matches_scalar
 
 ONE = Scenarios.Gpt2DataParallelOneNode
@@ -76,8 +76,8 @@ def test_categorical_axes_and_memory_equal_the_scalar_solve():
 
 def test_every_scalar_result_field_is_a_column_in_the_results_unit():
     table = sweep(ONE, nodes=[1])
-    assert set(FIELDS) - set(table.columns) == {"constraint_trace"}
-    for field in FIELDS:
+    assert set(RESULT_NAMES) - set(table.columns) == {"constraint_trace"}
+    for field in RESULT_NAMES:
         if field != "constraint_trace":
             assert table.units[field] == field_unit(field)
     assert table.units["training_time"] == "hour" and table.units["update_time"] == "millisecond"

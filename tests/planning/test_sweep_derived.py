@@ -4,10 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mlsysim import Q_, DataParallelScaleOutScenario, InputError, MlsysimWarning, Models, sweep
 from mlsysim.hardware.registry import Systems
-from tests.planning.conftest import assert_table_matches_scalar
+from tests.planning.conftest import assert_table_matches_scalar, brute_force
 
 LLAMA_JOB = DataParallelScaleOutScenario(
     workload=Models.Language.Llama3_8B,
@@ -60,14 +62,19 @@ def test_a_workload_axis_with_derived_training_time_gives_each_its_own():
     assert llama2 == pytest.approx(2 * llama3, rel=1e-12)
 
 
-def test_sweeping_mfu_needs_a_scenario_that_derives_step_time_from_it():
-    with pytest.raises(InputError, match="does not derive step_time from mfu"):
-        sweep(LLAMA_JOB, mfu=[0.3, 0.4])
+def test_a_swept_mfu_replaces_the_measured_step_time_as_variant_does():
+    axes = {"mfu": [0.3, 0.4], "nodes": [1, 2]}
+    table = sweep(LLAMA_JOB, **axes)
+    assert_table_matches_scalar(table, LLAMA_JOB, axes)
+    assert LLAMA_JOB.variant(mfu=0.3).job.origins["step_time"].startswith("mfu, replacing")
 
 
-def test_a_fabric_named_on_the_inter_bandwidth_axis_is_its_bandwidth():
-    table = sweep(LLAMA_JOB, inter_bandwidth=["InfiniBand_NDR", "Ethernet_100G"])
-    assert table["inter_bandwidth"].tolist() == [400.0, 100.0]
+def test_a_fabric_named_on_the_inter_bandwidth_axis_says_to_sweep_fabric():
+    with pytest.raises(InputError, match="fabric=InfiniBand_NDR"):
+        sweep(LLAMA_JOB, inter_bandwidth=["InfiniBand_NDR", "Ethernet_100G"])
+    axes = {"fabric": ["InfiniBand_NDR", "Ethernet_100G"]}
+    table = sweep(LLAMA_JOB, **axes)
+    assert_table_matches_scalar(table, LLAMA_JOB, axes)
 
 
 FLOPS_JOB = LLAMA_JOB.variant(step_time=None, mfu=0.4, nodes=4)
@@ -95,5 +102,54 @@ def test_a_measured_step_time_on_an_axis_wins_over_mfu():
 
 
 def test_a_time_cleared_on_an_axis_needs_something_to_derive_it():
-    with pytest.raises(InputError, match="step_time=none on an axis"):
+    with pytest.raises(InputError, match="step_time: required to derive training_time"):
         sweep(LLAMA_JOB, step_time=[None, Q_(1, "s")])
+
+
+# -- the property: every row of any sweep is the scalar solve of its layout -----------------
+
+_AXES = {
+    "nodes": st.lists(st.sampled_from([1, 2, 4, 32]), min_size=1, max_size=3, unique=True),
+    "fabric": st.lists(
+        st.sampled_from(["InfiniBand_NDR", "Ethernet_100G", "Ethernet_10G"]),
+        min_size=1, max_size=2, unique=True,
+    ),
+    "node": st.lists(
+        st.sampled_from(["DGX_H100", "DGX_A100", "DGX1_V100"]), min_size=1, max_size=2, unique=True
+    ),
+    "inter_bandwidth": st.lists(
+        st.sampled_from([Q_(25, "Gbps"), Q_(400, "Gbps"), Q_(50, "GB/s")]),
+        min_size=1, max_size=2, unique=True,
+    ),
+    "mfu": st.lists(st.sampled_from([0.2, 0.35, 0.5]), min_size=1, max_size=2, unique=True),
+    "per_device_batch": st.lists(st.sampled_from([1, 2, 8]), min_size=1, max_size=2, unique=True),
+    "precision": st.lists(st.sampled_from(["bf16", "fp16"]), min_size=1, max_size=2, unique=True),
+    "recompute": st.lists(
+        st.sampled_from(["none", "selective", "full"]), min_size=1, max_size=2, unique=True
+    ),
+    "assumptions": st.lists(st.sampled_from(["seed", "realistic"]), min_size=1, max_size=2, unique=True),
+    "accumulation_steps": st.lists(st.sampled_from([1, 4]), min_size=1, max_size=2, unique=True),
+}
+
+_BASES = [LLAMA_JOB, FLOPS_JOB, LLAMA_JOB.variant(fabric="Ethernet_10G")]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    base=st.sampled_from(_BASES),
+    axes=st.lists(st.sampled_from(sorted(_AXES)), min_size=1, max_size=3, unique=True).flatmap(
+        lambda names: st.fixed_dictionaries({n: _AXES[n] for n in names})
+    ),
+)
+def test_every_sweep_row_equals_the_scalar_solve_presets_and_fabrics_included(base, axes):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MlsysimWarning)
+        try:
+            table = sweep(base, **axes)
+        except InputError:
+            # the sweep refuses only what the scalar solve refuses for some layout
+            with pytest.raises(InputError):
+                for scenario in brute_force(base, axes):
+                    scenario.result  # noqa: B018 - evaluated for its error
+            return
+        assert_table_matches_scalar(table, base, axes)

@@ -14,7 +14,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
 from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
-from mlsysim.engine.results import FIELDS  # noqa: E402
+from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402
 from mlsysim.ui.state import CUSTOM_WORKLOAD_FIELDS, form_fields  # noqa: E402
@@ -34,7 +34,7 @@ def library(*sets, name=ONE):
 
 def same_figures(result_json, result):
     """Every result field of the JSON equals the library's, in the unit the JSON names."""
-    for name in FIELDS:
+    for name in RESULT_NAMES:
         got, want = result_json[name], getattr(result, name)
         if want is None:
             assert got is None, name
@@ -69,12 +69,12 @@ def test_post_json_takes_text_numbers_and_quantities(client):
 
 
 def test_registry_names_and_assumptions_go_through_set(client):
-    q = f"scenario={ONE}&nodes=8&inter_bandwidth=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
+    q = f"scenario={ONE}&nodes=8&fabric=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
     answer = client.get(f"/api/evaluate?{q}")
     assert answer.status_code == 200, answer.text
     want = library(
         "nodes=8",
-        "inter_bandwidth=InfiniBand_NDR",
+        "fabric=InfiniBand_NDR",
         "assumptions=realistic",
         "assumptions.overlap=false",
         "workload=Llama2_7B",
@@ -243,10 +243,9 @@ def test_registry_lists_a_form_field_per_scenario_field(client):
     )
     assert [n for n in names if n.startswith("workload.")] == list(CUSTOM_WORKLOAD_FIELDS)
     assert [s["name"] for s in body["scenarios"]] == Scenarios.names()
-    assert (
-        "InfiniBand_NDR"
-        in next(f for f in body["fields"] if f["name"] == "inter_bandwidth")["suggestions"]
-    )
+    fields = {f["name"]: f for f in body["fields"]}
+    assert "InfiniBand_NDR" in fields["fabric"]["suggestions"]
+    assert "InfiniBand_NDR" not in fields["inter_bandwidth"]["suggestions"]  # a bandwidth only
     assert body["presets"]["realistic"]["assumptions.algorithm"] == "auto"
     assert form_fields()[0]["name"] == "workload"
 
@@ -315,7 +314,7 @@ def test_the_default_plan_searches_nodes_and_links_within_the_limit(client):
 
     links = [n for n in Systems.Fabrics.entries() if n.startswith(api.SCALE_OUT_FABRICS)]
     assert body["rows"] == 64 * len(links)
-    assert body["labels"][0].startswith("nodes=1, inter_bandwidth=")
+    assert body["labels"][0].startswith("nodes=1, fabric=")
     big = client.get(f"/api/plan?scenario={ONE}&nodes=100000&inter_bandwidth=100%20Gbps")
     assert big.status_code == 200 and big.json()["rows"] <= api.MAX_SWEEP_ROWS
 

@@ -29,7 +29,7 @@ from selenium.webdriver.support.select import Select  # noqa: E402
 from mlsysim import Q_, MlsysimError, Scenarios, Workload  # noqa: E402
 from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
-from mlsysim.engine.results import FIELDS  # noqa: E402
+from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui.state import form_fields  # noqa: E402
 
 ONE = "Gpt2DataParallelOneNode"
@@ -144,7 +144,7 @@ def assert_page_shows(driver, result):
         ".map(e => [e.dataset.field, e.dataset.value, e.dataset.unit])"
     )
     names = [name for name, _, _ in shown]
-    assert sorted(names) == sorted(f for f in FIELDS if f != "constraint_trace")
+    assert sorted(names) == sorted(f for f in RESULT_NAMES if f != "constraint_trace")
     for name, value, unit in shown:
         want = getattr(result, name)
         if want is None:

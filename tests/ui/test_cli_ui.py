@@ -126,7 +126,7 @@ def test_the_command_serves_the_page_and_the_api():
     need("starlette", "uvicorn", "plotly")
     started = time.perf_counter()
     proc, line = _start(
-        "Gpt2DataParallelOneNode", "--set", "nodes=2", "--set", "inter_bandwidth=InfiniBand_NDR"
+        "Gpt2DataParallelOneNode", "--set", "nodes=2", "--set", "fabric=InfiniBand_NDR"
     )
     try:
         assert line.startswith("mlsysim ui: serving http://127.0.0.1:"), line + proc.stderr.read()

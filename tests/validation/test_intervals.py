@@ -1,14 +1,24 @@
-"""result.interval: conformal prediction intervals (issue 12)."""
+"""result.interval: normalised conformal intervals from out-of-family residuals (issues 12, 23)."""
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Scenarios
 from mlsysim.core.exceptions import InputError
-from mlsysim.validation.intervals import INTERVAL_FIELDS, efficiency_band
+from mlsysim.validation.intervals import (
+    DIFFICULTY_FLOOR,
+    INTERVAL_FIELDS,
+    efficiency_band,
+    published_scores,
+    register_scores,
+    result_share,
+    scores,
+)
+from mlsysim.validation.published import communication_share_of_cases, out_of_family
 
 REAL = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
     assumptions=Assumptions.realistic(), nics_per_node=8, node_hour_rate=Q_(30, "USD/hour")
@@ -76,3 +86,46 @@ def test_interval_stays_in_the_unit_range(nodes, level):
     if level >= 0.5:  # the residuals straddle zero: a central band of half or more holds the point
         assert low <= r.efficiency <= high
     assert math.isfinite(r.interval("update_time", level)[1].magnitude)
+
+
+def test_scores_are_out_of_family_residuals_over_the_difficulty():
+    a = Assumptions.realistic()
+    oof = out_of_family(a)
+    s = DIFFICULTY_FLOOR + oof.predicted * communication_share_of_cases(a)
+    assert np.allclose(published_scores(a).values, oof.residuals / s, rtol=1e-12)
+
+
+def test_the_band_follows_the_layout():
+    """A job that is nearly all compute gets a narrower band than one the network dominates."""
+    compute_bound = Scenarios.Gpt2DataParallelOneNode.variant(assumptions=Assumptions.realistic())
+    network_bound = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
+        assumptions=Assumptions.realistic()
+    )
+    assert result_share(compute_bound.result) < 0.05 < 0.5 < result_share(network_bound.result)
+
+    def width(r):
+        low, high = r.interval("efficiency")
+        return high - low
+
+    assert width(compute_bound.result) < width(network_bound.result)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.01, 1.0))
+def test_band_width_grows_with_the_communication_share(a, b, e):
+    preset = Assumptions.realistic()
+    low_a, high_a = efficiency_band(preset, 0.8, efficiency=e, share=min(a, b))
+    low_b, high_b = efficiency_band(preset, 0.8, efficiency=e, share=max(a, b))
+    assert high_a - low_a <= high_b - low_b + 1e-15
+
+
+def test_registered_scores_replace_the_published_ones():
+    mine = Assumptions.realistic().variant(inter_efficiency=0.61)
+    assert scores(mine).source.startswith("67 published cases")
+    register_scores(mine, [-0.01, 0.0, 0.01, 0.02], "test runs")
+    r = REAL.variant(assumptions=mine).result
+    low, high = r.interval("efficiency")
+    s = DIFFICULTY_FLOOR + r.efficiency * result_share(r)
+    assert (low, high) == pytest.approx((r.efficiency - 0.01 * s, r.efficiency + 0.02 * s))
+    with pytest.raises(InputError):
+        register_scores(mine, [0.1], "one run")

@@ -1,8 +1,8 @@
-"""The realistic preset against published measurements, with pass/fail thresholds (issue 12).
+"""The realistic preset against published measurements, with pass/fail thresholds (issue 23).
 
-The issue's targets are ISSUE_TARGETS; the limits the tests enforce are those of
-``mlsysim.validation.published`` (what the model reaches honestly; docs/model.md
-says which targets are missed and why).
+The issue's targets are ISSUE_TARGETS (judged on families left out); the limits the
+tests enforce are those of ``mlsysim.validation.published`` (what the model reaches
+honestly; docs/model.md says which targets are missed and why).
 """
 
 import json
@@ -15,12 +15,16 @@ from mlsysim import Q_, Assumptions
 from mlsysim.validation.published import (
     COVERAGE_RANGE,
     FAMILIES,
+    FAMILIES_NOT_BEATING_SEED,
+    HELD_OUT_MEDIAN_LIMIT,
     MAX_LIMIT,
     MEAN_LIMIT,
     MEDIAN_LIMIT,
     WIDTH_LIMIT,
     base_scenario_for,
+    by_family,
     calibrated_step_time,
+    communication_share_of_cases,
     compare,
     conformal_band,
     cross_validate,
@@ -28,13 +32,14 @@ from mlsysim.validation.published import (
     in_sample_coverage,
     load_cases,
     memory_bandwidth_of,
+    out_of_family,
     predict_all,
     scenario_for,
     summarize,
     summary,
 )
 
-ISSUE_TARGETS = {"median": 0.030, "max": 0.12, "mean": 0.015, "width": 0.12}
+ISSUE_TARGETS = {"median": 0.040, "mean": 0.015, "width": 0.14, "coverage": (0.75, 0.85)}
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +65,17 @@ def test_realistic_preset_meets_the_thresholds(realistic):
 
 
 def test_limits_are_the_issue_targets_or_documented_misses():
-    """Each enforced limit is the issue's target, or (where missed) within 1 point above
-    the figure reached: a regression still fails the test."""
+    """Each enforced limit is the issue's target, or (where missed) at most 0.2 points
+    above the figure reached (docs/model.md): a regression still fails the test."""
     assert ISSUE_TARGETS["mean"] == MEAN_LIMIT
-    assert ISSUE_TARGETS["median"] <= MEDIAN_LIMIT <= 0.040
-    assert ISSUE_TARGETS["max"] <= MAX_LIMIT <= 0.20
-    assert ISSUE_TARGETS["width"] <= WIDTH_LIMIT <= 0.16
-    assert COVERAGE_RANGE == (0.70, 0.90)
+    assert ISSUE_TARGETS["coverage"] == COVERAGE_RANGE
+    assert ISSUE_TARGETS["median"] <= HELD_OUT_MEDIAN_LIMIT <= 0.043
+    assert MEDIAN_LIMIT <= 0.041 and MAX_LIMIT <= 0.198
+    assert ISSUE_TARGETS["width"] <= WIDTH_LIMIT <= 0.165
 
 
 def test_realistic_preset_is_not_optimistic_on_average(realistic):
-    """The issue's complaint: a mean error of +4.9 points before. Now within +-1.5."""
+    """Issue 12's complaint: a mean error of +4.9 points before. Now within +-1.5."""
     assert abs(summarize(realistic).mean) <= 0.015
 
 
@@ -79,10 +84,10 @@ def test_realistic_preset_beats_the_seed_on_median_max_and_bias(seed, realistic)
     assert r.median_abs < s.median_abs and r.max_abs < s.max_abs and abs(r.mean) < abs(s.mean)
 
 
-def test_seed_model_figures_on_the_43_cases(seed):
-    """The seed's own errors: median 7.4 points, worst 30, optimistic by 4.2 on average."""
+def test_seed_model_figures_on_the_67_cases(seed):
+    """The seed's own errors: median 7.4 points, worst 30, optimistic by 2.6 on average."""
     s = summarize(seed)
-    assert 0.06 < s.median_abs < 0.09 and 0.25 < s.max_abs < 0.35 and s.mean > 0.03
+    assert 0.07 < s.median_abs < 0.09 and 0.25 < s.max_abs < 0.35 and s.mean > 0.02
     assert summary(seed) == (pytest.approx(s.median_abs), pytest.approx(s.max_abs))
 
 
@@ -94,22 +99,57 @@ def test_every_case_is_predicted_in_the_unit_interval(seed, realistic):
 def test_leave_one_family_out_errors_and_coverage(lofo):
     s = lofo.summary
     assert s.count == len(load_cases())
-    assert s.median_abs <= MEDIAN_LIMIT + 0.005 and s.max_abs <= MAX_LIMIT + 0.005
+    assert s.median_abs <= HELD_OUT_MEDIAN_LIMIT and s.max_abs <= MAX_LIMIT
     assert abs(s.mean) <= MEAN_LIMIT
     low, high = COVERAGE_RANGE
     assert low <= lofo.coverage <= high, f"held-out 80% coverage {lofo.coverage:.2f}"
     assert lofo.median_width <= WIDTH_LIMIT
     assert len(lofo.jitters) == len({c.family for c in load_cases()})
+    assert np.all(lofo.lows <= [c.predicted for c in lofo.comparisons])
+
+
+def test_held_out_families_beat_the_seed_except_the_documented_ones(seed, lofo):
+    """Issue 23: the preset's held-out median error below the seed's for every family of
+    more than one case; the families that miss are named (a new miss fails the test)."""
+    seed_families, held = by_family(seed), by_family(lofo.comparisons)
+    missing = {
+        name
+        for name, s in seed_families.items()
+        if s.count > 1 and held[name].median_abs >= s.median_abs
+    }
+    assert missing <= FAMILIES_NOT_BEATING_SEED, missing
+
+
+def test_out_of_family_predictions_never_see_their_family():
+    """Refitting without a family, then predicting it, equals out_of_family's prediction."""
+    a = Assumptions.realistic()
+    oof = out_of_family(a)
+    cases = load_cases()
+    family = cases[0].family
+    train = [c for c in cases if c.family != family]
+    test = [c for c in cases if c.family == family]
+    fitted = a.variant(host_jitter=Q_(fit_host_jitter(a, train), "s"))
+    held = np.asarray([c.family == family for c in cases])
+    assert np.allclose(oof.predicted[held], predict_all(fitted, test), rtol=1e-12)
+    assert out_of_family(a.variant(host_jitter=Q_(5, "ms"))).jitters == {}  # nothing fitted
+
+
+def test_communication_share_grows_with_the_network_load():
+    shares = communication_share_of_cases(Assumptions.realistic())
+    cases = load_cases()
+    assert np.all((shares >= 0) & (shares < 1))
+    one_node = [s for c, s in zip(cases, shares, strict=True) if c.raw["nodes"] == 1]
+    tcp = [s for c, s in zip(cases, shares, strict=True) if "TCP" in c.id]
+    assert max(one_node) < min(tcp)
 
 
 def test_in_sample_coverage_of_the_80_percent_band():
     coverage, width = in_sample_coverage(Assumptions.realistic())
-    low, high = COVERAGE_RANGE
-    assert low <= coverage <= high and width <= WIDTH_LIMIT
+    assert 0.70 <= coverage <= 0.90 and width <= WIDTH_LIMIT
 
 
 def test_the_preset_host_jitter_is_the_fitted_value():
-    """REALISTIC_HOST_JITTER is fit_host_jitter() rounded to 0.1 ms: nothing tuned by hand."""
+    """REALISTIC_HOST_JITTER is fit_host_jitter() on the 67 cases rounded to 0.1 ms."""
     preset = Assumptions.realistic()
     fitted = fit_host_jitter(preset)
     assert preset.host_jitter.to("ms").magnitude == pytest.approx(fitted * 1e3, abs=0.06)
@@ -156,7 +196,11 @@ def test_vectorized_prediction_equals_the_scenario_results(assumptions):
 
 def test_packaged_data_stands_alone():
     packaged = json.loads(files("mlsysim.data").joinpath("published_scaling.json").read_text())
-    assert len(load_cases()) == len(packaged["cases"]) == 43
+    assert len(load_cases()) == len(packaged["cases"]) == 67
+    added = [c for c in packaged["cases"] if c.get("added") == "2026-12-01"]
+    assert len(added) == 18 and all(c["source"] for c in added)
+    mxnet = [c for c in packaged["cases"] if c["id"].startswith("DLE-MX-")]
+    assert len(mxnet) == 6 and all(c["source"] and c["stated"] for c in mxnet)
 
 
 def test_cases_carry_sources_families_and_platforms():

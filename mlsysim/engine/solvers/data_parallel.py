@@ -10,6 +10,8 @@ from typing import cast
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.checking import checked_inputs
+from mlsysim.engine.derivation import Job, plain_job
 from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.fields import (
     FIELDS,
@@ -19,9 +21,8 @@ from mlsysim.engine.fields import (
     Value,
     derived_numbers,
 )
-from mlsysim.engine.job import Job, memory_note, origins_notes, plain_job, sanity_notes
+from mlsysim.engine.notes import memory_note, origins_notes, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.engine.scenario_types import checked_inputs
 
 
 class DataParallelScaleOutModel:
@@ -84,7 +85,8 @@ class DataParallelScaleOutModel:
                 )
             if value is not None:
                 given[name] = value
-        return solve_checked(*checked_inputs(given, f"{type(self).__name__}.solve"))
+        values, numbers, job, _ = checked_inputs(given, f"{type(self).__name__}.solve")
+        return solve_checked(values, numbers, job)
 
 
 OPT_IN = tuple(name for name in MODEL_FIELDS if name not in SOLVE_ORDER)

@@ -125,7 +125,7 @@ function buildForm() {
     groups.get(f.group).push(f);
   }
   const phone = window.matchMedia("(max-width: 760px)").matches;
-  const closed = new Set(phone ? ["Workload", "One-device profile", "Job", "Memory", "More", "Model assumptions"] : ["Memory", "More", "Model assumptions"]);
+  const closed = new Set(phone ? ["Workload", "Execution layout", "Model assumptions"] : ["Model assumptions"]);
   for (const [group, fields] of groups) {
     const box = el("details", { class: "group", open: !closed.has(group) }, el("summary", { text: group }));
     for (const f of fields) box.append(fieldRow(f));

@@ -1,0 +1,171 @@
+"""Normalise once, then trust: a layer of inputs checked, laid over the older ones, resolved.
+
+:func:`checked_inputs` is the one door into the model for a scenario, its
+``variant`` and ``solve``: each value given is checked by its field
+(:mod:`mlsysim.engine.fields`), the layer is laid over the scenario's older
+inputs by the precedence rule (:mod:`mlsysim.engine.layers`), presets and
+derivations fill the rest (:mod:`mlsysim.engine.derivation`), and the rules
+between inputs run (:mod:`mlsysim.engine.rules`). Every mistake of the layer
+is reported at once, each located at its field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final, NamedTuple, cast
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import known
+from mlsysim.core.validation import input_error
+from mlsysim.engine.derivation import DERIVABLE, Job, plain_job, resolve, wants_derivation
+from mlsysim.engine.fields import (
+    DERIVED_FROM,
+    FIELDS,
+    Value,
+    derived_numbers,
+)
+from mlsysim.engine.layers import overlay
+from mlsysim.engine.rules import check_together
+
+DEFAULTS: Final[Mapping[str, Value]] = {
+    f.name: None if f.required else cast(Value, f.default) for f in FIELDS.values()
+}
+"""Every input's default; None for a required one (reported missing unless given or derived)."""
+
+_DEFAULT_NUMBERS: Final[dict[str, float]] = {
+    name: FIELDS[name].to_model(value)
+    for name, value in DEFAULTS.items()
+    if FIELDS[name].numeric and value is not None
+}
+_REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
+_ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
+_DERIVED_NUMBERS: Final = ("gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline")
+
+_MISSING_HINTS: Final = {
+    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",
+    "training_time": "; or give training_tokens or training_samples to derive it",
+    "devices_per_node": "; or give node= (e.g. DGX_H100)",
+    "intra_bandwidth": "; or give node= (e.g. DGX_H100)",
+}
+
+
+class CheckedInputs(NamedTuple):
+    """A scenario's inputs after :func:`checked_inputs`.
+
+    ``values``: every input (given, default, filled or derived); ``numbers``:
+    the model numbers of the numeric ones (canonical SI floats); ``job``: what
+    was derived and from what; ``given``: the inputs as given, all layers
+    folded by the precedence rule (the base a later ``variant`` lays its
+    changes over).
+    """
+
+    values: dict[str, Value]
+    numbers: dict[str, float]
+    job: Job
+    given: dict[str, Value]
+
+
+def checked_inputs(
+    data: Mapping[str, object],
+    owner: str,
+    *,
+    older: Mapping[str, Value] | None = None,
+    older_numbers: Mapping[str, float] | None = None,
+    rules: bool = True,
+) -> CheckedInputs:
+    """The layer ``data`` checked and laid over ``older`` (the inputs given before, checked).
+
+    ``older_numbers`` are the model numbers of the older scenario (reused for
+    the inputs it gave and this layer keeps). ``rules=False`` leaves the rules
+    between inputs to the caller (a sweep checks them over its whole grid).
+    Unknown names, missing required inputs and bad values are reported
+    together, located at their fields.
+    """
+    newer, newer_numbers, errors = _check_layer(data)
+    replaced: Mapping[str, object] = {}
+    if older is None:
+        given = newer
+    else:
+        layered = overlay(older, newer)
+        given, replaced = cast("dict[str, Value]", layered.given), layered.replaced
+    values = dict(DEFAULTS)
+    values.update(given)
+    numbers = dict(_DEFAULT_NUMBERS)
+    for name in given:
+        number = newer_numbers[name] if name in newer else (older_numbers or {}).get(name)
+        if number is not None:
+            numbers[name] = number
+        elif not FIELDS[name].numeric or values[name] is None:
+            numbers.pop(name, None)
+        else:  # an older input without its number (no older_numbers given)
+            numbers[name] = FIELDS[name].to_model(values[name])
+    missing = [name for name in _REQUIRED if values[name] is None]
+    errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
+    if errors:
+        errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
+        raise input_error(owner, errors)
+    job = plain_job(values)
+    if wants_derivation(values):
+        try:
+            job = resolve(values, replaced)
+            for name in job.origins:
+                values[name], number = FIELDS[name].normalize(values[name])
+                if number is not None:
+                    numbers[name] = number
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
+    still_missing = [_missing(name) for name in missing if values.get(name) is None]
+    if still_missing:  # nothing derived them
+        raise input_error(owner, still_missing)
+    if rules:
+        try:
+            check_together(values)
+        except InputError as exc:
+            raise exc.at(owner=owner) from None
+    if older is None or older_numbers is None or any(name in data for name in DERIVED_FROM):
+        numbers.update(derived_numbers(values))
+    else:
+        for name in _DERIVED_NUMBERS:
+            numbers[name] = older_numbers[name]
+    return CheckedInputs(values, numbers, job, given)
+
+
+def _check_layer(
+    data: Mapping[str, object],
+) -> tuple[dict[str, Value], dict[str, float | None], list[InputError]]:
+    """Each value of a layer checked by its field: values, model numbers, and every error."""
+    errors: list[InputError] = []
+    values: dict[str, Value] = {}
+    numbers: dict[str, float | None] = {}
+    for name, value in data.items():
+        f = FIELDS.get(name)
+        if f is None:
+            errors.append(
+                InputError(
+                    f"unknown field; {known(name, FIELDS)}",
+                    loc=(name,),
+                    input=value,
+                    type="extra_forbidden",
+                )
+            )
+            continue
+        try:
+            values[name], numbers[name] = f.normalize(value)
+        except InputError as exc:
+            errors.append(exc.with_input(value))
+    return values, numbers, errors
+
+
+def check_layer(data: Mapping[str, object], owner: str) -> dict[str, Value]:
+    """The values of one layer, each checked by its field (every mistake reported at once)."""
+    values, _, errors = _check_layer(data)
+    if errors:
+        errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
+        raise input_error(owner, errors)
+    return values
+
+
+def _missing(name: str) -> InputError:
+    return InputError(
+        "required field is missing" + _MISSING_HINTS.get(name, ""), loc=(name,), type="missing"
+    )

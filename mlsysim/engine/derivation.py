@@ -1,0 +1,353 @@
+"""A whole job from hardware and the model: presets filled, and the inputs derived from them.
+
+A scenario may name a ``node``, a ``fabric`` or an ``accelerator``
+(:mod:`mlsysim.engine.presets`), and may give the job's size and speed as
+``training_tokens``/``training_samples`` and ``mfu`` instead of the
+one-device ``training_time`` and ``step_time`` of a profile. :func:`resolve`
+fills the presets' inputs (an explicit value wins inside one layer; across
+layers :mod:`mlsysim.engine.layers` has already applied "later words win"),
+checks that the sources agree, and derives the numeric inputs through
+:func:`derive_inputs`: the same function a sweep runs on arrays, so a sweep's
+row and the scalar solve of the same layout share every formula:
+
+* ``step_time = F b / (P u)`` (:func:`mlsysim.physics.compute.step_time_from_flops`)
+  from ``mfu`` u, the workload's training FLOPs per sample F and the
+  accelerator's dense peak P at the training precision;
+* ``training_time = S T1 / b`` with S = ``training_samples``, or
+  ``training_tokens`` / sequence length;
+* ``activation_memory = a_1 b``: layers x
+  :func:`mlsysim.physics.activations.activation_bytes_per_layer` of one sample,
+  whenever the workload has a transformer shape (``recompute`` chooses the
+  strategy).
+
+What came from where is kept in :attr:`Job.origins`, for ``explain`` and the
+command line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.formatting import fmt_given
+from mlsysim.core.units import quantity, to_canonical
+from mlsysim.engine.presets import PRESETS, preset_figures
+from mlsysim.engine.workload_figures import DEFAULT_RECOMPUTE, peak_flops, workload_facts
+from mlsysim.physics._array import Num
+from mlsysim.physics.compute import (
+    one_device_training_time,
+    samples_from_tokens,
+    step_time_from_flops,
+)
+
+if TYPE_CHECKING:
+    from mlsysim.models.types import Workload
+
+Checked: TypeAlias = Mapping[str, Any]
+"""Checked scenario inputs by field name: each value is of its field's kind (see
+:mod:`mlsysim.engine.fields`), which a mapping's type cannot say key by key."""
+
+DERIVED_ATTRIBUTES: Final = (
+    "flops_per_sample",
+    "peak_flops",
+    "sequence_length",
+    "activation_memory_per_sample",
+)
+"""Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
+
+DERIVABLE: Final = ("step_time", "training_time", "devices_per_node", "intra_bandwidth")
+"""Required inputs that a preset or a derivation may supply."""
+
+SOURCES: Final = (*PRESETS, "mfu", "training_tokens", "training_samples")
+"""Inputs whose presence asks for a derivation (besides a workload with a shape)."""
+
+DERIVED_TARGETS: Final = ("step_time", "training_time", "activation_memory")
+"""Model inputs :func:`derive_inputs` fills where they are NaN."""
+
+TARGET_UNITS: Final = {"step_time": "s", "training_time": "s", "activation_memory": "byte"}
+
+
+class Job(NamedTuple):
+    """What a scenario derived, and from what (immutable; a named tuple: cheap to build per solve).
+
+    ``origins`` maps each derived input to where it came from (``"node
+    DGX_H100"``, ``"mfu"``); the figures are canonical floats (flop, flop/s,
+    tokens, bytes), NaN where not known or not used.
+    """
+
+    origins: Mapping[str, str] = MappingProxyType({})
+    flops_per_sample: float = math.nan
+    peak_flops: float = math.nan
+    sequence_length: float = math.nan
+    samples: float = math.nan
+    activation_memory_per_sample: float = math.nan
+    recompute: str = DEFAULT_RECOMPUTE
+    activations: str = "none"  # "derived", "given" or "none" (not counted)
+
+    def model_attributes(self) -> dict[str, float]:
+        """The derived attributes of :class:`~mlsysim.engine.equations.Inputs`."""
+        return {name: getattr(self, name) for name in DERIVED_ATTRIBUTES}
+
+    def derives(self, name: str) -> bool:
+        """Whether the input ``name`` was derived (not given)."""
+        return name in self.origins
+
+
+NO_JOB: Final = Job()
+"""Nothing derived, no activations counted."""
+
+_GIVEN_ACTIVATIONS: Final = Job(activations="given")
+
+
+def plain_job(values: Checked) -> Job:
+    """The :class:`Job` of inputs that derive nothing (activations given or not counted)."""
+    return NO_JOB if values.get("activation_memory") is None else _GIVEN_ACTIVATIONS
+
+
+def wants_derivation(values: Checked) -> bool:
+    """Whether :func:`resolve` has anything to do for these checked inputs."""
+    workload = values.get("workload")
+    return (workload is not None and workload_facts(workload).shape) or any(
+        values.get(name) is not None for name in SOURCES
+    )
+
+
+# -- the derivation, on floats or arrays ----------------------------------------------------
+
+
+class Derivable(Protocol):
+    """What :func:`derive_inputs` reads and fills: :class:`~mlsysim.engine.equations.Inputs`
+    (a sweep's block), or :class:`_Scalars` (one layout)."""
+
+    step_time: Num
+    training_time: Num
+    activation_memory: Num
+    per_device_batch: Num
+    mfu: Num
+    flops_per_sample: Num
+    peak_flops: Num
+    training_tokens: Num
+    training_samples: Num
+    sequence_length: Num
+    activation_memory_per_sample: Num
+
+
+def derive_inputs(x: Derivable) -> Derivable:
+    """Fill ``step_time``, ``training_time`` and ``activation_memory`` where they are NaN ("derive here").
+
+    The figures may be floats (one layout) or numpy arrays (a sweep's block):
+    a target is NaN where the layout derives it, a number where it was given
+    (or swept):
+
+        step_time = F b / (P u)                   (mfu u)
+        training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
+        activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
+    """
+    if _any_nan(x.step_time):
+        x.step_time = _fill(
+            x.step_time,
+            lambda: step_time_from_flops(
+                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
+            ),
+        )
+    if _any_nan(x.training_time):
+
+        def training_time() -> Num:
+            if _all_nan(x.training_tokens):
+                samples = x.training_samples
+            else:
+                samples = samples_from_tokens(x.training_tokens, x.sequence_length)
+            return one_device_training_time(samples, x.step_time, x.per_device_batch)
+
+        x.training_time = _fill(x.training_time, training_time)
+    if _any_nan(x.activation_memory):
+        per_sample = x.activation_memory_per_sample
+        x.activation_memory = _fill(
+            x.activation_memory,
+            lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
+        )
+    return x
+
+
+def _fill(target: Num, formula: Callable[[], Num]) -> Num:
+    """``formula()`` where ``target`` is NaN, ``target`` elsewhere."""
+    if _all_nan(target):
+        return formula()
+    return np.where(np.isnan(target), formula(), target)
+
+
+def _any_nan(value: Num) -> bool:
+    if type(value) is float:
+        return value != value
+    return bool(np.any(np.isnan(value)))
+
+
+def _all_nan(value: Num) -> bool:
+    if type(value) is float:
+        return value != value
+    return bool(np.all(np.isnan(value)))
+
+
+@dataclass(slots=True)
+class _Scalars:
+    """One layout's :class:`Derivable` figures (canonical floats; NaN: derive, or not given)."""
+
+    step_time: Num = math.nan
+    training_time: Num = math.nan
+    activation_memory: Num = math.nan
+    per_device_batch: Num = math.nan
+    mfu: Num = math.nan
+    flops_per_sample: Num = math.nan
+    peak_flops: Num = math.nan
+    training_tokens: Num = math.nan
+    training_samples: Num = math.nan
+    sequence_length: Num = math.nan
+    activation_memory_per_sample: Num = math.nan
+
+
+# -- resolution ------------------------------------------------------------------------------
+
+
+def resolve(out: dict[str, Any], replaced: Mapping[str, object] | None = None) -> Job:
+    """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
+
+    ``out`` holds checked inputs (each checked on its own by its field); an
+    input that is not None was given and is never replaced. ``replaced`` are
+    the values a newer layer's sources took over (:func:`mlsysim.engine.layers.overlay`),
+    named in the origins. Raises an :class:`InputError` located at an input
+    when two inputs contradict each other or a derivation lacks a source.
+    """
+    origins: dict[str, str] = {}
+    for kind in PRESETS:
+        entry = out.get(kind)
+        if entry is None:
+            continue
+        for name, (value, origin) in preset_figures(kind, entry).items():
+            if out.get(name) is None and value is not None:
+                out[name] = value
+                origins[name] = origins.get(kind, origin)
+    figures = _derive_job(out, origins)
+    for name, old in (replaced or {}).items():
+        if name in origins:
+            origins[name] += f", replacing {fmt_given(old)} of the scenario"
+    return Job(origins=origins, **figures)
+
+
+def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
+    """Check the sources of step time, training time and activation memory, and derive them."""
+    workload = out.get("workload")
+    recompute = out.get("recompute") or DEFAULT_RECOMPUTE
+    figures: dict[str, Any] = {"recompute": recompute}
+    if workload is None:
+        return figures  # the scenario reports the missing workload
+    batch = out.get("per_device_batch")
+    facts = workload_facts(workload)
+    x = _Scalars(per_device_batch=math.nan if batch is None else float(batch))
+    if facts.flops_per_sample is not None:
+        figures["flops_per_sample"] = x.flops_per_sample = facts.flops_per_sample
+    if facts.shape:
+        figures["sequence_length"] = x.sequence_length = float(getattr(workload, "seq_len"))  # noqa: B009
+
+    mfu = out.get("mfu")
+    if mfu is not None:
+        _check_mfu_sources(out, workload, facts.flops_per_sample)
+        figures["peak_flops"] = x.peak_flops = peak_flops(
+            out["accelerator"], out.get("precision") or "fp16"
+        )
+        x.mfu = mfu
+        origins["step_time"] = "mfu"
+    elif out.get("step_time") is not None:
+        x.step_time = to_canonical(out["step_time"], "time")
+
+    tokens, samples = out.get("training_tokens"), out.get("training_samples")
+    if tokens is not None or samples is not None:
+        figures["samples"] = _job_samples(out, workload, tokens, samples)
+        if mfu is None and out.get("step_time") is None and batch is not None:
+            raise InputError(
+                "required to derive training_time: give step_time, or mfu with node= or accelerator=",
+                loc=("step_time",),
+            )
+        if tokens is not None:
+            x.training_tokens = to_canonical(tokens, "tokens")
+        else:
+            x.training_samples = figures["samples"]
+        origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
+    elif out.get("training_time") is not None:
+        x.training_time = to_canonical(out["training_time"], "time")
+
+    if out.get("activation_memory") is not None:
+        figures["activations"] = "given"
+        x.activation_memory = to_canonical(out["activation_memory"], "data")
+    elif facts.shape and batch is not None:
+        per_sample = facts.activation_per_sample[recompute]
+        figures["activation_memory_per_sample"] = x.activation_memory_per_sample = per_sample
+        figures["activations"] = "derived"
+        origins["activation_memory"] = f"recompute={recompute}"
+    else:
+        x.activation_memory = 0.0
+
+    if batch is not None:
+        derive_inputs(x)
+        for target in DERIVED_TARGETS:
+            if target in origins:
+                out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
+    return figures
+
+
+def _check_mfu_sources(out: Checked, workload: Workload, fps: float | None) -> None:
+    if out.get("step_time") is not None:
+        raise InputError(
+            "give either a measured step_time or mfu (step time derived from FLOPs), "
+            "not both; clear one (step_time=none)",
+            loc=("step_time",),
+        )
+    if out.get("accelerator") is None:
+        raise InputError(
+            "deriving step_time needs the accelerator's peak FLOPs: give node= or accelerator=",
+            loc=("mfu",),
+        )
+    if fps is None:
+        raise InputError(
+            f"{workload.name} states neither a transformer shape (layers, hidden_dim, "
+            "seq_len) nor forward_flops_per_sample, so its FLOPs are unknown; give step_time",
+            loc=("mfu",),
+        )
+
+
+def _job_samples(out: Checked, workload: Workload, tokens: object, samples: object) -> float:
+    """Samples of the job, from ``training_tokens`` or ``training_samples``."""
+    if tokens is not None and samples is not None:
+        raise InputError(
+            "give training_tokens or training_samples, not both", loc=("training_samples",)
+        )
+    given = "training_tokens" if tokens is not None else "training_samples"
+    if out.get("training_time") is not None:
+        raise InputError(
+            f"give either the one-device training_time or {given}, not both; "
+            "clear one (training_time=none)",
+            loc=("training_time",),
+        )
+    if samples is not None:
+        return to_canonical(samples, "samples")
+    if not workload_facts(workload).shape:
+        raise InputError(
+            f"{workload.name} has no sequence length to turn tokens into samples; "
+            "give training_samples",
+            loc=("training_tokens",),
+        )
+    return float(samples_from_tokens(to_canonical(tokens, "tokens"), float(getattr(workload, "seq_len"))))  # noqa: B009 - a transformer's, checked above
+
+
+def sweep_base(job: Job) -> dict[str, float]:
+    """Model inputs of a sweep group: the derived figures, and NaN for each target it derives."""
+    base = job.model_attributes()
+    for target in DERIVED_TARGETS:
+        if job.derives(target):
+            base[target] = math.nan
+    return base

@@ -1,0 +1,108 @@
+"""The derivation of the derived inputs as explain prints it: FLOPs, step time, training time, activations."""
+
+from __future__ import annotations
+
+from mlsysim.core.units import to_canonical
+from mlsysim.engine.derivation import Checked, Job
+
+_ACTIVATION_EQUATIONS = {
+    "none": ("L s b h (34 + 5 a s / h)", "{L} x {s} x {b} x {h} x (34 + 5 x {a} x {s} / {h})"),
+    "selective": ("34 L s b h", "34 x {L} x {s} x {b} x {h}"),
+    "full": ("2 L s b h", "2 x {L} x {s} x {b} x {h}"),
+}
+
+
+def explain_rows(
+    values: Checked, job: Job, part: str = "time"
+) -> list[tuple[str, str, str, str]]:
+    """The derivation of the derived inputs: (what, equation, numbers, value) rows for ``explain``.
+
+    ``part="time"``: step time and training time (before the model's steps);
+    ``part="memory"``: the activations (beside the memory step). ``values``
+    are the scenario's checked, resolved inputs. Operands are printed so
+    that they recompute the printed value (x, /, +, parentheses).
+    """
+    rows: list[tuple[str, str, str, str]] = []
+    if part == "memory":
+        return _activation_rows(values, job)
+    w = values["workload"]
+    b = values["per_device_batch"]
+    if job.derives("step_time"):
+        f = job.flops_per_sample
+        if getattr(w, "layers", None) is not None:
+            n, s_, layers, h = w.parameter_count(), w.seq_len, w.layers, w.hidden_dim
+            rows.append(
+                (
+                    "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021)",
+                    "F = 6 N s + 12 L h s^2",
+                    f"6 x {n:.6g} x {s_} + 12 x {layers} x {h} x {s_} x {s_}",
+                    f"{f:.6g} flop",
+                )
+            )
+        else:
+            forward = to_canonical(w.forward_flops_per_sample, "compute")
+            rows.append(
+                (
+                    "training FLOPs per sample (forward + backward, Kaplan et al. 2020)",
+                    "F = 3 F_forward",
+                    f"3 x {forward:.6g}",
+                    f"{f:.6g} flop",
+                )
+            )
+        rows.append(
+            (
+                f"dense peak of {values['accelerator'].name} at {values['precision']}",
+                "P (registry, no sparsity)",
+                "",
+                f"{job.peak_flops / 1e12:.6g} Tflop/s",
+            )
+        )
+        t1 = to_canonical(values["step_time"], "time")
+        rows.append(
+            (
+                "step_time, one device (model FLOPs utilisation u; Chowdhery et al. 2022)",
+                "T1 = F b / (P u)",
+                f"{f:.6g} x {b} / ({job.peak_flops:.6g} x {values['mfu']:g})",
+                f"{t1:.6g} s",
+            )
+        )
+    if job.derives("training_time"):
+        t1 = to_canonical(values["step_time"], "time")
+        if job.origins["training_time"] == "training_tokens":
+            tokens = to_canonical(values["training_tokens"], "tokens")
+            rows.append(
+                (
+                    "samples in the job (tokens / sequence length)",
+                    "S = D / s",
+                    f"{tokens:.6g} / {job.sequence_length:g}",
+                    f"{job.samples:.6g}",
+                )
+            )
+        total = to_canonical(values["training_time"], "time")
+        rows.append(
+            (
+                "training_time, one device",
+                "T_train = S T1 / b",
+                f"{job.samples:.6g} x {t1:.6g} s / {b}",
+                f"{total / 3600:.6g} h",
+            )
+        )
+    return rows
+
+
+def _activation_rows(values: Checked, job: Job) -> list[tuple[str, str, str, str]]:
+    rows: list[tuple[str, str, str, str]] = []
+    w, b = values["workload"], values["per_device_batch"]
+    if job.activations == "derived":
+        equation, numbers = _ACTIVATION_EQUATIONS[job.recompute]
+        memory = to_canonical(values["activation_memory"], "data")
+        rows.append(
+            (
+                f"activation memory, recompute={job.recompute} "
+                "(Korthikanti et al. 2022: 16-bit, transformer layers only)",
+                f"A_act = {equation}",
+                numbers.format(L=w.layers, s=w.seq_len, b=b, h=w.hidden_dim, a=w.heads),
+                f"{memory / 1e9:.6g} GB",
+            )
+        )
+    return rows

@@ -1,0 +1,166 @@
+"""Notes on a layout: what memory counts, what came from where, and what would not run as planned.
+
+Read by the solver's ``constraint_trace`` (and so by ``run``, plans and the
+page): the model computes every layout, and these say where its answer should
+not be taken at face value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from mlsysim.core.exceptions import UnknownNameError
+from mlsysim.core.units import quantity, to_canonical
+from mlsysim.engine.derivation import Checked, Job
+from mlsysim.engine.scale import cluster_note
+from mlsysim.physics.memory import training_state_bytes
+
+if TYPE_CHECKING:
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+
+MFU_SANITY_LIMIT = 0.75
+"""An MFU above this is flagged: published large training runs report 0.3-0.6
+(Chowdhery et al. 2022, PaLM, Table 3: 46.2 %; Llama Team 2024, The Llama 3
+Herd of Models, Table 4: 38-43 %)."""
+
+BATCH_SANITY_TOLERANCE = 1.05
+"""A global batch is flagged above this multiple of the workload's largest
+reported batch: sources round their figures (Llama 2's "4M tokens" at 4096
+tokens per sequence is 976.6 sequences; 1024 sequences are 4.19M tokens)."""
+
+
+def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
+    """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
+
+    A measured one-device profile belongs to the workload it was measured
+    on; the figures derived from ``mfu`` or ``training_tokens`` are derived
+    again instead, and need no warning.
+    """
+    import warnings
+
+    from mlsysim.core.exceptions import MlsysimWarning
+    from mlsysim.models.types import Workload
+
+    new = changes.get("workload")
+    if isinstance(new, str):
+        try:
+            from mlsysim.models.registry import Models
+
+            new = Models.get(new.strip())
+        except UnknownNameError:
+            return  # the check reports it
+    if not isinstance(new, Workload) or new == scenario.workload:
+        return
+    carried = [
+        name
+        for name in ("step_time", "training_time")
+        if name not in changes
+        and not scenario.job.derives(name)
+        and getattr(scenario, name) is not None
+    ]
+    if carried:
+        warnings.warn(
+            MlsysimWarning(
+                f"{' and '.join(carried)} measured for {scenario.workload.name} "
+                f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
+                "give the figures measured for it, or derive them: step_time=none with mfu= "
+                "and node= (or accelerator=), training_time=none with training_tokens="
+            ),
+            stacklevel=3,
+        )
+
+
+def memory_note(job: Job, zero_stage: int) -> str:
+    """What ``memory_per_device`` includes."""
+    state = f"training state (16 B/param, ZeRO stage {zero_stage})"
+    if job.activations == "derived":
+        return (
+            f"memory_per_device = {state} + activations of the transformer layers "
+            f"(recompute={job.recompute}; Korthikanti et al. 2022; embeddings and logits not counted)"
+        )
+    if job.activations == "given":
+        return f"memory_per_device = {state} + activation_memory as given"
+    return (
+        f"memory_per_device = {state} only: activations not counted "
+        "(the workload states no transformer shape; give activation_memory)"
+    )
+
+
+def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
+    """Warnings about a layout that the model computes but that would not run as planned.
+
+    ``values`` are the scenario's checked, resolved inputs.
+    """
+    notes = []
+    mfu = values.get("mfu")
+    if mfu is not None and mfu > MFU_SANITY_LIMIT:
+        notes.append(
+            f"mfu {mfu:g} is above {MFU_SANITY_LIMIT:g}: published large training runs "
+            "report 0.3-0.6 (PaLM 46%, Llama 3 38-43%); the step time is likely optimistic"
+        )
+    workload = values["workload"]
+    n = values["devices_per_node"] * values["nodes"]
+    memory = values.get("device_memory")
+    if memory is not None:
+        capacity = to_canonical(memory, "data")
+        sharded = float(training_state_bytes(workload.parameter_count(), 3, n))
+        if sharded > capacity:
+            notes.append(
+                f"the training state does not fit even with ZeRO-3 over {n} devices "
+                f"({sharded / 1e9:.4g} GB > {capacity / 1e9:.4g} GB per device): this job needs "
+                "tensor or pipeline parallelism, which this tool does not model"
+            )
+    batch = batch_note(values)
+    if batch is not None:
+        notes.append(batch)
+    scale = cluster_note(n)
+    if scale is not None:
+        notes.append(scale)
+    return tuple(notes)
+
+
+def batch_note(values: Checked) -> str | None:
+    """The note for a global batch beyond the largest the workload's sources report; else None.
+
+    Global batch B = per_device_batch x devices x accumulation_steps, in
+    samples (sequences), against ``Workload.largest_reported_batch_samples()``
+    (with :data:`BATCH_SANITY_TOLERANCE` for the sources' rounding).
+    """
+    workload = values["workload"]
+    reported = workload.largest_reported_batch_samples()
+    if reported is None:
+        return None
+    n = values["devices_per_node"] * values["nodes"]
+    global_batch = values["per_device_batch"] * n * values.get("accumulation_steps", 1)
+    if global_batch <= reported * BATCH_SANITY_TOLERANCE:
+        return None
+    figure = workload.largest_reported_batch
+    stated = f"{reported:.7g} samples"
+    if figure.dimensionality == quantity(1, "token").dimensionality:
+        tokens = float(figure.to("token").magnitude)
+        stated += f" = {tokens / 1e6:g}M tokens / {workload.seq_len} per sequence"
+    cited = _short_source(workload.largest_reported_batch_source)
+    what = workload.largest_reported_batch_note.split(":", 1)[0].strip()
+    why = "; ".join(part for part in (cited, what) if part)
+    return (
+        f"global batch {global_batch:g} samples is beyond the largest reported for "
+        f"{workload.name}: {stated}{f' ({why})' if why else ''}; "
+        "convergence at this batch is unproven (more steps or a loss of quality)"
+    )
+
+
+def _short_source(source: str) -> str:
+    """A source in a few words: the quoted title and what follows it in parentheses dropped."""
+    return re.sub(r",? '[^']*'(?: \([^)]*\))?", "", source).strip()
+
+
+def origins_notes(job: Job) -> tuple[str, ...]:
+    """One note per preset or derivation: which inputs it filled."""
+    by_origin: dict[str, list[str]] = {}
+    for name, origin in job.origins.items():
+        if name == "activation_memory":
+            continue  # said by memory_note
+        by_origin.setdefault(origin, []).append(name)
+    return tuple(f"from {origin}: {', '.join(names)}" for origin, names in by_origin.items())

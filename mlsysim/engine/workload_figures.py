@@ -1,0 +1,129 @@
+"""What the model reads from a workload and an accelerator: FLOPs, shape, activations, peak.
+
+Computed once per workload object (workloads are immutable) and shared by the
+field table, the derivations and explain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import to_canonical
+from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes
+from mlsysim.physics.compute import cnn_flops_per_sample, transformer_flops_per_sample
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
+
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator
+    from mlsysim.models.types import Workload
+
+DEFAULT_RECOMPUTE = "selective"
+"""Activations counted by default: the attention matrices are not stored, as with
+FlashAttention-style kernels (Dao et al. 2022), the default attention path of
+PyTorch's scaled_dot_product_attention on recent GPUs and of Megatron-LM. A
+one-device profile such as GPT-2 (1.5B) at batch 16 x 1024 tokens on an 80 GB
+device is only possible so (24 GB of state + 43 GB of activations; 143 GB of
+activations with the matrices stored)."""
+
+def check_mfu(value: object) -> float:
+    """Model FLOPs utilisation: a plain number in (0, 1]."""
+    if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool):
+        x = float(value)
+        if 0.0 < x <= 1.0:
+            return x
+    raise InputError(
+        f"expected the model FLOPs utilisation, a number in (0, 1] (e.g. 0.4), got {value!r}"
+    )
+
+
+def parse_mfu(text: str) -> float:
+    """``"0.4"`` -> 0.4 (the check reports anything else)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"expected a number in (0, 1] (e.g. 0.4), got {text!r}") from None
+
+
+
+def has_shape(workload: Workload) -> bool:
+    """Whether a workload states layers, hidden size, heads and sequence length."""
+    return workload_facts(workload).shape
+
+
+class _Facts(NamedTuple):
+    """What the model reads from a workload's description, computed once per workload object."""
+
+    shape: bool
+    flops_per_sample: float | None
+    activation_per_sample: Mapping[str, float]
+    """Activation bytes of one sample, per recompute mode (empty without a shape)."""
+    parameters: float
+    gradient_bytes: Mapping[str, float]
+    """:meth:`~mlsysim.Workload.gradient_bytes` per precision."""
+
+
+_FACTS: dict[int, tuple[Workload, _Facts]] = {}
+"""Per workload object (by identity; workloads are immutable)."""
+
+
+def workload_facts(workload: Workload) -> _Facts:
+    """What the model reads from ``workload`` (cached per object: workloads are immutable)."""
+    entry = _FACTS.get(id(workload))
+    if entry is not None and entry[0] is workload:
+        return entry[1]
+    layers, hidden, heads, seq_len = (
+        getattr(workload, name, None) for name in ("layers", "hidden_dim", "heads", "seq_len")
+    )
+    activations: dict[str, float] = {}
+    if layers is not None and hidden is not None and heads is not None and seq_len is not None:
+        activations = {
+            mode: float(activation_bytes(layers, seq_len, 1, hidden, heads, mode))
+            for mode in RECOMPUTE_MODES
+        }
+    shape = bool(activations)
+    facts = _Facts(
+        shape,
+        _flops_per_sample(workload),
+        activations,
+        workload.parameter_count(),
+        {precision: workload.gradient_bytes(precision) for precision in BYTES_PER_ELEMENT},
+    )
+    if len(_FACTS) > 1024:
+        _FACTS.clear()
+    _FACTS[id(workload)] = (workload, facts)  # the entry keeps the object, so its id stays its own
+    return facts
+
+
+def flops_per_sample(workload: Workload) -> float | None:
+    """Training FLOPs of one sample: the transformer formula from its shape, or 3 x a stated forward cost.
+
+    None when the workload states neither (see :mod:`mlsysim.physics.compute`).
+    """
+    return workload_facts(workload).flops_per_sample
+
+
+def _flops_per_sample(workload: Workload) -> float | None:
+    layers, hidden, seq_len = (getattr(workload, n, None) for n in ("layers", "hidden_dim", "seq_len"))
+    if layers is not None and hidden is not None and seq_len is not None:
+        return float(
+            transformer_flops_per_sample(workload.parameter_count(), layers, hidden, seq_len)
+        )
+    forward = getattr(workload, "forward_flops_per_sample", None)
+    if forward is not None:
+        return float(cnn_flops_per_sample(to_canonical(forward, "compute")))
+    return None
+
+
+def peak_flops(accelerator: Accelerator, precision: str) -> float:
+    """The accelerator's dense peak at ``precision`` in flop/s; an error at ``precision`` when unknown."""
+    try:
+        rate = accelerator.peak_flops(precision)
+    except InputError as exc:
+        raise InputError(
+            f"{exc.message}; mfu needs it to derive step_time", loc=("precision",)
+        ) from None
+    return to_canonical(rate, "compute_rate")

@@ -1,0 +1,519 @@
+"""One training layout (t, p, d, sharding) of a transformer: its rules, update time, breakdown and memory.
+
+This module composes the pure formulas of :mod:`~mlsysim.physics.tensor_parallel`,
+:mod:`~mlsysim.physics.pipeline`, :mod:`~mlsysim.physics.sharding`,
+:mod:`~mlsysim.physics.collectives`, :mod:`~mlsysim.physics.compute` and
+:mod:`~mlsysim.physics.optimizer` into the time of one optimizer update of a
+decoder transformer trained on ``devices`` = t p d accelerators (Narayanan et
+al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using
+Megatron-LM", section 3, for the composition). Every argument may be a float
+or a numpy array (broadcast together), so one call evaluates one layout or a
+whole search space; the mode arguments (``recompute``, ``sequence_parallel``,
+``flash_attention``, ``algorithm``) are plain scalars.
+
+The update (one device of the first pipeline stage; m micro-batches of b samples):
+
+    T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt
+
+* ``t_c``, one micro-batch's compute: the matrix products at a fraction u of
+  the peak (u, the math-kernel efficiency, is the one constant a GPU
+  generation is calibrated with) plus the memory-bound element-wise work of
+  the layers at the memory bandwidth:
+
+      t_c = b (F + F_re) / (t p u P) + (L / p) n_pass a_layer / B_mem
+
+  F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`);
+  F_re the recomputed forward (full: 2 (N - V h) s + 4 L h s^2; selective:
+  the attention core's 4 L h s^2; Korthikanti et al. 2022, section 5);
+  a_layer the layer's stored activations on the device (Korthikanti et al.
+  2022, Table 2), each byte of which crosses the memory bus n_pass = 4 times
+  (written and read in the forward, read with its gradient written and read
+  in the backward), 6 under full recomputation (the forward again): an
+  order-of-magnitude count of the element-wise kernels (layer norms,
+  dropout, softmax, activation functions, residuals), not a fitted figure
+  (Williams, Waterman and Patterson 2009, "Roofline", for memory-bound work).
+* ``t_tp``: :func:`~mlsysim.physics.tensor_parallel.tp_time_per_micro_batch`.
+* the bubble: :func:`~mlsysim.physics.pipeline.bubble_fraction` of m (t_c + t_tp).
+* ``T_p2p``: :func:`~mlsysim.physics.pipeline.p2p_time`.
+* ``T_zero3``: :func:`~mlsysim.physics.sharding.layerwise_exposed` per micro-step
+  (ZeRO-3 / FSDP full shard; zero otherwise).
+* ``T_data``: once per update, the gradient synchronisation over the d
+  data-parallel ranks: a ring reduce-scatter + all-gather over the shard group
+  of k ranks (ZeRO-1/2; k = 1 without sharding) and the AllReduce of the
+  gradient shard G / k over the r = d / k replicas, costed by
+  :mod:`~mlsysim.physics.collectives` (the seed's ring, hierarchical or tree
+  algorithm). The reduce-scatter and AllReduce overlap the last backward pass
+  when ``data_overlap`` is 1 (PyTorch DDP, FSDP); the all-gather of updated
+  parameters after the optimizer step never does.
+* ``T_opt``: :func:`~mlsysim.physics.optimizer.optimizer_step_time` on the
+  device's (sharded) parameters.
+
+Layout rules (:func:`layout_mask`, :func:`check_layout`): t p d = devices,
+heads divisible by t (Megatron-Core's ``TransformerConfig``), layers by p v,
+m >= p for a pipeline, m divisible by p for the interleaved schedule
+(Megatron-LM's requirement), the shard group dividing d.
+
+Simplifications, named: the embedding and output layer are spread evenly over
+the stages (Narayanan et al. 2021 balance them by assigning layers); the data
+sync of a pipeline overlaps the last micro-batch's backward of the device; the
+figures are those of the first stage, which holds the most activations.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.physics._array import Num, is_array, maximum, minimum, where
+from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
+from mlsysim.physics.compute import transformer_flops_per_sample
+from mlsysim.physics.optimizer import optimizer_step_time
+from mlsysim.physics.pipeline import (
+    bubble_fraction,
+    first_stage_activation_bytes,
+    p2p_message_bytes,
+    p2p_time,
+    pipeline_link_rate,
+)
+from mlsysim.physics.sharding import (
+    gather_time,
+    group_rate,
+    layerwise_exposed,
+    replica_allreduce_bytes,
+    sharded_state_bytes,
+    zero3_buffer_bytes,
+)
+from mlsysim.physics.tensor_parallel import (
+    tp_activation_bytes_per_layer,
+    tp_allreduce_time,
+    tp_collectives_per_layer,
+    tp_link_rate,
+    tp_message_bytes,
+)
+
+UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
+COMPUTE_EQUATION = "t_c = b (F + F_re) / (t p u P) + (L/p) n_pass a_layer / B_mem"
+
+ELEMENTWISE_PASSES = 4.0
+"""Times each stored activation byte crosses the memory bus per micro-batch (forward write and read,
+backward read, gradient write and read); an order-of-magnitude count, not fitted."""
+
+RECOMPUTE_PASSES = 2.0
+"""Extra passes when full recomputation reruns the forward."""
+
+ADAM_BYTES_PER_PARAMETER = 28.0
+"""Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+class LayoutParts(NamedTuple):
+    """The intermediate figures of :func:`layout_figures`, for a derivation to print (SI units)."""
+
+    parameters_per_device: Num
+    """psi = N / (t p)."""
+    flops_per_sample: Num
+    """F = 6 N s + 12 L h s^2."""
+    recompute_flops_per_sample: Num
+    """F_re (:func:`recompute_flops_per_sample`)."""
+    matmul_time: Num
+    """b (F + F_re) / (t p u P)."""
+    stored_bytes: Num
+    """Activation bytes one layer stores on the device (without recomputation): the element-wise traffic unit."""
+    elementwise_passes: Num
+    """n_pass: 4, or 6 with full recomputation."""
+    elementwise_time: Num
+    """(L/p) n_pass a_layer / B_mem."""
+    micro_batch_time: Num
+    """t_c (or T1 / (t p) when a device step time is given)."""
+    tensor_rate: Num
+    """B_tp."""
+    tensor_collective_time: Num
+    """One tensor-parallel all-reduce: 2 (t-1) alpha + M f(t) / B_tp."""
+    tensor_collectives: Num
+    """Collectives per layer per micro-batch: 4, or 6 with full recomputation."""
+    tensor_micro_batch_time: Num
+    """t_tp."""
+    pipeline_rate: Num
+    """B_pp."""
+    pipeline_message: Num
+    """Bytes per stage boundary per device: 2 b s h / t."""
+    shard_group: Num
+    """k (1 without sharding)."""
+    replicas: Num
+    """r = d / k."""
+    shard_rate: Num
+    """Bytes/s per rank of the shard group's ring."""
+    layer_gather_time: Num
+    """One layer's all-gather (or reduce-scatter) over k ranks."""
+    layer_forward_time: Num
+    """t_f = t_c / (L/p) / 3."""
+    layer_backward_time: Num
+    """t_b = 2 t_f."""
+    zero3_micro_step_time: Num
+    """T_zero3: exposed ZeRO-3 communication of one micro-step (0 below stage 3)."""
+    scatter_time: Num
+    """ZeRO-1/2: the reduce-scatter (and, as long, the all-gather) over k ranks, once per update."""
+    replica_time: Num
+    """The AllReduce of the gradient shard over the r replicas (collectives.py's algorithm)."""
+    hidden_time: Num
+    """Of scatter + replica, the part hidden under the last micro-batch's backward."""
+    activation_per_layer: Num
+    """Activation bytes one layer keeps per micro-batch (with the recomputation mode)."""
+
+
+class LayoutFigures(NamedTuple):
+    """Figures of one layout's optimizer update (floats, or arrays in a search); SI units.
+
+    The seven time terms add up to ``update_time``.
+    """
+
+    update_time: Num
+    """Seconds of one optimizer update."""
+    compute_time: Num
+    """m t_c: the device's micro-batches' forward and backward compute."""
+    tensor_time: Num
+    """m t_tp: tensor-parallel collectives, all on the critical path."""
+    bubble_time: Num
+    """(p-1)/v (t_c + t_tp): the pipeline's fill and drain."""
+    pipeline_time: Num
+    """Exposed stage-to-stage transfers."""
+    sharding_time: Num
+    """m T_zero3: exposed per-layer ZeRO-3/FSDP gathers and reduce-scatters."""
+    data_time: Num
+    """Exposed gradient synchronisation across data-parallel ranks (once per update)."""
+    optimizer_time: Num
+    """The optimizer step on the device's parameters."""
+    bubble_fraction: Num
+    """(p-1)/(v m)."""
+    data_parallel: Num
+    """d = devices / (t p)."""
+    state_bytes: Num
+    """Weights, gradients and optimizer state on one device."""
+    activation_bytes: Num
+    """Activations the first stage holds for its micro-batches in flight."""
+    buffer_bytes: Num
+    """Unsharded parameters and gradients of the layers in flight (ZeRO-3)."""
+    memory_bytes: Num
+    """state + activations + buffers: the first stage's peak."""
+    model_flops: Num
+    """Model FLOPs of one update (recomputation not counted): B (6 N s + 12 L h s^2)."""
+    throughput: Num
+    """Model FLOP/s per device: model_flops / (T devices)."""
+    mfu: Num
+    """throughput / peak (Chowdhery et al. 2022)."""
+    parts: LayoutParts
+    """The intermediate figures (for a derivation)."""
+
+
+def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Num) -> Num:
+    """d = devices / (t p) (Narayanan et al. 2021, section 3: n = t p d)."""
+    return devices / (tensor_parallel * pipeline_parallel)
+
+
+def recompute_flops_per_sample(
+    parameters: Num, layers: Num, hidden: Num, seq_len: Num, vocab: Num, recompute: str
+) -> Num:
+    """FLOPs of the recomputed forward per sample, on top of the model FLOPs.
+
+        full:       2 (N - V h) s + 4 L h s^2   (the layers' forward again; not the output layer)
+        selective:  4 L h s^2                  (the attention core Q K^T and attention x V)
+        none:       0
+
+    (Narayanan et al. 2021, appendix, counts the first; Korthikanti et al.
+    2022, section 5, the second.)
+    """
+    attention = 4.0 * layers * hidden * seq_len * seq_len
+    if recompute == "full":
+        return 2.0 * maximum(parameters - vocab * hidden, 0.0) * seq_len + attention
+    if recompute == "selective":
+        return attention
+    return 0.0 * attention
+
+
+def _mod(a: Num, b: Num) -> Num:
+    return np.mod(a, b) if is_array(a, b) else float(a) % float(b)
+
+
+def layout_mask(
+    *,
+    devices: Num,
+    tensor_parallel: Num,
+    pipeline_parallel: Num,
+    heads: Num,
+    layers: Num,
+    micro_batches: Num,
+    pipeline_chunks: Num = 1.0,
+    shard_group: Num = 0.0,
+) -> Num:
+    """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
+    positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
+    t, p = maximum(tensor_parallel, 1.0), maximum(pipeline_parallel, 1.0)
+    v, m = maximum(pipeline_chunks, 1.0), maximum(micro_batches, 1.0)
+    d = data_parallel_size(devices, t, p)
+    ok_d = positive & (_mod(devices, t * p) == 0) & (d >= 1)
+    ok_heads = _mod(heads, t) == 0
+    ok_layers = _mod(layers, p * v) == 0
+    ok_micro = (p == 1) | (m >= p)
+    ok_inter = (v == 1) | ((p > 1) & (_mod(m, p) == 0))
+    ok_shard = (shard_group == 0) | (_mod(d, maximum(shard_group, 1.0)) == 0)
+    return ok_d & ok_heads & ok_layers & ok_micro & ok_inter & ok_shard
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _nearby(values: list[int], around: int) -> str:
+    closest = sorted(values, key=lambda k: (abs(k - around), k))[:4]
+    return ", ".join(str(k) for k in sorted(closest))
+
+
+def check_layout(
+    *,
+    devices: int,
+    tensor_parallel: int,
+    pipeline_parallel: int,
+    heads: int,
+    layers: int,
+    micro_batches: int,
+    pipeline_chunks: int = 1,
+    shard_group: int = 0,
+) -> None:
+    """Raise :class:`InputError` (one line naming both numbers and the fix) for a layout that breaks a rule.
+
+    t p d = devices; heads divisible by t; layers divisible by p v; at least
+    p micro-batches for a pipeline (m divisible by p when interleaved); the
+    HSDP shard group dividing d.
+    """
+    t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
+                        ("pipeline_chunks", v), ("accumulation_steps", m)):
+        if value < 1:
+            raise InputError(f"{name} must be a positive integer, got {value}", field=name)
+    if shard_group < 0:
+        raise InputError(f"shard_group must be 0 (all data-parallel ranks) or a divisor of d, got {shard_group}",
+                         field="shard_group")
+    if devices % (t * p):
+        raise InputError(
+            f"tensor_parallel x pipeline_parallel ({t} x {p} = {t * p}) must divide the devices ({devices}); "
+            f"t x p in {_nearby(_divisors(devices), t * p)} would",
+            field="tensor_parallel",
+        )
+    if heads % t:
+        raise InputError(
+            f"heads ({heads}) must be a multiple of tensor_parallel ({t}); "
+            f"try tensor_parallel in {_nearby(_divisors(heads), t)}",
+            field="tensor_parallel",
+        )
+    if layers % (p * v):
+        raise InputError(
+            f"layers ({layers}) must be a multiple of pipeline_parallel x pipeline_chunks ({p} x {v} = {p * v}); "
+            f"try p x v in {_nearby(_divisors(layers), p * v)}",
+            field="pipeline_parallel",
+        )
+    if p > 1 and m < p:
+        raise InputError(
+            f"micro-batches per update ({m}) must be at least pipeline_parallel ({p}); "
+            f"raise accumulation_steps to {p} or more, or lower pipeline_parallel",
+            field="accumulation_steps",
+        )
+    if v > 1 and (p == 1 or m % p):
+        raise InputError(
+            f"the interleaved schedule (pipeline_chunks {v}) needs pipeline_parallel > 1 and micro-batches ({m}) "
+            f"a multiple of pipeline_parallel ({p}); use accumulation_steps {p * max(1, -(-m // p))} "
+            "or pipeline_chunks 1",
+            field="pipeline_chunks",
+        )
+    d = devices // (t * p)
+    if shard_group and d % shard_group:
+        raise InputError(
+            f"shard_group ({shard_group}) must divide the data-parallel size d = {d}; "
+            f"try {_nearby(_divisors(d), shard_group)}",
+            field="shard_group",
+        )
+
+
+def layout_figures(
+    *,
+    parameters: Num,
+    layers: Num,
+    hidden: Num,
+    heads: Num,
+    seq_len: Num,
+    vocab: Num,
+    devices: Num,
+    devices_per_node: Num,
+    peak_flops: Num,
+    math_efficiency: Num,
+    memory_bandwidth: Num,
+    intra_bandwidth: Num,
+    nic_bandwidth: Num,
+    nics_per_node: Num,
+    tensor_parallel: Num = 1.0,
+    pipeline_parallel: Num = 1.0,
+    pipeline_chunks: Num = 1.0,
+    micro_batch: Num = 1.0,
+    micro_batches: Num = 1.0,
+    zero_stage: Num = 0.0,
+    shard_group: Num = 0.0,
+    backward_gathers: Num = 1.0,
+    data_overlap: Num = 1.0,
+    intra_latency: Num = 0.0,
+    inter_latency: Num = 0.0,
+    gradient_bytes: Num = 2.0,
+    device_step_time: Num = math.nan,
+    recompute: str = "none",
+    sequence_parallel: bool = False,
+    flash_attention: bool = False,
+    algorithm: str = "ring",
+) -> LayoutFigures:
+    """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
+
+    Workload: ``parameters`` N, ``layers`` L, ``hidden`` h, ``heads`` a,
+    ``seq_len`` s, ``vocab`` V. Cluster: ``devices`` n, ``devices_per_node``
+    g, ``peak_flops`` P (16-bit dense), ``memory_bandwidth`` B_mem,
+    ``intra_bandwidth`` (per device per direction), ``nic_bandwidth`` (one
+    NIC, per direction), ``nics_per_node``, latencies per message step.
+    Layout: t, p, v, micro-batch b, micro-batches m per update, ``zero_stage``
+    0-3 (3 = FSDP full shard), ``shard_group`` k (0: all d ranks; HSDP: a
+    divisor of d), ``backward_gathers`` (1: ZeRO-3 gathers again in the
+    backward; 0: parameters kept unsharded after the forward),
+    ``data_overlap`` (1: the gradient sync overlaps the last backward).
+    Assumption: ``math_efficiency`` u, the fraction of peak the matrix
+    products reach. ``device_step_time`` T1, when given (not NaN), is a
+    measured or derived time of one micro-batch's forward and backward of
+    the whole model on one device; it replaces the FLOP-based t_c by
+    T1 / (t p), as a profiled step time enters the data-parallel model.
+    """
+    t, p, v = tensor_parallel, pipeline_parallel, pipeline_chunks
+    b, m, g = micro_batch, micro_batches, devices_per_node
+    d = data_parallel_size(devices, t, p)
+    layers_here = layers / p
+
+    # compute of one micro-batch on one device
+    model_per_sample = transformer_flops_per_sample(parameters, layers, hidden, seq_len)
+    extra = recompute_flops_per_sample(parameters, layers, hidden, seq_len, vocab, recompute)
+    matmul = b * (model_per_sample + extra) / (t * p * math_efficiency * peak_flops)
+    stored = tp_activation_bytes_per_layer(
+        seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
+        flash_attention=flash_attention,
+    )
+    passes = ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
+    elementwise = layers_here * passes * stored / memory_bandwidth
+    t_c = where(device_step_time == device_step_time, device_step_time / (t * p), matmul + elementwise)
+
+    # tensor parallelism
+    tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    tp_latency = where(t <= g, intra_latency, inter_latency)
+    tp_message = tp_message_bytes(b, seq_len, hidden)
+    tp_one = tp_allreduce_time(tp_message, t, tp_rate, tp_latency)
+    t_tp = layers_here * tp_collectives_per_layer(recompute) * tp_one  # tp_time_per_micro_batch
+
+    # pipeline
+    bubble = bubble_fraction(p, m, v)
+    pp_rate = pipeline_link_rate(t, p, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    pp_latency = where(t * p <= g, intra_latency, inter_latency)
+    pp_message = p2p_message_bytes(b, seq_len, hidden, t)
+    t_p2p = p2p_time(pp_message, pp_rate, p, m, v, pp_latency)
+
+    # sharding and data parallelism
+    psi = parameters / (t * p)
+    grad = gradient_bytes * psi
+    sharded = zero_stage >= 1
+    k = where(sharded, where(shard_group > 0, shard_group, d), 1.0)
+    r = d / k
+    per_node = maximum(1.0, g / t)  # data-parallel ranks of one group in a node (Megatron order: t, d, p)
+    k_node = minimum(k, per_node)
+    k_rate = group_rate(k_node, k, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    k_latency = where(k <= k_node, intra_latency, inter_latency)
+
+    full_shard = zero_stage >= 3
+    layer_bytes = gradient_bytes * psi / layers_here
+    c_layer = gather_time(layer_bytes, k, k_rate, k_latency)
+    forward_layer = t_c / layers_here / 3.0
+    backward_layer = t_c / layers_here - forward_layer
+    zero3 = layerwise_exposed(layers_here, c_layer, c_layer, forward_layer, backward_layer, backward_gathers)
+    t_zero3 = where(full_shard, zero3, 0.0)
+
+    r_node = minimum(r, maximum(1.0, per_node / k))
+    r_nodes = r / r_node
+    r_nics = nics_per_node * r_node / g
+    shard_bytes = replica_allreduce_bytes(grad, k)
+    replica = stage_time(shard_bytes, intra_node_cost(r_node, intra_bandwidth, intra_latency)) + stage_time(
+        shard_bytes, inter_node_cost(algorithm, r_node, r_nodes, nic_bandwidth, r_nics, inter_latency)
+    )
+    scatter = where(full_shard, 0.0, gather_time(grad, k, k_rate, k_latency))
+    overlappable = scatter + replica
+    last_backward = backward_layer * layers_here
+    hidden_part = where(data_overlap > 0, minimum(overlappable, last_backward), 0.0)
+    t_data = overlappable - hidden_part + scatter  # the all-gather after the step: as long as the scatter
+
+    t_opt = optimizer_step_time(where(sharded, psi / k, psi), ADAM_BYTES_PER_PARAMETER, memory_bandwidth)
+
+    compute = m * t_c
+    tensor = m * t_tp
+    bubble_time = (p - 1.0) / v * (t_c + t_tp)
+    sharding = m * t_zero3
+    update = compute + tensor + bubble_time + t_p2p + sharding + t_data + t_opt
+
+    # memory of the first stage
+    state = sharded_state_bytes(psi, zero_stage, k)
+    act_layer = tp_activation_bytes_per_layer(
+        seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute=recompute,
+        flash_attention=flash_attention,
+    )
+    activations = first_stage_activation_bytes(layers, act_layer, p, m, v)
+    buffers = where(full_shard, zero3_buffer_bytes(psi / layers_here), 0.0)
+
+    flops = b * m * d * model_per_sample
+    throughput = flops / (update * devices)
+    return LayoutFigures(
+        update_time=update,
+        compute_time=compute,
+        tensor_time=tensor,
+        bubble_time=bubble_time,
+        pipeline_time=t_p2p,
+        sharding_time=sharding,
+        data_time=t_data,
+        optimizer_time=t_opt,
+        bubble_fraction=bubble,
+        data_parallel=d,
+        state_bytes=state,
+        activation_bytes=activations,
+        buffer_bytes=buffers,
+        memory_bytes=state + activations + buffers,
+        model_flops=flops,
+        throughput=throughput,
+        mfu=throughput / peak_flops,
+        parts=LayoutParts(
+            parameters_per_device=psi,
+            flops_per_sample=model_per_sample,
+            recompute_flops_per_sample=extra,
+            matmul_time=matmul,
+            stored_bytes=stored,
+            elementwise_passes=passes,
+            elementwise_time=elementwise,
+            micro_batch_time=t_c,
+            tensor_rate=tp_rate,
+            tensor_collective_time=tp_one,
+            tensor_collectives=tp_collectives_per_layer(recompute),
+            tensor_micro_batch_time=t_tp,
+            pipeline_rate=pp_rate,
+            pipeline_message=pp_message,
+            shard_group=k,
+            replicas=r,
+            shard_rate=k_rate,
+            layer_gather_time=c_layer,
+            layer_forward_time=forward_layer,
+            layer_backward_time=backward_layer,
+            zero3_micro_step_time=t_zero3,
+            scatter_time=scatter,
+            replica_time=replica,
+            hidden_time=hidden_part,
+            activation_per_layer=act_layer,
+        ),
+    )

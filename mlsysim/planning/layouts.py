@@ -1,0 +1,305 @@
+"""Search over parallel layouts (t, p, d, sharding, micro-batch, accumulation, recompute) on numpy arrays.
+
+A pure function of the workload, the cluster and the candidate values of each
+axis: every combination is priced by
+:func:`mlsysim.physics.layout.layout_figures` (the same formulas as one
+layout), kept when it obeys the layout rules
+(:func:`mlsysim.physics.layout.layout_mask`), fits the device memory and,
+when a global batch is given, makes exactly that batch (b m d = B, Megatron's
+semantics); the best is the one with the least time per sequence (update
+time / (b m d)), ties going to the first in grid order. The grid is walked in
+chunks so that memory stays bounded however large the space.
+
+Not wired to scenarios: the caller passes SI floats (seconds, bytes, bytes/s,
+FLOP/s), as the physics functions take them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import to_canonical
+from mlsysim.physics.layout import layout_figures, layout_mask
+
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Node
+    from mlsysim.models.types import Workload
+
+RECOMPUTE_CODES = ("none", "selective", "full")
+"""Recomputation modes by code (the ``recompute`` axis holds their indices)."""
+
+AXES = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "micro_batch", "micro_batches",
+        "zero_stage", "recompute")
+"""The axes of a layout search, in grid order (the last varies fastest)."""
+
+CHUNK = 1 << 18
+"""Layouts priced per numpy pass: small enough to stay in cache, large enough to amortise the calls."""
+
+
+class BestLayout(NamedTuple):
+    """The best layout of a search: its axis values, its time per sequence, and how many layouts were kept."""
+
+    grid_index: int
+    """Position in the grid (C order over :data:`AXES`); -1 when no layout is kept."""
+    layout: dict[str, float | str]
+    seconds_per_sequence: float
+    update_time: float
+    memory_bytes: float
+    kept: int
+    searched: int
+
+
+def grid_size(axes: dict[str, Sequence[float]]) -> int:
+    """Number of layouts in the grid of ``axes`` (every axis of :data:`AXES`)."""
+    return int(np.prod([len(axes[name]) for name in AXES]))
+
+
+def _unravel(axes: dict[str, Sequence[float]], flat: np.ndarray[Any, Any]) -> dict[str, np.ndarray[Any, Any]]:
+    shape = tuple(len(axes[name]) for name in AXES)
+    idx = np.unravel_index(flat, shape)
+    return {name: np.asarray(axes[name], dtype=float)[i] for name, i in zip(AXES, idx, strict=True)}
+
+
+def layout_objective(
+    values: dict[str, np.ndarray[Any, Any]],
+    *,
+    workload: dict[str, Any],
+    cluster: dict[str, Any],
+    memory_capacity: float,
+    global_batch: float | None = None,
+    sequence_parallel: bool = True,
+    flash_attention: bool = True,
+    checked: bool = False,
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Seconds per sequence of each layout (inf where it is not kept), its update time and its memory.
+
+    ``values`` holds one array per axis of :data:`AXES` (``recompute`` as codes);
+    ``checked`` says the rows already obey the layout rules.
+    """
+    n = len(values["devices"])
+    seconds = np.full(n, np.inf)
+    update = np.full(n, np.inf)
+    memory = np.full(n, np.inf)
+    mask = np.ones(n, dtype=bool) if checked else layout_mask(
+        devices=values["devices"], tensor_parallel=values["tensor_parallel"],
+        pipeline_parallel=values["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
+        micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"],
+    )
+    d = values["devices"] / (values["tensor_parallel"] * values["pipeline_parallel"])
+    samples = values["micro_batch"] * values["micro_batches"] * d
+    if global_batch is not None:
+        mask &= np.abs(samples - global_batch) < 0.5
+    for code, mode in enumerate(RECOMPUTE_CODES):
+        rows = np.flatnonzero(mask & (values["recompute"] == code))
+        if rows.size == 0:
+            continue
+        f = layout_figures(
+            **workload, **cluster,
+            devices=values["devices"][rows], tensor_parallel=values["tensor_parallel"][rows],
+            pipeline_parallel=values["pipeline_parallel"][rows], pipeline_chunks=values["pipeline_chunks"][rows],
+            micro_batch=values["micro_batch"][rows], micro_batches=values["micro_batches"][rows],
+            zero_stage=values["zero_stage"][rows], recompute=mode, sequence_parallel=sequence_parallel,
+            flash_attention=flash_attention,
+        )
+        fits = np.asarray(f.memory_bytes) <= memory_capacity
+        kept = rows[fits]
+        update[kept] = np.asarray(f.update_time)[fits]
+        memory[kept] = np.asarray(f.memory_bytes)[fits]
+        seconds[kept] = update[kept] / samples[kept]
+    return seconds, update, memory
+
+
+STRUCTURE = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "micro_batches")
+"""The axes the layout rules read; the others (micro-batch, ZeRO stage, recompute) never make a layout invalid."""
+
+
+def best_layout(
+    axes: dict[str, Sequence[float]],
+    *,
+    workload: dict[str, Any],
+    cluster: dict[str, Any],
+    memory_capacity: float,
+    global_batch: float | None = None,
+    sequence_parallel: bool = True,
+    flash_attention: bool = True,
+    chunk: int = CHUNK,
+) -> BestLayout:
+    """The layout of least time per sequence in the grid of ``axes`` (see the module docstring).
+
+    ``workload``: parameters, layers, hidden, heads, seq_len, vocab. ``cluster``:
+    devices_per_node, peak_flops, math_efficiency, memory_bandwidth,
+    intra_bandwidth, nic_bandwidth, nics_per_node (and optionally latencies).
+    ``axes``: candidate values of every name in :data:`AXES` (``recompute``
+    as codes into :data:`RECOMPUTE_CODES`).
+
+    The rules are applied first to the grid of the :data:`STRUCTURE` axes
+    (chunk by chunk); only the combinations they keep are crossed with the
+    micro-batch, ZeRO stage and recompute axes and priced. The best is the
+    least time per sequence, ties going to the smallest grid index (C order
+    over :data:`AXES`), as a walk through the whole grid would find it.
+    """
+    shape = tuple(len(axes[name]) for name in AXES)
+    total = int(np.prod(shape))
+    structure_shape = tuple(len(axes[name]) for name in STRUCTURE)
+    structure_total = int(np.prod(structure_shape))
+    inner = (len(axes["micro_batch"]), len(axes["zero_stage"]), len(axes["recompute"]))
+    inner_idx = np.unravel_index(np.arange(int(np.prod(inner))), inner)
+    arrays = {name: np.asarray(axes[name], dtype=float) for name in AXES}
+    best_key: tuple[float, int] = (np.inf, -1)
+    best_update, best_memory, kept = np.inf, np.inf, 0
+    step = max(1, chunk // max(1, inner_idx[0].size))
+    for start in range(0, structure_total, step):
+        flat = np.arange(start, min(start + step, structure_total))
+        sidx = np.unravel_index(flat, structure_shape)
+        svals = {name: arrays[name][i] for name, i in zip(STRUCTURE, sidx, strict=True)}
+        ok = np.flatnonzero(layout_mask(
+            devices=svals["devices"], tensor_parallel=svals["tensor_parallel"],
+            pipeline_parallel=svals["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
+            micro_batches=svals["micro_batches"], pipeline_chunks=svals["pipeline_chunks"],
+        ))
+        if ok.size == 0:
+            continue
+        outer = np.repeat(ok, inner_idx[0].size)
+        rep = np.tile(np.arange(inner_idx[0].size), ok.size)
+        index_of = {name: sidx[k][outer] for k, name in enumerate(STRUCTURE)}
+        index_of["micro_batch"] = inner_idx[0][rep]
+        index_of["zero_stage"] = inner_idx[1][rep]
+        index_of["recompute"] = inner_idx[2][rep]
+        values = {name: arrays[name][index_of[name]] for name in AXES}
+        seconds, update, memory = layout_objective(
+            values, workload=workload, cluster=cluster, memory_capacity=memory_capacity,
+            global_batch=global_batch, sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+            checked=True,
+        )
+        finite = np.isfinite(seconds)
+        kept += int(finite.sum())
+        if not finite.any():
+            continue
+        ties = np.flatnonzero(seconds == seconds.min())
+        grid_index = np.ravel_multi_index(tuple(index_of[name][ties] for name in AXES), shape)
+        i = int(ties[np.argmin(grid_index)])
+        key = (float(seconds[i]), int(grid_index.min()))
+        if key < best_key:
+            best_key, best_update, best_memory = key, float(update[i]), float(memory[i])
+    best_value, best_index = best_key
+    layout: dict[str, float | str] = {}
+    if best_index >= 0:
+        values = _unravel(axes, np.array([best_index]))
+        layout = {name: float(values[name][0]) for name in AXES}
+        layout["recompute"] = RECOMPUTE_CODES[int(layout["recompute"])]
+    return BestLayout(best_index, layout, best_value, best_update, best_memory, kept, total)
+
+
+TERM_PHRASES = {
+    "compute_time": "compute",
+    "tensor_time": "tensor-parallel collectives",
+    "bubble_time": "pipeline bubble",
+    "pipeline_time": "stage-to-stage transfers",
+    "sharding_time": "exposed ZeRO-3 gathers",
+    "data_time": "gradient synchronisation",
+    "optimizer_time": "optimizer step",
+}
+"""How :func:`why_better` names each time term of :class:`~mlsysim.physics.layout.LayoutFigures`."""
+
+
+def describe_layout(layout: dict[str, Any]) -> str:
+    """A layout in a few symbols: ``t=8 p=4 (v=2) d=16 ZeRO-1 b=1 m=32 recompute=selective``."""
+    t, p = int(layout["tensor_parallel"]), int(layout["pipeline_parallel"])
+    d = int(round(float(layout["devices"]) / (t * p)))
+    v = int(layout.get("pipeline_chunks", 1))
+    zero = int(layout.get("zero_stage", 0))
+    parts = [f"t={t}", f"p={p}" + (f" (v={v})" if v > 1 else ""), f"d={d}"]
+    parts.append(f"ZeRO-{zero}" if zero else "no sharding")
+    parts.append(f"b={int(layout.get('micro_batch', 1))} m={int(layout.get('micro_batches', 1))}")
+    recompute = layout.get("recompute", "none")
+    if recompute != "none":
+        parts.append(f"recompute={recompute}")
+    return " ".join(parts)
+
+
+def _term_note(term: str, layout: dict[str, Any], figures: Any, devices_per_node: float) -> str:
+    if term == "tensor_time":
+        t = int(layout["tensor_parallel"])
+        return f"t={t} " + ("inside the node" if t <= devices_per_node else "across nodes")
+    if term == "bubble_time":
+        return f"p={int(layout['pipeline_parallel'])}: {float(figures.bubble_fraction):.0%} bubble"
+    if term == "sharding_time":
+        return f"ZeRO-{int(layout.get('zero_stage', 0))}"
+    return describe_layout(layout).split(" ")[0] if term == "compute_time" else ""
+
+
+def why_better(
+    best: dict[str, Any],
+    best_figures: Any,
+    other: dict[str, Any],
+    other_figures: Any,
+    devices_per_node: float,
+) -> str:
+    """One sentence saying why ``best`` beats ``other``: the term it saves most on and the one it pays most for.
+
+    ``best_figures`` and ``other_figures`` are the layouts' :class:`~mlsysim.physics.layout.LayoutFigures`
+    (scalars). Both are compared per update.
+    """
+    diffs = {term: float(getattr(other_figures, term)) - float(getattr(best_figures, term)) for term in TERM_PHRASES}
+    gain = max(diffs, key=lambda k: diffs[k])
+    cost = min(diffs, key=lambda k: diffs[k])
+    head = (
+        f"{describe_layout(best)} takes {float(best_figures.update_time):.3g} s per update against "
+        f"{float(other_figures.update_time):.3g} s for {describe_layout(other)}"
+    )
+    note = _term_note(gain, best, best_figures, devices_per_node)
+    sentence = f"{head}: it saves {diffs[gain]:.3g} s of {TERM_PHRASES[gain]}" + (f" ({note})" if note else "")
+    if diffs[cost] < 0:
+        cost_note = _term_note(cost, best, best_figures, devices_per_node)
+        sentence += f" and pays {-diffs[cost]:.3g} s more of {TERM_PHRASES[cost]}" + (
+            f" ({cost_note})" if cost_note else ""
+        )
+    return sentence + "."
+
+
+SHAPE_FIELDS = {"layers": "layers", "hidden": "hidden_dim", "heads": "heads", "seq_len": "seq_len",
+                "vocab": "vocab_size"}
+"""The layout inputs a transformer workload gives, by the workload's own attribute names."""
+
+
+def workload_shape(workload: Workload) -> dict[str, float]:
+    """The ``workload`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry workload.
+
+    Raises :class:`InputError` naming the first missing figure (layouts need a
+    transformer's layers, hidden size, heads, sequence length and vocabulary).
+    """
+    shape = {"parameters": to_canonical(workload.parameters, "count")}
+    for name, attribute in SHAPE_FIELDS.items():
+        value = getattr(workload, attribute, None)
+        if value is None:
+            raise InputError(
+                f"{workload.name} has no {attribute}; a parallel layout needs a transformer's layers, "
+                "hidden_dim, heads, seq_len and vocab_size",
+                field="workload",
+            )
+        shape[name] = float(value)
+    return shape
+
+
+def node_figures(node: Node, precision: str = "bf16", math_efficiency: float = 0.5) -> dict[str, float]:
+    """The ``cluster`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry node.
+
+    Peak FLOP/s at ``precision``, HBM bandwidth, the per-device intra-node link,
+    one NIC's rate and their count, all per direction, SI units; and the
+    math-kernel efficiency u (an assumption: ``mlsysim.validation.parallel``
+    fits 0.59 for A100 and 0.73 for H100 on published runs).
+    """
+    acc = node.accelerator
+    return {
+        "devices_per_node": float(node.accelerators_per_node),
+        "peak_flops": to_canonical(acc.peak_flops(precision), "compute_rate"),
+        "math_efficiency": float(math_efficiency),
+        "memory_bandwidth": to_canonical(acc.memory.bandwidth, "bandwidth"),
+        "intra_bandwidth": to_canonical(node.intra_node_bw, "bandwidth"),
+        "nic_bandwidth": to_canonical(node.nic_bandwidth, "bandwidth"),
+        "nics_per_node": float(node.nics_per_node),
+    }

@@ -1,0 +1,505 @@
+"""Your own runs: fit a cluster's constants to measured updates, and intervals from them.
+
+``mlsysim validate mine RUNS`` reads a CSV or JSON file of measured runs, one
+layout per row, and fits the constants of the cluster that ran them (the
+achieved fractions of line rate of its links and a fixed cost per update) to
+the measured update times. Each run is then predicted by a fit made without it
+(leave one out), which gives the error to expect on a run not yet made and the
+residuals the cluster's prediction intervals are built from. The result is an
+assumptions file that ``mlsysim run --assumptions FILE`` (or
+:func:`load_assumptions`) loads.
+
+Row schema (CSV header, or the keys of each JSON object; a JSON file is a list
+of objects or ``{"runs": [...]}``):
+
+* the scenario's inputs as a scenario file spells them (text with units,
+  registry names): ``workload``, ``precision``, ``step_time`` (one device,
+  one micro-step, measured), ``per_device_batch``, ``devices_per_node``,
+  ``nodes``, ``intra_bandwidth``, ``inter_bandwidth`` (when nodes > 1) and any
+  other field (``nics_per_node``, ``accumulation_steps``, ``node``,
+  ``fabric``, ``optimizer``, ...). ``training_time`` is not needed (1 hour is
+  used when no training size is given: it does not change the update time).
+* the measurement, one of: ``measured_update_time`` (one optimizer update of
+  the whole job, with its unit: ``"412 ms"``) or ``measured_throughput``
+  (samples per second of the whole job: ``"5120 sample/s"`` or a number).
+* ``name`` (optional): a label for the run.
+
+An empty cell is an absent field. A bad row raises
+:class:`~mlsysim.core.exceptions.ScenarioFileError` naming ``file:line`` and the
+field.
+
+The fit (least squares on log update time: Levenberg 1944, Marquardt 1963,
+with forward-difference derivatives) moves only the constants the runs can
+tell apart: ``intra_efficiency`` when some run has more than one device per
+node, ``inter_efficiency`` when some run has more than one node,
+``update_overhead`` when some run has more than one device. Everything else
+stays as in the base assumptions (the realistic preset by default).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError, ScenarioFileError
+from mlsysim.core.fileio import read_text
+from mlsysim.core.units import parse_quantity, quantity
+from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.equations import Choices, Inputs, evaluate
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+
+MEASURED_FIELDS = ("measured_update_time", "measured_throughput")
+"""The measurement of a run: one of these columns."""
+
+CONSTANTS = ("intra_efficiency", "inter_efficiency", "update_overhead")
+"""The constants a cluster's runs fit (names of :class:`~mlsysim.Assumptions` fields)."""
+
+OVERHEAD_SCALE = 1e-3
+"""The fit moves the per-update overhead in units of 1 ms (seconds per unit)."""
+
+RUNS_TEMPLATE = """\
+name,workload,precision,step_time,per_device_batch,devices_per_node,nodes,intra_bandwidth,inter_bandwidth,nics_per_node,accumulation_steps,measured_update_time,measured_throughput
+one-node,Llama2_7B,bf16,820 ms,4,8,1,450 GB/s,,,1,,
+two-nodes,Llama2_7B,bf16,820 ms,4,8,2,450 GB/s,400 Gbps,8,1,,
+"""
+"""What ``mlsysim init --runs FILE.csv`` writes: the columns, and two rows to fill in (give
+``measured_update_time`` with its unit, or ``measured_throughput`` in samples per second)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured run: its scenario, the measured update time (s) and where it was read."""
+
+    name: str
+    scenario: DataParallelScaleOutScenario
+    measured_update_time: float
+    line: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Constants fitted to runs, and how well they predict runs left out."""
+
+    assumptions: Assumptions
+    fitted: dict[str, float]  # constant -> value (efficiencies; overhead in seconds)
+    predicted: np.ndarray  # in-sample update times (s)
+    held_out: np.ndarray  # each run predicted by the fit made without it (s)
+    measured: np.ndarray
+    scores: np.ndarray  # normalised leave-one-out residuals of efficiency
+    refits: dict[str, list[float]]  # constant -> its leave-one-out refits
+
+    @property
+    def relative_errors(self) -> np.ndarray:
+        """Leave-one-out predicted / measured - 1, per run."""
+        return self.held_out / self.measured - 1.0
+
+    @property
+    def in_sample_errors(self) -> np.ndarray:
+        return self.predicted / self.measured - 1.0
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, object]]]:
+    """(line, row) of every run of a CSV or JSON file; empty values dropped."""
+    text = read_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        rows = []
+        for row in reader:
+            clean: dict[str, object] = {}
+            for key, value in row.items():
+                if key is None:
+                    raise ScenarioFileError(
+                        "more cells than columns in the header", path=str(path), line=reader.line_num
+                    )
+                if value is not None and value.strip():
+                    clean[key.strip()] = value.strip()
+            if clean:
+                rows.append((reader.line_num, clean))
+        return rows
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ScenarioFileError(f"JSON syntax error: {exc.msg}", path=str(path), line=exc.lineno) from None
+        items = data.get("runs") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise ScenarioFileError(
+                'expected a list of runs or {"runs": [...]}', path=str(path), line=1
+            )
+        lines = _object_lines(text)
+        out = []
+        for k, item in enumerate(items):
+            line = lines[k] if k < len(lines) else None
+            if not isinstance(item, dict):
+                raise ScenarioFileError(
+                    f"expected an object (a run), got {item!r}", path=str(path), line=line
+                )
+            out.append((line or 0, {str(key): v for key, v in item.items() if v not in (None, "")}))
+        return out
+    raise InputError(f"runs: expected a .csv or .json file, got {str(path)!r}", field="runs")
+
+
+def _object_lines(text: str) -> list[int]:
+    """The line on which each object of the runs list starts (JSON)."""
+    start = text.find("[", text.find('"runs"') if '"runs"' in text else 0)
+    lines: list[int] = []
+    depth = 0
+    in_string = escaped = False
+    for i in range(start + 1, len(text)):
+        ch = text[i]
+        if in_string:
+            escaped = not escaped and ch == "\\"
+            if ch == '"' and not escaped:
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            if depth == 0:
+                lines.append(text.count("\n", 0, i) + 1)
+            depth += 1
+        elif ch in "}]":
+            if depth == 0:
+                break
+            depth -= 1
+    return lines
+
+
+def _measured(row: dict[str, object], global_batch: int) -> float:
+    """The measured update time (s) of a row, from either measurement column."""
+    given = [k for k in MEASURED_FIELDS if k in row]
+    if len(given) != 1:
+        raise InputError(
+            f"expected one of {' or '.join(MEASURED_FIELDS)}, got "
+            f"{', '.join(given) if given else 'neither'}",
+            loc=(MEASURED_FIELDS[0],),
+        )
+    key = given[0]
+    value = row[key]
+    if key == "measured_update_time":
+        try:
+            seconds = parse_quantity(str(value), "time").to("s").magnitude
+        except InputError as exc:
+            raise exc.at(key) from None
+    else:
+        text = str(value).strip()
+        for unit in ("sample/s", "samples/s", "/s"):
+            text = text.removesuffix(unit).strip()
+        try:
+            rate = float(text)
+        except ValueError:
+            raise InputError(
+                f"expected samples per second (a number or 'N sample/s'), got {value!r}",
+                loc=(key,),
+            ) from None
+        if not (math.isfinite(rate) and rate > 0):
+            raise InputError(f"expected a positive number, got {value!r}", loc=(key,))
+        seconds = global_batch / rate
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(f"expected a positive time, got {value!r}", loc=(key,))
+    return float(seconds)
+
+
+def load_runs(path: str | os.PathLike[str], base: Assumptions | None = None) -> list[Run]:
+    """The measured runs of a CSV or JSON file (schema in the module docstring)."""
+    from mlsysim.engine.files import scenario_from_dict
+
+    file = Path(os.path.expanduser(os.fspath(path)))
+    runs = []
+    for line, row in _rows(file):
+        data = dict(row)
+        name = str(data.pop("name", f"line {line}"))
+        measured = {k: data.pop(k) for k in MEASURED_FIELDS if k in data}
+        if not {"training_time", "training_tokens", "training_samples"} & set(data):
+            data["training_time"] = "1 hour"
+        try:
+            scenario = scenario_from_dict(data)
+            if base is not None:
+                scenario = scenario.variant(assumptions=base)
+            seconds = _measured(measured, scenario.result.global_batch)
+        except InputError as exc:
+            raise ScenarioFileError(exc.message, path=str(file), line=line, loc=exc.loc) from None
+        runs.append(Run(name, scenario, seconds, line))
+    if len(runs) < 2:
+        raise InputError(f"runs: expected at least 2 runs in {str(file)!r}, got {len(runs)}", field="runs")
+    return runs
+
+
+# -- the fit ---------------------------------------------------------------------------------
+
+
+def _model_inputs(run: Run) -> tuple[Inputs, Choices]:
+    from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
+
+    s = run.scenario
+    return model_inputs(s.inputs()), choices_of(s.assumptions, s.zero_stage or 0)
+
+
+def free_constants(runs: Sequence[Run]) -> tuple[str, ...]:
+    """The constants the runs can tell apart (see the module docstring)."""
+    d = [r.scenario.devices_per_node for r in runs]
+    n = [r.scenario.nodes for r in runs]
+    out = []
+    if any(x > 1 for x in d):
+        out.append("intra_efficiency")
+    if any(x > 1 for x in n):
+        out.append("inter_efficiency")
+    if any(a * b > 1 for a, b in zip(d, n, strict=True)):
+        out.append("update_overhead")
+    return tuple(out)
+
+
+def _to_params(choices: Choices, names: tuple[str, ...]) -> np.ndarray:
+    """Unbounded parameters: logit of an efficiency in (0.01, 1], log of the overhead in ms."""
+    out = []
+    for name in names:
+        value = float(getattr(choices, name))
+        if name == "update_overhead":
+            out.append(math.log(max(value / OVERHEAD_SCALE, 1e-3)))
+        else:
+            x = min(max((value - 0.01) / 0.99, 1e-6), 1 - 1e-6)
+            out.append(math.log(x / (1 - x)))
+    return np.asarray(out)
+
+
+def _from_params(params: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for name, p in zip(names, params, strict=True):
+        if name == "update_overhead":
+            out[name] = math.exp(float(np.clip(p, -30, 30))) * OVERHEAD_SCALE
+        else:
+            out[name] = 0.01 + 0.99 / (1 + math.exp(-float(np.clip(p, -30, 30))))
+    return out
+
+
+def _predict(
+    models: Sequence[tuple[Inputs, Choices]], constants: dict[str, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(update time, efficiency, communication share) of each run under ``constants``."""
+    u, e, share = [], [], []
+    for x, c in models:
+        f = evaluate(x, replace(c, **constants))  # type: ignore[arg-type]  # float fields
+        u.append(float(f.update_time))
+        e.append(float(f.efficiency))
+        comm = float(f.communication_time)
+        share.append(comm / (float(f.compute_time) + comm) if comm > 0 else 0.0)
+    return np.asarray(u), np.asarray(e), np.asarray(share)
+
+
+def _least_squares(
+    models: Sequence[tuple[Inputs, Choices]],
+    measured: np.ndarray,
+    names: tuple[str, ...],
+    start: np.ndarray,
+    iterations: int = 100,
+) -> np.ndarray:
+    """Levenberg-Marquardt on r(p) = log U(p) - log U_measured (forward differences)."""
+    if not names:
+        return start
+
+    def residual(p: np.ndarray) -> np.ndarray:
+        return np.log(_predict(models, _from_params(p, names))[0]) - np.log(measured)
+
+    p = start.astype(float)
+    r = residual(p)
+    damping = 1e-3
+    for _ in range(iterations):
+        jac = np.empty((r.size, p.size))
+        for k in range(p.size):
+            step = np.zeros_like(p)
+            step[k] = 1e-6 * max(1.0, abs(p[k]))
+            jac[:, k] = (residual(p + step) - r) / step[k]
+        g = jac.T @ jac
+        improved = False
+        for _ in range(20):
+            delta = np.linalg.solve(g + damping * np.diag(np.diag(g) + 1e-12), -jac.T @ r)
+            candidate = residual(p + delta)
+            if candidate @ candidate < r @ r:
+                p, r = p + delta, candidate
+                damping = max(damping / 10, 1e-12)
+                improved = True
+                break
+            damping *= 10
+        if not improved or np.max(np.abs(delta)) < 1e-10:
+            break
+    return p
+
+
+def fit_runs(
+    runs: Sequence[Run], base: Assumptions | None = None, *, leave_one_out: bool = True
+) -> Fit:
+    """Fit the cluster's constants to ``runs``; predict each run without it (leave one out).
+
+    The normalised residuals z_i = (e_measured - e_i) / s_i (e_i the efficiency
+    predicted without run i, e_measured = e_i U_i / U_measured, s_i its
+    difficulty, :func:`mlsysim.validation.intervals.difficulty`) are the scores
+    intervals under the fitted assumptions are built from. ``leave_one_out=False``
+    skips those refits (``held_out`` and ``scores`` are then NaN).
+    """
+    from mlsysim.validation.intervals import difficulty
+
+    a = base if base is not None else runs[0].scenario.assumptions
+    runs = [replace(r, scenario=r.scenario.variant(assumptions=a)) for r in runs]
+    models = [_model_inputs(r) for r in runs]
+    measured = np.asarray([r.measured_update_time for r in runs])
+    names = free_constants(runs)
+    start = _to_params(models[0][1], names)
+    constants = _from_params(_least_squares(models, measured, names, start), names)
+    predicted = _predict(models, constants)[0]
+    held_out = np.full(len(runs), np.nan)
+    scores = np.full(len(runs), np.nan)
+    refits: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(len(runs) if leave_one_out else 0):
+        others = [m for k, m in enumerate(models) if k != i]
+        kept = np.delete(measured, i)
+        loo_names = free_constants([r for k, r in enumerate(runs) if k != i])
+        loo = _from_params(
+            _least_squares(others, kept, loo_names, _to_params(models[0][1], loo_names)),
+            loo_names,
+        )
+        for name in names:
+            refits[name].append(loo.get(name, float(getattr(models[0][1], name))))
+        u, e, share = _predict([models[i]], loo)
+        held_out[i] = u[0]
+        e_measured = e[0] * u[0] / measured[i]
+        scores[i] = (e_measured - e[0]) / float(difficulty(e[0], share[0]))
+    changes: dict[str, object] = {
+        name: quantity(value if value >= 1e-9 else 0.0, "s")
+        if name == "update_overhead"
+        else round(value, 6)
+        for name, value in constants.items()
+    }
+    return Fit(
+        assumptions=a.variant(**changes),
+        fitted=constants,
+        predicted=predicted,
+        held_out=held_out,
+        measured=measured,
+        scores=scores,
+        refits=refits,
+    )
+
+
+def interval_widths(
+    runs: Sequence[Run], fit: Fit, base: Assumptions, level: float = 0.8
+) -> tuple[float, float]:
+    """Median width of the ``level`` efficiency interval over the runs' layouts (several
+    devices only): (from the published residuals under ``base``, from the runs' own
+    leave-one-out scores under the fitted assumptions)."""
+    from mlsysim.validation.intervals import (
+        LOWEST_EFFICIENCY,
+        difficulty,
+        efficiency_interval_of,
+        result_share,
+    )
+    from mlsysim.validation.published import conformal_band
+
+    z_lo, z_hi = conformal_band(fit.scores, level)
+    published, own = [], []
+    for run in runs:
+        if run.scenario.devices_per_node * run.scenario.nodes == 1:
+            continue
+        r = run.scenario.variant(assumptions=base).result
+        low, high = efficiency_interval_of(base, r.efficiency, result_share(r), level)
+        published.append(float(high - low))
+        m = run.scenario.variant(assumptions=fit.assumptions).result
+        s = float(difficulty(m.efficiency, result_share(m)))
+        ends = np.clip([m.efficiency + z_lo * s, m.efficiency + z_hi * s], LOWEST_EFFICIENCY, 1)
+        own.append(float(ends[1] - ends[0]))
+    if not published:
+        return math.nan, math.nan
+    return float(np.median(published)), float(np.median(own))
+
+
+# -- the assumptions file --------------------------------------------------------------------
+
+
+def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
+    """The assumptions file of a fit: the ``[assumptions]`` table (the base preset and the
+    fitted constants) and the ``[interval]`` scores, as TOML."""
+    import tomli_w
+
+    table: dict[str, object] = {"preset": base_name}
+    for name, value in fit.fitted.items():
+        if name == "update_overhead":
+            table[name] = f"{value * 1e3:.6g} ms" if value >= 1e-9 else "0 ms"
+        else:
+            table[name] = round(value, 6)
+    errors = fit.relative_errors
+    document = {
+        "assumptions": table,
+        "interval": {
+            "source": f"{len(fit.measured)} runs of {Path(runs_path).name}, each predicted "
+            "by a fit made without it (leave one out)",
+            "scores": [round(float(z), 8) for z in fit.scores],
+        },
+        "fit": {
+            "runs": len(fit.measured),
+            "median_abs_relative_error": round(float(np.median(np.abs(errors))), 6),
+            "worst_abs_relative_error": round(float(np.max(np.abs(errors))), 6),
+        },
+    }
+    header = (
+        f"# Constants of the cluster that ran {Path(runs_path).name}, fitted by\n"
+        f"# 'mlsysim validate mine' (leave-one-out errors in [fit]). Load with\n"
+        "#   mlsysim run NAME --assumptions THIS_FILE\n"
+        "# The [assumptions] table also works in a scenario file (without the interval).\n"
+    )
+    return header + tomli_w.dumps(document)
+
+
+def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
+    """The assumptions of a file ``mlsysim validate mine`` wrote (or one written by hand):
+    its ``[assumptions]`` table; its ``[interval]`` scores, when present, become the source
+    of the intervals of results under these assumptions."""
+    from mlsysim.core.tomlfile import parse_toml
+    from mlsysim.validation.intervals import register_scores
+
+    file = Path(os.path.expanduser(os.fspath(path)))
+    data, lines = parse_toml(read_text(file), file)
+    table = data.get("assumptions")
+    if not isinstance(table, dict):
+        raise ScenarioFileError(
+            "expected an [assumptions] table", path=str(file), line=1, loc=("assumptions",)
+        )
+    try:
+        assumptions = assumptions_of(dict(table))
+    except InputError as exc:
+        loc = ("assumptions", *exc.loc)
+        raise ScenarioFileError(exc.message, path=str(file), line=lines.get(loc), loc=loc) from None
+    interval = data.get("interval")
+    if isinstance(interval, dict) and "scores" in interval:
+        scores = interval["scores"]
+        if not isinstance(scores, list) or not all(
+            isinstance(z, (int, float)) and not isinstance(z, bool) for z in scores
+        ):
+            raise ScenarioFileError(
+                "expected a list of numbers",
+                path=str(file),
+                line=lines.get(("interval", "scores")),
+                loc=("interval", "scores"),
+            )
+        try:
+            register_scores(assumptions, scores, str(interval.get("source", file.name)))
+        except InputError as exc:
+            raise ScenarioFileError(
+                exc.message, path=str(file), line=lines.get(("interval", "scores")),
+                loc=("interval", "scores"),
+            ) from None
+    return assumptions

@@ -1,0 +1,60 @@
+"""``mlsysim validate mine``, ``mlsysim init --runs`` and ``--assumptions FILE`` (issue 23)."""
+
+import json
+import shutil
+from pathlib import Path
+
+from mlsysim.cli import main
+
+EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "cluster_runs.csv"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_fit_writes_an_assumptions_file_that_run_loads(capsys, tmp_path):
+    out = tmp_path / "mine.toml"
+    code, text, _ = run(capsys, "validate", "mine", str(EXAMPLE), "--out", str(out))
+    assert code == 0
+    assert "inter_efficiency" in text and "each run predicted without it" in text
+    assert out.exists() and "[interval]" in out.read_text()
+    code, text, _ = run(
+        capsys, "run", "Gpt2DataParallelFourNodes10GbE", "--assumptions", str(out), "--json"
+    )
+    assert code == 0
+    data = json.loads(text)
+    assert "intervals_80" in data
+
+
+def test_json_report(capsys):
+    code, text, _ = run(capsys, "validate", "mine", str(EXAMPLE), "--json")
+    assert code == 0
+    data = json.loads(text)
+    assert len(data["runs"]) == 10
+    assert set(data["fitted"]) == {"intra_efficiency", "inter_efficiency", "update_overhead"}
+    assert 0 <= data["median_abs_relative_error"] <= data["worst_abs_relative_error"]
+    widths = data["median_interval_width_80"]
+    assert 0 < widths["runs"] < widths["published"]  # the example's runs narrow the interval
+
+
+def test_a_bad_row_is_one_line_with_file_and_line(capsys, tmp_path):
+    path = tmp_path / "runs.csv"
+    shutil.copy(EXAMPLE, path)
+    lines = path.read_text().splitlines()
+    lines[4] = lines[4].replace(",8,1,", ",8,0,")  # nodes = 0 on line 5
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = run(capsys, "validate", "mine", str(path))
+    assert code == 2
+    assert err.strip().count("\n") == 0 and f"{path}:5:" in err and "nodes" in err
+
+
+def test_init_runs_writes_the_template(capsys, tmp_path):
+    path = tmp_path / "runs.csv"
+    code, text, _ = run(capsys, "init", "--runs", str(path))
+    assert code == 0 and "validate mine" in text
+    assert path.read_text().startswith("name,workload,precision,step_time")
+    code, _, err = run(capsys, "init", "--runs", str(tmp_path / "runs.toml"))
+    assert code == 2 and ".csv" in err

@@ -1,0 +1,62 @@
+"""A layout's derivation: every printed right-hand side recomputed from its printed operands."""
+
+import math
+import re
+
+import pytest
+
+from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.physics.layout import layout_figures
+
+UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
+         "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
+NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+QUANTITY = re.compile(rf"({NUMBER})(?:\s+({'|'.join(re.escape(u) for u in UNITS)}))?(?![\w/])")
+
+
+def value_of(text):
+    expr = text.replace(" x ", " * ")
+    expr = QUANTITY.sub(lambda m: f"({m[1]} * {UNITS.get(m[2], 1.0) if m[2] else 1.0})", expr)
+    return float(eval(expr, {"__builtins__": {}}, {"max": max, "ceil": math.ceil}))
+
+
+LLAMA = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
+H100 = dict(devices=512.0, devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.73,
+            memory_bandwidth=3.35e12, intra_bandwidth=450e9, nic_bandwidth=50e9, nics_per_node=8.0)
+CASES = {
+    "zero-3 picked by the search": dict(tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0,
+                                        sequence_parallel=True, flash_attention=True),
+    "pipeline with zero-1": dict(tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, zero_stage=1.0,
+                                 sequence_parallel=True, flash_attention=True),
+    "interleaved, full recompute, latencies, no overlap": dict(
+        tensor_parallel=8.0, pipeline_parallel=8.0, pipeline_chunks=2.0, micro_batches=16.0, recompute="full",
+        intra_latency=2e-6, inter_latency=5e-6, data_overlap=0.0),
+    "hsdp across nodes, comm-bound": dict(devices=1024.0, micro_batches=8.0, zero_stage=3.0, shard_group=8.0,
+                                          nic_bandwidth=3.125e9, nics_per_node=1.0, backward_gathers=0.0,
+                                          flash_attention=True),
+    "given step time, tensor across nodes": dict(tensor_parallel=16.0, micro_batches=2.0, device_step_time=40.0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_printed_step_recomputes_from_its_printed_operands(name):
+    inputs = {**LLAMA, **H100, **CASES[name]}
+    figures = layout_figures(**inputs)
+    steps = layout_steps(inputs, figures)
+    assert len(steps) >= 8
+    for what, equation, operands, value in steps:
+        assert equation and "\n" not in operands
+        assert value_of(operands) == pytest.approx(value_of(value), rel=2e-5, abs=1e-9), (what, operands, value)
+
+
+def test_the_update_step_prints_the_update_time():
+    inputs = {**LLAMA, **H100, **CASES["pipeline with zero-1"]}
+    figures = layout_figures(**inputs)
+    update = [s for s in layout_steps(inputs, figures) if s[0] == "update"][0]
+    assert value_of(update[3]) == pytest.approx(figures.update_time, rel=1e-5)
+
+
+def test_a_wrong_operand_would_be_caught():
+    assert value_of("2 x (8 - 1) x 0 ms + 134.218 MB x 2 x (8 - 1) / 8 / 450 GB/s") == pytest.approx(
+        134.218e6 * 1.75 / 450e9)
+    assert value_of("4 x 1.43830 s") != pytest.approx(value_of("5763.2 ms"), rel=2e-5)

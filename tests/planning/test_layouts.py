@@ -1,0 +1,109 @@
+"""The layout search equals a brute force over the same space (one layout at a time, scalar floats)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.physics.layout import check_layout, layout_figures
+from mlsysim.planning.layouts import AXES, RECOMPUTE_CODES, best_layout, grid_size
+
+LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
+DGX_H100 = dict(devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.73, memory_bandwidth=3.35e12,
+                intra_bandwidth=450e9, nic_bandwidth=50e9, nics_per_node=8.0)
+SMALL = {
+    "devices": [64.0, 512.0],
+    "tensor_parallel": [2.0, 4.0, 8.0],
+    "pipeline_parallel": [1.0, 2.0, 4.0, 8.0],
+    "pipeline_chunks": [1.0, 2.0],
+    "micro_batch": [1.0, 2.0],
+    "micro_batches": [1.0, 4.0, 8.0, 16.0, 32.0],
+    "zero_stage": [0.0, 1.0, 3.0],
+    "recompute": [0.0, 1.0, 2.0],
+}
+
+
+def brute_force(axes, memory_capacity, global_batch):
+    best = (-1, np.inf)
+    kept = 0
+    for index, combo in enumerate(itertools.product(*(axes[name] for name in AXES))):
+        n, t, p, v, b, m, z, r = combo
+        try:
+            check_layout(devices=int(n), tensor_parallel=int(t), pipeline_parallel=int(p), heads=64, layers=80,
+                         micro_batches=int(m), pipeline_chunks=int(v))
+        except InputError:
+            continue
+        d = n / (t * p)
+        if global_batch is not None and b * m * d != global_batch:
+            continue
+        f = layout_figures(**LLAMA3_70B, **DGX_H100, devices=n, tensor_parallel=t, pipeline_parallel=p,
+                           pipeline_chunks=v, micro_batch=b, micro_batches=m, zero_stage=z,
+                           recompute=RECOMPUTE_CODES[int(r)], sequence_parallel=True, flash_attention=True)
+        if f.memory_bytes > memory_capacity:
+            continue
+        kept += 1
+        seconds = f.update_time / (b * m * d)
+        if seconds < best[1]:
+            best = (index, seconds)
+    return best, kept
+
+
+@pytest.mark.parametrize("global_batch", [None, 256.0])
+@pytest.mark.parametrize("chunk", [97, 1 << 17])
+def test_search_equals_brute_force(global_batch, chunk):
+    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=80e9,
+                      global_batch=global_batch, chunk=chunk)
+    (index, seconds), kept = brute_force(SMALL, 80e9, global_batch)
+    assert got.searched == grid_size(SMALL)
+    assert got.kept == kept > 0
+    assert got.grid_index == index
+    assert got.seconds_per_sequence == pytest.approx(seconds, rel=1e-12)
+
+
+def test_nothing_fits_in_a_tiny_memory():
+    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=1e9)
+    assert got.grid_index == -1 and got.kept == 0 and got.layout == {}
+
+
+def test_best_layout_reports_its_values():
+    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=80e9, global_batch=256.0)
+    assert set(got.layout) == set(AXES)
+    assert got.layout["recompute"] in RECOMPUTE_CODES
+    d = got.layout["devices"] / (got.layout["tensor_parallel"] * got.layout["pipeline_parallel"])
+    assert got.layout["micro_batch"] * got.layout["micro_batches"] * d == 256
+    assert got.memory_bytes <= 80e9
+
+
+def test_why_better_names_the_term_saved_and_the_term_paid():
+    from mlsysim.planning.layouts import why_better
+
+    common = dict(**LLAMA3_70B, **DGX_H100, devices=512.0, micro_batch=1.0, micro_batches=32.0, zero_stage=1.0,
+                  sequence_parallel=True, flash_attention=True)
+    a = dict(devices=512, tensor_parallel=8, pipeline_parallel=4, micro_batches=32, zero_stage=1)
+    b = dict(devices=512, tensor_parallel=16, pipeline_parallel=2, micro_batches=32, zero_stage=1)
+    fa = layout_figures(**common, tensor_parallel=8.0, pipeline_parallel=4.0)
+    fb = layout_figures(**common, tensor_parallel=16.0, pipeline_parallel=2.0)
+    text = why_better(a, fa, b, fb, 8)
+    saved = fb.tensor_time - fa.tensor_time
+    paid = fa.bubble_time - fb.bubble_time
+    assert saved > 0 and paid > 0
+    assert f"saves {saved:.3g} s of tensor-parallel collectives (t=8 inside the node)" in text
+    assert f"pays {paid:.3g} s more of pipeline bubble (p=4: 9% bubble)" in text
+    assert text.startswith("t=8 p=4 d=16 ZeRO-1") and text.count(".") >= 1 and "\n" not in text
+
+
+def test_registry_workload_and_node_give_the_worked_examples_inputs():
+    from mlsysim import Models, Systems
+    from mlsysim.planning.layouts import node_figures, workload_shape
+
+    assert workload_shape(Models.Language.Llama3_70B) == LLAMA3_70B
+    assert node_figures(Systems.Nodes.DGX_H100, "bf16", 0.73) == DGX_H100
+
+
+def test_a_workload_without_a_transformer_shape_is_refused():
+    from mlsysim import Models
+    from mlsysim.planning.layouts import workload_shape
+
+    with pytest.raises(InputError, match="has no layers"):
+        workload_shape(Models.Vision.ResNet50)
