@@ -97,9 +97,10 @@ def list_scenarios() -> None:
     from mlsysim.core.text import printable
     from mlsysim.engine.scenarios import Scenarios
 
-    width = max(len(n) for n in Scenarios.names())
-    for scenario in Scenarios:
-        typer.echo(printable(f"{scenario.name.ljust(width)}  {scenario.description}"))
+    names = Scenarios.names()
+    width = max(len(n) for n in names)
+    for name in names:  # without building the scenarios: no units, no model
+        typer.echo(printable(f"{name.ljust(width)}  {Scenarios.description(name)}"))
 
 
 @app.command("registry")

@@ -80,8 +80,8 @@ def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> di
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
+    from mlsysim.engine.bands import scores
     from mlsysim.engine.results import INTERVAL_FIELDS
-    from mlsysim.validation.intervals import scores
 
     parts = []
     for name in INTERVAL_FIELDS:
@@ -110,7 +110,17 @@ def _fixed(value: float, unit: str) -> tuple[str, str]:
         return f"{value:,.1f}", "ms"
     if unit == "hour":
         return (f"{value:,.2f}", "h") if value >= 1 else (f"{value * 60:,.1f}", "min")
+    if unit == "megawatt_hour" and abs(value) < 1:
+        return f"{value * 1e3:,.3f}", "kWh"
+    if unit == "metric_ton" and abs(value) < 1:
+        return f"{value * 1e3:,.3f}", "kg CO2e"
+    if unit in _SHORT_UNITS:
+        return f"{value:,.3f}", _SHORT_UNITS[unit]
     return f"{value:,.3f}", unit
+
+
+_SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "metric_ton": "t CO2e"}
+"""How the run table writes the units of the whole-run fields."""
 
 
 def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:

@@ -204,6 +204,9 @@ KEY_COLUMNS = (
     "fits",
 )
 
+WHOLE_RUN_COLUMNS = ("goodput", "wall_clock_time", "energy", "emissions", "total_cost")
+"""Columns of the whole run (docs/whole_run.md), shown where a layout models them."""
+
 
 
 
@@ -224,6 +227,7 @@ def _print_table(
     show = [a.column for a in table.axes] + [
         c for c in KEY_COLUMNS if c in table and not (c == "fits" and _unknown_memory(table))
     ]
+    show += [c for c in WHOLE_RUN_COLUMNS if c in table and _modeled(table, c)]
     from mlsysim.cli.render import safe
     from mlsysim.engine.results import result_fields
 
@@ -243,13 +247,27 @@ def _print_table(
     console.print(out)
 
 
+def _modeled(table: SweepTable, column: str) -> bool:
+    """Whether some layout of ``table`` has the (whole-run) figure ``column``."""
+    import numpy as np
+
+    return bool(np.isfinite(np.asarray(table[column], dtype=float)).any())
+
+
 def _unknown_memory(table: SweepTable) -> bool:
     import numpy as np
 
     return "device_memory" in table and bool(np.isnan(table["device_memory"]).all())
 
 
-DECIMALS = {"cost": 2, "efficiency": 3, "speedup": 2, "update_time": 1, "communication_time": 1}
+DECIMALS = {
+    "cost": 2,
+    "efficiency": 3,
+    "speedup": 2,
+    "update_time": 1,
+    "communication_time": 1,
+    "total_cost": 2,
+}
 """Fixed decimals of the key columns on the terminal (the CSV keeps full precision)."""
 
 
@@ -287,7 +305,8 @@ def _plain(value: object) -> str:
 
 
 def _short(unit: str | None) -> str | None:
-    return {"millisecond": "ms", "byte": "B", "hour": "h"}.get(unit or "", unit)
+    short = {"millisecond": "ms", "byte": "B", "hour": "h", "megawatt_hour": "MWh", "metric_ton": "t"}
+    return short.get(unit or "", unit)
 
 
 RATE_MIN_SECONDS = 1.0
@@ -315,8 +334,8 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
 
 def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
     """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
+    from mlsysim.engine.bands import interval_columns
     from mlsysim.engine.results import INTERVAL_FIELDS
-    from mlsysim.validation.intervals import interval_columns
 
     values = {name: table[name] for name in INTERVAL_FIELDS if name in table}
     extra = interval_columns(
@@ -503,6 +522,15 @@ def plan_command(
     max_global_batch: int | None = typer.Option(
         None, "--max-global-batch", help="Largest global batch."
     ),
+    max_emissions: str | None = typer.Option(
+        None, "--max-emissions", help="Most CO2e of the run, e.g. '50 t' (needs device_power and carbon_intensity)."
+    ),
+    max_energy: str | None = typer.Option(
+        None, "--max-energy", help="Most energy of the run, e.g. '500 MWh' (needs device_power)."
+    ),
+    min_goodput: float | None = typer.Option(
+        None, "--min-goodput", help="Lowest goodput, e.g. 0.9 (needs failure_rate, checkpoint_bandwidth, restart_time)."
+    ),
     confidence: float | None = typer.Option(
         None,
         "--confidence",
@@ -557,6 +585,9 @@ def plan_command(
                 budget=_quantity("--budget", budget, "money"),
                 min_efficiency=min_efficiency,
                 max_global_batch=max_global_batch,
+                max_emissions=_quantity("--max-emissions", max_emissions, "mass"),
+                max_energy=_quantity("--max-energy", max_energy, "energy"),
+                min_goodput=min_goodput,
                 confidence=confidence,
                 top=top,
                 workers=workers,

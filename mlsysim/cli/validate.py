@@ -60,7 +60,7 @@ def published(
     """
     from mlsysim.core.jsonio import document, dumps, encode
     from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.validation.intervals import efficiency_interval_of, score_band
+    from mlsysim.engine.bands import efficiency_interval_of, score_band
     from mlsysim.validation.published import (
         by_family,
         communication_share_of_cases,

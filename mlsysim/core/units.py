@@ -244,6 +244,15 @@ def to_canonical(value: object, kind: str) -> float:
     return _to_canonical_slow(value, kind)
 
 
+def kind_of(value: Quantity) -> str:
+    """The unit kind of :data:`KINDS` a Quantity has (by its dimensionality); an error if none."""
+    dimensionality = value.dimensionality
+    for kind, (canonical, _) in KINDS.items():
+        if canonical.dimensionality == dimensionality:
+            return kind
+    raise UnitsError(f"no unit kind has the dimension of {value!r}")
+
+
 def _to_canonical_slow(value: object, kind: str) -> float:
     if not isinstance(value, pint.Quantity):
         what = expected(kind)

@@ -8,12 +8,12 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, get_origin
 
 from pydantic import PlainValidator
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import Quantity, quantity, to_canonical
+from mlsysim.core.units import Quantity, kind_of, quantity, to_canonical
 from mlsysim.core.validation import (
     Validated,
     as_pydantic,
@@ -75,6 +75,10 @@ def _check_measured_links(value: object) -> tuple[str, ...]:
             return tuple(n for n in LINKS if n in names)
     raise InputError(f"expected link names among intra and inter, got {value!r}")
 
+NO_FAILURES = quantity(0, "failures/hour")
+"""The seed's failure rate: no failures."""
+
+
 DEFAULT_BUCKET_SIZE = quantity(25, "MiB")
 """PyTorch DDP's default ``bucket_cap_mb=25`` (MiB), torch.nn.parallel.DistributedDataParallel."""
 
@@ -90,6 +94,13 @@ INTERFERENCE = 0.19
 """Slowdown of compute overlapped with communication: 18.9% on average, measured on A100,
 H100, MI210 and MI250 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
 Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114, 2025)."""
+
+LLAMA3_FAILURE_RATE = quantity(466 / (16_384 * 54 * 24), "failures/hour")
+"""Failures per device-hour of the realistic preset: 466 interruptions (419 unexpected, 47
+planned) in a 54-day snapshot of Llama 3 405B pre-training on up to 16,384 H100 GPUs (Llama
+Team 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4): 466 / (16,384 x
+1,296 h) = 2.19e-5, a lower bound per GPU (the job did not always hold 16,384). The registry
+entry ``Infrastructure.Reliability.Llama3_405B_all``."""
 
 REALISTIC_HOST_JITTER = quantity(7.4, "ms")
 """Host jitter of the realistic preset (a job that loads real data): fitted so that the mean
@@ -130,9 +141,13 @@ class Assumptions(Validated):
     * ``measured_links``: the links (``intra``, ``inter``) whose bandwidth is a
       measured, achieved figure (written by ``mlsysim calibrate``): their
       efficiency is not applied again (taken as 1).
+    * ``failure_rate``: failures per device-hour when the scenario gives none
+      (0: no failures). It is applied where the scenario gives what a
+      failure costs (``checkpoint_bandwidth`` and ``restart_time``); only the
+      whole-run figures (goodput, wall-clock time, energy) depend on it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=())
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / hour')>)
     """
 
     algorithm: Algorithm = "ring"
@@ -160,6 +175,13 @@ class Assumptions(Validated):
     measured_links: Annotated[
         tuple[str, ...], PlainValidator(as_pydantic(_check_measured_links))
     ] = ()
+    failure_rate: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("failure_rate")))
+    ] = NO_FAILURES
+
+    WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
+    """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
+    never the update's: the prediction intervals do not depend on them."""
 
     @classmethod
     def seed(cls) -> Assumptions:
@@ -216,6 +238,10 @@ class Assumptions(Validated):
           scenario with ``input_pipeline="synthetic"`` (inputs made on the
           device, no loader) has none (Mohan et al. 2021, "Analyzing and
           Mitigating Data Stalls in DNN Training", VLDB).
+        * ``failure_rate=2.19e-5 per GPU-hour``: Llama 3 405B's 466
+          interruptions in 54 days on up to 16,384 GPUs (:data:`LLAMA3_FAILURE_RATE`).
+          It prices failures where a scenario gives ``checkpoint_bandwidth`` and
+          ``restart_time``; it changes no figure of the update.
         """
         return cls(
             algorithm="auto",
@@ -228,6 +254,7 @@ class Assumptions(Validated):
             straggler_cv=0.03,
             interference=INTERFERENCE,
             host_jitter=REALISTIC_HOST_JITTER,
+            failure_rate=LLAMA3_FAILURE_RATE,
         )
 
     def is_seed(self) -> bool:
@@ -236,21 +263,25 @@ class Assumptions(Validated):
 
     @cached_property
     def choices(self) -> Choices:
-        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached)."""
-        return Choices(
-            algorithm=self.algorithm,
-            intra_efficiency=1.0 if "intra" in self.measured_links else self.intra_efficiency,
-            inter_efficiency=1.0 if "inter" in self.measured_links else self.inter_efficiency,
-            overlap=self.overlap,
-            bucket_size=self.bucket_bytes(),
-            backward_fraction=self.backward_fraction,
-            update_overhead=self.update_overhead_seconds(),
-            straggler_cv=self.straggler_cv,
-            interference=self.interference,
-            host_jitter=to_canonical(self.host_jitter, "time"),
-            bucket_copies=self.bucket_copies,
-            first_bucket_size=to_canonical(self.first_bucket_size, "data"),
-        )
+        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached).
+
+        Each field of :class:`~mlsysim.engine.equations.Choices` is the assumption of the
+        same name, a Quantity in canonical SI units; a link named in ``measured_links``
+        has its efficiency taken as 1 (its bandwidth is an achieved figure already).
+        """
+        values: dict[str, object] = {}
+        for name in Choices.__dataclass_fields__:
+            if name not in type(self).model_fields:
+                continue  # not an assumption (zero_stage: a scenario input)
+            value = getattr(self, name)
+            values[name] = to_canonical(value, kind_of(value)) if isinstance(value, Quantity) else value
+        for link in self.measured_links:
+            values[f"{link}_efficiency"] = 1.0
+        return Choices(**values)  # type: ignore[arg-type]  # each value is its field's kind
+
+    def changed(self) -> dict[str, object]:
+        """The fields that differ from the seed's, in declaration order."""
+        return {k: v for k, v in self.fields().items() if v != getattr(_SEED_VALUES, k)}
 
     def bucket_bytes(self) -> float:
         return to_canonical(self.bucket_size, "data")
@@ -260,44 +291,42 @@ class Assumptions(Validated):
 
 
 _SEED = Assumptions()
+_SEED_VALUES = _SEED
 
-
-_TEXT_DIMENSIONS = {"bucket_size": "data", "update_overhead": "time"}
-"""The Assumptions fields given as quantities with units, and their unit kinds."""
 
 _TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
 def assumption_from_text(name: str, value: object) -> object:
-    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar)."""
+    """The Python value of one :class:`Assumptions` field given as text (or a file's scalar).
+
+    Read by the field's declared type (no list of names): a Quantity's validator
+    reads text itself (``"25 MiB"``), a flag takes true/false words, a number its
+    digits, a choice of words its lower case, a list of names the text.
+    """
     if not isinstance(value, str):
         return value
+    info = Assumptions.model_fields.get(name)
+    if info is None:
+        return value  # the model reports the unknown field
     text = value.strip()
-    if name in _TEXT_DIMENSIONS:
-        from mlsysim.core.units import parse_quantity
-
-        try:
-            return parse_quantity(text, _TEXT_DIMENSIONS[name])
-        except InputError as exc:
-            raise exc.at(name) from None
-    if name == "overlap":
+    kind = info.annotation
+    if kind is bool:
         if text.lower() in _TRUE_WORDS:
             return True
         if text.lower() in _FALSE_WORDS:
             return False
         raise InputError(f"expected true or false, got {value!r}", loc=(name,))
-    if name == "algorithm":
-        return text.lower()
-    if name == "measured_links":
-        return text
-    if name in Assumptions.model_fields:
+    if kind is float:
         from mlsysim.core.text import parse_float
 
         try:
             return parse_float(text)
         except InputError as exc:
             raise exc.at(name) from None
-    return value
+    if get_origin(kind) is Literal:
+        return text.lower()
+    return text  # Quantities and link lists: their validators read text
 
 
 def assumptions_of(value: object) -> Assumptions:

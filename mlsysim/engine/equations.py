@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mlsysim.physics import energy as energy_mod
+from mlsysim.physics import reliability
 from mlsysim.physics._array import Array, Num, is_array, where
 from mlsysim.physics.collectives import (
     ALGORITHMS,
@@ -80,6 +82,20 @@ class Inputs:
     peak_flops: Num = math.nan
     sequence_length: Num = math.nan
     activation_memory_per_sample: Num = math.nan
+    # the whole run (docs/whole_run.md): failures, checkpoints, energy; NaN or 1: not modeled.
+    # failure_rate per device-second; checkpoint_bandwidth per writing node (bytes/s);
+    # checkpoint_interval NaN: Daly's optimum; device_power, idle_power in W (idle NaN:
+    # device_power); carbon_intensity kg/J;
+    # energy_price USD/J.
+    failure_rate: Num = math.nan
+    restart_time: Num = math.nan
+    checkpoint_bandwidth: Num = math.nan
+    checkpoint_interval: Num = math.nan
+    device_power: Num = math.nan
+    idle_power: Num = math.nan
+    pue: Num = 1.0
+    carbon_intensity: Num = math.nan
+    energy_price: Num = math.nan
 
 
 @dataclass(frozen=True)
@@ -103,6 +119,8 @@ class Choices:
     host_jitter: float = 0.0
     bucket_copies: bool = False
     first_bucket_size: float = 0.0
+    failure_rate: float = 0.0
+    """Failures per device-second when the scenario gives none (``Assumptions.failure_rate``)."""
 
 
 SEED_CHOICES = Choices()
@@ -188,6 +206,23 @@ class Figures(NamedTuple):
     bucket_copy_time: Num = 0.0
     first_bucket_time: Num = 0.0
     extra_time: Num = 0.0
+    # the whole run of :func:`_whole_run` (NaN where not modeled; seconds, bytes, joules,
+    # kg CO2e, USD)
+    job_mtbf: Num = math.nan
+    checkpoint_size: Num = math.nan
+    checkpoint_time: Num = math.nan
+    checkpoint_interval: Num = math.nan
+    checkpoint_overhead: Num = math.nan
+    rework_time: Num = math.nan
+    restart_overhead: Num = math.nan
+    interruptions: Num = math.nan
+    goodput: Num = math.nan
+    wall_clock_time: Num = math.nan
+    energy: Num = math.nan
+    emissions: Num = math.nan
+    energy_cost: Num = math.nan
+    total_cost: Num = math.nan
+    update_power: Num = math.nan  # a device's mean power over an update (W), for explain
 
     @property
     def hidden_communication_time(self) -> Num:
@@ -333,7 +368,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
     unknown_memory = x.device_memory != x.device_memory
 
-    return Figures(
+    figures = Figures(
         n_devices=n,
         gradient_bytes=x.gradient_bytes,
         intra_bytes=intra_bytes,
@@ -363,6 +398,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         first_bucket_time=extra.first_bucket_time,
         extra_time=extra.extra_time,
     )
+    return _whole_run(x, c, figures)
 
 
 def _straggler(x: Inputs, c: Choices, n: Num) -> Num:
@@ -462,3 +498,127 @@ def _argmax_first(terms: tuple[Num, ...]) -> Array:
         best[np.broadcast_to(better, best.shape)] = index
         top = np.maximum(top, term)
     return best
+
+
+def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
+    """The whole run beyond one update: failures, checkpoints, goodput, energy, emissions, cost.
+
+    docs/whole_run.md ("How the terms enter a scenario"); the formulas are those of
+    :mod:`mlsysim.physics.reliability` (Young 1974, Daly 2006) and
+    :mod:`mlsysim.physics.energy` (Patterson et al. 2021). With ``T_s`` the
+    failure-free ``training_time``, ``n`` devices on ``N`` nodes, ``psi`` parameters:
+
+        lambda = failure_rate (per device), else the assumptions' rate
+        failures modeled where lambda > 0 and checkpoint_bandwidth and restart_time are given
+        M = 1 / (lambda n);  S = 14 psi;  delta = S / (w B_ckpt)  (w = N when ZeRO shards
+            the state, else 1: one replica writes it)
+        tau = checkpoint_interval, else Daly's optimum (delta, M)
+        T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau;  G = T_s / T_w
+        T_ckpt, T_rework, T_restart, N_f: Daly's terms (physics.reliability.overheads)
+        E = PUE n ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle)
+        P_update = (P t_busy + P_idle (t_exposed + t_sync)) / update_time
+            (P = device_power, P_idle = idle_power; without idle_power every state at P:
+            the published convention)
+        emissions = E I;  energy_cost = E price
+        total_cost = T_w N node_hour_rate + energy_cost  (the terms whose price is given)
+
+    Without failures ``T_w`` is ``T_s`` in the energy; the failure figures stay NaN.
+    Every figure of the update (and ``training_time``, ``cost``) is unchanged: with no
+    whole-run input the figures are returned as they are.
+    """
+    rate, power, given_price = x.failure_rate, x.device_power, x.energy_price
+    if (
+        not c.failure_rate
+        and type(rate) is float
+        and type(power) is float
+        and rate != rate
+        and power != power
+    ):
+        return f  # no failure rate and no device power: nothing of the whole run to compute
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return _whole_run_figures(x, c, f, rate, power, given_price)
+
+
+def _whole_run_figures(
+    x: Inputs, c: Choices, f: Figures, rate: Num, power: Num, price: Num
+) -> Figures:
+    n, t_s = f.n_devices, f.training_time
+    rate = where(rate == rate, rate, c.failure_rate)
+    on = (rate > 0) & (x.checkpoint_bandwidth == x.checkpoint_bandwidth) & (
+        x.restart_time == x.restart_time
+    )
+    nan = math.nan
+    mtbf: Num = nan
+    size: Num = nan
+    delta: Num = nan
+    tau: Num = nan
+    ckpt: Num = nan
+    rework: Num = nan
+    restarts: Num = nan
+    failures: Num = nan
+    goodput: Num = nan
+    t_w: Num = nan
+    if is_array(on) or on:
+        size = where(on, reliability.checkpoint_size(x.parameters), nan)
+        terms = reliability.run_terms(
+            t_s,
+            where(on, rate, nan),
+            n,
+            size,
+            x.checkpoint_bandwidth,
+            x.nodes if c.zero_stage else 1.0,  # a ZeRO-sharded state: every node writes
+            x.restart_time,
+            where(on, x.checkpoint_interval, nan),
+        )
+        mtbf, delta, tau = terms.mtbf, terms.checkpoint_time, terms.interval
+        ckpt, rework, restarts, failures = (
+            terms.checkpoints, terms.rework, terms.restarts, terms.failures
+        )
+        t_w, goodput = terms.wall_time, terms.goodput
+    wall = where(on, t_w, t_s)
+    energy: Num = nan
+    emitted: Num = nan
+    energy_cost: Num = nan
+    update_power: Num = nan
+    if is_array(power) or power == power:
+        lost = where(on, rework, 0.0)
+        waiting = where(on, ckpt + restarts, 0.0)
+        # every state at device_power (the published convention) unless idle_power is given:
+        # then the update's exposed communication and synchronization draw it
+        idle = x.idle_power
+        given_idle = idle == idle
+        idle = where(given_idle, idle, power)
+        busy = f.update_time - f.exposed_communication_time - f.synchronization_time
+        update_power = where(
+            given_idle,
+            energy_mod.average_device_power(
+                power, idle, idle, busy, f.exposed_communication_time, f.synchronization_time
+            ),
+            power,
+        )
+        energy = energy_mod.run_energy(n, t_s, lost, waiting, update_power, idle, x.pue)
+        emitted = energy_mod.emissions(energy, x.carbon_intensity)
+        energy_cost = energy_mod.energy_cost(energy, price)
+    node_cost = wall / 3600.0 * x.nodes * x.node_hour_rate
+    priced = (node_cost == node_cost) | (energy_cost == energy_cost)
+    total = where(node_cost == node_cost, node_cost, 0.0) + where(
+        energy_cost == energy_cost, energy_cost, 0.0
+    )
+    total = where(priced & (on | (energy_cost == energy_cost)), total, nan)
+    return f._replace(
+        job_mtbf=mtbf,
+        checkpoint_size=size,
+        checkpoint_time=delta,
+        checkpoint_interval=tau,
+        checkpoint_overhead=ckpt,
+        rework_time=rework,
+        restart_overhead=restarts,
+        interruptions=failures,
+        goodput=goodput,
+        wall_clock_time=where(on, t_w, nan),
+        energy=energy,
+        emissions=emitted,
+        energy_cost=energy_cost,
+        total_cost=total,
+        update_power=update_power,
+    )

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
+from mlsysim.engine.bands import difficulty, known_scores, result_share, score_band, scores
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
-from mlsysim.engine.presets import preset_name
+from mlsysim.engine.whole_run_steps import whole_run_headline, whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
     from mlsysim.engine.derivation import Checked
     from mlsysim.engine.equations import Figures
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.models.types import Workload
 
 
 
@@ -81,6 +81,7 @@ def headline(result: DataParallelScaleOutResult) -> str:
         f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
         f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
         f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+        + whole_run_headline(result)
     )
 
 
@@ -135,25 +136,7 @@ def _heading(
         origin = r.job.origins.get(name) if r.job is not None else None
         inputs[key] = (_input_text(name, value), f.label + (f"  [from {origin}]" if origin else ""))
         groups.setdefault(GROUPS[f.group], []).append(key)
-    if a.is_seed():
-        model = "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
-    else:
-        model = (
-            f"algorithm={a.algorithm}, intra_efficiency={a.intra_efficiency:g}, "
-            f"inter_efficiency={a.inter_efficiency:g}, overlap={a.overlap}"
-            + (
-                f" (buckets of {fmt_bytes(a.bucket_bytes())}, backward {a.backward_fraction:.3g} of a step)"
-                if a.overlap
-                else ""
-            )
-            + f", update_overhead={fmt_time(a.update_overhead_seconds())}, straggler_cv={a.straggler_cv:g}"
-            + _new_choices(a)
-            + (
-                f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
-                if a.measured_links
-                else ""
-            )
-        )
+    model = _model_line(a)
     name = title or "Data-parallel scale-out"
     return {
         "title": name,
@@ -165,44 +148,36 @@ def _heading(
     }
 
 
-def _new_choices(a: Assumptions) -> str:
-    """The opt-in choices of docs/model.md section 2.9 that are on, for the model line."""
+def _model_line(a: Assumptions) -> str:
+    """The modeling choices in one line: the seed's, or every assumption that differs from it
+    (read from the Assumptions fields themselves, so a new option shows without a change here)."""
+    if a.is_seed():
+        return "seed: flat ring over all n devices, full line rate, no overlap, no synchronisation cost"
     parts = []
-    if a.host_jitter.magnitude:
-        parts.append(f"host_jitter={fmt_time(a.choices.host_jitter)}")
-    if a.interference:
-        parts.append(f"interference={a.interference:g}")
-    if a.bucket_copies:
-        parts.append("bucket_copies=True")
-    if a.first_bucket_size.magnitude:
-        parts.append(f"first_bucket_size={fmt_bytes(a.choices.first_bucket_size)}")
-    return "".join(f", {p}" for p in parts)
+    for name, value in a.changed().items():
+        if name == "measured_links":
+            continue
+        parts.append(f"{name}={_choice_text(value)}")
+    line = ", ".join(parts) if parts else "seed values"
+    if a.measured_links:
+        line += f"; measured (achieved) bandwidth, no efficiency applied: {', '.join(a.measured_links)}"
+    return line
+
+
+def _choice_text(value: object) -> str:
+    from mlsysim.core.units import Quantity, kind_of
+
+    if isinstance(value, Quantity):
+        kind = kind_of(value)
+        x = to_canonical(value, kind)
+        return fmt_time(x) if kind == "time" else fmt_bytes(x) if kind == "data" else f"{value:~P}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _input_text(name: str, value: object) -> str:
-    """An input as a reader expects it: the unit its field is shown in."""
+    """An input as a reader expects it: the unit its field is shown in (its kind writes it)."""
     f = FIELDS[name]
-    if value is None:
-        return "none"
-    if name == "workload":
-        workload = cast("Workload", value)  # the field's checked kind
-        return f"{workload.name} ({workload.parameter_count():.6g} parameters)"
-    if f.kind == "preset":
-        return preset_name(name, value)
-    if f.dimension in ("tokens", "samples"):
-        return f"{to_canonical(value, f.dimension):.6g} {f.display_unit}"
-    if f.dimension == "time":
-        return fmt_time(to_canonical(value, "time"))
-    if f.dimension == "data":
-        return fmt_bytes(to_canonical(value, "data"))
-    if f.dimension == "bandwidth":
-        rate = fmt_rate(to_canonical(value, "bandwidth"))
-        q = cast("Quantity", value)
-        shown = f"{q.to(f.display_unit).magnitude:.6g} {f.display_unit}" if f.display_unit else rate
-        return shown if shown == rate else f"{shown} ({rate})"
-    if f.dimension == "money_rate":
-        return f"{to_canonical(value, 'money_rate'):.6g} USD/h"
-    return str(value)
+    return f.kinds.text(f, value)
 
 
 @dataclass(frozen=True)
@@ -254,6 +229,7 @@ def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, s
     if r.job is not None:  # the activations, just before the memory they are part of
         at = next((k for k, row in enumerate(s.rows) if row[0] == "memory"), len(s.rows))
         s.rows[at:at] = explain_rows(i, r.job, part="memory")
+    s.rows += whole_run_steps(r)  # failures, checkpoints, energy: where modeled
     return s.rows
 
 
@@ -545,14 +521,12 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "",
         r.bottleneck,
     )
-    if not c.a.is_seed():
+    if not c.a.is_seed() and known_scores(c.a):
         _interval_steps(s, c)
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
     """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
-    from mlsysim.validation.intervals import difficulty, result_share, score_band, scores
-
     r = c.r
     z_lo, z_hi = score_band(c.a, 0.8)
     share = result_share(r)

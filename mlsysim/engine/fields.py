@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.suggest import known
-from mlsysim.core.text import parse_int, parse_name
+from mlsysim.core.text import parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
     PHYSICAL_RANGE,
@@ -52,12 +52,14 @@ from mlsysim.core.validation import (
     check_positive_quantity,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.input_kinds import InputKind, kind_of
 from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
 from mlsysim.engine.presets import fabric_named
 from mlsysim.engine.workload_figures import check_mfu, parse_mfu, workload_facts
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
+from mlsysim.physics.energy import MAX_PUE
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 from mlsysim.physics.synchronization import INPUT_PIPELINE_JITTER
@@ -97,7 +99,7 @@ class InputField:
 
     name: str
     label: str
-    kind: str  # "count", "index", "quantity", "number", "choice", "workload", "assumptions", "preset", "text"
+    kind: str  # "count", "index", "quantity", "number", "factor", "choice", "workload", "assumptions", "preset", "text"
     check: Callable[[object], Value]
     parse: Callable[[str], object]
     default: Value | _Required = REQUIRED
@@ -127,6 +129,11 @@ class InputField:
             low, high, _ = PHYSICAL_RANGE.get(self.dimension, (0.0, math.inf, ""))
             object.__setattr__(self, "_low", low)
             object.__setattr__(self, "_high", high)
+
+    @property
+    def kinds(self) -> InputKind:
+        """The kind of value it takes, as an object (:mod:`mlsysim.engine.input_kinds`)."""
+        return kind_of(self)
 
     @property
     def required(self) -> bool:
@@ -445,6 +452,82 @@ def _preset(name: str, label: str) -> InputField:
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
     )
+
+
+# -- the whole run: inputs a registry entry may stand for ------------------------------------
+
+
+
+def _pue(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1.0 <= value <= MAX_PUE:
+        raise InputError(f"expected a number from 1 to {MAX_PUE:g}, got {value!r}")
+    return float(value)
+
+
+def _failure_rate_entry(value: object) -> object:
+    """A run of ``Infrastructure.Reliability`` (or its name) as a rate per device-hour, else None.
+
+    A rate per node-hour is divided by the entry's devices per node.
+    """
+    from mlsysim.hardware.registry import Infrastructure
+    from mlsysim.hardware.types import FailureRate
+
+    if isinstance(value, str):
+        try:
+            value = Infrastructure.Reliability.get(parse_name(value).split(".")[-1])
+        except UnknownNameError:
+            return None
+    if not isinstance(value, FailureRate):
+        return None
+    return value.rate if value.per == "device" else value.rate / value.devices_per_node
+
+
+def _device_power_entry(value: object) -> object:
+    """An accelerator (or its name) as its datasheet TDP, else None."""
+    from mlsysim.hardware.registry import Hardware
+    from mlsysim.hardware.types import Accelerator
+
+    if isinstance(value, str):
+        try:
+            value = Hardware.get(parse_name(value))
+        except UnknownNameError:
+            return None
+    if not isinstance(value, Accelerator):
+        return None
+    if value.power is None:
+        raise InputError(f"{value.name} has no power in the registry; give device_power in W")
+    return value.power.tdp
+
+
+def _grid_entry(value: object) -> object:
+    """A grid of ``Infrastructure.Grid`` (or its name) as its carbon intensity, else None."""
+    from mlsysim.hardware.registry import Infrastructure
+    from mlsysim.hardware.types import GridIntensity
+
+    if isinstance(value, str):
+        try:
+            value = Infrastructure.Grid.get(parse_name(value).split(".")[-1])
+        except UnknownNameError:
+            return None
+    return value.intensity if isinstance(value, GridIntensity) else None
+
+
+def _registry_quantity(f: InputField, entry: Callable[[object], object]) -> InputField:
+    """``f``, also given as a registry entry or its name (``entry`` maps it to a Quantity, or None)."""
+    check, parse = f.check, f.parse
+
+    def registry_check(value: object) -> Value:
+        if not isinstance(value, Quantity):
+            found = entry(value)
+            if found is not None:
+                value = found
+        return check(value)
+
+    def registry_parse(text: str) -> object:
+        found = entry(text)
+        return found if found is not None else parse(text)
+
+    return dataclasses.replace(f, check=registry_check, parse=registry_parse)
 
 
 # -- the table ---------------------------------------------------------------------------
@@ -791,6 +874,143 @@ _TABLE: tuple[InputField, ...] = (
             lambda text: text.strip(),
             default="selective",
             choices=RECOMPUTE_MODES,
+        ),
+    ),
+    # the whole run (docs/whole_run.md): failures, checkpoints, energy and emissions
+    _in(
+        "cluster",
+        _registry_quantity(
+            _quantity(
+                "failure_rate",
+                "failures per device-hour (or a run of Infrastructure.Reliability); "
+                "None: the assumptions' (none in the seed)",
+                "failure_rate",
+                "failures/hour",
+                "lambda",
+                default=None,
+                optional=True,
+                allow_zero=True,
+                seed=False,
+            ),
+            _failure_rate_entry,
+        ),
+    ),
+    _in(
+        "cluster",
+        _quantity(
+            "restart_time",
+            "from a failure to training again (detect, reschedule, load the checkpoint)",
+            "time",
+            "min",
+            "R",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
+        _quantity(
+            "checkpoint_bandwidth",
+            "checkpoint write bandwidth per node (one node writes a replicated state, "
+            "every node a ZeRO-sharded one)",
+            "bandwidth",
+            "GB/s",
+            "B_ckpt",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
+        _quantity(
+            "checkpoint_interval",
+            "compute time between checkpoints (None: Daly's optimum)",
+            "time",
+            "min",
+            "tau",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
+        _registry_quantity(
+            _quantity(
+                "device_power",
+                "power of one device under load (or an accelerator: its TDP)",
+                "power",
+                "W",
+                "P",
+                default=None,
+                optional=True,
+                seed=False,
+            ),
+            _device_power_entry,
+        ),
+    ),
+    _in(
+        "cluster",
+        _quantity(
+            "idle_power",
+            "power of one device while it waits: exposed communication, stragglers, "
+            "checkpoints, restarts (None: device_power)",
+            "power",
+            "W",
+            "P_idle",
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
+        InputField(
+            "pue",
+            "power usage effectiveness of the data centre, >= 1 (None: 1)",
+            "factor",
+            _pue,
+            parse_float,
+            default=None,
+            optional=True,
+            symbol="PUE",
+            numeric=True,
+            canonical=_fraction_number,
+        ),
+    ),
+    _in(
+        "cluster",
+        _registry_quantity(
+            _quantity(
+                "carbon_intensity",
+                "grid carbon intensity, location-based (or a grid of Infrastructure.Grid)",
+                "carbon_intensity",
+                "g/kWh",
+                "I",
+                default=None,
+                optional=True,
+                allow_zero=True,
+                seed=False,
+            ),
+            _grid_entry,
+        ),
+    ),
+    _in(
+        "cluster",
+        _quantity(
+            "energy_price",
+            "price of the energy drawn",
+            "energy_price",
+            "USD/kWh",
+            None,
+            default=None,
+            optional=True,
+            allow_zero=True,
+            seed=False,
         ),
     ),
     _in(

@@ -3,8 +3,8 @@
 A preset is checked like any input (an entry, or its registry name), and then
 stands for the figures it fills (:func:`preset_figures`): a node its devices,
 its link inside, its NICs, its accelerator and its price; a fabric the
-inter-node link's bandwidth and latency; an accelerator the device's memory
-and memory bandwidth. Which preset wins where two fill the same input, and
+inter-node link's bandwidth and latency; an accelerator the device's memory,
+memory bandwidth and power (its TDP). Which preset wins where two fill the same input, and
 how an explicit value beats a preset, is the one precedence rule of
 :mod:`mlsysim.engine.layers`.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.units import to_canonical
 
 if TYPE_CHECKING:
     from mlsysim.core.registry import Registry
@@ -117,7 +118,8 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
       registry has one), and its NICs' ``inter_bandwidth`` and
       ``inter_latency`` (where it states their fabric); its accelerator then
       fills what an accelerator fills, unless one is given;
-    * accelerator: ``device_memory`` and ``memory_bandwidth``.
+    * accelerator: ``device_memory``, ``memory_bandwidth`` and ``device_power`` (its
+      datasheet TDP, where the registry has it).
     """
     label = preset_label(kind, entry)
     if kind == "fabric":
@@ -125,10 +127,13 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
         return {"inter_bandwidth": (fabric.bandwidth, label), "inter_latency": (fabric.latency, label)}
     if kind == "accelerator":
         accelerator = cast("Accelerator", entry)
-        return {
+        filled: dict[str, tuple[object, str]] = {
             "device_memory": (accelerator.memory.capacity, label),
             "memory_bandwidth": (accelerator.memory.bandwidth, label),
         }
+        if accelerator.power is not None:  # its datasheet TDP (docs/whole_run.md)
+            filled["device_power"] = (accelerator.power.tdp, f"{label} (its TDP)")
+        return filled
     node = cast("Node", entry)
     figures: dict[str, tuple[object, str]] = {}
     for name, value in (
@@ -154,3 +159,23 @@ def preset_fills(kind: str, entry: object) -> frozenset[str]:
     if kind == "node":
         names |= set(preset_figures("accelerator", cast("Node", entry).accelerator))
     return frozenset(names)
+
+
+def node_figures(node: Node, precision: str = "bf16", math_efficiency: float = 0.5) -> dict[str, float]:
+    """The ``cluster`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry node.
+
+    Peak FLOP/s at ``precision``, HBM bandwidth, the per-device intra-node link,
+    one NIC's rate and their count, all per direction, SI units; and the
+    math-kernel efficiency u (an assumption: ``mlsysim.validation.parallel``
+    fits 0.59 for A100 and 0.73 for H100 on published runs).
+    """
+    acc = node.accelerator
+    return {
+        "devices_per_node": float(node.accelerators_per_node),
+        "peak_flops": to_canonical(acc.peak_flops(precision), "compute_rate"),
+        "math_efficiency": float(math_efficiency),
+        "memory_bandwidth": to_canonical(acc.memory.bandwidth, "bandwidth"),
+        "intra_bandwidth": to_canonical(node.intra_node_bw, "bandwidth"),
+        "nic_bandwidth": to_canonical(node.nic_bandwidth, "bandwidth"),
+        "nics_per_node": float(node.nics_per_node),
+    }

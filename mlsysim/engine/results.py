@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
@@ -30,7 +31,16 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_CANONICAL = {"byte": "byte", "millisecond": "second", "hour": "second", "USD": "USD"}
+_CANONICAL = {
+    "byte": "byte",
+    "millisecond": "second",
+    "hour": "second",
+    "USD": "USD",
+    "second": "second",
+    "minute": "second",
+    "megawatt_hour": "joule",
+    "metric_ton": "kilogram",
+}
 
 
 class ResultField(Generic[T]):
@@ -53,6 +63,8 @@ class ResultField(Generic[T]):
 
     kind = "float"
     display = "ratio"
+    nullable = False
+    """Whether the field reads None where its figure is not known or not modeled."""
 
     def __init__(
         self,
@@ -134,12 +146,23 @@ class QuantityField(ResultField[Quantity]):
 class OptionalQuantityField(ResultField["Quantity | None"]):
     kind = "quantity"
     display = "fixed"
+    nullable = True
 
     def read(self, result: DataParallelScaleOutResult) -> Quantity | None:
         raw = getattr(result.figures, self.name)
         if raw != raw:
             return None
         return quantity(raw * self.factor, self.unit or "")
+
+
+class OptionalFloatField(ResultField["float | None"]):
+    """A plain number of an opt-in model, or None where it is not modeled (NaN)."""
+
+    nullable = True
+
+    def read(self, result: DataParallelScaleOutResult) -> float | None:
+        raw = float(getattr(result.figures, self.name))
+        return None if math.isnan(raw) else raw
 
 
 class IntField(ResultField[int]):
@@ -345,6 +368,62 @@ class DataParallelScaleOutResult:
         doc="memory_per_device <= device_memory, None when unknown", label="fits in device memory",
         row=23,
     )
+    # the whole run (docs/whole_run.md): failures, checkpoints, energy; None where not modeled
+    job_mtbf = OptionalQuantityField(
+        "hour", doc="the job's mean time between failures, M = 1 / (lambda n)",
+        label="job mean time between failures", row=28, header="MTBF",
+    )
+    checkpoint_size = OptionalQuantityField(
+        "byte", doc="one checkpoint of the training state, 14 B per parameter",
+        label="checkpoint size", row=29, header="ckpt size",
+    )
+    checkpoint_time = OptionalQuantityField(
+        "second", doc="time to write one checkpoint", label="checkpoint write time", row=30,
+        header="ckpt write",
+    )
+    checkpoint_interval = OptionalQuantityField(
+        "minute", doc="compute time between checkpoints (given, or Daly's optimum)",
+        label="checkpoint interval", row=31, header="ckpt every",
+    )
+    checkpoint_overhead = OptionalQuantityField(
+        "hour", doc="time spent writing checkpoints over the run",
+        label="  spent writing checkpoints", row=33,
+    )
+    rework_time = OptionalQuantityField(
+        "hour", doc="work lost to failures and recomputed", label="  spent redoing lost work",
+        row=34,
+    )
+    restart_overhead = OptionalQuantityField(
+        "hour", doc="time spent restarting after failures", label="  spent restarting", row=35,
+    )
+    interruptions = OptionalFloatField(
+        doc="expected failures over the run, N_f = T_w / M", label="expected interruptions",
+        row=36, header="interrupts",
+    )
+    goodput = OptionalFloatField(
+        doc="share of wall-clock time that advances training, training_time / wall_clock_time",
+        label="goodput", row=37, display="percent",
+    )
+    wall_clock_time = OptionalQuantityField(
+        "hour", doc="training_time with checkpoints, restarts and lost work (training_time / goodput)",
+        label="wall-clock time with failures", row=32, header="wall clock",
+    )
+    energy = OptionalQuantityField(
+        "megawatt_hour", doc="energy drawn by the facility over the run (PUE included)",
+        label="energy", row=38,
+    )
+    emissions = OptionalQuantityField(
+        "metric_ton", doc="operational emissions, tonnes of CO2e (location-based)",
+        label="emissions (CO2e)", row=39, header="CO2e",
+    )
+    energy_cost = MoneyField(
+        "USD", doc="US dollars of the energy, or None without an energy price",
+        label="energy cost", row=40, header="energy cost",
+    )
+    total_cost = MoneyField(
+        "USD", doc="node-hours over the wall-clock time plus the energy, where priced",
+        label="cost of the whole run", row=41, header="total cost",
+    )
     constraint_trace = TraceField(doc="notes on what limits this layout")
 
     def __init__(
@@ -415,10 +494,15 @@ class DataParallelScaleOutResult:
         ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
 
         Conformal, from the model's residuals on the published cases under these
-        same assumptions (:mod:`mlsysim.validation.intervals`). The seed model
+        same assumptions (:mod:`mlsysim.engine.bands`). The seed model
         has none: use ``Assumptions.realistic()``.
         """
-        from mlsysim.validation.intervals import interval
+        from mlsysim.engine.bands import interval
+
+        if name not in INTERVAL_FIELDS:
+            raise InputError(
+                f"interval: expected one of {', '.join(INTERVAL_FIELDS)}, got {name!r}", field="name"
+            )
 
         return interval(self, name, level)
 

@@ -26,6 +26,23 @@ def _given(value: object) -> bool:
     return value is not None
 
 
+def _positive_rate(value: object) -> object:
+    """A failure rate that asks for failures to be priced: given and above zero."""
+    if value is None:
+        return False
+    magnitude = getattr(value, "magnitude", value)
+    return isinstance(magnitude, int | float) and magnitude > 0
+
+
+def _needs(example: str) -> Callable[[Mapping[str, object]], str]:
+    """The message of a failure rate given without what a failure costs."""
+
+    def message(values: Mapping[str, object]) -> str:
+        return f"required with failure_rate (it prices a failure): give e.g. {example}"
+
+    return message
+
+
 def _count(value: object) -> object:
     return value
 
@@ -86,6 +103,20 @@ RULES: Final = (
             "device's memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'"
         ),
         "an optimizer and no memory_bandwidth",
+    ),
+    *(
+        Rule(
+            ("failure_rate", needed),
+            (_positive_rate, _not_given),
+            lambda rate, missing: rate & missing,
+            needed,
+            _needs(example),
+            f"a failure_rate and no {needed}",
+        )
+        for needed, example in (
+            ("checkpoint_bandwidth", "checkpoint_bandwidth=Q_(2, 'GB/s') (per node)"),
+            ("restart_time", "restart_time=Q_(10, 'min')"),
+        )
     ),
 )
 """Every rule between inputs, in the order they are checked."""

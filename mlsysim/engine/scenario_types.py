@@ -22,7 +22,6 @@ from mlsysim.engine.derivation import NO_JOB, Job
 from mlsysim.engine.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
 from mlsysim.engine.layers import overlay
 from mlsysim.engine.notes import warn_measured
-from mlsysim.engine.presets import preset_name
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
@@ -32,43 +31,7 @@ if TYPE_CHECKING:
 
 def _json_schema(f: InputField) -> dict[str, object]:
     """The JSON Schema of one input in the project's JSON encoding (see docs/json.md)."""
-    if f.kind in ("count", "index"):
-        schema: dict[str, object] = {"type": "integer", "minimum": 0 if f.kind == "index" else 1}
-        if f.choices:
-            schema["enum"] = list(f.choices)
-    elif f.kind == "quantity":
-        schema = {
-            "anyOf": [
-                {
-                    "type": "object",
-                    "properties": {"value": {"type": "number"}, "unit": {"type": "string"}},
-                    "required": ["value", "unit"],
-                },
-                {"type": "string", "description": "a value with units, e.g. '100 Gbps'"},
-            ]
-        }
-    elif f.kind == "choice":
-        schema = {"type": "string", "enum": list(f.choices)}
-    elif f.kind == "workload":
-        schema = {
-            "anyOf": [
-                {"type": "string", "description": "a workload registry name, e.g. 'GPT2'"},
-                {"type": "object", "description": "a workload table"},
-            ]
-        }
-    elif f.kind == "assumptions":
-        schema = {
-            "anyOf": [
-                {"type": "string", "enum": ["seed", "realistic"]},
-                {"type": "object", "description": "Assumptions fields, 'preset' names the base"},
-            ]
-        }
-    elif f.kind == "number":
-        schema = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
-    elif f.kind == "preset":
-        schema = {"type": "string", "description": f"a {f.name} registry name"}
-    else:
-        schema = {"type": "string"}
+    schema = f.kinds.schema(f)
     if f.optional:
         schema = {"anyOf": [schema, {"type": "null"}]}
     schema["description"] = f.label + (f" [{f.display_unit}]" if f.display_unit else "")
@@ -290,8 +253,8 @@ class DataParallelScaleOutScenario(_ScenarioFields):
                 inputs[name] = registry_name(workload) or workload.name
             elif name == "assumptions":
                 inputs[name] = encode(cast(Assumptions, value).fields())
-            elif value is not None and FIELDS[name].kind == "preset":
-                inputs[name] = preset_name(name, value)
+            elif value is not None and FIELDS[name].kinds.name == "preset":
+                inputs[name] = FIELDS[name].kinds.text(FIELDS[name], value)
             else:
                 inputs[name] = encode(value)
         return {

@@ -44,8 +44,8 @@ def _result_model() -> type[pydantic.BaseModel]:
     fields: dict[str, Any] = {}
     for name, spec in result_fields().items():
         kind = spec.kind
-        if spec.unit is not None and kind == "quantity" and name == "device_memory":
-            kind_type: object = QuantityJSON | None
+        if kind in ("quantity", "float") and spec.nullable:  # None where not known or modeled
+            kind_type: object = _RESULT_TYPES[kind] | None
         else:
             kind_type = _RESULT_TYPES[kind]
         fields[name] = (kind_type, pydantic.Field(description=spec.__doc__ or ""))

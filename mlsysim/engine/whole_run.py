@@ -225,17 +225,19 @@ class WholeRun:
             ckpt = rework = restarts = failures = 0.0
             wall = solve
         else:
-            # the rate is per device-second (a node's rate was divided by its devices)
-            mtbf = float(rel.job_mtbf(c.rate, c.devices))
-            bandwidth = c.bandwidth if c.bandwidth is not None else math.inf
-            storage = c.storage if c.storage is not None else math.inf
-            delta = float(rel.checkpoint_write_time(c.size, bandwidth, c.writers, storage))
-            interval = (
-                c.interval if c.interval is not None else float(rel.daly_interval(delta, mtbf))
+            # the rate is per device-second (a node's rate was divided by its devices);
+            # the same composition as the scenario's (mlsysim.engine.equations)
+            t = rel.run_terms(
+                solve, c.rate, c.devices, c.size,
+                c.bandwidth if c.bandwidth is not None else math.inf, c.writers, c.restart,
+                c.interval if c.interval is not None else math.nan,
+                c.storage if c.storage is not None else math.inf,
+            )  # fmt: skip
+            mtbf, delta, interval = float(t.mtbf), float(t.checkpoint_time), float(t.interval)
+            ckpt, rework, restarts, failures = (
+                float(v) for v in (t.checkpoints, t.rework, t.restarts, t.failures)
             )
-            terms = rel.overheads(solve, interval, delta, c.restart, mtbf)
-            ckpt, rework, restarts, failures = (float(t) for t in terms)
-            wall = float(rel.wall_time(solve, interval, delta, c.restart, mtbf))
+            wall = float(t.wall_time)
             if not math.isfinite(wall):
                 raise InputError(
                     f"the job fails every {mtbf:.3g} s on average, too often to finish: the "
@@ -253,9 +255,12 @@ class WholeRun:
             update_power = float(
                 en.average_device_power(c.power, comm, idle, f_compute, f_comm, f_idle)
             )
-            device_joules = c.devices * ((solve + rework) * update_power + (ckpt + restarts) * idle)
             other = float(en.it_power(0, 0.0, c.nodes, c.node_power, c.switches, c.switch_power))
-            joules = (device_joules + other * wall) * c.pue
+            joules = float(
+                en.run_energy(
+                    c.devices, solve, rework, ckpt + restarts, update_power, idle, c.pue, other, wall
+                )
+            )
             energy = joules
             it_avg = joules / c.pue / wall
             if c.intensity is not None:

@@ -127,3 +127,27 @@ def peak_flops(accelerator: Accelerator, precision: str) -> float:
             f"{exc.message}; mfu needs it to derive step_time", loc=("precision",)
         ) from None
     return to_canonical(rate, "compute_rate")
+
+
+SHAPE_FIELDS = {"layers": "layers", "hidden": "hidden_dim", "heads": "heads", "seq_len": "seq_len",
+                "vocab": "vocab_size"}
+"""The layout inputs a transformer workload gives, by the workload's own attribute names."""
+
+
+def workload_shape(workload: Workload) -> dict[str, float]:
+    """The ``workload`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry workload.
+
+    Raises :class:`InputError` naming the first missing figure (layouts need a
+    transformer's layers, hidden size, heads, sequence length and vocabulary).
+    """
+    shape = {"parameters": to_canonical(workload.parameters, "count")}
+    for name, attribute in SHAPE_FIELDS.items():
+        value = getattr(workload, attribute, None)
+        if value is None:
+            raise InputError(
+                f"{workload.name} has no {attribute}; a parallel layout needs a transformer's layers, "
+                "hidden_dim, heads, seq_len and vocab_size",
+                field="workload",
+            )
+        shape[name] = float(value)
+    return shape

@@ -48,6 +48,10 @@ from mlsysim.physics._array import Num
 JOULES_PER_KWH = 3.6e6
 """Joules in a kilowatt-hour."""
 
+MAX_PUE = 10.0
+"""Highest PUE a scenario accepts (published data centres report about 1.1-2; 10 is a
+broken facility, not one to model)."""
+
 EQUATIONS = {
     "average_device_power": (
         "P_dev = (P_compute t_compute + P_comm t_comm + P_idle t_idle) "
@@ -146,3 +150,26 @@ def embodied_share(embodied: Num, duration: Num, lifetime: Num, use_share: Num =
     for the ``T`` seconds the run holds it (Luccioni et al. 2023).
     """
     return embodied * duration / (lifetime * use_share)
+
+
+def run_energy(
+    devices: Num,
+    solve_time: Num,
+    rework: Num,
+    waiting: Num,
+    update_power: Num,
+    idle_power: Num,
+    pue: Num = 1.0,
+    other_power: Num = 0.0,
+    wall_time: Num = 0.0,
+) -> Num:
+    """Energy of a run with failures (joules), composed once for the scenario and ``WholeRun``.
+
+    ``E = PUE [n_dev ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle) + P_other T_w]``:
+    the devices draw ``update_power`` while they train or redo lost work and
+    ``idle_power`` while they ``wait`` (checkpoint writes and restarts,
+    ``T_ckpt + T_restart``); ``other_power`` (nodes' overhead and switches,
+    :func:`it_power` of no devices) runs for the whole wall-clock time.
+    """
+    device_joules = devices * ((solve_time + rework) * update_power + waiting * idle_power)
+    return (device_joules + other_power * wall_time) * pue

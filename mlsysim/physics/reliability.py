@@ -37,6 +37,7 @@ time and a goodput of zero, never an exception, so that a sweep can mark it.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -253,3 +254,45 @@ def goodput(solve_time: Num, total_wall_time: Num) -> Num:
     The training time and its cost (a price per time) are inflated by ``1 / G``.
     """
     return solve_time / total_wall_time
+
+
+class RunTerms(NamedTuple):
+    """The failure terms of a whole run (seconds; ``failures`` a count; ``goodput`` a fraction)."""
+
+    mtbf: Num
+    checkpoint_time: Num
+    interval: Num
+    checkpoints: Num
+    rework: Num
+    restarts: Num
+    failures: Num
+    wall_time: Num
+    goodput: Num
+
+
+def run_terms(
+    solve_time: Num,
+    rate_per_device: Num,
+    devices: Num,
+    size: Num,
+    bandwidth_per_node: Num,
+    writers: Num,
+    restart: Num,
+    interval: Num = math.nan,
+    storage_bandwidth: Num = math.inf,
+) -> RunTerms:
+    """Every failure term of a run, composed once for the scenario and :class:`~mlsysim.WholeRun`.
+
+    ``M = 1 / (lambda n)`` (:func:`job_mtbf`), ``delta`` (:func:`checkpoint_write_time`),
+    ``tau`` = ``interval`` where given (not NaN), else Daly's optimum
+    (:func:`daly_interval`); Daly's terms (:func:`overheads`), ``T_w``
+    (:func:`wall_time`) and ``G = T_s / T_w`` (:func:`goodput`).
+    """
+    mtbf = job_mtbf(rate_per_device, devices)
+    delta = checkpoint_write_time(size, bandwidth_per_node, writers, storage_bandwidth)
+    tau = where(interval == interval, interval, daly_interval(delta, mtbf))
+    checkpoints, rework, restarts, failures = overheads(solve_time, tau, delta, restart, mtbf)
+    wall = wall_time(solve_time, tau, delta, restart, mtbf)
+    return RunTerms(
+        mtbf, delta, tau, checkpoints, rework, restarts, failures, wall, goodput(solve_time, wall)
+    )

@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import to_canonical
+from mlsysim.engine.presets import node_figures
+from mlsysim.engine.workload_figures import SHAPE_FIELDS, workload_shape
 from mlsysim.physics.layout import layout_figures, layout_mask
 
 if TYPE_CHECKING:
-    from mlsysim.hardware.types import Node
-    from mlsysim.models.types import Workload
+    pass
 
 RECOMPUTE_CODES = ("none", "selective", "full")
 """Recomputation modes by code (the ``recompute`` axis holds their indices)."""
@@ -261,45 +260,13 @@ def why_better(
     return sentence + "."
 
 
-SHAPE_FIELDS = {"layers": "layers", "hidden": "hidden_dim", "heads": "heads", "seq_len": "seq_len",
-                "vocab": "vocab_size"}
-"""The layout inputs a transformer workload gives, by the workload's own attribute names."""
-
-
-def workload_shape(workload: Workload) -> dict[str, float]:
-    """The ``workload`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry workload.
-
-    Raises :class:`InputError` naming the first missing figure (layouts need a
-    transformer's layers, hidden size, heads, sequence length and vocabulary).
-    """
-    shape = {"parameters": to_canonical(workload.parameters, "count")}
-    for name, attribute in SHAPE_FIELDS.items():
-        value = getattr(workload, attribute, None)
-        if value is None:
-            raise InputError(
-                f"{workload.name} has no {attribute}; a parallel layout needs a transformer's layers, "
-                "hidden_dim, heads, seq_len and vocab_size",
-                field="workload",
-            )
-        shape[name] = float(value)
-    return shape
-
-
-def node_figures(node: Node, precision: str = "bf16", math_efficiency: float = 0.5) -> dict[str, float]:
-    """The ``cluster`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry node.
-
-    Peak FLOP/s at ``precision``, HBM bandwidth, the per-device intra-node link,
-    one NIC's rate and their count, all per direction, SI units; and the
-    math-kernel efficiency u (an assumption: ``mlsysim.validation.parallel``
-    fits 0.59 for A100 and 0.73 for H100 on published runs).
-    """
-    acc = node.accelerator
-    return {
-        "devices_per_node": float(node.accelerators_per_node),
-        "peak_flops": to_canonical(acc.peak_flops(precision), "compute_rate"),
-        "math_efficiency": float(math_efficiency),
-        "memory_bandwidth": to_canonical(acc.memory.bandwidth, "bandwidth"),
-        "intra_bandwidth": to_canonical(node.intra_node_bw, "bandwidth"),
-        "nic_bandwidth": to_canonical(node.nic_bandwidth, "bandwidth"),
-        "nics_per_node": float(node.nics_per_node),
-    }
+__all__ = [
+    "SHAPE_FIELDS",
+    "best_layout",
+    "describe_layout",
+    "grid_size",
+    "layout_objective",
+    "node_figures",
+    "why_better",
+    "workload_shape",
+]

@@ -35,7 +35,7 @@ import numpy as np
 from mlsysim.core.exceptions import InfeasiblePlanError, InputError
 from mlsysim.core.units import Quantity, to_canonical
 from mlsysim.core.validation import check_fraction, check_positive_int, check_positive_quantity
-from mlsysim.planning.reduce import Criteria, Partial, describe_reach
+from mlsysim.planning.reduce import Criteria, Partial, describe_reach, whole_run_masks
 from mlsysim.planning.run import Outcome, run
 from mlsysim.planning.space import Space
 from mlsysim.planning.sweep import (
@@ -74,6 +74,9 @@ class Constraints:
     budget: Quantity | None = None  # money: cost must be at most this
     min_efficiency: float | None = None
     max_global_batch: int | None = None
+    max_emissions: Quantity | None = None  # a mass of CO2e: emissions must be at most this
+    max_energy: Quantity | None = None  # an energy: energy must be at most this
+    min_goodput: float | None = None
     confidence: float | None = None  # deadline and budget met with this probability
     confidence_z: float | None = None  # its score quantile (set by :func:`plan`)
 
@@ -85,6 +88,9 @@ class Constraints:
             "budget": check_positive_quantity("money"),
             "min_efficiency": check_fraction,
             "max_global_batch": check_positive_int,
+            "max_emissions": check_positive_quantity("mass"),
+            "max_energy": check_positive_quantity("energy"),
+            "min_goodput": check_fraction,
         }
         out: dict[str, Any] = {}  # each limit as its check returns it, for the matching field
         for name, value in limits.items():
@@ -102,7 +108,7 @@ class Constraints:
         masks = {"memory": table["fits"]}
         slowdown: np.ndarray | float = 1.0
         if self.confidence_z is not None:
-            from mlsysim.validation.intervals import slowdown_at_confidence
+            from mlsysim.engine.bands import slowdown_at_confidence
 
             slowdown = slowdown_at_confidence(
                 self.confidence_z,
@@ -120,6 +126,10 @@ class Constraints:
             masks["min_efficiency"] = table["efficiency"] >= self.min_efficiency
         if self.max_global_batch is not None:
             masks["max_global_batch"] = table["global_batch"] <= self.max_global_batch
+        limits = self.criteria("time")
+        names: tuple[str, ...] = ("emissions", "energy", "goodput")
+        columns = {c: table[c] for c in names if c in table.columns}
+        masks.update(whole_run_masks(limits, columns))
         return masks
 
     def criteria(self, objective: str, top: int = 0) -> Criteria:
@@ -133,6 +143,13 @@ class Constraints:
             min_efficiency=self.min_efficiency,
             max_global_batch=self.max_global_batch,
             top=top,
+            max_emissions=None
+            if self.max_emissions is None
+            else to_canonical(self.max_emissions, "mass") / 1000.0,  # tonnes, as the table
+            max_energy=None
+            if self.max_energy is None
+            else to_canonical(self.max_energy, "energy") / 3.6e9,  # MWh, as the table
+            min_goodput=self.min_goodput,
             confidence_z=self.confidence_z,
         )
 
@@ -147,6 +164,12 @@ class Constraints:
             parts.append(f"efficiency >= {self.min_efficiency:g}")
         if self.max_global_batch is not None:
             parts.append(f"global batch <= {self.max_global_batch}")
+        if self.max_emissions is not None:
+            parts.append(f"emissions <= {_q(self.max_emissions)} CO2e")
+        if self.max_energy is not None:
+            parts.append(f"energy <= {_q(self.max_energy)}")
+        if self.min_goodput is not None:
+            parts.append(f"goodput >= {self.min_goodput:g}")
         parts.append("fits in device memory (when known)")
         return ", ".join(parts)
 
@@ -269,6 +292,9 @@ def plan(
     budget: Quantity | None = None,
     min_efficiency: float | None = None,
     max_global_batch: int | None = None,
+    max_emissions: Quantity | None = None,
+    max_energy: Quantity | None = None,
+    min_goodput: float | None = None,
     confidence: float | None = None,
     top: int = 0,
     workers: int | None = None,
@@ -283,9 +309,12 @@ def plan(
     ``objective`` is ``"cost"`` (needs ``node_hour_rate``) or ``"time"``;
     ``deadline`` (a time) bounds the training time, ``budget`` (money) the
     cost, ``min_efficiency`` the scaling efficiency from below and
-    ``max_global_batch`` the global batch. With ``confidence`` (in (0.5, 1), e.g.
+    ``max_global_batch`` the global batch; ``max_emissions`` (a mass of CO2e),
+    ``max_energy`` and ``min_goodput`` bound the whole run's figures
+    (docs/whole_run.md: a layout without them, with no device power or no
+    failure inputs, breaks them). With ``confidence`` (in (0.5, 1), e.g.
     0.8) the deadline and budget must hold at the one-sided bound of the prediction
-    interval (:mod:`mlsysim.validation.intervals`): a layout is kept only when its
+    interval (:mod:`mlsysim.engine.bands`): a layout is kept only when its
     training time and cost would still meet them were its efficiency as low as
     it is with probability 1 - confidence (non-seed assumptions, the same for
     every layout). Layouts that do not fit in a known
@@ -320,6 +349,9 @@ def plan(
         budget=budget,
         min_efficiency=min_efficiency,
         max_global_batch=max_global_batch,
+        max_emissions=max_emissions,
+        max_energy=max_energy,
+        min_goodput=min_goodput,
     )
     if confidence is not None:
         constraints = _with_confidence(constraints, scenario, axes, confidence)
@@ -394,7 +426,7 @@ def _with_confidence(
     """The constraints with the score quantile of ``confidence`` under the scenario's assumptions."""
     from dataclasses import replace
 
-    from mlsysim.validation.intervals import confidence_band
+    from mlsysim.engine.bands import confidence_band
 
     if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
         raise InputError(

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
+from mlsysim.engine.results import result_fields
 from mlsysim.planning.pareto import pareto_mask
 from mlsysim.planning.space import Block, Space, SubBlock, figure, figures
 
@@ -43,9 +46,13 @@ class Criteria:
     min_efficiency: float | None = None
     max_global_batch: int | None = None
     top: int = 0
+    # the whole run (docs/whole_run.md), in the table's units: tonnes CO2e, MWh, a fraction
+    max_emissions: float | None = None
+    max_energy: float | None = None
+    min_goodput: float | None = None
     confidence_z: float | None = None
     """With a confidence: the score quantile z of the one-sided efficiency bound
-    (:func:`mlsysim.validation.intervals.confidence_band`); deadline and budget then hold
+    (:func:`mlsysim.engine.bands.confidence_band`); deadline and budget then hold
     for the training time and cost at that bound."""
 
     def constraint_names(self) -> tuple[str, ...]:
@@ -56,6 +63,9 @@ class Criteria:
             ("budget", self.budget),
             ("min_efficiency", self.min_efficiency),
             ("max_global_batch", self.max_global_batch),
+            ("max_emissions", self.max_emissions),
+            ("max_energy", self.max_energy),
+            ("min_goodput", self.min_goodput),
         ):
             if limit is not None:
                 names.append(name)
@@ -189,7 +199,7 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
     if criteria.max_global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
     if criteria.confidence_z is not None:
-        from mlsysim.validation.intervals import slowdown_at_confidence
+        from mlsysim.engine.bands import slowdown_at_confidence
 
         out["slowdown"] = slowdown_at_confidence(
             criteria.confidence_z,
@@ -200,7 +210,38 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         )
     if reach:
         out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)
+    for name, limit in WHOLE_RUN_LIMITS.items():
+        if getattr(criteria, name) is not None:
+            column = result_fields()[limit.column]
+            out[limit.column] = np.multiply(figure(v, limit.column), column.factor)
     return out
+
+
+class Limit(NamedTuple):
+    """A plan constraint on a whole-run result column: ``column <= limit`` (or ``>=``)."""
+
+    column: str
+    at_most: bool
+
+
+WHOLE_RUN_LIMITS: dict[str, Limit] = {
+    "max_emissions": Limit("emissions", True),
+    "max_energy": Limit("energy", True),
+    "min_goodput": Limit("goodput", False),
+}
+"""The whole run's plan constraints; a layout without the figure (NaN: not modeled) breaks them."""
+
+
+def whole_run_masks(criteria: object, col: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Which rows meet each whole-run constraint in force (NaN meets none)."""
+    masks = {}
+    for name, limit in WHOLE_RUN_LIMITS.items():
+        bound = getattr(criteria, name)
+        if bound is None:
+            continue
+        values = col[limit.column]
+        masks[name] = values <= bound if limit.at_most else values >= bound
+    return masks
 
 
 def _count(mask: np.ndarray, size: int) -> int:
@@ -234,6 +275,7 @@ def reduce_sub_block(
         masks["min_efficiency"] = col["efficiency"] >= criteria.min_efficiency
     if criteria.max_global_batch is not None:
         masks["max_global_batch"] = col["global_batch"] <= criteria.max_global_batch
+    masks.update(whole_run_masks(criteria, col))
     for name, mask in masks.items():
         state.excluded[name] += size - _count(mask, size)
     state.evaluated += size

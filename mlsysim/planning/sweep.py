@@ -25,7 +25,6 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
 from mlsysim.engine.equations import evaluate
 from mlsysim.engine.fields import FIELDS, MODEL_FIELDS
-from mlsysim.engine.presets import preset_name
 from mlsysim.engine.results import field_unit
 from mlsysim.planning.columns import (
     RESULT_COLUMNS,
@@ -312,11 +311,9 @@ def _axis(field: str, values: object) -> Axis:
         raise InputError(f"sweep axis {field}: no values given", field=field)
     column = f"input_{field}" if field in RESULT_COLUMNS else field
     values_t = tuple(checked)
-    if FIELDS[field].kind == "preset":
-        labels = tuple("none" if v is None else preset_name(field, v) for v in values_t)
-        return Axis(field, column, values_t, labels=labels)
-    if field in ("workload", "precision", "assumptions") or FIELDS[field].kind == "choice":
-        return Axis(field, column, values_t, labels=tuple(_label(v) for v in values_t))
+    f = FIELDS[field]
+    if f.kinds.labelled:
+        return Axis(field, column, values_t, labels=tuple(f.kinds.label(f, v) for v in values_t))
     return Axis(field, column, values_t, *_magnitudes(values_t))
 
 
@@ -341,20 +338,6 @@ def _magnitudes(values: tuple[Value, ...]) -> tuple[str | None, np.ndarray]:
     if any(v is None for v in values):
         return None, np.asarray([math.nan if v is None else v for v in values], dtype=float)
     return None, np.asarray(values, dtype=np.int64)
-
-
-def _label(value: Value) -> str:
-    from mlsysim.engine.assumptions import Assumptions
-
-    if isinstance(value, Assumptions):
-        if value.is_seed():
-            return "seed"
-        if value == Assumptions.realistic():
-            return "realistic"
-        seed = Assumptions()
-        changed = [f"{k}={_text(v)}" for k, v in value.fields().items() if v != getattr(seed, k)]
-        return ", ".join(changed)
-    return str(getattr(value, "name", value))
 
 
 def _text(value: object) -> str:

@@ -207,9 +207,14 @@ def _document(kind: str, body: Mapping[str, object]) -> dict[str, JSONValue]:
 def scenario_of(request: Request) -> DataParallelScaleOutScenario:
     """The request's scenario; :class:`ApiError` (422) naming each bad field."""
     try:
-        return scenario_from(request.scenario, request.changes)
+        scenario = scenario_from(request.scenario, request.changes)
     except FieldErrors as exc:
         raise ApiError(exc.errors) from None
+    if not scenario.assumptions.is_seed():
+        from mlsysim.validation.intervals import ensure_scores
+
+        ensure_scores(scenario.assumptions)  # the residuals of its intervals, computed once
+    return scenario
 
 
 # -- evaluate ----------------------------------------------------------------------------
@@ -375,11 +380,11 @@ def efficiency_band_of(
     table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
-    prediction interval (:func:`mlsysim.validation.intervals.efficiency_interval_of`: the
+    prediction interval (:func:`mlsysim.engine.bands.efficiency_interval_of`: the
     score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
     under the seed model or when the sweep varies the assumptions.
     """
-    from mlsysim.validation.intervals import communication_share, efficiency_interval_of
+    from mlsysim.engine.bands import communication_share, efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):

@@ -277,7 +277,7 @@ def form_fields() -> tuple[dict[str, object], ...]:
     base = base_scenario(None)
     out: list[dict[str, object]] = []
     for f in FIELDS.values():
-        if f.name in NOT_IN_FORM or f.kind == "text":
+        if f.name in NOT_IN_FORM or f.kinds.name == "text":
             continue
         entry: dict[str, object] = {
             "name": f.name,
@@ -291,22 +291,18 @@ def form_fields() -> tuple[dict[str, object], ...]:
             "suggestions": [],
             "example": "",
         }
+        kind = f.kinds
+        entry.update(kind=kind.form, choices=kind.form_choices(f))
         if f.kind == "workload":
-            entry.update(kind="choice", choices=[*_registry_names("models"), CUSTOM_WORKLOAD])
+            entry["choices"] = [*kind.form_choices(f), CUSTOM_WORKLOAD]
         elif f.kind == "assumptions":
-            entry.update(kind="choice", choices=[*ASSUMPTION_PRESETS, "custom"])
-        elif f.choices:
-            entry.update(kind="choice", choices=[str(c) for c in f.choices])
+            entry["choices"] = [*kind.form_choices(f), "custom"]
         elif f.kind == "preset":
-            from mlsysim.engine.presets import preset_names
-
-            entry.update(kind="text", suggestions=preset_names(f.name))
-        elif f.kind == "count":
-            entry.update(kind="int", example="1")
-        elif f.kind == "quantity":
-            entry.update(kind="quantity", **_accepted_texts(f.name, base, f.display_unit))
-        else:
-            entry.update(kind="text")
+            entry["suggestions"] = kind.suggestions(f)  # type: ignore[attr-defined]
+        elif kind.form == "int":
+            entry["example"] = "1"
+        elif kind.form == "quantity":
+            entry.update(**_accepted_texts(f.name, base, f.display_unit))
         out.append(entry)
         if f.kind == "workload":
             out += _custom_workload_fields(str(entry["group"]))

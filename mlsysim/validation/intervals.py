@@ -1,121 +1,34 @@
-"""Prediction intervals of a result: normalised conformal bands from out-of-family residuals.
+"""Scores of the published cases for the prediction intervals, computed by running the model.
 
-Method (docs/model.md, section 4.5):
+The band's arithmetic lives in :mod:`mlsysim.engine.bands` (results and explain read
+it there); this module computes what it is built from, the out-of-family residuals of
+the published cases over their difficulty, which needs the engine itself:
 
-1. **Out-of-family residuals.** Every published case of
-   ``mlsysim/data/published_scaling.json`` is predicted by the model with its
-   fitted constant (the host jitter) refitted *without the case's family*
-   (:func:`mlsysim.validation.published.out_of_family`): the residual
-   r_i = measured_i - predicted_i is how far the model is from a family it has
-   not seen (leave-one-group-out cross-validation residuals, the CV+ /
-   jackknife+ construction of Barber, Candes, Ramdas and Tibshirani 2021,
-   "Predictive inference with the jackknife+", Annals of Statistics, applied
-   to groups).
-2. **Normalised by the layout's difficulty.** Each residual is divided by the
-   difficulty the model itself gives its layout,
-
-       s = DIFFICULTY_FLOOR + e C / (A T1 + C)
-
-   with e the predicted efficiency, C the communication time before any
-   overlap and A T1 the compute of one update (normalised conformal
-   prediction: Papadopoulos, Proedrou, Vovk and Gammerman 2002, "Inductive
-   Confidence Machines for Regression"; Lei et al. 2018, "Distribution-Free
-   Predictive Inference for Regression", JASA, section 5.2). e C / (A T1 + C)
-   is the first-order change of e under a relative error in the communication
-   time (e = A T1 / U, so d e / d ln C = -e C_exposed / U, and C_exposed / U is
-   at most about C / (A T1 + C)); the floor stands for the errors that do not
-   scale with communication (host, input pipeline, the one-device profile). A
-   job that is nearly all compute gets a narrow band, one dominated by the
-   network a wider one.
-3. **Conformal quantiles.** The level-L band of the scores z_i = r_i / s_i is
-   [z_(k_lo), z_(k_hi)], k_lo = floor((m+1)(1-L)/2), k_hi = ceil((m+1)(1+L)/2)
-   (:func:`mlsysim.validation.published.conformal_band`); the efficiency
-   interval of a layout of difficulty s is [e + z_(k_lo) s, e + z_(k_hi) s],
-   clipped to [0.001, 1]. Every other field follows from the efficiency at
-   the scenario's own inputs:
-
-       speedup       = n e
-       update_time   = U e / e'        (U, e: the point prediction)
-       training_time = T e / e'
-       cost          = C e / e'
-
-   One device (n = 1) has efficiency 1 by definition: its interval is a point.
-
-Your own residuals: ``mlsysim validate mine RUNS`` fits a cluster's constants to
-its measured runs and registers their leave-one-out scores for the assumptions
-it writes (:func:`register_scores`); results evaluated with those assumptions get
-their band from them instead of the published cases.
-
-Honesty check (:func:`mlsysim.validation.published.cross_validate`): each family
-is left out of the fit *and* of the residuals; its measurements fall inside the
-80% band in about 80% of cases (docs/model.md gives the figures).
+* :func:`published_scores` computes them for any assumptions (a second or two);
+* :func:`ensure_scores` registers them for assumptions the package stores none for
+  (the command line and the page call it before they print an interval);
+* ``python -m mlsysim.validation.intervals`` writes the scores stored with the package
+  (``mlsysim/data/interval_scores.json``: the realistic preset), so a result under
+  those assumptions gets its interval at once; ``tests/validation/test_intervals.py``
+  checks the stored scores equal a fresh computation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import sys
 from functools import cache
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
 
-import numpy as np
-
-from mlsysim.core.exceptions import InputError
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.results import INTERVAL_FIELDS
-
-if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
-
-    from mlsysim.core.units import Quantity
-    from mlsysim.engine.results import DataParallelScaleOutResult
-
-
-LOWEST_EFFICIENCY = 1e-3
-"""The efficiency interval is clipped to [0.001, 1]."""
-
-DIFFICULTY_FLOOR = 0.2
-"""The floor of the difficulty s = floor + e C / (A T1 + C): a layout with no communication
-still gets a band (the model also misses compute-bound jobs: host and input pipeline).
-Floors of 0.05-0.2 give 79-82% held-out coverage and median widths of 15.6-15.9 points
-on the published cases; 0.2 keeps network-bound layouts, of which the set holds few, from
-extrapolating the compute-bound misses (docs/model.md, section 4.5)."""
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Normalised residuals z = (measured - predicted) / s that intervals are built from."""
-
-    values: np.ndarray
-    source: str  # what they come from, in words
-
-
-_REGISTERED: dict[Assumptions, Scores] = {}
-
-
-def register_scores(assumptions: Assumptions, values: ArrayLike, source: str) -> None:
-    """Build the intervals of results under ``assumptions`` from ``values`` (normalised
-    residuals of a user's own runs) instead of the published cases."""
-    z = np.asarray(values, dtype=float)
-    if z.ndim != 1 or z.size < 2 or not np.all(np.isfinite(z)):
-        raise InputError(
-            f"interval scores: expected at least 2 finite numbers, got {z.size}", field="scores"
-        )
-    _REGISTERED[assumptions] = Scores(z, source)
-
-
-def difficulty(efficiency: ArrayLike, communication_share: ArrayLike) -> np.ndarray:
-    """s = DIFFICULTY_FLOOR + e C / (A T1 + C), from the predicted efficiency e and the
-    communication share C / (A T1 + C)."""
-    share = np.clip(np.asarray(communication_share, dtype=float), 0.0, 1.0)
-    e = np.clip(np.asarray(efficiency, dtype=float), 0.0, 1.0)
-    return np.asarray(DIFFICULTY_FLOOR + e * share, dtype=float)
-
-
-def communication_share(communication_time: ArrayLike, compute_time: ArrayLike) -> np.ndarray:
-    """C / (A T1 + C): communication before overlap over compute plus communication."""
-    c = np.asarray(communication_time, dtype=float)
-    total = c + np.asarray(compute_time, dtype=float)
-    return np.asarray(np.where(total > 0, c / np.where(total > 0, total, 1.0), 0.0), dtype=float)
+from mlsysim.engine.bands import _REGISTERED as _registered
+from mlsysim.engine.bands import (
+    Scores,
+    assumptions_key,
+    difficulty,
+    register_scores,
+    stored_scores,
+)
 
 
 @cache
@@ -132,169 +45,45 @@ def published_scores(assumptions: Assumptions) -> Scores:
     )
 
 
-def scores(assumptions: Assumptions) -> Scores:
-    """The scores of ``assumptions``: a user's registered runs, else the published cases."""
-    return _REGISTERED.get(assumptions) or published_scores(assumptions)
+def ensure_scores(assumptions: Assumptions) -> None:
+    """Make intervals under ``assumptions`` available: a user's registered scores or the
+    package's stored ones are kept; otherwise the published cases are scored and registered."""
+    if assumptions.is_seed() or assumptions in _registered or stored_scores(assumptions):
+        return
+    found = published_scores(assumptions)
+    register_scores(assumptions, found.values, found.source)
 
 
-def residuals(assumptions: Assumptions) -> np.ndarray:
-    """The normalised out-of-family residuals intervals under ``assumptions`` are built from."""
-    return scores(assumptions).values
+STORED_PRESETS = {"realistic": Assumptions.realistic}
+"""The assumptions whose published scores are stored with the package."""
+
+STORE = Path(__file__).parents[1] / "data" / "interval_scores.json"
 
 
-def score_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
-    """(z_lo, z_hi): the conformal quantiles of the scores for a central ``level``."""
-    from mlsysim.validation.published import conformal_band
-
-    return conformal_band(scores(assumptions).values, level)
-
-
-def efficiency_band(
-    assumptions: Assumptions, level: float = 0.8, efficiency: float = 1.0, share: float = 1.0
-) -> tuple[float, float]:
-    """(low, high) offsets added to a predicted ``efficiency`` of a layout whose communication
-    share C / (A T1 + C) is ``share`` (before clipping to [0.001, 1])."""
-    z_lo, z_hi = score_band(assumptions, level)
-    s = float(difficulty(efficiency, share))
-    return z_lo * s, z_hi * s
-
-
-def efficiency_interval_of(
-    assumptions: Assumptions,
-    efficiency: ArrayLike,
-    share: ArrayLike,
-    level: float = 0.8,
-    n_devices: ArrayLike | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) efficiency arrays for many layouts (a sweep's rows): e + z s, clipped to
-    [0.001, 1]; a point where ``n_devices`` is 1."""
-    z_lo, z_hi = score_band(assumptions, level)
-    e = np.asarray(efficiency, dtype=float)
-    s = difficulty(e, share)
-    low = np.clip(e + z_lo * s, LOWEST_EFFICIENCY, 1.0)
-    high = np.clip(e + z_hi * s, LOWEST_EFFICIENCY, 1.0)
-    if n_devices is not None:
-        one = np.asarray(n_devices) == 1
-        low, high = np.where(one, e, low), np.where(one, e, high)
-    return low, high
+def stored_document() -> dict[str, object]:
+    """The content of ``mlsysim/data/interval_scores.json``, computed now."""
+    scores = {}
+    for name, make in STORED_PRESETS.items():
+        assumptions = make()
+        found = published_scores(assumptions)
+        scores[assumptions_key(assumptions)] = {
+            "assumptions": name,
+            "source": found.source,
+            "scores": [float(z) for z in found.values],
+        }
+    return {
+        "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.bands)",
+        "written_by": "python -m mlsysim.validation.intervals",
+        "scores": scores,
+    }
 
 
-def confidence_band(assumptions: Assumptions, confidence: float) -> float:
-    """z such that efficiency >= e + z s holds with probability ``confidence`` (one-sided):
-    the low end of the central band at level 2 confidence - 1 (``confidence`` in (0.5, 1))."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
-        0.5 < confidence < 1
-    ):
-        raise InputError(
-            f"confidence: expected a number in (0.5, 1), got {confidence!r}", field="confidence"
-        )
-    return score_band(assumptions, 2.0 * float(confidence) - 1.0)[0]
+def main() -> int:
+    """Write the stored scores (after a change of the model, the data or the preset)."""
+    STORE.write_text(json.dumps(stored_document(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {STORE}", file=sys.stderr)
+    return 0
 
 
-def slowdown_at_confidence(
-    z: float,
-    efficiency: ArrayLike,
-    communication_time: ArrayLike,
-    compute_time: ArrayLike,
-    n_devices: ArrayLike,
-) -> np.ndarray:
-    """e / e_low: the factor by which training time and cost may grow at the one-sided bound
-    e_low = clip(e + z s, 0.001, 1) (``z`` from :func:`confidence_band`); 1 on one device.
-
-    Training time and cost are inversely proportional to the efficiency at a layout's own
-    inputs (section 4.5 of docs/model.md), so the bound on them is the point value times this.
-    """
-    e = np.asarray(efficiency, dtype=float)
-    s = difficulty(e, communication_share(communication_time, compute_time))
-    low = np.clip(e + z * s, LOWEST_EFFICIENCY, 1.0)
-    return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
-
-
-def interval_columns(
-    assumptions: Assumptions,
-    efficiency: ArrayLike,
-    communication_time: ArrayLike,
-    compute_time: ArrayLike,
-    n_devices: ArrayLike,
-    values: dict[str, ArrayLike],
-    level: float = 0.8,
-) -> dict[str, np.ndarray]:
-    """``<name>_low`` / ``<name>_high`` for each of ``values`` (point columns of a sweep, by
-    name from :data:`mlsysim.engine.results.INTERVAL_FIELDS`): the same interval :meth:`result.interval` gives,
-    row by row."""
-    e = np.asarray(efficiency, dtype=float)
-    share = communication_share(communication_time, compute_time)
-    low, high = efficiency_interval_of(assumptions, e, share, level, n_devices)
-    out: dict[str, np.ndarray] = {}
-    for name, value in values.items():
-        v = np.asarray(value, dtype=float)
-        if name == "efficiency":
-            out[f"{name}_low"], out[f"{name}_high"] = low, high
-        elif name == "speedup":
-            n = np.asarray(n_devices, dtype=float)
-            out[f"{name}_low"], out[f"{name}_high"] = n * low, n * high
-        else:  # update time, training time, cost: inversely proportional to the efficiency
-            out[f"{name}_low"], out[f"{name}_high"] = v * e / high, v * e / low
-    return out
-
-
-def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
-    # the checked input "assumptions" is an Assumptions (or absent)
-    assumptions = (
-        cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
-    )
-    if assumptions is None or assumptions.is_seed():
-        raise InputError(
-            "interval: the seed model has no prediction interval (it is a bound, not an "
-            "estimate); evaluate with assumptions=Assumptions.realistic() (or other non-seed "
-            "assumptions) to get one",
-            field="assumptions",
-        )
-    if name not in INTERVAL_FIELDS:
-        raise InputError(
-            f"interval: expected one of {', '.join(INTERVAL_FIELDS)}, got {name!r}", field="name"
-        )
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
-        raise InputError(f"level: expected a number in (0, 1), got {level!r}", field="level")
-    return assumptions
-
-
-def result_share(result: DataParallelScaleOutResult) -> float:
-    """The communication share C / (A T1 + C) of a result (before any overlap)."""
-    c = result.communication_time.to("s").magnitude
-    t = result.compute_time.to("s").magnitude
-    return float(communication_share(c, t))
-
-
-def efficiency_interval(
-    result: DataParallelScaleOutResult, level: float = 0.8
-) -> tuple[float, float]:
-    """(low, high) efficiency of ``result`` at a central ``level`` (floats)."""
-    assumptions = _check(result, "efficiency", level)
-    low, high = efficiency_interval_of(
-        assumptions, result.efficiency, result_share(result), float(level), result.n_devices
-    )
-    return float(low), float(high)
-
-
-def interval(
-    result: DataParallelScaleOutResult, name: str, level: float = 0.8
-) -> tuple[float, float] | tuple[Quantity, Quantity]:
-    """The (low, high) central prediction interval of a result field.
-
-    ``name``: ``efficiency``, ``speedup`` (floats), ``update_time``,
-    ``training_time`` (Quantities) or ``cost`` (US dollars, a float; an error
-    when no node price was given).
-    """
-    _check(result, name, level)
-    e_low, e_high = efficiency_interval(result, level)
-    e = float(result.efficiency)
-    if name == "efficiency":
-        return e_low, e_high
-    if name == "speedup":
-        n = result.n_devices
-        return n * e_low, n * e_high
-    value: Quantity | float | None = getattr(result, name)
-    if value is None:
-        raise InputError(f"interval: {name} is not known (give node_hour_rate)", field=name)
-    return value * (e / e_high), value * (e / e_low)
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -348,11 +348,11 @@ def fit_runs(
 
     The normalised residuals z_i = (e_measured - e_i) / s_i (e_i the efficiency
     predicted without run i, e_measured = e_i U_i / U_measured, s_i its
-    difficulty, :func:`mlsysim.validation.intervals.difficulty`) are the scores
+    difficulty, :func:`mlsysim.engine.bands.difficulty`) are the scores
     intervals under the fitted assumptions are built from. ``leave_one_out=False``
     skips those refits (``held_out`` and ``scores`` are then NaN).
     """
-    from mlsysim.validation.intervals import difficulty
+    from mlsysim.engine.bands import difficulty
 
     a = base if base is not None else runs[0].scenario.assumptions
     runs = [replace(r, scenario=r.scenario.variant(assumptions=a)) for r in runs]
@@ -402,13 +402,13 @@ def interval_widths(
     """Median width of the ``level`` efficiency interval over the runs' layouts (several
     devices only): (from the published residuals under ``base``, from the runs' own
     leave-one-out scores under the fitted assumptions)."""
-    from mlsysim.validation.intervals import (
+    from mlsysim.engine.bands import (
         LOWEST_EFFICIENCY,
+        conformal_band,
         difficulty,
         efficiency_interval_of,
         result_share,
     )
-    from mlsysim.validation.published import conformal_band
 
     z_lo, z_hi = conformal_band(fit.scores, level)
     published, own = [], []
@@ -469,7 +469,7 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     its ``[assumptions]`` table; its ``[interval]`` scores, when present, become the source
     of the intervals of results under these assumptions."""
     from mlsysim.core.tomlfile import parse_toml
-    from mlsysim.validation.intervals import register_scores
+    from mlsysim.engine.bands import register_scores
 
     file = Path(os.path.expanduser(os.fspath(path)))
     data, lines = parse_toml(read_text(file), file)

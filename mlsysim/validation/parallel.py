@@ -169,8 +169,8 @@ def _measured_time(entry: dict[str, Any], model: dict[str, Any]) -> tuple[float,
 
 @cache
 def _node_figures(generation: str) -> dict[str, float]:
+    from mlsysim.engine.presets import node_figures
     from mlsysim.hardware.registry import Systems
-    from mlsysim.planning.layouts import node_figures
 
     figures = node_figures(getattr(Systems.Nodes, PLATFORM_OF_GENERATION[generation]), "bf16")
     del figures["math_efficiency"]  # fitted per generation

@@ -508,25 +508,6 @@ def fit_host_jitter(
     return 0.5 * (low + high)
 
 
-def conformal_band(residuals: ArrayLike, level: float) -> tuple[float, float]:
-    """Split-conformal quantiles of ``residuals`` (measured - predicted) for a central ``level``.
-
-    With m residuals sorted, the band is [r_(k_lo), r_(k_hi)] with
-    k_lo = floor((m+1)(1-level)/2) and k_hi = ceil((m+1)(1+level)/2) (clamped to
-    1..m): the finite-sample rule of split conformal prediction (Vovk, Gammerman
-    and Shafer 2005, "Algorithmic Learning in a Random World"; Lei et al. 2018,
-    "Distribution-Free Predictive Inference for Regression", JASA).
-    """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level: expected a number in (0, 1), got {level!r}")
-    r = np.sort(np.asarray(residuals, dtype=float))
-    m = r.size
-    alpha = 1.0 - level
-    k_lo = min(max(int(np.floor((m + 1) * alpha / 2.0)), 1), m)
-    k_hi = min(max(int(np.ceil((m + 1) * (1.0 - alpha / 2.0))), 1), m)
-    return float(r[k_lo - 1]), float(r[k_hi - 1])
-
-
 def communication_share_of_cases(
     assumptions: Assumptions, cases: tuple[Case, ...] | list[Case] | None = None
 ) -> np.ndarray:
@@ -534,7 +515,7 @@ def communication_share_of_cases(
     time (all of it, before any overlap) over compute plus communication, at the calibrated T1.
 
     The model's own measure of how much of a layout depends on the network: the
-    difficulty :func:`mlsysim.validation.intervals.difficulty` scales the residuals by.
+    difficulty :func:`mlsysim.engine.bands.difficulty` scales the residuals by.
     """
     chosen = tuple(cases) if cases is not None else load_cases()
     step = calibrated_step_time(chosen, assumptions)
@@ -633,12 +614,12 @@ def cross_validate(
 
     Each family F is predicted by the model fitted without it
     (:func:`out_of_family`); its interval is the normalised conformal band
-    (:func:`mlsysim.validation.intervals.normalised_scores`) of the *other* families'
+    (:func:`mlsysim.engine.bands.scores`) of the *other* families'
     out-of-family residuals, scaled by F's own difficulty; the check counts how
     often F's measurement falls inside. The interval a result gets uses all
     families' out-of-family residuals; this check leaves F's out of them too.
     """
-    from mlsysim.validation.intervals import LOWEST_EFFICIENCY, difficulty
+    from mlsysim.engine.bands import LOWEST_EFFICIENCY, conformal_band, difficulty
 
     a = assumptions or Assumptions.realistic()
     oof = out_of_family(a)
@@ -662,9 +643,9 @@ def cross_validate(
 
 def in_sample_coverage(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
     """(coverage, median width) of the intervals results get, on the cases whose residuals
-    built them (:func:`mlsysim.validation.intervals.efficiency_interval_of`): a check of the
+    built them (:func:`mlsysim.engine.bands.efficiency_interval_of`): a check of the
     arithmetic, not of honesty (:func:`cross_validate` is that)."""
-    from mlsysim.validation.intervals import efficiency_interval_of
+    from mlsysim.engine.bands import efficiency_interval_of
 
     predicted = predict_all(assumptions)
     share = communication_share_of_cases(assumptions)

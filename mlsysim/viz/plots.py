@@ -330,7 +330,7 @@ def _interval_band(
 ) -> None:
     """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
 
-    The band is the normalised conformal one of :mod:`mlsysim.validation.intervals`
+    The band is the normalised conformal one of :mod:`mlsysim.engine.bands`
     (efficiency + the score quantiles x the row's difficulty, clipped to [0.001, 1]);
     one device (n = 1) is exact.
     """
@@ -339,7 +339,7 @@ def _interval_band(
     assumptions = table.scenario(int(order[0])).assumptions
     if assumptions.is_seed():
         return
-    from mlsysim.validation.intervals import communication_share, efficiency_interval_of
+    from mlsysim.engine.bands import communication_share, efficiency_interval_of
 
     share = communication_share(
         table["communication_time"][order], table["compute_time"][order]

@@ -15,7 +15,8 @@ from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Scena
 
 UNITS = {
     "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6,
-    "USD/h": 1 / 3600, "USD": 1.0,
+    "USD/kWh": 1 / 3.6e6, "g/kWh": 1e-3 / 3.6e6, "MWh": 3.6e9,  # SI: USD/J, kg/J, J
+    "USD/h": 1 / 3600, "USD": 1.0, "W": 1.0, "t": 1e3, "min": 60.0,
     "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
     "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "flop": 1.0,
 }
@@ -27,7 +28,7 @@ def value_of(text: str) -> float:
     """A printed operand expression or value, in SI (h as seconds, USD/h as USD per hour)."""
     expr = text.replace(" x ", " * ").replace("ln(", "log(")
     expr = QUANTITY.sub(lambda m: f"({m[1]} * {UNITS.get(m[2], 1.0) if m[2] else 1.0})", expr)
-    return float(eval(expr, {"__builtins__": {}}, {"sqrt": math.sqrt, "log": math.log, "ceil": math.ceil, "max": max}))
+    return float(eval(expr, {"__builtins__": {}}, {"sqrt": math.sqrt, "log": math.log, "ceil": math.ceil, "max": max, "exp": math.exp}))
 
 
 def steps(text: str) -> list[tuple[str, str, str]]:
@@ -76,6 +77,23 @@ CASES = {
     ),
     "one bucket": Scenarios.Gpt2DataParallelOneNode.variant(
         assumptions=Assumptions(overlap=True, bucket_size=Q_(8, "GB"))
+    ),
+    "whole run: failures, energy, emissions, cost": FOUR.variant(
+        failure_rate=Q_(2e-4, "failures/hour"), checkpoint_bandwidth=Q_(1, "GB/s"),
+        restart_time=Q_(10, "min"), device_power=Q_(700, "W"), pue=1.1,
+        carbon_intensity="US_average_LLaMA2023", energy_price=Q_(0.08, "USD/kWh"),
+    ),
+    "whole run: realistic rate, ZeRO-1 writers, given interval": FOUR.variant(
+        assumptions=Assumptions.realistic(), zero_stage=1, nics_per_node=8,
+        checkpoint_bandwidth=Q_(5, "GB/s"), restart_time=Q_(3, "min"),
+        checkpoint_interval=Q_(30, "min"), accelerator="H100", energy_price=Q_(0.1, "USD/kWh"),
+        idle_power=Q_(200, "W"),
+    ),
+    "whole run: energy only": FOUR.variant(
+        device_power=Q_(400, "W"), pue=1.3, carbon_intensity=Q_(429, "g/kWh")
+    ),
+    "whole run: energy with idle power, no failures": FOUR.variant(
+        device_power=Q_(700, "W"), idle_power=Q_(150, "W"), energy_price=Q_(0.1, "USD/kWh")
     ),
 }
 

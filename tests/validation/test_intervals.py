@@ -9,15 +9,16 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Scenarios
 from mlsysim.core.exceptions import InputError
-from mlsysim.validation.intervals import (
+from mlsysim.engine.bands import (
     DIFFICULTY_FLOOR,
-    INTERVAL_FIELDS,
+    assumptions_key,
     efficiency_band,
-    published_scores,
     register_scores,
     result_share,
-    scores,
+    stored_scores,
 )
+from mlsysim.engine.results import INTERVAL_FIELDS
+from mlsysim.validation.intervals import ensure_scores, published_scores, stored_document
 from mlsysim.validation.published import communication_share_of_cases, out_of_family
 
 REAL = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
@@ -121,7 +122,7 @@ def test_band_width_grows_with_the_communication_share(a, b, e):
 
 def test_registered_scores_replace_the_published_ones():
     mine = Assumptions.realistic().variant(inter_efficiency=0.61)
-    assert scores(mine).source.startswith("67 published cases")
+    assert published_scores(mine).source.startswith("67 published cases")
     register_scores(mine, [-0.01, 0.0, 0.01, 0.02], "test runs")
     r = REAL.variant(assumptions=mine).result
     low, high = r.interval("efficiency")
@@ -129,3 +130,30 @@ def test_registered_scores_replace_the_published_ones():
     assert (low, high) == pytest.approx((r.efficiency - 0.01 * s, r.efficiency + 0.02 * s))
     with pytest.raises(InputError):
         register_scores(mine, [0.1], "one run")
+
+
+def test_the_stored_scores_equal_a_fresh_computation():
+    """mlsysim/data/interval_scores.json is what ``python -m mlsysim.validation.intervals`` writes now."""
+    import json
+    from importlib.resources import files
+
+    stored = json.loads(files("mlsysim").joinpath("data/interval_scores.json").read_text())
+    fresh = stored_document()
+    assert stored["scores"].keys() == fresh["scores"].keys()
+    for key, entry in fresh["scores"].items():
+        assert stored["scores"][key]["source"] == entry["source"]
+        np.testing.assert_allclose(stored["scores"][key]["scores"], entry["scores"], rtol=1e-12)
+    realistic = stored_scores(Assumptions.realistic())
+    assert realistic is not None and assumptions_key(Assumptions.realistic()) in stored["scores"]
+
+
+def test_other_assumptions_get_their_scores_computed_once_on_request():
+    custom = Assumptions.realistic().variant(straggler_cv=0.041)
+    scenario = REAL.variant(assumptions=custom)
+    with pytest.raises(InputError, match="ensure_scores"):
+        scenario.result.interval("efficiency")
+    assert "80% interval" not in scenario.explain()  # no band to show yet, and no error
+    ensure_scores(custom)
+    low, high = scenario.result.interval("efficiency")
+    assert low <= scenario.result.efficiency <= high
+    assert "80% interval" in scenario.variant(nodes=8).explain()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from mlsysim import Q_, Assumptions
+from mlsysim.engine.bands import conformal_band
 from mlsysim.validation.published import (
     COVERAGE_RANGE,
     FAMILIES,
@@ -26,7 +27,6 @@ from mlsysim.validation.published import (
     calibrated_step_time,
     communication_share_of_cases,
     compare,
-    conformal_band,
     cross_validate,
     fit_host_jitter,
     in_sample_coverage,

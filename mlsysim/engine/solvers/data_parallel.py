@@ -23,6 +23,7 @@ from mlsysim.engine.fields import (
 )
 from mlsysim.engine.notes import memory_note, origins_notes, sanity_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
+from mlsysim.engine.whole_run_steps import whole_run_notes
 
 
 class DataParallelScaleOutModel:
@@ -197,6 +198,7 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     notes.append(memory_note(job, c.zero_stage))
     notes.extend(origins_notes(job))
     notes.extend(sanity_notes(r.inputs, job))
+    notes.extend(whole_run_notes(r))
     if v.efficiency < 0.5:
         notes.append(
             f"efficiency {v.efficiency:.1%}: communication dominates; consider accumulation, a faster link or fewer nodes"

@@ -1,0 +1,362 @@
+"""Prediction intervals of a result: normalised conformal bands from out-of-family residuals.
+
+The band's arithmetic, below the validation code that scores the published cases
+(:mod:`mlsysim.validation.intervals`): results and explain read their bands here, so
+the dependency runs one way.
+
+Method (docs/model.md, section 4.5):
+
+1. **Out-of-family residuals.** Every published case of
+   ``mlsysim/data/published_scaling.json`` is predicted by the model with its
+   fitted constant (the host jitter) refitted *without the case's family*
+   (:func:`mlsysim.validation.published.out_of_family`): the residual
+   r_i = measured_i - predicted_i is how far the model is from a family it has
+   not seen (leave-one-group-out cross-validation residuals, the CV+ /
+   jackknife+ construction of Barber, Candes, Ramdas and Tibshirani 2021,
+   "Predictive inference with the jackknife+", Annals of Statistics, applied
+   to groups).
+2. **Normalised by the layout's difficulty.** Each residual is divided by the
+   difficulty the model itself gives its layout,
+
+       s = DIFFICULTY_FLOOR + e C / (A T1 + C)
+
+   with e the predicted efficiency, C the communication time before any
+   overlap and A T1 the compute of one update (normalised conformal
+   prediction: Papadopoulos, Proedrou, Vovk and Gammerman 2002, "Inductive
+   Confidence Machines for Regression"; Lei et al. 2018, "Distribution-Free
+   Predictive Inference for Regression", JASA, section 5.2). e C / (A T1 + C)
+   is the first-order change of e under a relative error in the communication
+   time (e = A T1 / U, so d e / d ln C = -e C_exposed / U, and C_exposed / U is
+   at most about C / (A T1 + C)); the floor stands for the errors that do not
+   scale with communication (host, input pipeline, the one-device profile). A
+   job that is nearly all compute gets a narrow band, one dominated by the
+   network a wider one.
+3. **Conformal quantiles.** The level-L band of the scores z_i = r_i / s_i is
+   [z_(k_lo), z_(k_hi)], k_lo = floor((m+1)(1-L)/2), k_hi = ceil((m+1)(1+L)/2)
+   (:func:`conformal_band`); the efficiency
+   interval of a layout of difficulty s is [e + z_(k_lo) s, e + z_(k_hi) s],
+   clipped to [0.001, 1]. Every other field follows from the efficiency at
+   the scenario's own inputs:
+
+       speedup       = n e
+       update_time   = U e / e'        (U, e: the point prediction)
+       training_time = T e / e'
+       cost          = C e / e'
+
+   One device (n = 1) has efficiency 1 by definition: its interval is a point.
+
+Where the scores come from, without this module depending on the validation code
+(which runs the engine): a user's registered scores (:func:`register_scores`), else
+the scores stored with the package for the assumptions the published cases were
+scored under (``mlsysim/data/interval_scores.json``, the realistic preset; written by
+``python -m mlsysim.validation.intervals``, and a test checks it equals a fresh
+computation), else :func:`mlsysim.validation.intervals.ensure_scores` computes them
+for any other assumptions (the command line and the page call it for you).
+
+Your own residuals: ``mlsysim validate mine RUNS`` fits a cluster's constants to
+its measured runs and registers their leave-one-out scores for the assumptions
+it writes (:func:`register_scores`); results evaluated with those assumptions get
+their band from them instead of the published cases.
+
+Honesty check (:func:`mlsysim.validation.published.cross_validate`): each family
+is left out of the fit *and* of the residuals; its measurements fall inside the
+80% band in about 80% of cases (docs/model.md gives the figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.engine.assumptions import Assumptions
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from mlsysim.core.units import Quantity
+    from mlsysim.engine.results import DataParallelScaleOutResult
+
+
+LOWEST_EFFICIENCY = 1e-3
+"""The efficiency interval is clipped to [0.001, 1]."""
+
+DIFFICULTY_FLOOR = 0.2
+"""The floor of the difficulty s = floor + e C / (A T1 + C): a layout with no communication
+still gets a band (the model also misses compute-bound jobs: host and input pipeline).
+Floors of 0.05-0.2 give 79-82% held-out coverage and median widths of 15.6-15.9 points
+on the published cases; 0.2 keeps network-bound layouts, of which the set holds few, from
+extrapolating the compute-bound misses (docs/model.md, section 4.5)."""
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Normalised residuals z = (measured - predicted) / s that intervals are built from."""
+
+    values: np.ndarray
+    source: str  # what they come from, in words
+
+
+_REGISTERED: dict[Assumptions, Scores] = {}
+
+
+def register_scores(assumptions: Assumptions, values: ArrayLike, source: str) -> None:
+    """Build the intervals of results under ``assumptions`` from ``values`` (normalised
+    residuals of a user's own runs) instead of the published cases."""
+    z = np.asarray(values, dtype=float)
+    if z.ndim != 1 or z.size < 2 or not np.all(np.isfinite(z)):
+        raise InputError(
+            f"interval scores: expected at least 2 finite numbers, got {z.size}", field="scores"
+        )
+    _REGISTERED[assumptions] = Scores(z, source)
+
+
+def conformal_band(residuals: ArrayLike, level: float) -> tuple[float, float]:
+    """Split-conformal quantiles of ``residuals`` (measured - predicted) for a central ``level``.
+
+    With m residuals sorted, the band is [r_(k_lo), r_(k_hi)] with
+    k_lo = floor((m+1)(1-level)/2) and k_hi = ceil((m+1)(1+level)/2) (clamped to
+    1..m): the finite-sample rule of split conformal prediction (Vovk, Gammerman
+    and Shafer 2005, "Algorithmic Learning in a Random World"; Lei et al. 2018,
+    "Distribution-Free Predictive Inference for Regression", JASA).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level: expected a number in (0, 1), got {level!r}")
+    r = np.sort(np.asarray(residuals, dtype=float))
+    m = r.size
+    alpha = 1.0 - level
+    k_lo = min(max(int(np.floor((m + 1) * alpha / 2.0)), 1), m)
+    k_hi = min(max(int(np.ceil((m + 1) * (1.0 - alpha / 2.0))), 1), m)
+    return float(r[k_lo - 1]), float(r[k_hi - 1])
+
+
+def difficulty(efficiency: ArrayLike, communication_share: ArrayLike) -> np.ndarray:
+    """s = DIFFICULTY_FLOOR + e C / (A T1 + C), from the predicted efficiency e and the
+    communication share C / (A T1 + C)."""
+    share = np.clip(np.asarray(communication_share, dtype=float), 0.0, 1.0)
+    e = np.clip(np.asarray(efficiency, dtype=float), 0.0, 1.0)
+    return np.asarray(DIFFICULTY_FLOOR + e * share, dtype=float)
+
+
+def communication_share(communication_time: ArrayLike, compute_time: ArrayLike) -> np.ndarray:
+    """C / (A T1 + C): communication before overlap over compute plus communication."""
+    c = np.asarray(communication_time, dtype=float)
+    total = c + np.asarray(compute_time, dtype=float)
+    return np.asarray(np.where(total > 0, c / np.where(total > 0, total, 1.0), 0.0), dtype=float)
+
+
+def assumptions_key(assumptions: Assumptions) -> str:
+    """A stable name of a set of assumptions, for the stored scores (a hash of their fields).
+
+    Fields that change only the whole run (``failure_rate``: no figure of the update)
+    are left out: they leave the residuals as they are.
+    """
+    import hashlib
+    import json
+
+    whole_run = type(assumptions).WHOLE_RUN_FIELDS
+    fields = {
+        k: str(v) for k, v in sorted(assumptions.fields().items()) if k not in whole_run
+    }
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@cache
+def _stored() -> dict[str, Scores]:
+    import json
+    from importlib.resources import files
+
+    path = files("mlsysim").joinpath("data/interval_scores.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        key: Scores(np.asarray(entry["scores"], dtype=float), entry["source"])
+        for key, entry in data["scores"].items()
+    }
+
+
+def stored_scores(assumptions: Assumptions) -> Scores | None:
+    """The scores stored with the package for ``assumptions``, or None."""
+    return _stored().get(assumptions_key(assumptions))
+
+
+def known_scores(assumptions: Assumptions) -> bool:
+    """Whether intervals under ``assumptions`` can be given now (registered or stored scores)."""
+    return assumptions in _REGISTERED or stored_scores(assumptions) is not None
+
+
+def scores(assumptions: Assumptions) -> Scores:
+    """The scores of ``assumptions``: a user's registered runs, else those stored with the package.
+
+    For other assumptions, :func:`mlsysim.validation.intervals.ensure_scores` computes
+    them from the published cases once (a second or two) and registers them.
+    """
+    found = _REGISTERED.get(assumptions) or stored_scores(assumptions)
+    if found is None:
+        raise InputError(
+            "interval: no residuals are known for these assumptions yet; compute them from "
+            "the published cases once with mlsysim.validation.intervals.ensure_scores(assumptions) "
+            "(the command line and the page do it for you), or register your own runs' with "
+            "mlsysim validate mine",
+            field="assumptions",
+        )
+    return found
+
+
+def residuals(assumptions: Assumptions) -> np.ndarray:
+    """The normalised out-of-family residuals intervals under ``assumptions`` are built from."""
+    return scores(assumptions).values
+
+
+def score_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
+    """(z_lo, z_hi): the conformal quantiles of the scores for a central ``level``."""
+    return conformal_band(scores(assumptions).values, level)
+
+
+def efficiency_band(
+    assumptions: Assumptions, level: float = 0.8, efficiency: float = 1.0, share: float = 1.0
+) -> tuple[float, float]:
+    """(low, high) offsets added to a predicted ``efficiency`` of a layout whose communication
+    share C / (A T1 + C) is ``share`` (before clipping to [0.001, 1])."""
+    z_lo, z_hi = score_band(assumptions, level)
+    s = float(difficulty(efficiency, share))
+    return z_lo * s, z_hi * s
+
+
+def efficiency_interval_of(
+    assumptions: Assumptions,
+    efficiency: ArrayLike,
+    share: ArrayLike,
+    level: float = 0.8,
+    n_devices: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) efficiency arrays for many layouts (a sweep's rows): e + z s, clipped to
+    [0.001, 1]; a point where ``n_devices`` is 1."""
+    z_lo, z_hi = score_band(assumptions, level)
+    e = np.asarray(efficiency, dtype=float)
+    s = difficulty(e, share)
+    low = np.clip(e + z_lo * s, LOWEST_EFFICIENCY, 1.0)
+    high = np.clip(e + z_hi * s, LOWEST_EFFICIENCY, 1.0)
+    if n_devices is not None:
+        one = np.asarray(n_devices) == 1
+        low, high = np.where(one, e, low), np.where(one, e, high)
+    return low, high
+
+
+def confidence_band(assumptions: Assumptions, confidence: float) -> float:
+    """z such that efficiency >= e + z s holds with probability ``confidence`` (one-sided):
+    the low end of the central band at level 2 confidence - 1 (``confidence`` in (0.5, 1))."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
+        0.5 < confidence < 1
+    ):
+        raise InputError(
+            f"confidence: expected a number in (0.5, 1), got {confidence!r}", field="confidence"
+        )
+    return score_band(assumptions, 2.0 * float(confidence) - 1.0)[0]
+
+
+def slowdown_at_confidence(
+    z: float,
+    efficiency: ArrayLike,
+    communication_time: ArrayLike,
+    compute_time: ArrayLike,
+    n_devices: ArrayLike,
+) -> np.ndarray:
+    """e / e_low: the factor by which training time and cost may grow at the one-sided bound
+    e_low = clip(e + z s, 0.001, 1) (``z`` from :func:`confidence_band`); 1 on one device.
+
+    Training time and cost are inversely proportional to the efficiency at a layout's own
+    inputs (section 4.5 of docs/model.md), so the bound on them is the point value times this.
+    """
+    e = np.asarray(efficiency, dtype=float)
+    s = difficulty(e, communication_share(communication_time, compute_time))
+    low = np.clip(e + z * s, LOWEST_EFFICIENCY, 1.0)
+    return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
+
+
+def interval_columns(
+    assumptions: Assumptions,
+    efficiency: ArrayLike,
+    communication_time: ArrayLike,
+    compute_time: ArrayLike,
+    n_devices: ArrayLike,
+    values: dict[str, ArrayLike],
+    level: float = 0.8,
+) -> dict[str, np.ndarray]:
+    """``<name>_low`` / ``<name>_high`` for each of ``values`` (point columns of a sweep, by
+    name from the result fields that have an interval): the same interval :meth:`result.interval` gives,
+    row by row."""
+    e = np.asarray(efficiency, dtype=float)
+    share = communication_share(communication_time, compute_time)
+    low, high = efficiency_interval_of(assumptions, e, share, level, n_devices)
+    out: dict[str, np.ndarray] = {}
+    for name, value in values.items():
+        v = np.asarray(value, dtype=float)
+        if name == "efficiency":
+            out[f"{name}_low"], out[f"{name}_high"] = low, high
+        elif name == "speedup":
+            n = np.asarray(n_devices, dtype=float)
+            out[f"{name}_low"], out[f"{name}_high"] = n * low, n * high
+        else:  # update time, training time, cost: inversely proportional to the efficiency
+            out[f"{name}_low"], out[f"{name}_high"] = v * e / high, v * e / low
+    return out
+
+
+def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
+    # the checked input "assumptions" is an Assumptions (or absent)
+    assumptions = (
+        cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
+    )
+    if assumptions is None or assumptions.is_seed():
+        raise InputError(
+            "interval: the seed model has no prediction interval (it is a bound, not an "
+            "estimate); evaluate with assumptions=Assumptions.realistic() (or other non-seed "
+            "assumptions) to get one",
+            field="assumptions",
+        )
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise InputError(f"level: expected a number in (0, 1), got {level!r}", field="level")
+    return assumptions
+
+
+def result_share(result: DataParallelScaleOutResult) -> float:
+    """The communication share C / (A T1 + C) of a result (before any overlap)."""
+    c = result.communication_time.to("s").magnitude
+    t = result.compute_time.to("s").magnitude
+    return float(communication_share(c, t))
+
+
+def efficiency_interval(
+    result: DataParallelScaleOutResult, level: float = 0.8
+) -> tuple[float, float]:
+    """(low, high) efficiency of ``result`` at a central ``level`` (floats)."""
+    assumptions = _check(result, "efficiency", level)
+    low, high = efficiency_interval_of(
+        assumptions, result.efficiency, result_share(result), float(level), result.n_devices
+    )
+    return float(low), float(high)
+
+
+def interval(
+    result: DataParallelScaleOutResult, name: str, level: float = 0.8
+) -> tuple[float, float] | tuple[Quantity, Quantity]:
+    """The (low, high) central prediction interval of a result field.
+
+    ``name``: ``efficiency``, ``speedup`` (floats), ``update_time``,
+    ``training_time`` (Quantities) or ``cost`` (US dollars, a float; an error
+    when no node price was given).
+    """
+    _check(result, name, level)
+    e_low, e_high = efficiency_interval(result, level)
+    e = float(result.efficiency)
+    if name == "efficiency":
+        return e_low, e_high
+    if name == "speedup":
+        n = result.n_devices
+        return n * e_low, n * e_high
+    value: Quantity | float | None = getattr(result, name)
+    if value is None:
+        raise InputError(f"interval: {name} is not known (give node_hour_rate)", field=name)
+    return value * (e / e_high), value * (e / e_low)
