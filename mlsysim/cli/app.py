@@ -170,12 +170,24 @@ def run(
     if json_:
         typer.echo(result_json(scenario))
     else:
-        print_result(scenario, next_steps=next_steps(scenario, _source(name, set_, file)))
+        steps = next_steps(
+            scenario,
+            _source(name, set_, file),
+            assumptions=_source(None, None, None, assumptions=assumptions),
+        )
+        print_result(scenario, next_steps=steps)
     write_result_row(scenario, csv=csv, parquet=parquet, force=force, quiet=json_)
 
 
-def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
-    """The scenario as the command line named it, to repeat in a suggested command.
+def _source(
+    name: str | None,
+    sets: list[str] | None,
+    file: str | None,
+    *,
+    assumptions: str | None = None,
+) -> str:
+    """The scenario as the command line named it, to repeat in a suggested command
+    (``assumptions``: the ``--assumptions FILE`` option alone).
 
     Each word is quoted for a POSIX shell only where it needs it (double quotes where
     they are enough, as the examples of ``--help`` write them), so the command runs as printed.
@@ -185,6 +197,8 @@ def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
     words = [name] if name else (["--file", file] if file else [])
     for text in sets or []:
         words += ["--set", text]
+    if assumptions:
+        words += ["--assumptions", assumptions]
 
     def quoted(word: str) -> str:
         if word and not set(word) & set(" \t\n'\"*?$;&|<>()[]{}`\\!#~"):

@@ -261,12 +261,22 @@ def print_result(
         console.print(printable(step), markup=False)
 
 
-def next_steps(scenario: DataParallelScaleOutScenario, source: str) -> list[str]:
-    """One or two commands worth running next, spelled for this scenario (``source``: name, --file, --set)."""
+def next_steps(
+    scenario: DataParallelScaleOutScenario, source: str, *, assumptions: str = ""
+) -> list[str]:
+    """One or two commands worth running next, spelled for this scenario (``source``: name,
+    --file, --set). ``assumptions`` is ``--assumptions FILE`` as given to ``run``: repeated where
+    the command takes it; a sweep (which does not) is then not suggested, rather than one that
+    would silently drop the file's constants."""
     result = scenario.result
-    lines = [f"Next: mlsysim explain {source}   (how each figure is derived)"]
+    extra = f" {assumptions}" if assumptions else ""
+    lines = [f"Next: mlsysim explain {source}{extra}   (how each figure is derived)"]
     if result.fits is False:
-        lines.append(f"      mlsysim run {source} --set zero_stage=3   (shard the training state)")
+        lines.append(
+            f"      mlsysim run {source}{extra} --set zero_stage=3   (shard the training state)"
+        )
+        return lines
+    if assumptions:
         return lines
     nodes = _nodes_axis(scenario.nodes)
     if result.bottleneck in ("inter-node link", "intra-node link", "synchronization"):

@@ -26,6 +26,17 @@ def next_commands(out: str) -> list[str]:
     return commands
 
 
+def write_assumptions(tmp_path):
+    """An assumptions file as ``mlsysim validate mine`` writes it, in a folder with a space."""
+    from pathlib import Path
+
+    runs = Path(__file__).parents[2] / "docs" / "examples" / "cluster_runs.csv"
+    path = tmp_path / "my cluster" / "mine.toml"
+    path.parent.mkdir()
+    assert main(["validate", "mine", str(runs), "--out", str(path)]) == 0
+    return str(path)
+
+
 def write_job(tmp_path):
     path = tmp_path / "my job.toml"
     assert main(["init", str(path)]) == 0
@@ -41,16 +52,30 @@ def write_job(tmp_path):
         ["run", *LLAMA, "--set", "zero_stage=0", "--set", "per_device_batch=64"],
         ["run", "FILE", "--set", "nodes=3"],
         ["run", "Gpt2DataParallelFourNodes10GbE", "--set", "nodes=1000000000"],
+        ["run", "Gpt2DataParallelFourNodes10GbE", "--assumptions", "ASSUMPTIONS"],
     ],
-    ids=["named", "named-with-sets", "no-name-no-file", "does-not-fit", "file-with-space", "huge"],
+    ids=[
+        "named",
+        "named-with-sets",
+        "no-name-no-file",
+        "does-not-fit",
+        "file-with-space",
+        "huge",
+        "assumptions-file",
+    ],
 )
 def test_each_next_command_runs_as_printed(argv, tmp_path, capsys):
     if "FILE" in argv:
         argv = ["run", "--file", write_job(tmp_path), *argv[2:]]
+    if "ASSUMPTIONS" in argv:
+        argv = [*argv[:-1], write_assumptions(tmp_path)]
+    capsys.readouterr()
     assert main(argv) == 0
     out = capsys.readouterr().out
     commands = next_commands(out)
-    assert len(commands) >= 2, out
+    assert len(commands) >= (1 if "--assumptions" in argv else 2), out
+    if "--assumptions" in argv:  # every suggestion keeps the file's constants
+        assert all(f"--assumptions {shlex.quote(argv[-1])}" in c or argv[-1] in c for c in commands)
     for command in commands:
         words = shlex.split(command)
         assert words[0] == "mlsysim"
