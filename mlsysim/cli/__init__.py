@@ -112,8 +112,10 @@ def _main(argv: list[str] | None) -> int:
 
     click = _click_exceptions()
     command = _command(app)
+    from mlsysim.core.suggest import caller_syntax
+
     try:
-        with _notes():
+        with _notes(), caller_syntax("text"):  # examples in messages as typed: "100 Gbps"
             code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
         if code == 130:  # typer turns KeyboardInterrupt into Exit(130) and returns its code
             print("mlsysim: interrupted", file=sys.stderr)

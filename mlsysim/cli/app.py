@@ -138,6 +138,15 @@ def run(
     assumptions: str | None = typer.Option(
         None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
     ),
+    csv: str | None = typer.Option(
+        None, "--csv", help="Also write the result as one row to this CSV file (as 'sweep --csv')."
+    ),
+    parquet: str | None = typer.Option(
+        None,
+        "--parquet",
+        help="Also write the result as one row to this Parquet file (pip install 'mlsysim[parquet]').",
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace read-only output files."),
 ) -> None:
     """Evaluate a scenario and print its inputs and results.
 
@@ -147,25 +156,58 @@ def run(
 
       mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps" --json
 
+      mlsysim run Gpt2DataParallelFourNodes10GbE --csv result.csv
+
       mlsysim run --file job.toml
 
       mlsysim run Gpt2DataParallelFourNodes10GbE --assumptions my_cluster.toml
     """
     from mlsysim.cli.render import next_steps, print_result, result_json
+    from mlsysim.cli.sweep import check_outputs, write_result_row
 
+    check_outputs(csv, None, parquet, force)
     scenario = _scenario(name, set_, file, assumptions)
     if json_:
         typer.echo(result_json(scenario))
     else:
-        print_result(scenario, next_steps=next_steps(scenario, _source(name, set_, file)))
+        steps = next_steps(
+            scenario,
+            _source(name, set_, file),
+            assumptions=_source(None, None, None, assumptions=assumptions),
+        )
+        print_result(scenario, next_steps=steps)
+    write_result_row(scenario, csv=csv, parquet=parquet, force=force, quiet=json_)
 
 
-def _source(name: str | None, sets: list[str] | None, file: str | None) -> str:
-    """The scenario as the command line named it, to repeat in a suggested command."""
-    words = [name] if name else ["--file", file or ""]
+def _source(
+    name: str | None,
+    sets: list[str] | None,
+    file: str | None,
+    *,
+    assumptions: str | None = None,
+) -> str:
+    """The scenario as the command line named it, to repeat in a suggested command
+    (``assumptions``: the ``--assumptions FILE`` option alone).
+
+    Each word is quoted for a POSIX shell only where it needs it (double quotes where
+    they are enough, as the examples of ``--help`` write them), so the command runs as printed.
+    """
+    import shlex
+
+    words = [name] if name else (["--file", file] if file else [])
     for text in sets or []:
         words += ["--set", text]
-    return " ".join(f'"{w}"' if set(w) & set(" '*?$;&|<>()") else w for w in words)
+    if assumptions:
+        words += ["--assumptions", assumptions]
+
+    def quoted(word: str) -> str:
+        if word and not set(word) & set(" \t\n'\"*?$;&|<>()[]{}`\\!#~"):
+            return word
+        if not set(word) & set('"$`\\!\n'):
+            return f'"{word}"'
+        return shlex.quote(word)
+
+    return " ".join(quoted(w) for w in words)
 
 
 @app.command("explain")

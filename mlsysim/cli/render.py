@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_time
+from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
 from mlsysim.engine.presets import PRESETS, preset_name
 from mlsysim.engine.results import field_unit, run_rows
@@ -61,9 +63,7 @@ def result_json(scenario: DataParallelScaleOutScenario) -> str:
     return dumps(document("result", body), indent=2)
 
 
-def intervals_dict(
-    result: DataParallelScaleOutResult, level: float = 0.8
-) -> dict[str, JSONValue]:
+def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> dict[str, JSONValue]:
     """The prediction intervals of a (non-seed) result: [low, high] in the JSON encoding."""
     from mlsysim.core.jsonio import encode
     from mlsysim.engine.results import INTERVAL_FIELDS
@@ -125,6 +125,27 @@ _SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "metric_
 
 def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The result as (label, value, unit) rows, fixed point, the answer first."""
+    return [(label, text, unit) for label, text, unit, _ in _result_cells(scenario)]
+
+
+def rounding_notes(scenario: DataParallelScaleOutScenario) -> list[str]:
+    """A note for each printed figure that reads zero though its value is not (e.g. a training
+    time of 2e-5 min printed as 0.0), with the value to three significant digits."""
+    notes = []
+    for label, text, unit, value in _result_cells(scenario):
+        if not isinstance(value, float) or value == 0.0 or not math.isfinite(value):
+            continue
+        digits = text.replace(",", "").lstrip("-")
+        if digits and set(digits) <= set("0."):
+            shown = f"{value:.3g} {unit}".strip()
+            notes.append(f"{label} is {shown}, below the last digit printed ({text})")
+    return notes
+
+
+def _result_cells(
+    scenario: DataParallelScaleOutScenario,
+) -> list[tuple[str, str, str, object]]:
+    """(label, text, unit, value in that unit) for each result row."""
     result = scenario.result
     seed_only = scenario.assumptions.is_seed()
     n, nodes = result.n_devices, scenario.nodes
@@ -139,7 +160,12 @@ def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, 
         if layout:
             label = LAYOUT_LABELS.get(key, label)
         text, unit = _DISPLAY[f.display](value, f.unit or "")
-        rows.append((label, text, unit))
+        raw: object = value
+        if f.display == "fixed":
+            raw = _in_unit(float(value.magnitude), unit)
+        elif f.display == "money":
+            raw = float(value)
+        rows.append((label, text, unit, raw))
     return rows
 
 
@@ -153,6 +179,12 @@ LAYOUT_LABELS: dict[str, str] = {
     "memory_per_device": "memory per device (first stage)",
 }
 """Run-table labels of the seed's rows when the result is a parallel layout (docs/parallelism.md)."""
+
+
+def _in_unit(value: float, shown: str) -> float:
+    """``value`` (in the field's unit, as :func:`_fixed` takes it) in the unit :func:`_fixed` chose."""
+    scale = {"TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "min": 1 / 60}.get(shown, 1.0)
+    return value / scale
 
 
 _DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {
@@ -211,7 +243,9 @@ def _console() -> Console:
     return console
 
 
-def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None) -> None:
+def print_result(
+    scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None
+) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
     from mlsysim.engine.explain import headline
 
@@ -230,10 +264,11 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
     console.print()
     inputs = [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)]
     console.print(_three_columns(("input", "value", "meaning"), inputs))
-    if result.constraint_trace:
+    notes = [*result.constraint_trace, *rounding_notes(scenario)]
+    if notes:
         console.print()
         console.print("Notes", style="bold")
-        for note in result.constraint_trace:
+        for note in notes:
             console.print(f"  - {printable(note)}", markup=False)
     if next_steps:
         console.print()
@@ -241,26 +276,53 @@ def print_result(scenario: DataParallelScaleOutScenario, *, next_steps: list[str
         console.print(printable(step), markup=False)
 
 
-def next_steps(scenario: DataParallelScaleOutScenario, source: str) -> list[str]:
-    """One or two commands worth running next, spelled for this scenario (``source``: name, --file, --set)."""
+def next_steps(
+    scenario: DataParallelScaleOutScenario, source: str, *, assumptions: str = ""
+) -> list[str]:
+    """One or two commands worth running next, spelled for this scenario (``source``: name,
+    --file, --set). ``assumptions`` is ``--assumptions FILE`` as given to ``run``: repeated where
+    the command takes it; a sweep (which does not) is then not suggested, rather than one that
+    would silently drop the file's constants."""
     result = scenario.result
-    lines = [f"Next: mlsysim explain {source}   (how each figure is derived)"]
+    extra = f" {assumptions}" if assumptions else ""
+    lines = [f"Next: mlsysim explain {source}{extra}   (how each figure is derived)"]
     if result.fits is False:
-        lines.append(f"      mlsysim run {source} --set zero_stage=3   (shard the training state)")
+        lines.append(
+            f"      mlsysim run {source}{extra} --set zero_stage=3   (shard the training state)"
+        )
         return lines
-    top = max(2 * scenario.nodes, 16)
+    if assumptions:
+        return lines
+    nodes = _nodes_axis(scenario.nodes)
     if result.bottleneck in ("inter-node link", "intra-node link", "synchronization"):
         fabrics = '"inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"'
         lines.append(
-            f"      mlsysim sweep {source} --axis nodes=1..{top} --axis {fabrics}"
+            f"      mlsysim sweep {source} --axis {nodes} --axis {fabrics}"
             "   (how it scales with the fabric)"
         )
     else:
         axis = "" if scenario.nodes > 1 else ' --set "inter_bandwidth=100 Gbps"'
-        lines.append(
-            f"      mlsysim sweep {source}{axis} --axis nodes=1..{top}   (how far it scales)"
-        )
+        lines.append(f"      mlsysim sweep {source}{axis} --axis {nodes}   (how far it scales)")
     return lines
+
+
+NODES_RANGE_LIMIT = 1024
+"""Up to this many nodes a suggested sweep takes every count; beyond, powers of two."""
+
+
+def _nodes_axis(nodes: int) -> str:
+    """``nodes=1..2N`` (at least 16), or powers of two up to 2N when that is too many to list.
+
+    >>> _nodes_axis(4), _nodes_axis(3000)
+    ('nodes=1..16', 'nodes=1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192')
+    """
+    top = max(2 * nodes, 16)
+    if top <= NODES_RANGE_LIMIT:
+        return f"nodes=1..{top}"
+    powers = [1]
+    while powers[-1] < top:
+        powers.append(2 * powers[-1])
+    return "nodes=" + ",".join(str(p) for p in powers)
 
 
 __all__ = ["inputs_dict", "next_steps", "print_result", "result_json", "field_unit"]
@@ -425,7 +487,7 @@ def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
 
     figures = _registry_figures()
     if group is not None and group.lower() not in figures:
-        raise UnknownNameError(f"unknown registry group {group!r}; known: {', '.join(figures)}")
+        raise UnknownNameError(unknown(group, "registry group", figures))
     listing = list(CATALOG.listing())
     lines: list[str] = []
     for kind, figure in figures.items():

@@ -62,6 +62,32 @@ def check_outputs(
 FORCE_HELP = "Replace read-only output files."
 
 
+def write_result_row(
+    scenario: DataParallelScaleOutScenario,
+    *,
+    csv: str | None,
+    parquet: str | None,
+    force: bool,
+    quiet: bool = False,
+) -> None:
+    """Write the scenario's result as one row, in the columns of ``mlsysim sweep`` over its
+    layout (``nodes`` and ``devices_per_node``, then every result field), to CSV and/or Parquet.
+    "wrote PATH" goes to stdout (stderr when ``quiet``: stdout holds JSON)."""
+    from mlsysim.core.fileio import replacing_read_only
+    from mlsysim.core.text import printable
+    from mlsysim.planning.sweep import sweep
+
+    nodes, per_node = [scenario.nodes], [scenario.devices_per_node]
+    if csv is not None:
+        with replacing_read_only(force):
+            sweep(scenario, nodes=nodes, devices_per_node=per_node).to_csv(csv)
+        typer.echo(f"wrote {printable(csv)}", err=quiet)
+    if parquet is not None:
+        with replacing_read_only(force):
+            sweep(scenario, out=parquet, nodes=nodes, devices_per_node=per_node)
+        typer.echo(f"wrote {printable(parquet)}", err=quiet)
+
+
 def _axes(
     texts: list[str] | None, scenario: DataParallelScaleOutScenario
 ) -> dict[str, Any]:
@@ -600,6 +626,7 @@ def plan_command(
             f"Interrupted after 0 of {_size(axes):,} layouts: no feasible layout found so far"
         )
         raise typer.Exit(130) from None
+    from mlsysim.planning.notes import plan_notes
     from mlsysim.planning.summary import group_results
 
     if json_:
@@ -608,6 +635,7 @@ def plan_command(
             "scenario": scenario.name,
             "objective": objective,
             "summary": result.summary(),
+            "notes": list(plan_notes(result)),
             "best": {**result.best.to_dict(), "result": result.best.result.to_dict()},
             "units": {c: front.units.get(c) for c in front.columns},
             "pareto": _rows_json(front, range(len(front))),
@@ -635,6 +663,11 @@ def plan_command(
         typer.echo(
             f"... {len(groups) - len(shown)} more results on the front (--rows N, or --csv FILE)"
         )
+    notes = plan_notes(result, {"rows of the front shown": [g.rows[0] for g in shown]})
+    if notes:
+        typer.echo("Notes (as 'mlsysim run' gives them, once per plan)")
+        for note in notes:
+            typer.echo(f"  - {printable(note)}")
     if csv:
         with replacing_read_only(force):
             front.to_csv(csv)

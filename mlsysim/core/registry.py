@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError, UnknownNameError
+from mlsysim.core.suggest import known, typed_names, unknown
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -101,7 +102,7 @@ class Registry:
             return self._resolved(name)
         except KeyError:
             raise AttributeError(
-                f"registry {self.__name__} has no entry {name!r}; known: {', '.join(self._children)}"
+                f"registry {self.__name__} has no entry {name!r}; {known(name, self._children)}"
             ) from None
 
     def __dir__(self) -> list[str]:
@@ -146,9 +147,7 @@ class Registry:
             return lowered[key]
         if key in by_leaf:
             return by_leaf[key]
-        raise UnknownNameError(
-            f"unknown {self.__name__} entry {path!r}; known: {', '.join(leaves)}"
-        )
+        raise UnknownNameError(unknown(path, f"{self.__name__} entry", typed_names(leaves)))
 
 
 @dataclass(frozen=True)
@@ -372,8 +371,8 @@ class Catalog:
         for path in tables:
             if path[-1].lower() == key:
                 return path
-        known = ", ".join(".".join(p) for p in tables)
-        raise UnknownNameError(f"unknown {kind} entry {name!r}; known: {known}")
+        names = typed_names(".".join(p) for p in tables)
+        raise UnknownNameError(unknown(name, f"{kind} entry", names))
 
     def entry(self, kind: str, name: str) -> Entry:
         """The validated entry of ``kind`` named ``name`` (built once, then cached)."""

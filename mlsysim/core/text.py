@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import example
 
 MAX_TEXT = 200
 """Longest text accepted for one value (a quantity, a number, a name)."""
@@ -90,15 +91,17 @@ def parse_float(text: str) -> float:
     return _finite(number)
 
 
-def split_number(text: str) -> tuple[str, str]:
+def split_number(text: str, *, expected: str | None = None) -> tuple[str, str]:
     """``"100Gbps"`` -> ``("100", "Gbps")``: the leading decimal number and the rest, stripped.
 
-    Raises :class:`InputError` when the text does not start with a number.
+    Raises :class:`InputError` when the text does not start with a number, saying
+    what was expected: ``expected`` (e.g. ``"a time (e.g. Q_(1.8, 's'))"``) when given.
     """
     body = check_text(text, what="a quantity")
     number = _number(body)
     if number is None:
-        raise InputError(f"expected a number then a unit (e.g. '100 Gbps'), got {short(body)}")
+        what = expected or f"a number then a unit (e.g. {example('100', 'Gbps')})"
+        raise InputError(f"expected {what}, got {short(body)}")
     return number, body[len(number) :].strip()
 
 

@@ -46,6 +46,7 @@ import pint  # noqa: E402
 from pint.util import UnitsContainer  # noqa: E402
 
 from mlsysim.core.exceptions import InputError, UnitsError  # noqa: E402
+from mlsysim.core.suggest import did_you_mean, example, examples, nearest_list  # noqa: E402
 
 
 def _definitions() -> list[str]:
@@ -146,37 +147,66 @@ else:
     Quantity = ureg.Quantity
     """A number with units (pint). Build one with ``Q_(450, "GB/s")`` or ``Q_("450 GB/s")``."""
 
-# Canonical unit of each physical kind the model uses: (unit, description for errors).
+# Canonical unit of each physical kind the model uses: (unit, what it is, for errors).
 KINDS: dict[str, tuple[pint.Unit, str]] = {
-    "time": (ureg.second, "a time (e.g. Q_(1.8, 's'))"),
-    "data": (ureg.byte, "a data size (e.g. Q_(3, 'GB'))"),
-    "bandwidth": (
-        ureg.byte / ureg.second,
-        "a bandwidth in bytes or bits per time (e.g. Q_(450, 'GB/s') or Q_(10, 'Gbps'))",
-    ),
-    "money": (ureg.USD, "an amount of money (e.g. Q_(5000, 'USD'))"),
-    "money_rate": (ureg.USD / ureg.hour, "a price per time (e.g. Q_(32, 'USD/hour'))"),
-    "count": (ureg.param, "a parameter count (e.g. Q_(7e9, 'param'))"),
-    "compute_rate": (ureg.flop / ureg.second, "a compute rate (e.g. Q_(989, 'Tflop/s'))"),
-    "compute": (ureg.flop, "an amount of computation (e.g. Q_(5e14, 'flop'))"),
-    "tokens": (ureg.token, "a number of tokens (e.g. Q_(1e12, 'token'))"),
-    "samples": (ureg.sample, "a number of samples (e.g. Q_(1.2e6, 'sample'))"),
-    "power": (ureg.watt, "a power (e.g. Q_(700, 'W'))"),
-    "energy": (ureg.joule, "an energy (e.g. Q_(1287, 'MWh'))"),
-    "mass": (
-        ureg.kilogram,
-        "a mass, here of CO2-equivalent emissions (e.g. Q_(552, 't'), tonnes of CO2e)",
-    ),
-    "carbon_intensity": (
-        ureg.kilogram / ureg.joule,
-        "a mass of CO2-equivalent per energy (e.g. Q_(400, 'g/kWh'))",
-    ),
-    "energy_price": (ureg.USD / ureg.joule, "a price per energy (e.g. Q_(0.08, 'USD/kWh'))"),
-    "failure_rate": (
-        ureg.failure / ureg.second,
-        "a failure rate per time (e.g. Q_(2e-5, 'failures/hour'), per device or per node)",
-    ),
+    "time": (ureg.second, "a time"),
+    "data": (ureg.byte, "a data size"),
+    "bandwidth": (ureg.byte / ureg.second, "a bandwidth in bytes or bits per time"),
+    "money": (ureg.USD, "an amount of money"),
+    "money_rate": (ureg.USD / ureg.hour, "a price per time"),
+    "count": (ureg.param, "a parameter count"),
+    "compute_rate": (ureg.flop / ureg.second, "a compute rate"),
+    "compute": (ureg.flop, "an amount of computation"),
+    "tokens": (ureg.token, "a number of tokens"),
+    "samples": (ureg.sample, "a number of samples"),
+    "power": (ureg.watt, "a power"),
+    "energy": (ureg.joule, "an energy"),
+    "mass": (ureg.kilogram, "a mass, here of CO2-equivalent emissions"),
+    "carbon_intensity": (ureg.kilogram / ureg.joule, "a mass of CO2-equivalent per energy"),
+    "energy_price": (ureg.USD / ureg.joule, "a price per energy"),
+    "failure_rate": (ureg.failure / ureg.second, "a failure rate per time"),
 }
+
+EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "time": (("1.8", "s"),),
+    "data": (("3", "GB"),),
+    "bandwidth": (("450", "GB/s"), ("10", "Gbps")),
+    "money": (("5000", "USD"),),
+    "money_rate": (("32", "USD/hour"),),
+    "count": (("7e9", "param"),),
+    "compute_rate": (("989", "Tflop/s"),),
+    "compute": (("5e14", "flop"),),
+    "tokens": (("1e12", "token"),),
+    "samples": (("1.2e6", "sample"),),
+    "power": (("700", "W"),),
+    "energy": (("1287", "MWh"),),
+    "mass": (("552", "t"),),
+    "carbon_intensity": (("400", "g/kWh"),),
+    "energy_price": (("0.08", "USD/kWh"),),
+    "failure_rate": (("2e-5", "failures/hour"),),
+}
+"""Example values of each kind (number, unit), written in the caller's syntax by
+:func:`mlsysim.core.suggest.examples` when a message needs one."""
+
+
+EXAMPLE_NOTES: dict[str, str] = {
+    "mass": "tonnes of CO2e",
+    "failure_rate": "per device or per node",
+}
+"""What an example of these kinds means, said after it."""
+
+
+def expected(kind: str) -> str:
+    """What a value of ``kind`` is, with examples in the caller's syntax.
+
+    >>> expected("time")
+    "a time (e.g. Q_(1.8, 's'))"
+    >>> expected("mass")
+    "a mass, here of CO2-equivalent emissions (e.g. Q_(552, 't'), tonnes of CO2e)"
+    """
+    note = EXAMPLE_NOTES.get(kind)
+    return f"{KINDS[kind][1]} ({examples(EXAMPLES[kind])}{f', {note}' if note else ''})"
+
 
 FACTORS: dict[str, dict[UnitsContainer, float]] = {kind: {} for kind in KINDS}
 """Per kind, the factor from each unit seen so far to the kind's canonical unit (filled by :func:`to_canonical`)."""
@@ -187,7 +217,7 @@ def _factor(kind: str, units: UnitsContainer) -> float:
     cache = FACTORS[kind]
     factor = cache.get(units)
     if factor is None:
-        canonical, what = KINDS[kind]
+        canonical, what = KINDS[kind][0], expected(kind)
         try:
             factor = float(ureg.Quantity(1.0, units).to(canonical).magnitude)
         except pint.DimensionalityError:
@@ -225,7 +255,7 @@ def kind_of(value: Quantity) -> str:
 
 def _to_canonical_slow(value: object, kind: str) -> float:
     if not isinstance(value, pint.Quantity):
-        what = KINDS[kind][1]
+        what = expected(kind)
         if isinstance(value, str):
             raise UnitsError(
                 f"expected {what}, got the string {value!r}; pass mlsysim.Q_({value!r})"
@@ -386,19 +416,19 @@ def parse_quantity(text: str, kind: str | None = None) -> Quantity:
     from mlsysim.core.text import number_value, split_number
 
     try:
-        number, unit_text = split_number(text)
+        number, unit_text = split_number(text, expected=expected(kind) if kind in KINDS else None)
         magnitude = number_value(number)
     except UnitsError:
         raise
     except InputError as exc:
         raise UnitsError(str(exc)) from None
     if unit_text[:1] in ("*", "/", "^", "(", "+", "-"):
+        what = expected(kind) if kind in KINDS else f"a number then a unit (e.g. {example('100', 'Gbps')})"
         raise UnitsError(
-            f"expected a number then a unit (e.g. '100 Gbps'), got {text.strip()[:40]!r}: "
-            "expressions are not evaluated"
+            f"expected {what}, got {text.strip()[:40]!r}: expressions are not evaluated"
         )
     if not unit_text:
-        what = KINDS[kind][1] if kind in KINDS else "a quantity with units"
+        what = expected(kind) if kind in KINDS else "a quantity with units"
         raise UnitsError(f"expected {what}, got {number!r} without a unit")
     q = Quantity(magnitude, parse_unit(unit_text, kind))
     if kind is not None:
@@ -439,11 +469,12 @@ def _parse_unit(text: str, kind: str | None) -> pint.Unit:
     try:
         return _compound(compact)
     except UnitsError as exc:
-        accepted = ", ".join(spellings)
-        where = f" for {KINDS[kind][1].split(' (')[0].split(' in ')[0]}" if kind in KINDS else ""
+        hint = did_you_mean(compact, spellings)
+        accepted = nearest_list(compact, spellings)
+        where = f" for {KINDS[kind][1].split(' in ')[0]}" if kind in KINDS else ""
         port = " (G, GbE, T, TbE: port speeds, 400G = 400 Gb/s)" if kind == "bandwidth" else ""
         raise UnitsError(
-            f"{exc}; accepted spellings{where}: {accepted}{port}; "
+            f"{exc}; {hint + ' ' if hint else ''}accepted spellings{where}: {accepted}{port}; "
             "other pint units of that kind work too"
         ) from None
 

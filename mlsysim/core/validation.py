@@ -19,6 +19,7 @@ import pydantic
 from pydantic_core import PydanticCustomError
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import known as suggest_known
 from mlsysim.core.units import (
     Quantity,
     nonnegative_canonical,
@@ -139,7 +140,7 @@ def format_pydantic_error(
             errors.append(inner.at(*loc))
             continue
         if kind == "extra_forbidden":
-            msg = f"unknown field; known fields: {', '.join(known)}"
+            msg = f"unknown field; {suggest_known(loc[-1] if loc else '', known)}"
         elif kind == "missing":
             msg = "required field is missing"
         else:

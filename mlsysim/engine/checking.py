@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Final, NamedTuple, cast
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import known
 from mlsysim.core.validation import input_error
 from mlsysim.engine.derivation import DERIVABLE, Job, plain_job, resolve, wants_derivation
 from mlsysim.engine.fields import (
@@ -162,7 +163,7 @@ def _check_layer(
         if f is None:
             errors.append(
                 InputError(
-                    f"unknown field; known fields: {', '.join(FIELDS)}",
+                    f"unknown field; {known(name, FIELDS)}",
                     loc=(name,),
                     input=value,
                     type="extra_forbidden",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.core.suggest import known
 from mlsysim.core.text import parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
@@ -1095,7 +1096,7 @@ def field(name: str) -> InputField:
     try:
         return FIELDS[name]
     except KeyError:
-        raise InputError(f"unknown field; known fields: {', '.join(FIELDS)}", loc=(name,)) from None
+        raise InputError(f"unknown field; {known(name, FIELDS)}", loc=(name,)) from None
 
 
 def _neutral(name: str) -> float:

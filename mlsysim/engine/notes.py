@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from mlsysim.core.exceptions import UnknownNameError
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.derivation import Checked, Job
+from mlsysim.engine.scale import cluster_note
 from mlsysim.physics.memory import training_state_bytes
 
 if TYPE_CHECKING:
@@ -115,6 +116,9 @@ def sanity_notes(values: Checked, job: Job) -> tuple[str, ...]:
     batch = batch_note(values)
     if batch is not None:
         notes.append(batch)
+    scale = cluster_note(n)
+    if scale is not None:
+        notes.append(scale)
     return tuple(notes)
 
 

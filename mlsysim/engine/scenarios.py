@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import UnknownNameError
+from mlsysim.core.suggest import known, unknown
 from mlsysim.engine.scenario_definitions import Declared, training
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ class _ScenarioRegistry:
         declared = self.__dict__["_declared"]
         if name in declared.definitions:
             return declared.build(name)
-        raise AttributeError(f"no scenario named {name!r}; known: {', '.join(self.names())}")
+        raise AttributeError(f"no scenario named {name!r}; {known(name, self.names())}")
 
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self.names()]
@@ -53,7 +54,7 @@ class _ScenarioRegistry:
         for key in self.names():
             if key.lower() == name.lower():
                 return key
-        raise UnknownNameError(f"unknown scenario {name!r}; known: {', '.join(self.names())}")
+        raise UnknownNameError(unknown(name, "scenario", self.names()))
 
     def get(self, name: str) -> DataParallelScaleOutScenario:
         """The scenario of that name (case-insensitive); :class:`UnknownNameError` lists the known ones."""

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import PlainValidator, model_validator
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import examples
 from mlsysim.core.units import Quantity, quantity, to_canonical
 from mlsysim.core.validation import (
     Validated,
@@ -42,8 +43,8 @@ def _check_flop_count(value: object) -> Quantity:
     ):
         return value
     raise InputError(
-        f"expected a number of floating-point operations above zero (e.g. Q_(7.6e9, 'flop')), "
-        f"got {value!r}"
+        "expected a number of floating-point operations above zero "
+        f"({examples([('7.6e9', 'flop')])}), got {value!r}"
     )
 
 
@@ -64,7 +65,7 @@ def _check_batch_size(value: object) -> Quantity:
         return value
     raise InputError(
         "expected a batch size in samples or tokens above zero "
-        f"(e.g. Q_(8192, 'sample') or Q_(4e6, 'token')), got {value!r}"
+        f"({examples([('8192', 'sample'), ('4e6', 'token')])}), got {value!r}"
     )
 
 

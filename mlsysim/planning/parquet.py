@@ -79,6 +79,7 @@ def block_table(
     starts = [s.indices(n)[0] for s, n in zip(block.index, space.shape, strict=True)]
     shape = tuple(len(range(*s.indices(n))) for s, n in zip(block.index, space.shape, strict=True))
     out = {c: np.empty(shape, dtype=column_dtype(c)) for c in columns}
+    memory = np.empty(shape if "fits" in columns else (), dtype=float)  # for fits' nulls
     for sub in space.sub_blocks(block):
         values = figures(sub)
         view: tuple[slice, ...] = tuple(
@@ -86,6 +87,10 @@ def block_table(
         )
         for column in columns:
             write_column(column, out[column][view + (Ellipsis,)], values, sub.inputs, sub.algorithm)
+        if "fits" in columns:
+            write_column(
+                "device_memory", memory[view + (Ellipsis,)], values, sub.inputs, sub.algorithm
+            )
     arrays = []
     for position, axis in enumerate(space.axes):
         index = _axis_index(shape, position, starts[position])
@@ -96,7 +101,9 @@ def block_table(
             arrays.append(pa.array(axis.magnitudes[index]))  # type: ignore[index]
     for column in columns:
         data = out[column].reshape(-1)
-        if column in TEXT_LABELS:
+        if column == "fits":  # null where the device memory is unknown, as the scalar result
+            arrays.append(pa.array(data, mask=np.isnan(memory.reshape(-1))))
+        elif column in TEXT_LABELS:
             labels = pa.array(list(TEXT_LABELS[column]), type=pa.string())
             arrays.append(pa.DictionaryArray.from_arrays(pa.array(data, pa.int8()), labels))
         else:

@@ -293,6 +293,13 @@ class Plan:
         assert rows is not None
         return int(np.searchsorted(rows, row))
 
+    def notes(self) -> list[str]:
+        """The warnings ``mlsysim run`` gives a layout, for the best layout and the Pareto
+        front, once per kind, and the constraint to add (:func:`mlsysim.planning.notes.plan_notes`)."""
+        from mlsysim.planning.notes import plan_notes
+
+        return plan_notes(self)
+
     def summary(self) -> str:
         """Best, runner-up, knee, front, search and constraints (:mod:`mlsysim.planning.summary`)."""
         from mlsysim.planning.summary import plan_summary

@@ -51,7 +51,8 @@ class SweepTable:
     ``training_time`` in hour, bytes in byte, ``cost`` in US dollars (NaN when
     no node price is given), ``device_memory`` in byte (NaN when unknown).
     ``fits`` is False only where ``memory_per_device`` exceeds a known
-    ``device_memory`` (the scalar result says None when the memory is unknown).
+    ``device_memory`` (the scalar result says None when the memory is unknown;
+    so do ``row``, ``to_csv`` (an empty cell), ``to_pandas`` (NA) and Parquet (null)).
     Text columns (workload, precision, bottleneck, the algorithms) are object
     arrays of ``str``.
 
@@ -155,9 +156,28 @@ class SweepTable:
         return self.base.variant(**self.axis_values(i))
 
     def row(self, i: int) -> dict[str, object]:
-        """Row ``i`` as plain Python values, column by column; NaN (a figure not given) as None."""
+        """Row ``i`` as plain Python values, column by column; NaN (a figure not given) as None,
+        and ``fits`` None where the device memory is unknown (as the scalar result says)."""
         self.grid_index(i)  # bounds check
-        return {column: _python(self[column][i]) for column in self.columns}
+        row = {column: _python(self[column][i]) for column in self.columns}
+        if "fits" in row and self.unknown_fit()[i]:
+            row["fits"] = None
+        return row
+
+    def unknown_fit(self) -> np.ndarray:
+        """Boolean mask of the rows whose ``fits`` is unknown (no ``device_memory``): the
+        array says True there (nothing is excluded for it); exports write None or an empty cell."""
+        if "device_memory" not in self.columns:
+            return np.zeros(len(self), dtype=bool)
+        return np.isnan(np.asarray(self["device_memory"], dtype=float))
+
+    def export_column(self, column: str, start: int = 0, stop: int | None = None) -> list[object]:
+        """Rows ``start:stop`` of ``column`` as Python values for a file: ``fits`` None where unknown."""
+        values = self[column][start:stop].tolist()
+        if column == "fits":
+            unknown = self.unknown_fit()[start:stop]
+            values = [None if u else v for v, u in zip(values, unknown.tolist(), strict=True)]
+        return values
 
     def take(self, indices: Sequence[int] | np.ndarray) -> SweepTable:
         """A table of the selected rows (integer indices or a boolean mask), in that order."""
@@ -203,6 +223,10 @@ class SweepTable:
                 "SweepTable.to_pandas needs pandas: pip install pandas"
             ) from None
         frame = pd.DataFrame({c: self[c] for c in self.columns})
+        if "fits" in frame:  # unknown where the device memory is: pandas' nullable boolean
+            fits = pd.array(self["fits"], dtype="boolean")
+            fits[self.unknown_fit()] = pd.NA
+            frame["fits"] = fits
         frame.attrs["units"] = dict(self.units)
         return frame
 
@@ -219,7 +243,7 @@ class SweepTable:
             writer = csv.writer(handle)
             writer.writerow(self.header())
             for start in range(0, len(self), chunk_rows):
-                block = [self[c][start : start + chunk_rows].tolist() for c in columns]
+                block = [self.export_column(c, start, start + chunk_rows) for c in columns]
                 writer.writerows(zip(*block, strict=True))
 
     def __repr__(self) -> str:

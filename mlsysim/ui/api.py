@@ -55,13 +55,33 @@ SCALE_OUT_FABRICS = ("Ethernet", "InfiniBand")
 _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
 
 
-class ApiError(Exception):
-    """A request the API refuses: ``status`` (422 for a bad value), ``errors`` field -> message."""
+MAX_MESSAGE = 400
+"""Longest message (and field name) an error answer carries, in characters."""
 
-    def __init__(self, errors: dict[str, str], status: int = 422) -> None:
+
+def bounded(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to ``limit`` characters (with an ellipsis), lone surrogates replaced:
+    an answer never echoes a whole request back, and always encodes as UTF-8.
+    """
+    if len(text) > limit:
+        text = text[: limit - 1] + "\u2026"
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+class ApiError(Exception):
+    """A request the API refuses: ``status`` (422 for a bad value), ``errors`` field -> message.
+
+    Messages and field names are :func:`bounded`; ``headers`` go on the answer (``Retry-After``).
+    """
+
+    def __init__(
+        self, errors: dict[str, str], status: int = 422, headers: dict[str, str] | None = None
+    ) -> None:
+        errors = {bounded(k, 64): bounded(v) for k, v in errors.items()}
         super().__init__("; ".join(errors.values()))
         self.errors = errors
         self.status = status
+        self.headers = dict(headers or {})
 
     def payload(self) -> dict[str, JSONValue]:
         """``{"schema_version", "error", "field", "errors": {field: message}}``."""
@@ -139,9 +159,17 @@ class Request:
 
 
 def _text(key: str, value: object) -> str:
+    if not isinstance(key, str):
+        raise ApiError({"request": "expected parameter names as text"})
     if len(key) > 64:
         raise ApiError({"request": f"parameter name too long ({len(key)} characters)"})
-    if isinstance(value, dict) and set(value) == {"value", "unit"}:
+    if not _is_unicode(key):
+        raise ApiError({"request": "a parameter name is not valid Unicode text (a lone surrogate)"})
+    if (
+        isinstance(value, dict)
+        and set(value) == {"value", "unit"}
+        and all(isinstance(v, (str, int, float)) for v in value.values())
+    ):
         value = f"{value['value']} {value['unit']}"
     if isinstance(value, bool):
         value = "true" if value else "false"
@@ -150,12 +178,24 @@ def _text(key: str, value: object) -> str:
     if isinstance(value, (int, float)):
         value = repr(value)
     if not isinstance(value, str):
-        raise ApiError({key: f"{key}: expected text, a number or a quantity, got {value!r}"})
+        got = f"a JSON {'object' if isinstance(value, dict) else type(value).__name__}"
+        raise ApiError({key: f"{key}: expected text, a number or a quantity, got {got}"})
     if len(value) > MAX_TEXT:
         raise ApiError(
             {key: f"{key}: value too long ({len(value)} characters; at most {MAX_TEXT})"}
         )
+    if not _is_unicode(value):
+        raise ApiError({key: f"{key}: not valid Unicode text (a lone surrogate)"})
     return value
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (JSON's ``"\\ud800"`` decodes to a lone surrogate, which does not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _document(kind: str, body: Mapping[str, object]) -> dict[str, JSONValue]:
@@ -367,7 +407,7 @@ def sweep_csv(request: Request) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(table.header())
-    writer.writerows(zip(*(table[c].tolist() for c in table.columns), strict=True))
+    writer.writerows(zip(*(table.export_column(c) for c in table.columns), strict=True))
     return out.getvalue()
 
 
@@ -406,6 +446,15 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
                 limits[name] = parse_quantity(text, kind)
             except MlsysimError as exc:
                 raise ApiError({name: f"{name}: {exc}"}) from None
+    max_batch: int | None = None
+    batch_text = request.page.get("max_global_batch", "").strip()
+    if batch_text:
+        from mlsysim.core.text import parse_int
+
+        try:
+            max_batch = parse_int(batch_text)
+        except MlsysimError as exc:
+            raise ApiError({"max_global_batch": f"max_global_batch: {exc}"}) from None
     eff = request.page.get("min_efficiency", "").strip()
     if eff:
         try:
@@ -424,6 +473,7 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
             deadline=limits.get("deadline"),
             budget=limits.get("budget"),
             min_efficiency=min_efficiency,
+            max_global_batch=max_batch,
             **axes,
         )
     except InfeasiblePlanError as exc:
@@ -438,6 +488,8 @@ def _plan_rows(
     table: SweepTable, found: Plan | None, objective: str, message: str | None
 ) -> dict[str, JSONValue]:
     import numpy as np
+
+    from mlsysim.planning.notes import plan_notes
 
     labels = _row_labels(table)
     feasible = found.feasible if found is not None else np.zeros(len(table), dtype=bool)
@@ -456,6 +508,7 @@ def _plan_rows(
             "best": None if found is None else found.best_row,
             "knee": None if found is None else found.knee_row,
             "summary": message if found is None else found.summary(),
+            "notes": [] if found is None else list(plan_notes(found)),
             "infeasible": message,
         },
     )

@@ -8,17 +8,28 @@ Routes (every API route answers GET with a query string and POST with a JSON bod
 * ``/api/evaluate``, ``/api/sweep`` (``format=csv`` for CSV), ``/api/plan``,
   ``/api/explain``, ``/api/scenario.toml``, ``GET /api/registry``.
 
-A bad value is answered with status 422 and ``{"error", "field", "errors"}``;
-request bodies over :data:`MAX_BODY_BYTES` with 413.
+A bad value is answered with status 422 and ``{"error", "field", "errors"}`` (each
+message at most :data:`mlsysim.ui.api.MAX_MESSAGE` characters); request bodies over
+:data:`MAX_BODY_BYTES` with 413; a POST whose ``Content-Type`` is not
+``application/json`` with 415 (so a page of another origin cannot send one without
+a CORS preflight, which this server does not answer); a body not received within
+:data:`BODY_SECONDS` with 408. Plans and sweeps of more than :data:`HEAVY_ROWS`
+layouts run in worker threads, at most :data:`HEAVY_AT_ONCE` at a time; beyond that
+the answer is 503 with ``Retry-After``, so ``/api/evaluate`` stays quick under load.
+A client that goes away mid-request is logged as one debug line (logger ``mlsysim.ui``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from mlsysim.core.exceptions import MlsysimError
+from mlsysim.core.suggest import caller_syntax
 from mlsysim.ui import api
 
 if TYPE_CHECKING:  # Starlette is imported when the app is made: this module loads without the extra
@@ -33,6 +44,20 @@ INSTALL_HINT = 'the mlsysim UI needs the optional extra: pip install "mlsysim[ui
 
 MAX_BODY_BYTES = 64 * 1024
 """Largest request body the server reads."""
+
+BODY_SECONDS = 10.0
+"""Longest wait for a request's whole body (then 408)."""
+
+HEAVY_AT_ONCE = 2
+"""Most plans and big sweeps computed at once (each takes up to ~2 s of one core)."""
+
+HEAVY_ROWS = 2_000
+"""A sweep of more layouts than this counts as heavy work; a plan always does."""
+
+RETRY_AFTER_SECONDS = 2
+"""The ``Retry-After`` of a 503 answered when :data:`HEAVY_AT_ONCE` are running."""
+
+log = logging.getLogger("mlsysim.ui")
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
@@ -140,9 +165,27 @@ def _too_large(limit: int) -> Response:
 async def _request_of(http: HttpRequest) -> api.Request:
     """The parameters of a GET query string or a POST JSON body."""
     if http.method == "POST":
-        body = await http.body()
+        import anyio
+
+        media = http.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            raise api.ApiError(
+                {
+                    "request": f"a POST needs Content-Type: application/json, got {media or 'none'!r}"
+                },
+                status=415,
+            )
+        try:
+            with anyio.fail_after(BODY_SECONDS):
+                body = await http.body()
+        except TimeoutError:
+            raise api.ApiError(
+                {"request": f"the body did not arrive within {BODY_SECONDS:g} s"}, status=408
+            ) from None
         try:
             data = json.loads(body or b"{}")
+        except RecursionError:
+            raise api.ApiError({"request": "the body is nested too deeply"}) from None
         except ValueError as exc:
             raise api.ApiError({"request": f"the body is not JSON ({exc})"}) from None
         return api.Request.from_json(data)
@@ -150,23 +193,91 @@ async def _request_of(http: HttpRequest) -> api.Request:
 
 
 Handler = Callable[[api.Request], object]  # a Response, or JSON data
+Heavy = Callable[[api.Request], bool]
 
 
-def _json_route(handler: Handler) -> Callable[[HttpRequest], Awaitable[Response]]:
+class HeavyWork:
+    """At most ``limit`` heavy computations at once; the next is refused at once, not queued."""
+
+    def __init__(self, limit: int = HEAVY_AT_ONCE) -> None:
+        self.slots = threading.BoundedSemaphore(limit)
+        self.limit = limit
+
+    def take(self) -> None:
+        """Take a slot, or raise a 503 :class:`~mlsysim.ui.api.ApiError` with ``Retry-After``."""
+        if not self.slots.acquire(blocking=False):
+            raise api.ApiError(
+                {
+                    "request": f"the server is busy ({self.limit} plans or large sweeps are "
+                    f"running); retry in {RETRY_AFTER_SECONDS} s"
+                },
+                status=503,
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+
+    def give_back(self) -> None:
+        self.slots.release()
+
+
+def _is_plan(request: api.Request) -> bool:
+    return True
+
+
+def _is_big_sweep(request: api.Request) -> bool:
+    if not request.axes:  # the default axis: nodes 1 .. max(64, 2 x nodes)
+        nodes = request.changes.get("nodes", "").strip()
+        return nodes.isdigit() and len(nodes) < 10 and 2 * int(nodes) > HEAVY_ROWS
+    size = 1
+    for text in request.axes:
+        size *= api.axis_size(text)
+    return size > HEAVY_ROWS
+
+
+def _work(handler: Handler, request: api.Request, slot: HeavyWork | None) -> object:
+    """Run ``handler`` (in a worker thread): examples in messages as a form field writes them."""
+    try:
+        with caller_syntax("form"):
+            return handler(request)
+    except MlsysimError as exc:  # the library's own refusal, not yet named by the API
+        raise api.ApiError({getattr(exc, "field", None) or "request": str(exc)}) from None
+    except (ValueError, RecursionError, UnicodeError) as exc:
+        raise api.ApiError(
+            {"request": f"cannot answer this request ({type(exc).__name__})"}
+        ) from None
+    finally:
+        if slot is not None:
+            slot.give_back()
+
+
+def _json_route(
+    handler: Handler, heavy: Heavy | None = None, work: HeavyWork | None = None
+) -> Callable[[HttpRequest], Awaitable[Response]]:
     async def endpoint(http: HttpRequest) -> Response:
         from starlette.concurrency import run_in_threadpool
+        from starlette.requests import ClientDisconnect
         from starlette.responses import JSONResponse, Response
 
         try:
             request = await _request_of(http)
-            payload = await run_in_threadpool(handler, request)
+            slot = work if work is not None and heavy is not None and heavy(request) else None
+            if slot is not None:
+                slot.take()
+            payload = await run_in_threadpool(_work, handler, request, slot)
         except api.ApiError as exc:
-            return JSONResponse(exc.payload(), status_code=exc.status)
+            return JSONResponse(exc.payload(), status_code=exc.status, headers=exc.headers)
+        except ClientDisconnect:
+            log.debug("client %s went away during %s %s", _peer(http), http.method, http.url.path)
+            return Response(status_code=400)  # nobody reads it
         if isinstance(payload, Response):
             return payload
         return JSONResponse(payload)
 
     return endpoint
+
+
+def _peer(http: HttpRequest) -> str:
+    client = http.client
+    return f"{client.host}:{client.port}" if client else "?"
 
 
 def _sweep(request: api.Request) -> Response | dict[str, JSONValue]:
@@ -192,11 +303,16 @@ def _toml(request: api.Request) -> Response:
 
 
 def create_app(
-    *, initial_query: str = "", allowed_hosts: tuple[str, ...] | None = None, warm: bool = False
+    *,
+    initial_query: str = "",
+    allowed_hosts: tuple[str, ...] | None = None,
+    warm: bool = False,
+    heavy_at_once: int = HEAVY_AT_ONCE,
 ) -> Starlette:
     """The application. ``initial_query`` is the state ``GET /`` without a query redirects to
     (``mlsysim ui --file``); ``allowed_hosts`` limits the Host header (against DNS rebinding);
-    ``warm`` prepares the registry answer (and the library's imports) now, not on the first visit.
+    ``warm`` prepares the registry answer (and the library's imports) now, not on the first visit;
+    ``heavy_at_once`` bounds the plans and big sweeps computed at once.
     Raises :class:`~mlsysim.core.exceptions.MissingDependencyError` without the ``ui`` extra.
     """
     try:
@@ -236,13 +352,14 @@ def create_app(
             registry.update(await run_in_threadpool(api.registry_payload))
         return JSONResponse(registry)
 
+    work = HeavyWork(heavy_at_once)
     routes = [
         Route("/", page),
         Route("/static/{name}", static),
         Route("/api/registry", registry_route),
         Route("/api/evaluate", _json_route(api.evaluate), methods=["GET", "POST"]),
-        Route("/api/sweep", _json_route(_sweep), methods=["GET", "POST"]),
-        Route("/api/plan", _json_route(api.plan_payload), methods=["GET", "POST"]),
+        Route("/api/sweep", _json_route(_sweep, _is_big_sweep, work), methods=["GET", "POST"]),
+        Route("/api/plan", _json_route(api.plan_payload, _is_plan, work), methods=["GET", "POST"]),
         Route("/api/explain", _json_route(api.explain_payload), methods=["GET", "POST"]),
         Route("/api/scenario.toml", _json_route(_toml), methods=["GET", "POST"]),
     ]

@@ -2,19 +2,73 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 import threading
 import urllib.parse
 import webbrowser
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
 from mlsysim.ui.state import SCENARIO_PARAM, text_values
 
 if TYPE_CHECKING:
+    import asyncio
+
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+
+HEADER_SECONDS = 10.0
+"""Longest wait for a request's headers, on a new connection or a kept-alive one (then the
+connection is closed): a client that sends a few bytes and stalls holds no connection for long."""
+
+log = logging.getLogger("mlsysim.ui")
+
+
+def header_timeout_protocol(seconds: float = HEADER_SECONDS) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol, closing a connection whose request headers are not complete
+    within ``seconds`` of its first byte (or of the connection). uvicorn's own
+    ``timeout_keep_alive`` covers only an idle connection between requests.
+    """
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeout(H11Protocol):
+        _timer: asyncio.TimerHandle | None = None
+        _armed_at: object = None  # the request cycle current when the timer started
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._timer is not None and self.cycle is not self._armed_at:
+                self._disarm()  # a new request's headers arrived
+            elif self._timer is None and (self.cycle is None or self.cycle.response_complete):
+                self._arm()  # the first bytes of the next request
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._armed_at = self.cycle
+            self._timer = self.loop.call_later(seconds, self._expired)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _expired(self) -> None:
+            self._timer = None
+            if self.cycle is self._armed_at and not self.transport.is_closing():
+                peer = f"{self.client[0]}:{self.client[1]}" if self.client else "?"
+                log.debug("closed %s: no complete request headers within %g s", peer, seconds)
+                self.transport.close()
+
+    return HeaderTimeout
 
 
 def query_of(scenario: DataParallelScaleOutScenario) -> str:
@@ -102,7 +156,13 @@ def serve(
     url = f"http://{shown}:{actual}/" + (f"?{query}" if query else "")
     allowed = (*LOOPBACK_HOSTS, *(f"{h}:{actual}" for h in LOOPBACK_HOSTS)) if loopback else None
     app = create_app(initial_query=query, allowed_hosts=_hosts(allowed), warm=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app,
+        http=header_timeout_protocol(),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
     server = uvicorn.Server(config)
 
     def announce() -> None:

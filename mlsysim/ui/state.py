@@ -34,6 +34,7 @@ PAGE_PARAMS = (
     "budget",
     "objective",
     "min_efficiency",
+    "max_global_batch",
     "teach",
     "axis",
     "plan_axis",

@@ -7,12 +7,18 @@ not asserted here (it depends on what else the machine is doing).
 
 import json
 import math
+import os
+from importlib.util import find_spec
 
 import pytest
 
 from mlsysim.cli import main
 
-torch = pytest.importorskip("torch")
+if find_spec("torch") is None and os.environ.get("MLSYSIM_REQUIRE_TORCH") == "1":
+    pytest.fail("torch is required here (MLSYSIM_REQUIRE_TORCH=1): pip install torch==2.13.0", pytrace=False)
+torch = pytest.importorskip(
+    "torch", reason="needs torch: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+)
 
 
 def run(capsys, *argv):

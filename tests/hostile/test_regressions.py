@@ -96,7 +96,7 @@ ONE_LINE = [
     ("step_time=9**9**9 s", "expressions are not evaluated"),
     ("intra_bandwidth=1e-300 B/s", "physical range"),
     ("step_time=1e308 s", "physical range"),
-    ("step_time=nan s", "expected a number"),
+    ("step_time=nan s", "expected a time"),
     ("device_memory=NoSuchGPU", "device_memory"),
 ]
 

@@ -28,5 +28,5 @@ def need(*what: str) -> None:
     if missing:
         message = f"the UI tests need {', '.join(missing)} (pip install -e '.[ui,test]'; apt-get install chromium chromium-driver)"
         if REQUIRED:
-            pytest.fail(message)
-        pytest.skip(message)
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message, allow_module_level=True)

@@ -12,6 +12,7 @@ need("starlette", "httpx", "plotly")
 from starlette.testclient import TestClient  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
+from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
@@ -83,7 +84,8 @@ def test_registry_names_and_assumptions_go_through_set(client):
 
 
 def message_of(*sets):
-    with pytest.raises(MlsysimError) as caught:
+    """The library's message, its examples written as the page's form fields take them."""
+    with caller_syntax("form"), pytest.raises(MlsysimError) as caught:
         library(*sets)
     return str(caught.value)
 
@@ -416,7 +418,7 @@ def test_a_custom_workload_by_its_parameter_count(client, text, tmp_path):
     ("params", "field", "words"),
     [
         ({"workload": "custom"}, "workload.parameters", "needs its parameter count"),
-        ({"workload.parameters": "seven"}, "workload.parameters", "expected a number"),
+        ({"workload.parameters": "seven"}, "workload.parameters", "expected a parameter count (e.g. 7e9 param)"),
         ({"workload.parameters": "-3"}, "workload.parameters", "above zero"),
         ({"workload.parameters": "7 GB"}, "workload.parameters", "parameter count"),
         ({"workload": "GPT2", "workload.parameters": "7e9"}, "workload.parameters", "custom"),

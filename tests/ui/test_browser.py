@@ -27,6 +27,7 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, Workload  # noqa: E402
+from mlsysim.core.suggest import caller_syntax  # noqa: E402
 from mlsysim.engine.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui.state import form_fields  # noqa: E402
@@ -176,7 +177,23 @@ def test_a_url_with_state_shows_the_librarys_figures(server, browser, shots):
     assert browser.find_element(By.NAME, "inter_bandwidth").get_attribute("value") == "10 Gbps"
     assert_page_shows(browser, library("nodes=4", "inter_bandwidth=10 Gbps").result)
     assert value_of(browser, "efficiency") == repr(0.27856590147020893)
+    subs = browser.execute_script(
+        "return [...document.querySelectorAll('#headline .figure-sub')].map(e => e.textContent)"
+    )
+    assert "32 devices" in subs and "4 nodes at 32 USD/h" in subs, subs
+    page = browser.find_element(By.TAG_NAME, "body").text
+    assert "(s)" not in page and "4.0 nodes" not in page
+    assert "1 NIC per node" in browser.find_element(By.ID, "notes").text
     browser.save_screenshot(str(shots / "desktop-1400x1000.png"))
+
+
+def test_counts_are_in_the_singular_for_one(server, browser):
+    open_page(browser, server + f"/?scenario={ONE}&nodes=1")
+    subs = browser.execute_script(
+        "return [...document.querySelectorAll('#headline .figure-sub')].map(e => e.textContent)"
+    )
+    assert "8 devices" in subs and "1 node at 32 USD/h" in subs, subs
+    open_page(browser, server + "/" + STATE)  # the state the next tests start from
 
 
 def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server, browser):
@@ -192,7 +209,14 @@ def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server,
     page_controls = browser.execute_script(
         "return [...document.querySelectorAll('input[name], select[name]')].filter(e => !e.closest('#form')).map(e => e.name)"
     )
-    assert sorted(page_controls) == ["budget", "deadline", "objective", "scenario", "teach"]
+    assert sorted(page_controls) == [
+        "budget",
+        "deadline",
+        "max_global_batch",
+        "objective",
+        "scenario",
+        "teach",
+    ]
     plots = browser.execute_script(
         "return [...document.querySelectorAll('[data-plot]')].map(e => e.dataset.plot)"
     )
@@ -215,7 +239,7 @@ def test_typing_a_value_updates_the_figures_and_the_url(server, browser):
 def test_a_bad_value_shows_the_librarys_message_and_keeps_the_last_result(server, browser):
     before = value_of(browser, "efficiency")
     box = type_into(browser, "step_time", "3 furlongs")
-    with pytest.raises(MlsysimError) as caught:
+    with caller_syntax("form"), pytest.raises(MlsysimError) as caught:
         library("nodes=8", "inter_bandwidth=10 Gbps", "step_time=3 furlongs")
     error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="step_time"]')
     wait(browser, lambda: error.text == str(caught.value))
@@ -257,6 +281,19 @@ def test_the_plan_follows_the_deadline_and_budget(server, browser):
     names = dict(traces)
     assert names["Pareto front"] > 0 and "best (cost)" in names
     assert "deadline=1%20hour" in browser.current_url and "budget=400%20USD" in browser.current_url
+
+
+def test_the_plan_shows_its_notes_and_takes_a_largest_global_batch(server, browser):
+    open_page(browser, server + "/" + STATE + "&deadline=1%20hour")
+    notes = browser.find_element(By.ID, "plan-notes")
+    wait(browser, lambda: "add a largest global batch of 512" in notes.text)
+    assert "convergence at this batch is unproven" in notes.text
+    browser.find_element(By.ID, "max_global_batch").send_keys("512")
+    settle(browser)
+    wait(browser, lambda: "global batch ≤ 512" in browser.find_element(By.ID, "plan-summary").text)
+    wait(browser, lambda: "unproven" not in notes.text)
+    assert "max_global_batch=512" in browser.current_url
+    open_page(browser, server + "/" + STATE)  # the state the next tests start from
 
 
 def test_predict_first_hides_the_answer_until_the_guess(server, browser, shots):
@@ -350,7 +387,7 @@ def test_a_custom_workload_by_its_parameter_count(server, browser, shots):
     browser.save_screenshot(str(shots / "custom-workload.png"))
     type_into(browser, "workload.parameters", "seven")
     error = browser.find_element(By.CSS_SELECTOR, '[data-error-for="workload.parameters"]')
-    wait(browser, lambda: "expected a number" in error.text)
+    wait(browser, lambda: "expected a parameter count (e.g. 7e9 param)" in error.text)
     assert value_of(browser, "efficiency") == repr(want.efficiency)  # the last good result stays
     Select(browser.find_element(By.NAME, "workload")).select_by_value("GPT2")
     settle(browser)

@@ -4,7 +4,7 @@
 // `mlsysim run --set FIELD=TEXT`. Every change re-evaluates through the JSON API.
 "use strict";
 
-const PAGE_PARAMS = ["deadline", "budget", "objective", "teach"];
+const PAGE_PARAMS = ["deadline", "budget", "max_global_batch", "objective", "teach"];
 const HEADLINE = [
   ["update_time", "Time per update"],
   ["efficiency", "Scaling efficiency"],
@@ -52,6 +52,16 @@ function fmtNumber(x, digits = 4) {
   const a = Math.abs(x);
   if (a !== 0 && (a >= 1e7 || a < 1e-3)) return x.toExponential(2);
   return Number(x.toPrecision(digits)).toLocaleString("en-US", { maximumFractionDigits: 6 });
+}
+// "1 node", "4 nodes", "1,024 devices": a count with its noun in the right number
+function count(n, noun) {
+  const x = Number(n);
+  return `${fmtNumber(x)} ${noun}${x === 1 ? "" : "s"}`;
+}
+// A quantity as a field spells it ("32.0 USD/h"), its number as the page prints numbers ("32 USD/h")
+function fmtQuantityText(text) {
+  const m = /^\s*([-+]?[0-9.]+(?:[eE][-+]?\d+)?)\s*(.*)$/.exec(String(text));
+  return m && Number.isFinite(Number(m[1])) ? `${fmtNumber(Number(m[1]))} ${m[2]}`.trim() : String(text);
 }
 function fmtTimeMs(ms) {
   if (ms >= 3.6e6) return `${fmtNumber(ms / 3.6e6)} h`;
@@ -254,7 +264,7 @@ function changes() {
 
 function pageParams() {
   const out = [];
-  for (const k of ["deadline", "budget", "objective"]) { const v = $(`#${k}`).value.trim(); if (v) out.push([k, v]); }
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) { const v = $(`#${k}`).value.trim(); if (v) out.push([k, v]); }
   if ($("#teach").checked) out.push(["teach", "1"]);
   return out;
 }
@@ -373,10 +383,11 @@ async function updatePlan() {
   const seq = ++state.planSeq;
   const answer = await api("/api/plan", query(state.unknown || []));
   if (seq !== state.planSeq) return;
-  for (const k of ["deadline", "budget", "objective"]) {
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) {
     const box = $(`[data-error-for="${k}"]`);
     if (box) box.textContent = answer.ok ? "" : (answer.body.errors || {})[k] || "";
   }
+  $("#plan-notes").textContent = answer.ok ? (answer.body.notes || []).join(" · ") : "";
   if (answer.ok) renderPlan(answer.body, state.lastGood);
   else $("#plan-summary").textContent = answer.body.error;
 }
@@ -408,10 +419,10 @@ function renderResults(data) {
   for (const [name, title] of HEADLINE) {
     const [value, unit, text] = figure(name, r[name]);
     let sub = "";
-    if (name === "efficiency") sub = `${r.n_devices} devices`;
+    if (name === "efficiency") sub = count(r.n_devices, "device");
     if (name === "update_time") sub = `${fmtTimeMs(r.compute_time.value)} compute + ${fmtTimeMs(r.update_time.value - r.compute_time.value)} waiting`;
     if (name === "memory_per_device") sub = r.fits === null ? "device memory not given" : r.fits ? `fits in ${figure("device_memory", r.device_memory)[2]}` : `does NOT fit in ${figure("device_memory", r.device_memory)[2]}`;
-    if (name === "cost" && r.cost) sub = `${inputOf("nodes").value} node(s) at ${inputOf("node_hour_rate").value}`;
+    if (name === "cost" && r.cost) sub = `${count(inputOf("nodes").value, "node")} at ${fmtQuantityText(inputOf("node_hour_rate").value)}`;
     const band = data.intervals && data.intervals.fields[name];
     const range = band ? intervalText(name, r[name], band, data.intervals.level) : null;
     const card = el("div", { class: `figure-card ${name === "memory_per_device" && r.fits === false ? "warn" : ""}` },
@@ -673,7 +684,7 @@ async function start() {
   $("#teach").addEventListener("change", () => { showTeach(); update(); });
   $("#reveal").addEventListener("click", reveal);
   $("#guess").addEventListener("keydown", (e) => { if (e.key === "Enter") reveal(); });
-  for (const k of ["deadline", "budget", "objective"]) $(`#${k}`).addEventListener(k === "objective" ? "change" : "input", () => {
+  for (const k of ["deadline", "budget", "max_global_batch", "objective"]) $(`#${k}`).addEventListener(k === "objective" ? "change" : "input", () => {
     clearTimeout(state.planTimer);
     state.planTimer = setTimeout(() => { state.planTimer = null; history.replaceState(null, "", `?${query(state.unknown || [])}`); updatePlan(); }, 250);
     busy(0);

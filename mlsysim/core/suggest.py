@@ -1,0 +1,169 @@
+"""Messages in the caller's language: examples in the syntax the value came in, the
+closest known names for an unknown one, and short lists of the nearest candidates.
+
+The syntax is a context variable: Python by default (``Q_(100, 'Gbps')``); the
+command line sets ``"text"`` while a command runs (a value is typed as text, on
+``--set``, an option or in a scenario file: ``"100 Gbps"``) and the browser
+explorer sets ``"form"`` (typed in a form field: ``100 Gbps``). A message is
+written once, in the syntax current when it is raised; nothing rewrites a
+finished message.
+
+Closest matches come from :func:`difflib.get_close_matches` (Ratcliff/Obershelp
+similarity), compared without regard to case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from typing import Literal, TypeAlias
+
+Syntax: TypeAlias = Literal["python", "text", "form"]
+
+SYNTAX: ContextVar[Syntax] = ContextVar("mlsysim_syntax", default="python")
+"""How the caller writes a value: ``python`` (the library), ``text`` (CLI, scenario files), ``form`` (UI)."""
+
+NEAREST = 6
+"""How many names a list of candidates shows before "... and N more"."""
+
+
+@contextlib.contextmanager
+def caller_syntax(syntax: Syntax) -> Iterator[None]:
+    """Write the examples of the messages raised inside the block in ``syntax``."""
+    token = SYNTAX.set(syntax)
+    try:
+        yield
+    finally:
+        SYNTAX.reset(token)
+
+
+def example(number: str, unit: str) -> str:
+    """A value written as the caller would write it.
+
+    >>> example("100", "Gbps")
+    "Q_(100, 'Gbps')"
+    >>> with caller_syntax("text"):
+    ...     example("100", "Gbps")
+    '"100 Gbps"'
+    """
+    syntax = SYNTAX.get()
+    if syntax == "text":
+        return f'"{number} {unit}"'
+    if syntax == "form":
+        return f"{number} {unit}"
+    return f"Q_({number}, {unit!r})"
+
+
+def examples(pairs: Iterable[tuple[str, str]]) -> str:
+    """``e.g. A or B`` for (number, unit) pairs, each as :func:`example` writes it."""
+    return "e.g. " + " or ".join(example(number, unit) for number, unit in pairs)
+
+
+def closest(word: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.6) -> list[str]:
+    """The candidates most like ``word`` (ignoring case; case breaks ties), best first.
+
+    Similarity is :class:`difflib.SequenceMatcher`'s ratio, as in
+    :func:`difflib.get_close_matches`.
+
+    >>> closest("Gbs", ["GB/s", "Gbps", "Gb/s", "Tbps"])
+    ['Gbps', 'Gb/s', 'GB/s']
+    >>> closest("H1000", ["H100", "A100", "B200"])
+    ['H100', 'A100']
+    """
+    folded = word.lower()
+    scored = []
+    for i, name in enumerate(dict.fromkeys(candidates)):
+        ratio = difflib.SequenceMatcher(None, folded, name.lower()).ratio()
+        if ratio >= cutoff:
+            exact = difflib.SequenceMatcher(None, word, name).ratio()  # case breaks ties
+            scored.append((-ratio, -exact, i, name))
+    return [name for *_, name in sorted(scored)[:n]]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``"did you mean 'Gbps'?"`` (or two or three names), or ``""`` when nothing is close.
+
+    >>> did_you_mean("nodez", ["nodes", "nics_per_node", "name"])
+    "did you mean 'nodes'?"
+    """
+    names = list(candidates)
+    found = closest(word, names)
+    if not found:
+        return ""
+    best = difflib.SequenceMatcher(None, word.lower(), found[0].lower()).ratio()
+    found = [  # only those about as close as the best
+        f
+        for f in found
+        if difflib.SequenceMatcher(None, word.lower(), f.lower()).ratio() >= best - 0.1
+    ]
+    return "did you mean " + " or ".join(repr(f) for f in found) + "?"
+
+
+def nearest_list(word: str, candidates: Iterable[str], *, limit: int = NEAREST) -> str:
+    """The candidates, those closest to ``word`` first, cut to ``limit`` with "... and N more"
+    (all of them when at most two more than ``limit``).
+
+    >>> nearest_list("Lama", ["GPT2", "Llama2_7B", "BERT_Base", "Vgg", "ResNet50"], limit=2)
+    'Llama2_7B, BERT_Base, ... and 3 more'
+    >>> nearest_list("Lama", ["GPT2", "Llama2_7B", "BERT_Base"], limit=2)
+    'Llama2_7B, BERT_Base, GPT2'
+    """
+    names = list(dict.fromkeys(candidates))
+    near = closest(word, names, n=limit, cutoff=0.0)
+    ordered = near + [n for n in names if n not in near]
+    shown = ordered if len(ordered) <= limit + 2 else ordered[:limit]  # never "... and 1 more"
+    more = len(ordered) - len(shown)
+    return ", ".join(shown) + (f", ... and {more} more" if more else "")
+
+
+def known(word: str, candidates: Iterable[str], *, limit: int = NEAREST) -> str:
+    """``"did you mean 'nodes'? known: nodes, name, ..."``: the suggestion and the nearest names.
+
+    >>> known("nodez", ["nodes", "name", "zero_stage", "a", "b"], limit=2)
+    "did you mean 'nodes'? known: nodes, name, ... and 3 more"
+    """
+    names = list(candidates)
+    hint = did_you_mean(word, names)
+    return f"{hint + ' ' if hint else ''}known: {nearest_list(word, names, limit=limit)}"
+
+
+def unknown(word: str, what: str, candidates: Iterable[str], *, limit: int = NEAREST) -> str:
+    """One message for an unknown name: what it is, the suggestion, the nearest known names.
+
+    >>> unknown("H1000", "accelerator", ["H100", "A100", "B200"])
+    "unknown accelerator 'H1000'; did you mean 'H100'? known: H100, A100, B200"
+    """
+    return f"unknown {what} {word!r}; {known(word, candidates, limit=limit)}"
+
+
+def typed_names(paths: Iterable[str]) -> list[str]:
+    """Registry names as a user types them: the leaf (``H100``) where it is unique, else the path.
+
+    >>> typed_names(["Cloud.H100", "Cloud.A100", "Edge.Orin", "Lab.Orin"])
+    ['H100', 'A100', 'Edge.Orin', 'Lab.Orin']
+    """
+    paths = list(paths)
+    leaves = [p.rsplit(".", 1)[-1] for p in paths]
+    counts = {leaf.lower(): 0 for leaf in leaves}
+    for leaf in leaves:
+        counts[leaf.lower()] += 1
+    return [
+        leaf if counts[leaf.lower()] == 1 else path
+        for leaf, path in zip(leaves, paths, strict=True)
+    ]
+
+
+__all__ = [
+    "SYNTAX",
+    "caller_syntax",
+    "closest",
+    "did_you_mean",
+    "example",
+    "examples",
+    "known",
+    "nearest_list",
+    "typed_names",
+    "unknown",
+]
