@@ -157,7 +157,11 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
     that break them as not fitting (``fits`` False, ``layout_valid`` False), so
     a plan drops them as infeasible.
     """
-    if all(values.get(name) is None for name in LAYOUT_FIELDS):
+    get = values.get
+    for name in LAYOUT_FIELDS:  # noqa: SIM110 - a plain loop: the path of every solve
+        if get(name) is not None:
+            break
+    else:
         return
     from mlsysim.physics.layout import check_layout
 

@@ -160,7 +160,12 @@ SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "recompute_cod
 
 def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
     """A workload's transformer shape as model numbers (NaN where not stated; vocabulary 0),
-    and the code of the recompute mode: what a parallel layout reads."""
+    and the code of the recompute mode: what a parallel layout reads (the shape kept per
+    workload object, as :func:`workload_facts` keeps its figures)."""
+    key = (id(workload), recompute)
+    found = _SHAPES.get(key)
+    if found is not None and found[0] is workload:
+        return dict(found[1])
     shape = {
         name: float(value) if (value := getattr(workload, attribute, None)) is not None else math.nan
         for name, attribute in SHAPE_FIELDS.items()
@@ -168,4 +173,10 @@ def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
     if shape["vocab"] != shape["vocab"]:
         shape["vocab"] = 0.0
     shape["recompute_code"] = float(RECOMPUTE_MODES.index(recompute))
-    return shape
+    if len(_SHAPES) > 1024:
+        _SHAPES.clear()
+    _SHAPES[key] = (workload, shape)  # the entry keeps the object, so its id stays its own
+    return dict(shape)
+
+
+_SHAPES: dict[tuple[int, str], tuple[object, dict[str, float]]] = {}

@@ -147,7 +147,8 @@ def test_sweep_rows_equal_scalar_solves_and_broken_layouts_do_not_fit():
     for row in range(9):
         t, p = int(df["tensor_parallel"].iloc[row]), int(df["pipeline_parallel"].iloc[row])
         if t == 2:  # 25 heads: breaks a rule, kept as a row marked not valid
-            assert not bool(df["layout_valid"].iloc[row]) and bool(df["fits"].iloc[row])
+            assert not bool(df["layout_valid"].iloc[row])
+            assert df["fits"].isna().iloc[row]  # no device memory given: an unknown fit
             continue
         r = base.variant(tensor_parallel=t, pipeline_parallel=p).result
         assert df["update_time"].iloc[row] == pytest.approx(r.update_time.magnitude, rel=1e-12)
