@@ -11,7 +11,7 @@ is reported at once, each located at its field.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Final, NamedTuple, cast
 
 from mlsysim.core.exceptions import InputError
@@ -39,6 +39,7 @@ _DEFAULT_NUMBERS: Final[dict[str, float]] = {
     if FIELDS[name].numeric and value is not None
 }
 _REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
+_NUMERIC: Final = frozenset(f.name for f in FIELDS.values() if f.numeric)
 _ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
 _DERIVED_NUMBERS: Final = (
     "gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline", *SHAPE_NUMBERS
@@ -97,20 +98,18 @@ def checked_inputs(
     values.update(given)
     if older_numbers is None:
         numbers = dict(_DEFAULT_NUMBERS)
-        changed: Iterable[str] = given
+        for name in given.keys() - newer.keys():  # older inputs given without their numbers
+            if FIELDS[name].numeric and given[name] is not None:
+                numbers[name] = FIELDS[name].to_model(given[name])
     else:  # the older numbers, but for what this layer changes, replaces or derives again
         numbers = dict(older_numbers)
         for name in (*older_derived, *replaced):
             _reset(numbers, name)
-        changed = newer
-    for name in changed:
-        number = newer_numbers.get(name) if name in newer else None
+    for name, number in newer_numbers.items():
         if number is not None:
             numbers[name] = number
-        elif not FIELDS[name].numeric or values[name] is None:
+        elif name in _NUMERIC:  # a numeric input cleared (None): back to its default
             _reset(numbers, name)
-        else:  # an input given without its number
-            numbers[name] = FIELDS[name].to_model(values[name])
     missing = [name for name in _REQUIRED if values[name] is None]
     errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
     if errors:
@@ -119,7 +118,7 @@ def checked_inputs(
     job = plain_job(values)
     if wants_derivation(values):
         try:
-            job = resolve(values, replaced)
+            job = resolve(values, replaced, numbers)
             for name in job.origins:
                 values[name], number = FIELDS[name].normalize(values[name])
                 if number is not None:

@@ -214,13 +214,18 @@ class _Scalars:
 # -- resolution ------------------------------------------------------------------------------
 
 
-def resolve(out: dict[str, Any], replaced: Mapping[str, object] | None = None) -> Job:
+def resolve(
+    out: dict[str, Any],
+    replaced: Mapping[str, object] | None = None,
+    numbers: Mapping[str, float] | None = None,
+) -> Job:
     """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
 
     ``out`` holds checked inputs (each checked on its own by its field); an
     input that is not None was given and is never replaced. ``replaced`` are
     the values a newer layer's sources took over (:func:`mlsysim.engine.layers.overlay`),
-    named in the origins. Raises an :class:`InputError` located at an input
+    named in the origins; ``numbers`` the model numbers the check computed (canonical
+    SI floats of the given inputs), read instead of converting again. Raises an :class:`InputError` located at an input
     when two inputs contradict each other or a derivation lacks a source.
     """
     origins: dict[str, str] = {}
@@ -232,14 +237,16 @@ def resolve(out: dict[str, Any], replaced: Mapping[str, object] | None = None) -
             if out.get(name) is None and value is not None:
                 out[name] = value
                 origins[name] = origins.get(kind, origin)
-    figures = _derive_job(out, origins)
+    figures = _derive_job(out, origins, numbers or {})
     for name, old in (replaced or {}).items():
         if name in origins:
             origins[name] += f", replacing {fmt_given(old)} of the scenario"
     return Job(origins=origins, **figures)
 
 
-def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
+def _derive_job(
+    out: dict[str, Any], origins: dict[str, str], numbers: Mapping[str, float]
+) -> dict[str, Any]:
     """Check the sources of step time, training time and activation memory, and derive them."""
     workload = out.get("workload")
     recompute = out.get("recompute") or DEFAULT_RECOMPUTE
@@ -263,7 +270,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
         x.mfu = mfu
         origins["step_time"] = "mfu"
     elif out.get("step_time") is not None:
-        x.step_time = to_canonical(out["step_time"], "time")
+        x.step_time = numbers.get("step_time") or to_canonical(out["step_time"], "time")
 
     tokens, samples = out.get("training_tokens"), out.get("training_samples")
     if tokens is not None or samples is not None:
@@ -274,16 +281,18 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
                 loc=("step_time",),
             )
         if tokens is not None:
-            x.training_tokens = to_canonical(tokens, "tokens")
+            x.training_tokens = numbers.get("training_tokens") or to_canonical(tokens, "tokens")
         else:
             x.training_samples = figures["samples"]
         origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
     elif out.get("training_time") is not None:
-        x.training_time = to_canonical(out["training_time"], "time")
+        x.training_time = numbers.get("training_time") or to_canonical(out["training_time"], "time")
 
     if out.get("activation_memory") is not None:
         figures["activations"] = "given"
-        x.activation_memory = to_canonical(out["activation_memory"], "data")
+        x.activation_memory = numbers.get("activation_memory", math.nan)
+        if x.activation_memory != x.activation_memory:
+            x.activation_memory = to_canonical(out["activation_memory"], "data")
     elif facts.shape and batch is not None:
         per_sample = facts.activation_per_sample[recompute]
         figures["activation_memory_per_sample"] = x.activation_memory_per_sample = per_sample

@@ -1126,20 +1126,22 @@ def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
     G = parameters x bytes_per_element(gradient_precision or precision), or the
     stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
     """
-    facts = workload_facts(cast(Workload, values["workload"]))
-    wire = cast("str | None", values.get("gradient_precision")) or cast(str, values["precision"])
-    optimizer = cast("str | None", values.get("optimizer"))
-    transport = cast("str | None", values.get("inter_transport"))
-    pipeline = cast("str | None", values.get("input_pipeline"))
-    return {
-        "gradient_bytes": facts.gradient_bytes[wire],
-        "parameters": facts.parameters,
-        # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
-        "optimizer_bytes": 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer],
-        "inter_transport": 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport],
-        "input_pipeline": 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline],
-        **shape_numbers(values["workload"], cast(str, values["recompute"])),
-    }
+    # the values are checked: a Workload, precision names, the optimizer's and transport's names
+    get = values.get
+    workload: Workload = values["workload"]  # type: ignore[assignment]
+    facts = workload_facts(workload)
+    wire: str = get("gradient_precision") or values["precision"]  # type: ignore[assignment]
+    optimizer: str | None = get("optimizer")  # type: ignore[assignment]
+    transport: str | None = get("inter_transport")  # type: ignore[assignment]
+    pipeline: str | None = get("input_pipeline")  # type: ignore[assignment]
+    out = shape_numbers(workload, values["recompute"])  # type: ignore[arg-type]
+    out["gradient_bytes"] = facts.gradient_bytes[wire]
+    out["parameters"] = facts.parameters
+    # docs/model.md section 2.9: the optimizer's bytes per parameter, the transport's factor
+    out["optimizer_bytes"] = 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer]
+    out["inter_transport"] = 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport]
+    out["input_pipeline"] = 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline]
+    return out
 
 
 DERIVED_FROM: Final = (

@@ -71,6 +71,9 @@ class Rule:
     def is_broken(self, values: Mapping[str, object]) -> bool:
         """Whether one layout's checked ``values`` break this rule."""
         get = values.get
+        if len(self.fields) == 2:  # every rule so far: unpacked, the path of every solve
+            (first, second), (read_first, read_second) = self.fields, self.reads
+            return bool(self.broken(read_first(get(first)), read_second(get(second))))
         return bool(self.broken(*[read(get(f)) for f, read in zip(self.fields, self.reads, strict=True)]))
 
 
