@@ -66,8 +66,15 @@ def main() -> None:
         "s",
         0.5,
     )
-    report("mlsysim --help", process_times([cli, "--help"], args.runs), "s", 0.6)
-    report("mlsysim list", process_times([cli, "list"], args.runs), "s", 0.6)
+    report("mlsysim --version", process_times([cli, "--version"], args.runs), "s", 0.15)
+    report("mlsysim --help", process_times([cli, "--help"], args.runs), "s", 0.15)
+    report("mlsysim list", process_times([cli, "list"], args.runs), "s", 0.25)
+    report(
+        "mlsysim run Gpt2DataParallelOneNode",
+        process_times([cli, "run", "Gpt2DataParallelOneNode"], args.runs),
+        "s",
+        0.4,
+    )
     first_use = "import mlsysim; mlsysim.Scenarios.Gpt2DataParallelOneNode.result"
     report(
         "python -c '<import, then first result>'",

@@ -52,10 +52,15 @@ class Terminated(BaseException):
         self.signum = signum
 
 
-def _on_signal(signum: int, frame: object) -> None:
-    from mlsysim.core.fileio import remove_temporary_files
+def _remove_temporary_files() -> None:
+    """Remove the temporary files of writes in progress (only a loaded writer can have any)."""
+    fileio = sys.modules.get("mlsysim.core.fileio")
+    if fileio is not None:
+        fileio.remove_temporary_files()
 
-    remove_temporary_files()
+
+def _on_signal(signum: int, frame: object) -> None:
+    _remove_temporary_files()
     raise Terminated(signum)
 
 
@@ -93,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlsysim: terminated ({signal.Signals(exc.signum).name})", file=sys.stderr)
         return 128 + exc.signum
     finally:
-        from mlsysim.core.fileio import remove_temporary_files
-
-        remove_temporary_files()
+        _remove_temporary_files()
         for number, handler in previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
 
