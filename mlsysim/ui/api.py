@@ -222,12 +222,12 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
 
 def result_values(result: DataParallelScaleOutResult) -> dict[str, JSONValue]:
     """Every result field: quantities as ``{"value", "unit"}`` (cost in USD), others plain."""
-    from mlsysim.engine.results import RESULT_NAMES, field_unit
+    from mlsysim.engine.results import RESULT_NAMES, field_unit, result_fields
 
     out: dict[str, JSONValue] = {}
     for name in RESULT_NAMES:
         value = getattr(result, name)
-        if name == "cost" and value is not None:
+        if result_fields()[name].kind == "money" and value is not None:
             value = {"value": value, "unit": field_unit(name)}
         out[name] = json_value(value)
     return out

@@ -433,3 +433,25 @@ def test_a_parallel_layout_shows_t_p_d_and_its_breakdown(server, browser, shots)
          == "t=1 p=2 d=20 ZeRO-1")
     assert_page_shows(browser, apply_overrides(Scenarios.get(four), [*sets[:3], "tensor_parallel=1",
                                                                       "pipeline_parallel=2"]).result)
+
+
+def test_the_whole_run_shows_goodput_energy_and_emissions(server, browser, shots):
+    four = "Gpt2DataParallelFourNodes10GbE"
+    sets = [
+        "failure_rate=2e-4 failures/hour", "checkpoint_bandwidth=1 GB/s", "restart_time=10 min",
+        "device_power=700 W", "pue=1.1", "carbon_intensity=400 g/kWh", "energy_price=0.08 USD/kWh",
+    ]
+    from urllib.parse import quote
+
+    open_page(browser, f"{server}/?scenario={four}&" + "&".join(quote(s, safe="=") for s in sets))
+    result = apply_overrides(Scenarios.get(four), sets).result
+    assert_page_shows(browser, result)
+    card = browser.find_element(By.ID, "whole-run-card")
+    headline = card.find_element(By.CSS_SELECTOR, "[data-whole-run]").get_attribute("data-whole-run")
+    assert headline == f"goodput {100 * result.goodput:.1f}%"
+    detail = card.find_element(By.CSS_SELECTOR, "[data-whole-run-detail]").get_attribute(
+        "data-whole-run-detail"
+    )
+    for words in ("wall clock", "MTBF", "checkpoint every", "energy", "emissions", "energy cost"):
+        assert words in detail
+    browser.save_screenshot(str(shots / "whole-run.png"))

@@ -79,6 +79,7 @@ function fmtHours(h) {
   if (h >= 1) return `${fmtNumber(h, 4)} h`;
   return `${fmtNumber(h * 60, 3)} min`;
 }
+const SHORT_UNITS = { second: "s", minute: "min", megawatt_hour: "MWh", kilowatt_hour: "kWh", metric_ton: "t", watt: "W" };
 // A result field as [data-value, data-unit, shown text]
 function figure(name, v) {
   if (v === null || v === undefined) return ["", "", name === "cost" ? "no price given" : "—"];
@@ -86,7 +87,7 @@ function figure(name, v) {
     const x = v.value;
     const text = v.unit === "millisecond" ? fmtTimeMs(x) : v.unit === "byte" ? fmtBytes(x)
       : v.unit === "hour" ? fmtHours(x) : v.unit === "USD" ? `$${x.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
-      : `${fmtNumber(x)} ${v.unit}`;
+      : `${fmtNumber(x)} ${SHORT_UNITS[v.unit] || v.unit}`;
     return [String(x), v.unit, text];
   }
   if (typeof v === "boolean") return [String(v), "", v ? "yes" : "no"];
@@ -435,6 +436,7 @@ function renderResults(data) {
     head.append(card);
   }
   if (r.data_parallel !== null && r.data_parallel !== undefined) head.append(layoutCard(r));
+  if (r.energy || r.goodput !== null && r.goodput !== undefined) head.append(wholeRunCard(r));
   const table = $("#all-figures");
   table.replaceChildren(el("tr", {}, el("th", { text: "figure" }), el("th", { text: "value" }), el("th", { text: "in unit" })));
   const shown = new Set(HEADLINE.map(([n]) => n));
@@ -464,6 +466,25 @@ function layoutCard(r) {
     el("div", { class: "figure-value", "data-layout": parts.join(" "), text: parts.join(" ") }),
     el("div", { class: "figure-sub", "data-breakdown": sum,
       text: `${sum}; bubble ${(100 * r.bubble_fraction).toFixed(1)}%` }));
+}
+
+// The whole run (docs/whole_run.md): failures, checkpoints and goodput; energy, emissions and their cost.
+function wholeRunCard(r) {
+  const text = (name) => figure(name, r[name])[2];
+  const failures = r.goodput !== null && r.goodput !== undefined
+    ? [`goodput ${(100 * r.goodput).toFixed(1)}%`, `wall clock ${text("wall_clock_time")}`,
+       `MTBF ${text("job_mtbf")}`, `checkpoint every ${text("checkpoint_interval")} (${text("checkpoint_time")} each)`]
+    : [];
+  const energy = r.energy
+    ? [`energy ${text("energy")}`, r.emissions ? `emissions ${text("emissions")} CO2e` : null,
+       r.energy_cost ? `energy cost ${text("energy_cost")}` : null].filter(Boolean)
+    : [];
+  const headline = failures.length ? failures[0] : energy[0];
+  return el("div", { class: "figure-card", id: "whole-run-card" },
+    el("div", { class: "figure-title", text: "Whole run" }),
+    el("div", { class: "figure-value", "data-whole-run": headline, text: headline }),
+    el("div", { class: "figure-sub", "data-whole-run-detail": [...failures.slice(1), ...energy].join(" · "),
+      text: [...failures.slice(1), ...(failures.length ? energy : energy.slice(1))].join(" · ") }));
 }
 
 function chartButtons() {
