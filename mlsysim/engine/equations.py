@@ -82,7 +82,7 @@ class Inputs:
     inter_transport: Num = 1.0
     # share p of the host jitter (the factor of ``input_pipeline``; 1: real data)
     input_pipeline: Num = 1.0
-    # sources of the derived inputs (mlsysim.engine.job.derive_inputs); NaN when not given
+    # sources of the derived inputs (mlsysim.engine.derivation.derive_inputs); NaN when not given
     mfu: Num = math.nan
     training_tokens: Num = math.nan
     training_samples: Num = math.nan

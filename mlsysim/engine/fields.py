@@ -450,7 +450,7 @@ def _quantity(
 
 
 def _derivable(f: InputField) -> InputField:
-    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.job`).
+    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.derivation`).
 
     It may be left out or cleared (None, ``none`` on the command line); the
     scenario reports it missing only when nothing derives it.
@@ -464,7 +464,7 @@ def _fraction_number(value: Value) -> float:
 
 
 def _preset(name: str, label: str) -> InputField:
-    """A registry entry that fills other inputs (:mod:`mlsysim.engine.job`), given as itself or by name."""
+    """A registry entry that fills other inputs (:mod:`mlsysim.engine.presets`), given as itself or by name."""
     check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True

@@ -264,7 +264,7 @@ class DataParallelScaleOutResult:
     __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
     job: Job
-    """The :class:`mlsysim.engine.job.Job` of the scenario: which inputs were derived, and from what."""
+    """The :class:`mlsysim.engine.derivation.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
     figures: Figures
@@ -508,7 +508,7 @@ class DataParallelScaleOutResult:
         object.__setattr__(self, "inputs", MappingProxyType(inputs))
         object.__setattr__(self, "choices", choices)
         object.__setattr__(self, "model_inputs", model_inputs)
-        object.__setattr__(self, "job", job)  # mlsysim.engine.job.Job: what was derived
+        object.__setattr__(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
         object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_trace_of", trace)
 

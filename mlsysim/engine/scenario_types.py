@@ -90,7 +90,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
     The table of every input is :data:`mlsysim.engine.fields.FIELDS`.
 
-    A job from the hardware and the model (:mod:`mlsysim.engine.job`):
+    A job from the hardware and the model (:mod:`mlsysim.engine.presets`, :mod:`mlsysim.engine.derivation`):
     ``node``, ``fabric`` and ``accelerator`` presets fill the inputs they
     describe (an input given explicitly wins); ``mfu`` derives ``step_time``
     from the workload's FLOPs and the accelerator's peak, ``training_tokens``

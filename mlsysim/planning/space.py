@@ -344,7 +344,7 @@ def _given_or(values: np.ndarray, group_value: Num) -> np.ndarray:
 
 
 def derived(x: Inputs) -> Inputs:
-    """:func:`~mlsysim.engine.job.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
+    """:func:`~mlsysim.engine.derivation.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
     derive_inputs(x)
     for name in ("step_time", "training_time"):
         if np.isnan(getattr(x, name)).any():

@@ -125,7 +125,7 @@ def solve_checked(
 ) -> DataParallelScaleOutResult:
     """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again.
 
-    ``job`` says which inputs were derived (:mod:`mlsysim.engine.job`), for the notes and explain.
+    ``job`` says which inputs were derived (:mod:`mlsysim.engine.derivation`), for the notes and explain.
     """
     x = model_inputs(values, numbers)
     c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
