@@ -454,4 +454,14 @@ def test_the_whole_run_shows_goodput_energy_and_emissions(server, browser, shots
     )
     for words in ("wall clock", "MTBF", "checkpoint every", "energy", "emissions", "energy cost"):
         assert words in detail
+    # the scaling chart follows the whole run: goodput and efficiency x goodput per node count
+    wait(browser, lambda: "goodput (whole run)" in browser.execute_script(
+        "return (document.querySelector('[data-plot=scaling]').data || []).map(t => t.name)"))
+    nodes, goodput = browser.execute_script(
+        "const t = document.querySelector('[data-plot=scaling]').data"
+        ".find(t => t.name === 'goodput (whole run)'); return [t.x, t.y]"
+    )
+    scenario = apply_overrides(Scenarios.get(four), sets)
+    for n, g in list(zip(nodes, goodput))[::8]:
+        assert g == pytest.approx(scenario.variant(nodes=int(n)).result.goodput, rel=1e-9)
     browser.save_screenshot(str(shots / "whole-run.png"))

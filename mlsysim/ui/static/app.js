@@ -533,6 +533,7 @@ function renderScaling(sweep, current) {
     { x: nodes, y: c.n_devices.values, name: "ideal speedup", yaxis: "y2", line: { color: COLORS.ideal, dash: "dot", width: 1.5 }, hovertemplate: "%{y}" },
     { x: [nowNodes], y: [now.efficiency], name: "this layout", mode: "markers", marker: { color: COLORS.now, size: 13, symbol: "diamond", line: { color: "white", width: 2 } }, hovertemplate: "this layout: %{y:.1%}" },
     { x: [nowNodes], y: [now.speedup], name: "this layout (speedup)", yaxis: "y2", mode: "markers", showlegend: false, marker: { color: COLORS.now, size: 11, symbol: "circle", line: { color: "white", width: 2 } }, hovertemplate: "this layout: %{y:.3g}×" },
+    ...wholeRunTraces(c, nodes),
   ];
   const layout = {
     ...LAYOUT,
@@ -542,6 +543,17 @@ function renderScaling(sweep, current) {
     shapes: [{ type: "line", x0: nowNodes, x1: nowNodes, y0: 0, y1: 1, yref: "paper", line: { color: COLORS.now, dash: "dash", width: 1 } }],
   };
   Plotly.react($('[data-plot="scaling"]'), traces, layout, PLOT_CONFIG);
+}
+
+// The whole run as the job grows (docs/whole_run.md): goodput falls as the job's mean time between
+// failures does; efficiency x goodput is the share of the devices' wall-clock time that trains.
+function wholeRunTraces(c, nodes) {
+  if (!c.goodput || !c.goodput.values.some((v) => v !== null)) return [];
+  return [
+    { x: nodes, y: c.goodput.values, name: "goodput (whole run)", line: { color: COLORS.sync, dash: "dash", width: 2 }, hovertemplate: "goodput %{y:.1%}" },
+    { x: nodes, y: c.goodput.values.map((g, i) => (g === null ? null : g * c.efficiency.values[i])), name: "efficiency × goodput",
+      line: { color: COLORS.sync, width: 2 }, hovertemplate: "efficiency × goodput %{y:.1%}" },
+  ];
 }
 
 function renderBreakdown(sweep, current) {
