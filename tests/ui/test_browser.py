@@ -462,6 +462,6 @@ def test_the_whole_run_shows_goodput_energy_and_emissions(server, browser, shots
         ".find(t => t.name === 'goodput (whole run)'); return [t.x, t.y]"
     )
     scenario = apply_overrides(Scenarios.get(four), sets)
-    for n, g in list(zip(nodes, goodput))[::8]:
+    for n, g in list(zip(nodes, goodput, strict=True))[::8]:
         assert g == pytest.approx(scenario.variant(nodes=int(n)).result.goodput, rel=1e-9)
     browser.save_screenshot(str(shots / "whole-run.png"))
