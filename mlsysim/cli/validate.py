@@ -27,13 +27,22 @@ validate_app = typer.Typer(
 
 
 @validate_app.command("parallel")
-def parallel() -> None:
+def parallel(
+    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
     """Predict published tensor/pipeline/ZeRO-3 runs (Megatron-LM, MT-NLG, Llama 3, BLOOM).
 
     Prints measured and predicted time per update and the error of each run
     (one math-kernel efficiency fitted per GPU generation), then per family
     and leave-one-family-out the median and worst |error|, and the runs left out.
     """
+    if json_:
+        from mlsysim.core.jsonio import document, dumps, encode
+        from mlsysim.validation.parallel import summary
+
+        body = cast("dict[str, JSONValue]", encode(summary()))  # encode() of a dict is a dict
+        typer.echo(dumps(document("parallel_validation", body), indent=2))
+        return
     from mlsysim.validation.parallel import report
 
     typer.echo(report())
@@ -54,7 +63,8 @@ def published(
     Prints measured, predicted and error per case with the realistic preset's
     80% prediction interval, then per family the median, worst and mean
     (signed) error, and overall the interval coverage (points of scaling
-    efficiency). --cv adds the leave-one-family-out figures. Then the whole
+    efficiency). --cv adds the leave-one-family-out figures. Then the
+    model-parallel runs (per family, and each family left out), and the whole
     run: published energy and emissions reproduced from their inputs, Daly's
     checkpoint intervals, and the Llama 3 405B and OPT-175B failure figures.
     """
@@ -82,10 +92,12 @@ def published(
     )
     coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
     lofo = cross_validate(realistic_assumptions) if cv else None
+    from mlsysim.validation.parallel import summary, summary_lines
     from mlsysim.validation.whole_run import report, report_lines
 
     if json_:
         body = validation_json(seed, realistic, band, intervals, coverage, width, lofo)
+        body["parallel"] = summary()
         body["whole_run"] = report()
         typer.echo(
             dumps(
@@ -109,6 +121,10 @@ def published(
         coverage=(coverage, width),
         lofo=lofo,
     )
+    typer.echo("")
+    for line in summary_lines():
+        typer.echo(line)
+    typer.echo("")
     for line in report_lines():
         typer.echo(line)
 

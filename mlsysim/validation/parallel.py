@@ -36,7 +36,7 @@ import statistics
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import Any, cast
 
 from mlsysim.physics.layout import LayoutFigures, layout_figures
 
@@ -319,6 +319,52 @@ def leave_one_family_out(cases: list[ParallelCase]) -> dict[str, Summary]:
         u = {g: u.get(g, fallback) for g in {"A100", "H100"}}
         out[family] = summarize(evaluate_cases(held, u))
     return out
+
+
+def summary() -> dict[str, object]:
+    """The validation as plain values: the fitted efficiencies, every run's error, all runs,
+    per family and leave one family out (errors as fractions)."""
+    cases = load_cases()
+    u = fit_efficiency(cases)
+    results = evaluate_cases(cases, u)
+
+    def plain(s: Summary) -> dict[str, float | int]:
+        return {"runs": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst}
+
+    return {
+        "math_efficiency": dict(sorted(u.items())),
+        "runs": [
+            {"id": r.case.id, "family": r.case.family, "measured_time_s": r.case.measured_time,
+             "predicted_time_s": r.predicted_time, "error": r.error}
+            for r in results
+        ],
+        "all": plain(summarize(results)),
+        "families": {f: plain(s) for f, s in by_family(results).items()},
+        "leave_one_family_out": {f: plain(s) for f, s in leave_one_family_out(cases).items()},
+        "targets": {"median_abs_error": MEDIAN_TARGET, "worst_abs_error": WORST_TARGET},
+    }
+
+
+def summary_lines() -> list[str]:
+    """A few lines for ``mlsysim validate published``: all runs, and per family held out."""
+    data = summary()
+    total = cast("dict[str, float]", data["all"])
+    u = cast("dict[str, float]", data["math_efficiency"])
+    lines = [
+        "Model-parallel runs (tensor, pipeline, ZeRO-3; one math-kernel efficiency per GPU: "
+        + ", ".join(f"{g} {v:.3f}" for g, v in u.items())
+        + f"): {int(total['runs'])} runs, median |error| {total['median_abs_error']:.1%}, "
+        f"worst {total['worst_abs_error']:.1%} (targets {MEDIAN_TARGET:.0%}, {WORST_TARGET:.0%})",
+    ]
+    held = cast("dict[str, dict[str, float]]", data["leave_one_family_out"])
+    for family, s in cast("dict[str, dict[str, float]]", data["families"]).items():
+        lines.append(
+            f"  {family:45s} n={int(s['runs']):2d} median {s['median_abs_error']:5.1%} "
+            f"worst {s['worst_abs_error']:5.1%}; family left out: median "
+            f"{held[family]['median_abs_error']:5.1%} worst {held[family]['worst_abs_error']:5.1%}"
+        )
+    lines.append("  (every run: mlsysim validate parallel)")
+    return lines
 
 
 def report() -> str:
