@@ -41,8 +41,9 @@ DERIVATION_FILLS: Final[Mapping[str, frozenset[str]]] = {
 """What each derivation source fills (or excludes: tokens and samples are either-or)."""
 
 KEPT_SOURCES: Final = frozenset({"recompute"})
-_SOURCES: Final = frozenset(PRESETS) | frozenset(DERIVATION_FILLS)
 """Sources never dropped by rule 3: a modeling choice of their own, not only a way to fill."""
+
+_SOURCES: Final = frozenset(PRESETS) | frozenset(DERIVATION_FILLS)
 
 
 def fills(name: str, value: object) -> frozenset[str]:
