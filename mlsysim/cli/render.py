@@ -156,9 +156,9 @@ def _result_cells(
         value = getattr(result, key)
         if value is None or (seed_only and f.opt_in):
             continue
-        label = f.label.format(n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}")
-        if layout:
-            label = LAYOUT_LABELS.get(key, label)
+        label = (f.layout_label if layout else f.label).format(
+            n=n, nodes=f"{nodes} node{'s' if nodes != 1 else ''}"
+        )
         text, unit = _DISPLAY[f.display](value, f.unit or "")
         raw: object = value
         if f.display == "fixed":
@@ -167,18 +167,6 @@ def _result_cells(
             raw = float(value)
         rows.append((label, text, unit, raw))
     return rows
-
-
-LAYOUT_LABELS: dict[str, str] = {
-    "compute_time": "compute per update (m T1 / (t p))",
-    "communication_time": "communication per update (every stage)",
-    "intra_time": "  exposed inside a node",
-    "inter_time": "  exposed across nodes",
-    "intra_bytes": "bytes sent per device inside a node (all stages)",
-    "inter_bytes": "bytes sent per device across nodes (all stages)",
-    "memory_per_device": "memory per device (first stage)",
-}
-"""Run-table labels of the seed's rows when the result is a parallel layout (docs/parallelism.md)."""
 
 
 def _in_unit(value: float, shown: str) -> float:

@@ -66,7 +66,7 @@ is left out of the fit *and* of the residuals; its measurements fall inside the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -148,8 +148,10 @@ def communication_share(communication_time: ArrayLike, compute_time: ArrayLike) 
     return np.asarray(np.where(total > 0, c / np.where(total > 0, total, 1.0), 0.0), dtype=float)
 
 
+@lru_cache(maxsize=256)
 def assumptions_key(assumptions: Assumptions) -> str:
-    """A stable name of a set of assumptions, for the stored scores (a hash of their fields).
+    """A stable name of a set of assumptions, for the stored scores (a hash of their fields;
+    kept per set of assumptions: every interval asks for it).
 
     Fields that change only the whole run (``failure_rate``: no figure of the update)
     are left out: they leave the residuals as they are.

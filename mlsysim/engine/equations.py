@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -668,8 +669,11 @@ def _whole_run_figures(
     )
 # -- parallel layouts (tensor, pipeline, sharded data parallelism) -------------------------
 
-_LAYOUT_INPUTS = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
+LAYOUT_INPUTS = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
 """The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN)."""
+
+
+_layout_values = attrgetter(*LAYOUT_INPUTS)
 
 
 def _layout_given(x: Inputs) -> bool:
@@ -679,9 +683,7 @@ def _layout_given(x: Inputs) -> bool:
     a row without a layout input is the data-parallel model, which the layout model with
     t = p = 1 does not reproduce.
     """
-    values = (
-        x.tensor_parallel, x.pipeline_parallel, x.pipeline_chunks, x.shard_group, x.sequence_parallel
-    )
+    values = _layout_values(x)
     if not is_array(*values):  # one layout: a plain loop (the solve's path)
         for v in values:  # noqa: SIM110 - a plain loop; any() over a generator costs more here
             if v == v:

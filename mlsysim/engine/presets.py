@@ -122,17 +122,23 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
       datasheet TDP, where the registry has it).
     """
     label = preset_label(kind, entry)
+    return {name: (value, label + how) for name, (value, how) in _preset_values(kind, entry).items()}
+
+
+def _preset_values(kind: str, entry: object) -> dict[str, tuple[object, str]]:
+    """:func:`preset_figures` without the entry's registry name: ``{input: (value, how)}``,
+    ``how`` the words added to the origin (``" (its NICs)"``)."""
     if kind == "fabric":
         fabric = cast("Fabric", entry)
-        return {"inter_bandwidth": (fabric.bandwidth, label), "inter_latency": (fabric.latency, label)}
+        return {"inter_bandwidth": (fabric.bandwidth, ""), "inter_latency": (fabric.latency, "")}
     if kind == "accelerator":
         accelerator = cast("Accelerator", entry)
         filled: dict[str, tuple[object, str]] = {
-            "device_memory": (accelerator.memory.capacity, label),
-            "memory_bandwidth": (accelerator.memory.bandwidth, label),
+            "device_memory": (accelerator.memory.capacity, ""),
+            "memory_bandwidth": (accelerator.memory.bandwidth, ""),
         }
         if accelerator.power is not None:  # its datasheet TDP (docs/whole_run.md)
-            filled["device_power"] = (accelerator.power.tdp, f"{label} (its TDP)")
+            filled["device_power"] = (accelerator.power.tdp, " (its TDP)")
         return filled
     node = cast("Node", entry)
     figures: dict[str, tuple[object, str]] = {}
@@ -145,19 +151,23 @@ def preset_figures(kind: str, entry: object) -> dict[str, tuple[object, str]]:
         ("node_hour_rate", node_hour_rate(node)),
     ):
         if value is not None:
-            figures[name] = (value, label)
+            figures[name] = (value, "")
     nic = getattr(node, "nic_fabric", None)
     if nic is not None:
-        figures["inter_bandwidth"] = (node.nic_bandwidth, f"{label} (its NICs)")
-        figures["inter_latency"] = (nic.latency, f"{label} (its NICs)")
+        figures["inter_bandwidth"] = (node.nic_bandwidth, " (its NICs)")
+        figures["inter_latency"] = (nic.latency, " (its NICs)")
     return figures
 
 
 def preset_fills(kind: str, entry: object) -> frozenset[str]:
-    """Every input a preset may fill (a node: with what its accelerator fills)."""
-    names = set(preset_figures(kind, entry))
+    """Every input a preset may fill (a node: with what its accelerator fills).
+
+    Read by the precedence rule at every ``variant``: the registry is not searched
+    for the entry's name here (that is only for the origins).
+    """
+    names = set(_preset_values(kind, entry))
     if kind == "node":
-        names |= set(preset_figures("accelerator", cast("Node", entry).accelerator))
+        names |= set(_preset_values("accelerator", cast("Node", entry).accelerator))
     return frozenset(names)
 
 

@@ -58,7 +58,8 @@ class ResultField(Generic[T]):
     short column title of a sweep table, ``display`` how a value is written
     (``"fixed"``, ``"percent"``, ``"times"``, ``"ratio"``, ``"yes_no"``,
     ``"money"``, ``"count"``, ``"text"``), ``interval`` its place among the
-    fields with a prediction interval (None: it has none).
+    fields with a prediction interval (None: it has none), ``layout_label`` its
+    run-table label when the result is a parallel layout (default: ``label``).
     """
 
     kind = "float"
@@ -73,6 +74,7 @@ class ResultField(Generic[T]):
         seed: bool = False,
         doc: str = "",
         label: str = "",
+        layout_label: str | None = None,
         row: int | None = None,
         opt_in: bool = False,
         header: str | None = None,
@@ -84,6 +86,9 @@ class ResultField(Generic[T]):
         self.__doc__ = doc
         self.doc = doc
         self.label = label
+        self.layout_label = layout_label or label
+        """The run-table label when the result is a parallel layout (the figure then sums
+        every stage, or is the first stage's)."""
         self.row = row
         self.opt_in = opt_in
         self._header = header
@@ -285,23 +290,29 @@ class DataParallelScaleOutResult:
     intra_bytes = QuantityField(
         "byte", seed=True, doc="bytes each device sends inside its node",
         label="bytes sent per device inside a node", row=19,
+        layout_label="bytes sent per device inside a node (all stages)",
     )
     inter_bytes = QuantityField(
         "byte", seed=True, doc="bytes each device sends across nodes",
         label="bytes sent per device across nodes", row=20,
+        layout_label="bytes sent per device across nodes (all stages)",
     )
     intra_time = QuantityField(
-        "millisecond", seed=True, doc="AllReduce time inside a node", label="  inside each node", row=4
+        "millisecond", seed=True, doc="AllReduce time inside a node", label="  inside each node", row=4,
+        layout_label="  exposed inside a node",
     )
     inter_time = QuantityField(
-        "millisecond", seed=True, doc="AllReduce time across nodes", label="  across nodes", row=5
+        "millisecond", seed=True, doc="AllReduce time across nodes", label="  across nodes", row=5,
+        layout_label="  exposed across nodes",
     )
     communication_time = QuantityField(
         "millisecond", seed=True, doc="intra_time + inter_time",
         label="gradient AllReduce per update", row=3, header="comm.",
+        layout_label="communication per update (every stage)",
     )
     compute_time = QuantityField(
-        "millisecond", seed=True, doc="A x T1 per update", label="compute per update (A x T1)", row=2
+        "millisecond", seed=True, doc="A x T1 per update", label="compute per update (A x T1)", row=2,
+        layout_label="compute per update (m T1 / (t p))",
     )
     update_time = QuantityField(
         "millisecond", seed=True, doc="time of one optimizer update", label="update time", row=1,
@@ -427,7 +438,8 @@ class DataParallelScaleOutResult:
         label="  ZeRO-3 gather buffers", row=39,
     )
     memory_per_device = QuantityField(
-        "byte", doc="training state + activations per device", label="memory per device", row=21
+        "byte", doc="training state + activations per device", label="memory per device", row=21,
+        layout_label="memory per device (first stage)",
     )
     device_memory = OptionalQuantityField(
         "byte", doc="memory of one device, when known", label="device memory", row=22

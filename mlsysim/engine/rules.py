@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.engine.equations import LAYOUT_INPUTS
 
 
 def _not_given(value: object) -> bool:
@@ -143,7 +144,7 @@ def check_together(values: Mapping[str, object]) -> None:
     check_layout_rules(values)
 
 
-LAYOUT_FIELDS: Final = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
+LAYOUT_FIELDS: Final = LAYOUT_INPUTS
 """The inputs that make a scenario a parallel layout (docs/parallelism.md) when any is given."""
 
 

@@ -93,6 +93,9 @@ class Space:
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _scenarios: dict[tuple[int, ...], DataParallelScaleOutScenario] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def __reduce__(self) -> tuple[Callable[[bytes], Space], tuple[bytes]]:
         # caches are rebuilt where used; Quantities must come back in mlsysim's registry
@@ -159,13 +162,17 @@ class Space:
         derives what it fills, exactly as the scalar ``variant`` of each row.
         The rules between inputs are checked over the grid (:meth:`check_rules`).
         """
-        changes: dict[str, object] = {}
-        for p, axis in enumerate(self.axes):
-            if p in picks:
-                changes[axis.field] = axis.values[picks[p]]
-            else:
-                changes[axis.field] = None if None in axis.values else axis.values[0]
-        return self.base._layered(changes, rules=False)
+        key = tuple(picks[p] for p in sorted(picks))
+        found = self._scenarios.get(key)
+        if found is None:
+            changes: dict[str, object] = {}
+            for p, axis in enumerate(self.axes):
+                if p in picks:
+                    changes[axis.field] = axis.values[picks[p]]
+                else:
+                    changes[axis.field] = None if None in axis.values else axis.values[0]
+            found = self._scenarios[key] = self.base._layered(changes, rules=False)
+        return found
 
     def _group(
         self, key: tuple[int, ...], picks: dict[int, int]
@@ -181,18 +188,21 @@ class Space:
     def check_rules(self) -> None:
         """The rules between inputs over the whole grid; an error counts the layouts that break one.
 
-        Each group (a combination of categorical values) is resolved once; the
+        Each group (a combination of categorical values) is resolved once, for the
+        rules and for the blocks alike (:meth:`group_scenario` keeps it); the
         rule's ``broken`` runs on the numeric axes as arrays along their own
         dimensions (the same expression the scalar check evaluates).
         """
         categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
         numeric = {a.field: p for p, a in enumerate(self.axes) if p not in categorical}
         ndim = len(self.axes)
+        groups = [
+            self.group_scenario(dict(zip(categorical, picks, strict=True))).fields()
+            for picks in itertools.product(*(range(self.shape[p]) for p in categorical))
+        ]
         for rule in RULES:
-            broken_count, example = 0, None
-            for picks_t in itertools.product(*(range(self.shape[p]) for p in categorical)):
-                picks = dict(zip(categorical, picks_t, strict=True))
-                values = self.group_scenario(picks).fields()
+            broken_count, example, example_values = 0, None, groups[0]
+            for values in groups:
                 operands = []
                 for name, read in zip(rule.fields, rule.reads, strict=True):
                     p = numeric.get(name)
@@ -216,10 +226,11 @@ class Space:
                 if example is None:
                     where = np.argwhere(full)[0] if full.ndim else ()
                     example = _example(rule.fields, values, self.axes, numeric, where)
+                    example_values = values
             if broken_count:
                 raise InputError(
                     f"sweep: {broken_count} of {self.size} combinations have {rule.phrase} "
-                    f"(e.g. {example}): {rule.message(values)}",
+                    f"(e.g. {example}): {rule.message(example_values)}",
                     field=rule.loc,
                     type="rule",
                     ctx={"fields": rule.fields, "layouts": broken_count},
