@@ -366,6 +366,7 @@ def layout_figures(
     inter_latency: Num = 0.0,
     gradient_bytes: Num = 2.0,
     device_step_time: Num = math.nan,
+    sharding_rate: Num = math.nan,
     recompute: str = "none",
     sequence_parallel: bool = False,
     flash_attention: bool = False,
@@ -388,6 +389,11 @@ def layout_figures(
     measured or derived time of one micro-batch's forward and backward of
     the whole model on one device; it replaces the FLOP-based t_c by
     T1 / (t p), as a profiled step time enters the data-parallel model.
+    ``sharding_rate``, when given (not NaN), is a measured (achieved) rate in
+    bytes/s per rank of the shard group's all-gathers and reduce-scatters; it
+    replaces the ring rate :func:`~mlsysim.physics.sharding.group_rate`
+    derives from the links (a framework's collectives can run far below what
+    the links carry; docs/parallelism.md, the ZeRO-3 runs of 2021).
     """
     t, p, v = tensor_parallel, pipeline_parallel, pipeline_chunks
     b, m, g = micro_batch, micro_batches, devices_per_node
@@ -428,7 +434,11 @@ def layout_figures(
     r = d / k
     per_node = maximum(1.0, g / t)  # data-parallel ranks of one group in a node (Megatron order: t, d, p)
     k_node = minimum(k, per_node)
-    k_rate = group_rate(k_node, k, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    k_rate = where(
+        sharding_rate == sharding_rate,
+        sharding_rate,
+        group_rate(k_node, k, g, intra_bandwidth, nic_bandwidth, nics_per_node),
+    )
     k_latency = where(k <= k_node, intra_latency, inter_latency)
 
     full_shard = zero_stage >= 3

@@ -32,6 +32,7 @@ Inputs a source does not state are assumed and named in :data:`ASSUMED`
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass
 from functools import cache
@@ -238,9 +239,10 @@ def load_cases() -> list[ParallelCase]:
     return [case_of(e) for e in load_entries() if e["id"] not in EXCLUDED]
 
 
-def predict(case: ParallelCase, math_efficiency: float) -> LayoutFigures:
-    """The layout figures of one run at a math-kernel efficiency u."""
-    return layout_figures(math_efficiency=math_efficiency, **case.inputs)
+def predict(case: ParallelCase, math_efficiency: float, sharding_rate: float = math.nan) -> LayoutFigures:
+    """The layout figures of one run at a math-kernel efficiency u (and, when given, an achieved
+    per-rank rate of the ZeRO collectives instead of the links' ring rate)."""
+    return layout_figures(math_efficiency=math_efficiency, sharding_rate=sharding_rate, **case.inputs)
 
 
 def exact_efficiency(case: ParallelCase) -> float:
@@ -284,6 +286,54 @@ def evaluate_cases(cases: list[ParallelCase], efficiency: dict[str, float]) -> l
         u = efficiency[case.generation]
         figures = predict(case, u)
         out.append(ParallelResult(case, u, float(figures.update_time), figures))
+    return out
+
+
+ZERO3_FAMILY = "ZeRO-3 baseline in Narayanan et al. 2021"
+"""The family whose communication the links' ring rate does not explain (docs/parallelism.md)."""
+
+
+def implied_sharding_rate(case: ParallelCase, math_efficiency: float) -> float:
+    """The per-rank rate of the ZeRO collectives (bytes/s) at which the run's prediction is exact.
+
+    Bisection on log(rate) between 100 MB/s and 10 TB/s (the time falls as the rate grows);
+    NaN where even 10 TB/s leaves the prediction slower than the measurement (the miss is not
+    the sharding traffic). A diagnostic: it says what a framework's collectives achieved, not a
+    figure the model is fitted with.
+    """
+    lo, hi = math.log(1e8), math.log(1e13)
+    if float(predict(case, math_efficiency, math.exp(hi)).update_time) > case.measured_time:
+        return math.nan
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if float(predict(case, math_efficiency, math.exp(mid)).update_time) > case.measured_time:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp(0.5 * (lo + hi))
+
+
+@dataclass(frozen=True)
+class RateCheck:
+    """One ZeRO-3 run: its implied collective rate, and its error when predicted with the median
+    rate implied by the family's other runs (leave one run out)."""
+
+    id: str
+    implied_rate: float
+    held_out_rate: float
+    held_out_error: float
+
+
+def zero3_rate_check(results: list[ParallelResult]) -> list[RateCheck]:
+    """The ZeRO-3 family's implied collective rates and leave-one-run-out errors (see :func:`implied_sharding_rate`)."""
+    family = [r for r in results if r.case.family == ZERO3_FAMILY]
+    rates = {r.case.id: implied_sharding_rate(r.case, r.efficiency) for r in family}
+    out = []
+    for r in family:
+        others = [v for k, v in rates.items() if k != r.case.id and not math.isnan(v)]
+        rate = statistics.median(others)
+        predicted = float(predict(r.case, r.efficiency, rate).update_time)
+        out.append(RateCheck(r.case.id, rates[r.case.id], rate, r.case.measured_time / predicted - 1.0))
     return out
 
 
@@ -342,6 +392,11 @@ def summary() -> dict[str, object]:
         "families": {f: plain(s) for f, s in by_family(results).items()},
         "leave_one_family_out": {f: plain(s) for f, s in leave_one_family_out(cases).items()},
         "targets": {"median_abs_error": MEDIAN_TARGET, "worst_abs_error": WORST_TARGET},
+        "zero3_rate_check": [
+            {"id": c.id, "implied_rate_bytes_per_s": c.implied_rate, "held_out_rate_bytes_per_s": c.held_out_rate,
+             "held_out_error": c.held_out_error}
+            for c in zero3_rate_check(results)
+        ],
     }
 
 
@@ -392,8 +447,22 @@ def report() -> str:
     lines += ["", "leave one family out:"]
     for family, s in leave_one_family_out(cases).items():
         lines.append(f"  {family:45s} n={s.count:2d} median {s.median:5.1%} worst {s.worst:5.1%}")
+    checks = zero3_rate_check(results)
+    if checks:
+        lines += ["", "ZeRO-3 diagnostic (not part of the model's fit): the per-GPU rate of the ZeRO-3 collectives",
+                  "at which each run is exact, and each run predicted with the median rate of the other five",
+                  "(the links' ring rate over a DGX A100's eight 200 Gb/s NICs is "
+                  f"{_zero3_ring_rate(results) / 1e9:.0f} GB/s):"]
+        for c in checks:
+            lines.append(f"  {c.id:50s} implied {c.implied_rate / 1e9:6.1f} GB/s; with {c.held_out_rate / 1e9:5.1f} GB/s: "
+                         f"error {c.held_out_error:+6.1%}")
     lines += ["", "excluded:"] + [f"  {k}: {why}" for k, why in EXCLUDED.items()]
     return "\n".join(lines)
+
+
+def _zero3_ring_rate(results: list[ParallelResult]) -> float:
+    first = next(r for r in results if r.case.family == ZERO3_FAMILY)
+    return float(first.figures.parts.shard_rate)
 
 
 if __name__ == "__main__":
