@@ -10,12 +10,22 @@ One job of K processes (started as torchrun starts them) does, in order:
    sharing of the machine as the DDP run;
 3. S training steps of the same model wrapped in
    ``torch.nn.parallel.DistributedDataParallel`` (Li et al. 2020, VLDB): the
-   measured update time is the median over steps of the slowest rank's step.
+   measured update time is the median over steps of the slowest rank's step;
+4. S steps of the wrapped model under ``no_sync()`` (DDP's hooks run, no
+   gradient is reduced): DDP's own work without communication.
+
+The terms (:meth:`DdpValidation.terms`) say which part misses: DDP's hooks
+are ``no_sync - T1``; the bucket copies, the wait for the slower rank and the
+exposed communication are ``DDP - no_sync`` (under ``no_sync()`` the reducer
+copies nothing into its buckets).
 
 The prediction is :class:`mlsysim.DataParallelScaleOutModel` with the model's
 real parameter count in fp32, ``devices_per_node = K``, one node, and the
 fitted link (:meth:`CollectiveFit.to_link`) as ``intra_bandwidth`` and
-``intra_latency``; the overlap choice is explained at :func:`default_overlap`.
+``intra_latency``; the overlap choice is explained at :func:`default_overlap`;
+the wait for the slowest rank is the model's straggler term with the
+coefficient of variation of the measured one-device steps
+(:func:`robust_cv`), a measured input like T1, not a fitted one.
 """
 
 from __future__ import annotations
@@ -56,6 +66,7 @@ class DdpMeasurements(TypedDict):
     sweep: list[float]
     local: list[float]
     updates: list[float]
+    no_sync: list[float]
     parameters: int
     world_size: int
 
@@ -109,6 +120,14 @@ def ddp_worker(config: DdpConfig) -> DdpMeasurements | None:
         wrapped = DistributedDataParallel(model, device_ids=ids)
         steps = time_steps(training_step(wrapped, batch), sync, config.warmup, config.steps)
         updates = slowest(dist, torch.tensor(steps, dtype=torch.float64), device)
+        step = training_step(wrapped, batch)
+
+        def unsynced() -> None:
+            with wrapped.no_sync():
+                step()
+
+        quiet = time_steps(unsynced, sync, config.warmup, config.steps)
+        no_sync = slowest(dist, torch.tensor(quiet, dtype=torch.float64), device)
         if dist.get_rank() != 0:
             return None
         return {
@@ -116,6 +135,7 @@ def ddp_worker(config: DdpConfig) -> DdpMeasurements | None:
             "sweep": sweep,
             "local": [t for times in everyone for t in times],
             "updates": updates,
+            "no_sync": no_sync,
             "parameters": params,
             "world_size": dist.get_world_size(),
         }
@@ -135,6 +155,7 @@ class DdpValidation:
     step_time: Quantity
     local_step_times: tuple[float, ...]
     update_times: tuple[float, ...]
+    no_sync_times: tuple[float, ...]
     fit: CollectiveFit
     overlap: bool
     predicted: DataParallelScaleOutResult
@@ -165,6 +186,25 @@ class DdpValidation:
         t1 = self.step_time.to("ms").magnitude
         return self.ranks * t1 / self.measured_update_time.to("ms").magnitude
 
+    def terms(self) -> dict[str, tuple[float, float]]:
+        """Each part of the update, (predicted, measured) in ms.
+
+        ``one device step``: T1 (a measured input, equal by construction);
+        ``DDP's hooks``: measured as the ``no_sync()`` step minus T1 (the
+        model: 0); ``copies, wait and communication``: the model's straggler
+        wait plus exposed communication (plus bucket copies when that
+        assumption is on), measured as the DDP step minus the ``no_sync()`` step.
+        """
+        t1 = statistics.median(self.local_step_times) * 1e3
+        quiet = statistics.median(self.no_sync_times) * 1e3
+        full = statistics.median(self.update_times) * 1e3
+        rest = self.predicted.update_time.to("ms").magnitude - t1
+        return {
+            "one device step": (t1, t1),
+            "DDP's hooks": (0.0, quiet - t1),
+            "copies, wait and communication": (float(rest), full - quiet),
+        }
+
     def to_dict(self) -> dict[str, Any]:  # JSON data, read by key in the CLI
         def q(value: Quantity) -> dict[str, JSONValue]:
             return {"value": float(value.magnitude), "unit": f"{value.units:D}"}
@@ -193,6 +233,9 @@ class DdpValidation:
             "overlap": self.overlap,
             "update_time_spread": _spread(self.update_times),
             "step_time_spread": _spread(self.local_step_times),
+            "step_time_cv": robust_cv(self.local_step_times),
+            "predicted_synchronization_time": q(self.predicted.synchronization_time),
+            "terms_ms": {name: {"predicted": a, "measured": b} for name, (a, b) in self.terms().items()},
             "allreduce_fit": fit,
         }
 
@@ -239,7 +282,10 @@ def validate_ddp(
         source=f"torch.distributed {config.backend}, {data['world_size']} processes",
     )
     step_time = quantity(1e3 * statistics.median(data["local"]), "ms")
-    predicted = predict(fit, data["parameters"], step_time, batch=config.batch, overlap=overlap)
+    predicted = predict(
+        fit, data["parameters"], step_time, batch=config.batch, overlap=overlap,
+        straggler_cv=robust_cv(data["local"]),
+    )
     return DdpValidation(
         spec=spec,
         launch=launch_config,
@@ -249,6 +295,7 @@ def validate_ddp(
         step_time=step_time,
         local_step_times=tuple(data["local"]),
         update_times=tuple(data["updates"]),
+        no_sync_times=tuple(data["no_sync"]),
         fit=fit,
         overlap=overlap,
         predicted=predicted,
@@ -256,14 +303,20 @@ def validate_ddp(
 
 
 def predict(
-    fit: CollectiveFit, parameters: int, step_time: Quantity, *, batch: int, overlap: bool
+    fit: CollectiveFit,
+    parameters: int,
+    step_time: Quantity,
+    *,
+    batch: int,
+    overlap: bool,
+    straggler_cv: float = 0.0,
 ) -> DataParallelScaleOutResult:
     """The model's DDP result for ``fit.ranks`` devices on one node, fp32 gradients.
 
-    Assumptions: the seed's (full fitted bandwidth, no synchronisation terms)
-    plus ``overlap`` with DDP's default 25 MiB buckets
-    (:data:`mlsysim.engine.assumptions.DEFAULT_BUCKET_SIZE`). The training time
-    is one step's worth (it does not enter the update time).
+    Assumptions: the seed's (full fitted bandwidth) plus ``overlap`` with DDP's
+    default 25 MiB buckets (:data:`mlsysim.engine.assumptions.DEFAULT_BUCKET_SIZE`)
+    and the straggler wait with the measured ``straggler_cv``. The training
+    time is one step's worth (it does not enter the update time).
     """
     from mlsysim import Assumptions, DataParallelScaleOutModel, Workload
 
@@ -278,8 +331,26 @@ def predict(
         1,
         link.bandwidth,
         intra_latency=link.latency,
-        assumptions=Assumptions(overlap=overlap),
+        assumptions=Assumptions(overlap=overlap, straggler_cv=straggler_cv),
     )
+
+
+IQR_PER_SIGMA = 1.349
+"""Interquartile range of a normal distribution in standard deviations."""
+
+
+def robust_cv(times: list[float] | tuple[float, ...]) -> float:
+    """Coefficient of variation of step times, robust to a few outliers: (IQR / 1.349) / median.
+
+    For normal step times it equals sigma / mu; a stray slow step (a page
+    fault, another process's burst) moves it far less than the standard
+    deviation.
+    """
+    if len(times) < 4:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(times, n=4)
+    middle = statistics.median(times)
+    return (q3 - q1) / IQR_PER_SIGMA / middle if middle > 0 else 0.0
 
 
 def _spread(times: tuple[float, ...]) -> float:

@@ -421,6 +421,14 @@ def ddp(
         f"{data['measured_efficiency']:>12.1%}"
     )
     typer.echo("")
+    typer.echo(f"{'term (median)':24} {'predicted':>10} {'measured':>10}")
+    for name, pair in cast("dict[str, dict[str, float]]", data["terms_ms"]).items():
+        typer.echo(f"{name:24} {ms(pair['predicted']):>10} {ms(pair['measured']):>10}")
+    typer.echo(
+        f"(measured: DDP's hooks = the no_sync() step minus T1; the rest = the DDP step minus the "
+        f"no_sync() step; predicted wait from the measured step-time variation, cv {data['step_time_cv']:.1%})"
+    )
+    typer.echo("")
     typer.echo(
         f"relative error of the update time: {data['relative_error']:+.1%} "
         f"(spread of measured steps {data['update_time_spread']:.0%})"

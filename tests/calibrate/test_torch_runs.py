@@ -87,6 +87,11 @@ def test_validate_ddp_two_processes(capsys):
     assert data["parameters"] == 2 * (256 * 256 + 256) + 256 * 10 + 10
     assert data["gradient_bytes"]["value"] == 4 * data["parameters"]
     assert data["allreduce_fit"]["ranks"] == 2
+    terms = data["terms_ms"]
+    assert list(terms) == ["one device step", "DDP's hooks", "copies, wait and communication"]
+    assert sum(t["measured"] for t in terms.values()) == pytest.approx(data["measured_update_time"]["value"])
+    assert sum(t["predicted"] for t in terms.values()) == pytest.approx(data["predicted_update_time"]["value"])
+    assert data["step_time_cv"] >= 0
 
 
 def test_validate_ddp_repeats_report_the_spread(capsys):
