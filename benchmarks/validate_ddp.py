@@ -6,7 +6,8 @@ Each repetition is one full validation (AllReduce sweep, one-device step time,
 real DDP run). Two predictions are compared with the measured DDP update:
 
 * ``model``: the prediction of ``mlsysim validate ddp`` (the fitted link, overlap
-  as :func:`mlsysim.calibrate.ddp.default_overlap` decides);
+  as :func:`mlsysim.calibrate.ddp.default_overlap` decides, the wait for the
+  slower rank at the measured step-time variation);
 * ``+ DDP work``: the same with DDP's own general work switched on
   (``Assumptions(bucket_copies=True, first_bucket_size=1 MiB)``): gradients
   copied into the flat buckets and back, 4 G bytes at this machine's memory
@@ -53,6 +54,7 @@ def copy_bandwidth(mib: int = 256, repeats: int = 5) -> float:
 def with_ddp_work(v: Any, memory_bandwidth: float) -> Any:
     """The prediction of ``v`` with DDP's bucket copies and 1 MiB first bucket."""
     from mlsysim import Q_, Assumptions, DataParallelScaleOutModel, Workload
+    from mlsysim.calibrate.ddp import robust_cv
 
     link = v.fit.to_link()
     return DataParallelScaleOutModel().solve(
@@ -67,7 +69,8 @@ def with_ddp_work(v: Any, memory_bandwidth: float) -> Any:
         intra_latency=link.latency,
         memory_bandwidth=Q_(memory_bandwidth, "B/s"),
         assumptions=Assumptions(
-            overlap=v.overlap, bucket_copies=True, first_bucket_size=Q_(FIRST_BUCKET_MIB, "MiB")
+            overlap=v.overlap, bucket_copies=True, first_bucket_size=Q_(FIRST_BUCKET_MIB, "MiB"),
+            straggler_cv=robust_cv(v.local_step_times),
         ),
     )
 
