@@ -49,11 +49,26 @@ WORST_TARGET = 0.12
 PLATFORM_OF_GENERATION = {"A100": "DGX_A100", "H100": "DGX_H100"}
 """The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs)."""
 
+CLUSTER_NETWORK: dict[str, dict[str, float]] = {
+    "Jean Zay": {"nic_bandwidth": 12.5e9, "nics_per_node": 4.0},
+}
+"""Inter-node links of a cluster that are not its generation's registry node's (by the start of the entry's cluster).
+
+Jean Zay (BLOOM-176B): "4 OmniPath links" per 8-GPU A100 node (BigScience tr11-176B-ml
+training README, "Hardware"); Intel Omni-Path Architecture 100 series links carry
+100 Gb/s = 12.5 GB/s per direction (nominal). The DGX A100 figures would give it eight
+200 Gb/s HDR NICs, four times the bandwidth.
+"""
+
 EXCLUDED = {
     "korthikanti2022_530B_dp8_2240gpu_full_recompute": (
         "neither the batch nor the micro-batch of this baseline is stated; only its MFU"
     ),
     "llama3_405b_16384gpu_seq131072": "context parallelism (16-way) is not modelled",
+    "bloom176b_tr11_gbs16_rampup": (
+        "one micro-batch on a 12-stage pipeline: fewer micro-batches than stages, a layout the model's "
+        "rules refuse (m >= p; mlsysim.physics.layout.check_layout)"
+    ),
 }
 """Runs left out, with the reason."""
 
@@ -168,6 +183,11 @@ def _measured_time(entry: dict[str, Any], model: dict[str, Any]) -> tuple[float,
     return flops / rate, "teraFLOP/s per GPU"
 
 
+def _cluster_network(entry: dict[str, Any]) -> dict[str, float]:
+    cluster = str(entry["hardware"].get("cluster", ""))
+    return next((links for name, links in CLUSTER_NETWORK.items() if cluster.startswith(name)), {})
+
+
 @cache
 def _node_figures(generation: str) -> dict[str, float]:
     from mlsysim.engine.presets import node_figures
@@ -202,6 +222,7 @@ def case_of(entry: dict[str, Any]) -> ParallelCase:
         "vocab": float(model.get("vocab") or 51200),
         "devices": float(entry["gpus"]),
         **_node_figures(_generation(entry)),
+        **_cluster_network(entry),
         "tensor_parallel": float(t),
         "pipeline_parallel": float(p),
         "pipeline_chunks": float(v),

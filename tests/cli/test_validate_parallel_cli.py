@@ -7,10 +7,11 @@ def test_parallel_table_lists_runs_families_and_exclusions(capsys):
     code = main(["validate", "parallel"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "fitted math-kernel efficiency u: A100 0.591, H100 0.731" in out
+    assert "fitted math-kernel efficiency u: A100 0.592, H100 0.731" in out
     assert "narayanan2021_table1_1T" in out and "llama3_405b_8192gpu_seq8192" in out
-    assert "all 38 runs: median |error| 4.4%" in out
+    assert "all 37 runs: median |error| 4.0%" in out
     assert "leave one family out:" in out and "excluded:" in out
+    assert "ZeRO-3 diagnostic" in out and "bloom176b_tr11_gbs16_rampup: one micro-batch" in out
 
 
 def test_validate_parallel_json_and_published_report_both_sets():
