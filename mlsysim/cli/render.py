@@ -397,9 +397,9 @@ def print_validation(
     console.print(fam)
     covered, width = coverage
     console.print(
-        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.2 + "
-        "e x communication share (normalised conformal, from residuals of each case predicted "
-        f"without its family); covers {covered:.0%} of cases, median width "
+        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 1 + "
+        "8 (1 - e) + 0.5 log2(nodes) (normalised conformal, from residuals of each case "
+        f"predicted without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )
     if lofo is not None:

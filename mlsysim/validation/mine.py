@@ -290,16 +290,14 @@ def _from_params(params: np.ndarray, names: tuple[str, ...]) -> dict[str, float]
 
 def _predict(
     models: Sequence[tuple[Inputs, Choices]], constants: dict[str, float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(update time, efficiency, communication share) of each run under ``constants``."""
-    u, e, share = [], [], []
+) -> tuple[np.ndarray, np.ndarray]:
+    """(update time, efficiency) of each run under ``constants``."""
+    u, e = [], []
     for x, c in models:
         f = evaluate(x, replace(c, **constants))  # type: ignore[arg-type]  # float fields
         u.append(float(f.update_time))
         e.append(float(f.efficiency))
-        comm = float(f.communication_time)
-        share.append(comm / (float(f.compute_time) + comm) if comm > 0 else 0.0)
-    return np.asarray(u), np.asarray(e), np.asarray(share)
+    return np.asarray(u), np.asarray(e)
 
 
 def _least_squares(
@@ -375,10 +373,10 @@ def fit_runs(
         )
         for name in names:
             refits[name].append(loo.get(name, float(getattr(models[0][1], name))))
-        u, e, share = _predict([models[i]], loo)
+        u, e = _predict([models[i]], loo)
         held_out[i] = u[0]
         e_measured = e[0] * u[0] / measured[i]
-        scores[i] = (e_measured - e[0]) / float(difficulty(e[0], share[0]))
+        scores[i] = (e_measured - e[0]) / float(difficulty(e[0], runs[i].scenario.nodes))
     changes: dict[str, object] = {
         name: quantity(value if value >= 1e-9 else 0.0, "s")
         if name == "update_overhead"
@@ -407,7 +405,7 @@ def interval_widths(
         conformal_band,
         difficulty,
         efficiency_interval_of,
-        result_share,
+        result_nodes,
     )
 
     z_lo, z_hi = conformal_band(fit.scores, level)
@@ -416,10 +414,10 @@ def interval_widths(
         if run.scenario.devices_per_node * run.scenario.nodes == 1:
             continue
         r = run.scenario.variant(assumptions=base).result
-        low, high = efficiency_interval_of(base, r.efficiency, result_share(r), level)
+        low, high = efficiency_interval_of(base, r.efficiency, result_nodes(r), level)
         published.append(float(high - low))
         m = run.scenario.variant(assumptions=fit.assumptions).result
-        s = float(difficulty(m.efficiency, result_share(m)))
+        s = float(difficulty(m.efficiency, result_nodes(m)))
         ends = np.clip([m.efficiency + z_lo * s, m.efficiency + z_hi * s], LOWEST_EFFICIENCY, 1)
         own.append(float(ends[1] - ends[0]))
     if not published:

@@ -25,7 +25,6 @@ from mlsysim.validation.published import (
     base_scenario_for,
     by_family,
     calibrated_step_time,
-    communication_share_of_cases,
     compare,
     cross_validate,
     fit_host_jitter,
@@ -132,15 +131,6 @@ def test_out_of_family_predictions_never_see_their_family():
     held = np.asarray([c.family == family for c in cases])
     assert np.allclose(oof.predicted[held], predict_all(fitted, test), rtol=1e-12)
     assert out_of_family(a.variant(host_jitter=Q_(5, "ms"))).jitters == {}  # nothing fitted
-
-
-def test_communication_share_grows_with_the_network_load():
-    shares = communication_share_of_cases(Assumptions.realistic())
-    cases = load_cases()
-    assert np.all((shares >= 0) & (shares < 1))
-    one_node = [s for c, s in zip(cases, shares, strict=True) if c.raw["nodes"] == 1]
-    tcp = [s for c, s in zip(cases, shares, strict=True) if "TCP" in c.id]
-    assert max(one_node) < min(tcp)
 
 
 def test_in_sample_coverage_of_the_80_percent_band():
