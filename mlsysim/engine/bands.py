@@ -137,12 +137,18 @@ def conformal_band(residuals: ArrayLike, level: float) -> tuple[float, float]:
     return float(r[k_lo - 1]), float(r[k_hi - 1])
 
 
-def difficulty(efficiency: ArrayLike, nodes: ArrayLike) -> np.ndarray:
+def difficulty(
+    efficiency: ArrayLike,
+    nodes: ArrayLike,
+    loss_weight: float = DIFFICULTY_LOSS,
+    node_weight: float = DIFFICULTY_NODES,
+) -> np.ndarray:
     """s = 1 + DIFFICULTY_LOSS (1 - e) + DIFFICULTY_NODES log2(N), from the predicted
-    efficiency e and the number of nodes N (floats or arrays)."""
+    efficiency e and the number of nodes N (floats or arrays; other weights for the
+    check that picks them, :func:`mlsysim.validation.published.choose_difficulty_weights`)."""
     e = np.clip(np.asarray(efficiency, dtype=float), 0.0, 1.0)
     n = np.maximum(np.asarray(nodes, dtype=float), 1.0)
-    return np.asarray(1.0 + DIFFICULTY_LOSS * (1.0 - e) + DIFFICULTY_NODES * np.log2(n), dtype=float)
+    return np.asarray(1.0 + loss_weight * (1.0 - e) + node_weight * np.log2(n), dtype=float)
 
 
 @lru_cache(maxsize=256)

@@ -596,10 +596,36 @@ class CrossValidation:
         return float(np.median(self.widths))
 
 
+def _held_out_bands(
+    predicted: np.ndarray,
+    residuals: np.ndarray,
+    families: np.ndarray,
+    scale: np.ndarray,
+    level: float,
+    within: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of each case: the conformal band of the scores residual / scale of the
+    *other* families (among the cases ``within``, all by default), times the case's own scale,
+    around its prediction, clipped to [0.001, 1]. NaN outside ``within``."""
+    from mlsysim.engine.bands import LOWEST_EFFICIENCY, conformal_band
+
+    inside = np.ones(len(predicted), dtype=bool) if within is None else within
+    scores = residuals / scale
+    lows = np.full(len(predicted), np.nan)
+    highs = np.full(len(predicted), np.nan)
+    for family in dict.fromkeys(families[inside].tolist()):
+        held = families == family
+        z_lo, z_hi = conformal_band(scores[inside & ~held], level)
+        lows[held] = np.clip(predicted[held] + z_lo * scale[held], LOWEST_EFFICIENCY, 1.0)
+        highs[held] = np.clip(predicted[held] + z_hi * scale[held], LOWEST_EFFICIENCY, 1.0)
+    return lows, highs
+
+
 def cross_validate(
     assumptions: Assumptions | None = None,
     *,
     level: float = 0.8,
+    weights: tuple[float, float] | None = None,
 ) -> CrossValidation:
     """The honesty check of the intervals: leave one family out, twice over.
 
@@ -609,27 +635,106 @@ def cross_validate(
     out-of-family residuals, scaled by F's own difficulty; the check counts how
     often F's measurement falls inside. The interval a result gets uses all
     families' out-of-family residuals; this check leaves F's out of them too.
+    ``weights``: the difficulty's (loss, nodes) weights (those of
+    :mod:`mlsysim.engine.bands` by default).
     """
-    from mlsysim.engine.bands import LOWEST_EFFICIENCY, conformal_band, difficulty
+    from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES, difficulty
 
     a = assumptions or Assumptions.realistic()
+    loss, nodes = weights or (DIFFICULTY_LOSS, DIFFICULTY_NODES)
     oof = out_of_family(a)
     cases = oof.cases
     measured = np.asarray([c.measured_eff for c in cases])
     families = np.asarray([c.family for c in cases])
-    scale = difficulty(oof.predicted, nodes_of_cases(cases))
-    scores = oof.residuals / scale
-    lows = np.empty(len(cases))
-    highs = np.empty(len(cases))
-    for family in dict.fromkeys(families.tolist()):
-        held = families == family
-        z_lo, z_hi = conformal_band(scores[~held], level)
-        p = oof.predicted[held]
-        lows[held] = np.clip(p + z_lo * scale[held], LOWEST_EFFICIENCY, 1.0)
-        highs[held] = np.clip(p + z_hi * scale[held], LOWEST_EFFICIENCY, 1.0)
+    scale = difficulty(oof.predicted, nodes_of_cases(cases), loss, nodes)
+    lows, highs = _held_out_bands(oof.predicted, oof.residuals, families, scale, level)
     covered = (measured >= lows) & (measured <= highs)
     comparisons = [Comparison(c, float(p)) for c, p in zip(cases, oof.predicted, strict=True)]
     return CrossValidation(comparisons, covered, highs - lows, lows, highs, oof.jitters, level)
+
+
+LOSS_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+"""The loss weights :func:`choose_difficulty_weights` tries."""
+NODE_WEIGHTS = (0.0, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0)
+"""The node weights :func:`choose_difficulty_weights` tries."""
+
+
+@dataclass(frozen=True)
+class WeightChoice:
+    """The difficulty's weights picked by the leave-one-family-out check, and the check of
+    the picking itself.
+
+    ``grid``: (loss, nodes) -> (held-out coverage, median width) on every family;
+    ``chosen``: the narrowest median width among the pairs whose coverage is in the
+    range; ``nested_coverage`` / ``nested_width``: each family's band built with the
+    weights the same rule picks *without that family* (an inner leave-one-family-out
+    over the others), the honest figure of a band whose weights were picked on data;
+    ``nested_choices``: family -> the weights picked without it.
+    """
+
+    grid: dict[tuple[float, float], tuple[float, float]]
+    chosen: tuple[float, float]
+    nested_coverage: float
+    nested_width: float
+    nested_choices: dict[str, tuple[float, float]]
+
+
+def choose_difficulty_weights(
+    assumptions: Assumptions | None = None,
+    *,
+    level: float = 0.8,
+    loss_weights: tuple[float, ...] = LOSS_WEIGHTS,
+    node_weights: tuple[float, ...] = NODE_WEIGHTS,
+    coverage: tuple[float, float] = COVERAGE_RANGE,
+) -> WeightChoice:
+    """Pick the difficulty's weights s = 1 + w_loss (1 - e) + w_nodes log2(N) by the
+    leave-one-family-out check alone (never in sample): of the pairs whose held-out
+    ``level`` coverage lies in ``coverage``, the one of the narrowest median width (ties:
+    the first in grid order). Then the same rule is repeated without each family in turn
+    (nested), to give the coverage and width of the picking itself."""
+    from mlsysim.engine.bands import LOWEST_EFFICIENCY, conformal_band, difficulty
+
+    a = assumptions or Assumptions.realistic()
+    oof = out_of_family(a)
+    measured = np.asarray([c.measured_eff for c in oof.cases])
+    families = np.asarray([c.family for c in oof.cases])
+    nodes = nodes_of_cases(oof.cases)
+    pairs = [(w_l, w_n) for w_l in loss_weights for w_n in node_weights]
+    scales = {pair: difficulty(oof.predicted, nodes, *pair) for pair in pairs}
+
+    def check(pair: tuple[float, float], within: np.ndarray) -> tuple[float, float]:
+        lows, highs = _held_out_bands(
+            oof.predicted, oof.residuals, families, scales[pair], level, within
+        )
+        inside = (measured >= lows) & (measured <= highs)
+        return float(np.mean(inside[within])), float(np.median((highs - lows)[within]))
+
+    def pick(within: np.ndarray) -> tuple[float, float]:
+        found = {pair: check(pair, within) for pair in pairs}
+        allowed = [p for p in pairs if coverage[0] <= found[p][0] <= coverage[1]] or pairs
+        return min(allowed, key=lambda p: found[p][1])
+
+    everyone = np.ones(len(oof.cases), dtype=bool)
+    grid = {pair: check(pair, everyone) for pair in pairs}
+    lows = np.empty(len(oof.cases))
+    highs = np.empty(len(oof.cases))
+    choices: dict[str, tuple[float, float]] = {}
+    for family in dict.fromkeys(families.tolist()):
+        held = families == family
+        choices[family] = pick(~held)
+        z = oof.residuals / scales[choices[family]]
+        z_lo, z_hi = conformal_band(z[~held], level)
+        s = scales[choices[family]][held]
+        lows[held] = np.clip(oof.predicted[held] + z_lo * s, LOWEST_EFFICIENCY, 1.0)
+        highs[held] = np.clip(oof.predicted[held] + z_hi * s, LOWEST_EFFICIENCY, 1.0)
+    inside = (measured >= lows) & (measured <= highs)
+    return WeightChoice(
+        grid=grid,
+        chosen=pick(everyone),
+        nested_coverage=float(np.mean(inside)),
+        nested_width=float(np.median(highs - lows)),
+        nested_choices=choices,
+    )
 
 
 def in_sample_coverage(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
