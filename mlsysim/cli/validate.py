@@ -142,6 +142,7 @@ def validation_json(
 
     ``band``: the conformal quantiles (z_lo, z_hi) of the normalised out-of-family
     residuals; ``intervals``: every case's (low, high) 80% efficiency interval."""
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.published import by_family, summarize
 
     def stats(s: Summary) -> dict[str, float]:
@@ -173,7 +174,7 @@ def validation_json(
             **stats(summarize(realistic)),
             "interval_80": {
                 "score_band": list(band),
-                "difficulty": "1 + 8 (1 - e) + 0.5 log2(N)",
+                "difficulty": DIFFICULTY_FORMULA,
                 "coverage": coverage,
                 "median_width": width,
             },

@@ -102,13 +102,13 @@ Team 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4): 466 /
 1,296 h) = 2.19e-5, a lower bound per GPU (the job did not always hold 16,384). The registry
 entry ``Infrastructure.Reliability.Llama3_405B_all``."""
 
-REALISTIC_HOST_JITTER = quantity(7.4, "ms")
+REALISTIC_HOST_JITTER = quantity(7.2, "ms")
 """Host jitter of the realistic preset (a job that loads real data): fitted so that the mean
-signed error over the 67 published cases is zero (:func:`mlsysim.validation.published.fit_host_jitter`, rounded to
-0.1 ms); refitted without each of the 15 families in turn it lies within 5.9-9.9 ms, and the
+signed error over the 79 published cases is zero (:func:`mlsysim.validation.published.fit_host_jitter`, rounded to
+0.1 ms); refitted without each of the 16 families in turn it lies within 5.7-9.5 ms, and the
 leave-one-family-out errors are reported in docs/model.md. A form that grows with the step
 (noise accumulating over the step, j ~ sqrt(T1)) was tried and predicts families left out
-worse (median 5.1 points against 4.2), so the fixed form stays."""
+worse (on the 67 cases of the time: median 5.1 points against 4.2), so the fixed form stays."""
 
 
 class Assumptions(Validated):
@@ -227,11 +227,11 @@ class Assumptions(Validated):
           18.9% slower on average (A100, H100, MI210, MI250; "Characterizing
           Compute-Communication Overlap in GPU-Accelerated Distributed Deep
           Learning: Performance and Power Implications", arXiv 2507.03114).
-        * ``host_jitter=7.4 ms``: the one constant fitted to data. It is the
-          value at which the mean signed error over the 67 published cases
+        * ``host_jitter=7.2 ms``: the one constant fitted to data. It is the
+          value at which the mean signed error over the 79 published cases
           (``mlsysim/data/published_scaling.json``) is zero
           (:func:`mlsysim.validation.published.fit_host_jitter`); refitted
-          without each of the 15 families in turn it stays within 5.9-9.9 ms,
+          without each of the 16 families in turn it stays within 5.7-9.5 ms,
           and the leave-one-family-out errors are in docs/model.md. Its order is
           that of host noise, the per-step host loop and the data loader's
           stalls (milliseconds). It applies to jobs that load real data; a

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.bands import difficulty, known_scores, result_nodes, score_band, scores
+from mlsysim.engine.bands import (
+    DIFFICULTY_FORMULA,
+    difficulty,
+    known_scores,
+    result_nodes,
+    score_band,
+    scores,
+)
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
@@ -541,7 +548,7 @@ def _interval_steps(s: _Steps, c: _Context) -> None:
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [z_lo, z_hi] x s, s = 1 + 8 (1 - e) + 0.5 log2(N): conformal quantiles of "
+        f"efficiency + [z_lo, z_hi] x s, s = {DIFFICULTY_FORMULA}: conformal quantiles of "
         f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
         f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",

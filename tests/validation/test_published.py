@@ -84,10 +84,10 @@ def test_realistic_preset_beats_the_seed_on_median_max_and_bias(seed, realistic)
     assert r.median_abs < s.median_abs and r.max_abs < s.max_abs and abs(r.mean) < abs(s.mean)
 
 
-def test_seed_model_figures_on_the_67_cases(seed):
-    """The seed's own errors: median 7.4 points, worst 30, optimistic by 2.6 on average."""
+def test_seed_model_figures_on_the_79_cases(seed):
+    """The seed's own errors: median 6.1 points, worst 30, optimistic by 2.2 on average."""
     s = summarize(seed)
-    assert 0.07 < s.median_abs < 0.09 and 0.25 < s.max_abs < 0.35 and s.mean > 0.02
+    assert 0.055 < s.median_abs < 0.07 and 0.25 < s.max_abs < 0.35 and s.mean > 0.02
     assert summary(seed) == (pytest.approx(s.median_abs), pytest.approx(s.max_abs))
 
 
@@ -140,7 +140,7 @@ def test_in_sample_coverage_of_the_80_percent_band():
 
 
 def test_the_preset_host_jitter_is_the_fitted_value():
-    """REALISTIC_HOST_JITTER is fit_host_jitter() on the 67 cases rounded to 0.1 ms."""
+    """REALISTIC_HOST_JITTER is fit_host_jitter() on the 79 cases rounded to 0.1 ms."""
     preset = Assumptions.realistic()
     fitted = fit_host_jitter(preset)
     assert preset.host_jitter.to("ms").magnitude == pytest.approx(fitted * 1e3, abs=0.06)
@@ -187,16 +187,18 @@ def test_vectorized_prediction_equals_the_scenario_results(assumptions):
 
 def test_packaged_data_stands_alone():
     packaged = json.loads(files("mlsysim.data").joinpath("published_scaling.json").read_text())
-    assert len(load_cases()) == len(packaged["cases"]) == 67
+    assert len(load_cases()) == len(packaged["cases"]) == 79
     added = [c for c in packaged["cases"] if c.get("added") == "2026-12-01"]
     assert len(added) == 18 and all(c["source"] for c in added)
-    mxnet = [c for c in packaged["cases"] if c["id"].startswith("DLE-MX-")]
-    assert len(mxnet) == 6 and all(c["source"] and c["stated"] for c in mxnet)
+    for prefix, count in (("DLE-MX-", 6), ("DLE-PT-BART-", 12)):
+        found = [c for c in packaged["cases"] if c["id"].startswith(prefix)]
+        assert len(found) == count and all(c["source"] and c["stated"] for c in found)
 
 
 def test_cases_carry_sources_families_and_platforms():
     for case in load_cases():
-        assert case.source and 0 < case.measured_eff <= 1
+        # a measured efficiency may pass 1 by run-to-run noise: BART BF16 on 20 nodes, 1.020
+        assert case.source and 0 < case.measured_eff <= 1.03
         assert "stated" in case.raw
         assert case.family
         assert memory_bandwidth_of(case.id) > 0
