@@ -29,7 +29,8 @@ An empty cell is an absent field. A bad row raises
 field.
 
 The fit (least squares on log update time: Levenberg 1944, Marquardt 1963,
-with forward-difference derivatives) moves only the constants the runs can
+with forward-difference derivatives, from the base assumptions' values and from
+:data:`EXTRA_STARTS`, the best kept) moves only the constants the runs can
 tell apart: ``intra_efficiency`` when some run has more than one device per
 node, ``inter_efficiency`` when some run has more than one node,
 ``update_overhead`` when some run has more than one device. Everything else
@@ -265,17 +266,17 @@ def free_constants(runs: Sequence[Run]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _to_params_value(name: str, value: float) -> float:
+    """One unbounded parameter: logit of an efficiency in (0.01, 1], log of the overhead in ms."""
+    if name == "update_overhead":
+        return math.log(max(value / OVERHEAD_SCALE, 1e-3))
+    x = min(max((value - 0.01) / 0.99, 1e-6), 1 - 1e-6)
+    return math.log(x / (1 - x))
+
+
 def _to_params(choices: Choices, names: tuple[str, ...]) -> np.ndarray:
-    """Unbounded parameters: logit of an efficiency in (0.01, 1], log of the overhead in ms."""
-    out = []
-    for name in names:
-        value = float(getattr(choices, name))
-        if name == "update_overhead":
-            out.append(math.log(max(value / OVERHEAD_SCALE, 1e-3)))
-        else:
-            x = min(max((value - 0.01) / 0.99, 1e-6), 1 - 1e-6)
-            out.append(math.log(x / (1 - x)))
-    return np.asarray(out)
+    """Unbounded parameters of ``names`` at the values of ``choices`` (:func:`_to_params_value`)."""
+    return np.asarray([_to_params_value(n, float(getattr(choices, n))) for n in names])
 
 
 def _from_params(params: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
@@ -339,6 +340,36 @@ def _least_squares(
     return p
 
 
+EXTRA_STARTS: tuple[tuple[float, float], ...] = ((0.35, 8e-3), (0.7, 0.5e-3))
+"""Further starting points of the fit besides the base assumptions' own values: (every
+efficiency, the update overhead in seconds). An efficiency driven to the bound of 1 sits on
+the flat end of its logistic parameter, where Levenberg-Marquardt cannot bring it back; the
+fit keeps the start whose result has the smallest sum of squared residuals."""
+
+
+def _fit_from_starts(
+    models: Sequence[tuple[Inputs, Choices]],
+    measured: np.ndarray,
+    names: tuple[str, ...],
+    start: np.ndarray,
+) -> np.ndarray:
+    """The least-squares fit from ``start`` and from each of :data:`EXTRA_STARTS`, the best."""
+    starts = [start]
+    for efficiency, overhead in EXTRA_STARTS:
+        values = {n: (overhead if n == "update_overhead" else efficiency) for n in names}
+        starts.append(
+            np.asarray([_to_params_value(n, values[n]) for n in names], dtype=float)
+        )
+    best, best_cost = start, math.inf
+    for p0 in starts:
+        p = _least_squares(models, measured, names, p0)
+        r = np.log(_predict(models, _from_params(p, names))[0]) - np.log(measured)
+        cost = float(r @ r)
+        if cost < best_cost:
+            best, best_cost = p, cost
+    return best
+
+
 def fit_runs(
     runs: Sequence[Run], base: Assumptions | None = None, *, leave_one_out: bool = True
 ) -> Fit:
@@ -358,7 +389,7 @@ def fit_runs(
     measured = np.asarray([r.measured_update_time for r in runs])
     names = free_constants(runs)
     start = _to_params(models[0][1], names)
-    constants = _from_params(_least_squares(models, measured, names, start), names)
+    constants = _from_params(_fit_from_starts(models, measured, names, start), names)
     predicted = _predict(models, constants)[0]
     held_out = np.full(len(runs), np.nan)
     scores = np.full(len(runs), np.nan)
@@ -368,7 +399,7 @@ def fit_runs(
         kept = np.delete(measured, i)
         loo_names = free_constants([r for k, r in enumerate(runs) if k != i])
         loo = _from_params(
-            _least_squares(others, kept, loo_names, _to_params(models[0][1], loo_names)),
+            _fit_from_starts(others, kept, loo_names, _to_params(models[0][1], loo_names)),
             loo_names,
         )
         for name in names:
