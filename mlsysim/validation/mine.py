@@ -464,6 +464,8 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
     fitted constants) and the ``[interval]`` scores, as TOML."""
     import tomli_w
 
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+
     table: dict[str, object] = {"preset": base_name}
     for name, value in fit.fitted.items():
         if name == "update_overhead":
@@ -476,6 +478,7 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
         "interval": {
             "source": f"{len(fit.measured)} runs of {Path(runs_path).name}, each predicted "
             "by a fit made without it (leave one out)",
+            "difficulty": DIFFICULTY_FORMULA,
             "scores": [round(float(z), 8) for z in fit.scores],
         },
         "fit": {
@@ -496,9 +499,11 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
 def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     """The assumptions of a file ``mlsysim validate mine`` wrote (or one written by hand):
     its ``[assumptions]`` table; its ``[interval]`` scores, when present, become the source
-    of the intervals of results under these assumptions."""
+    of the intervals of results under these assumptions. The scores are residuals over the
+    difficulty of :mod:`mlsysim.engine.bands`; a file that names another difficulty (written
+    by a version that normalised them otherwise) is refused: fit its runs again."""
     from mlsysim.core.tomlfile import parse_toml
-    from mlsysim.engine.bands import register_scores
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA, register_scores
 
     file = Path(os.path.expanduser(os.fspath(path)))
     data, lines = parse_toml(read_text(file), file)
@@ -514,6 +519,16 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
         raise ScenarioFileError(exc.message, path=str(file), line=lines.get(loc), loc=loc) from None
     interval = data.get("interval")
     if isinstance(interval, dict) and "scores" in interval:
+        named = interval.get("difficulty", DIFFICULTY_FORMULA)
+        if named != DIFFICULTY_FORMULA:
+            raise ScenarioFileError(
+                f"the scores are residuals over the difficulty {named!r}; this version builds "
+                f"intervals over {DIFFICULTY_FORMULA!r}: run 'mlsysim validate mine' on the "
+                "runs again",
+                path=str(file),
+                line=lines.get(("interval", "difficulty")),
+                loc=("interval", "difficulty"),
+            )
         scores = interval["scores"]
         if not isinstance(scores, list) or not all(
             isinstance(z, (int, float)) and not isinstance(z, bool) for z in scores
