@@ -334,6 +334,7 @@ def print_validation(
     efficiency interval of every case (the band times the case's difficulty)."""
     from rich.table import Table
 
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format
@@ -397,9 +398,9 @@ def print_validation(
     console.print(fam)
     covered, width = coverage
     console.print(
-        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = 0.2 + "
-        "e x communication share (normalised conformal, from residuals of each case predicted "
-        f"without its family); covers {covered:.0%} of cases, median width "
+        f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = "
+        f"{DIFFICULTY_FORMULA}, N nodes (normalised conformal, from residuals of each case "
+        f"predicted without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )
     if lofo is not None:

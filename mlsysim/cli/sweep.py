@@ -356,8 +356,7 @@ def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
     extra = interval_columns(
         scenario.assumptions,
         table["efficiency"],
-        table["communication_time"],
-        table["compute_time"],
+        table.nodes(),
         table["n_devices"],
         values,
         level,

@@ -73,10 +73,10 @@ def published(
     from mlsysim.engine.bands import efficiency_interval_of, score_band
     from mlsysim.validation.published import (
         by_family,
-        communication_share_of_cases,
         compare,
         cross_validate,
         in_sample_coverage,
+        nodes_of_cases,
         summarize,
     )
 
@@ -87,7 +87,7 @@ def published(
     intervals = efficiency_interval_of(
         realistic_assumptions,
         [r.predicted for r in realistic],
-        communication_share_of_cases(realistic_assumptions),
+        nodes_of_cases(),
         0.8,
     )
     coverage, width = in_sample_coverage(realistic_assumptions, 0.8)
@@ -142,6 +142,7 @@ def validation_json(
 
     ``band``: the conformal quantiles (z_lo, z_hi) of the normalised out-of-family
     residuals; ``intervals``: every case's (low, high) 80% efficiency interval."""
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.published import by_family, summarize
 
     def stats(s: Summary) -> dict[str, float]:
@@ -173,7 +174,7 @@ def validation_json(
             **stats(summarize(realistic)),
             "interval_80": {
                 "score_band": list(band),
-                "difficulty": "0.2 + e C / (A T1 + C)",
+                "difficulty": DIFFICULTY_FORMULA,
                 "coverage": coverage,
                 "median_width": width,
             },

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.bands import difficulty, known_scores, result_share, score_band, scores
+from mlsysim.engine.bands import (
+    DIFFICULTY_FORMULA,
+    difficulty,
+    known_scores,
+    result_nodes,
+    score_band,
+    scores,
+)
 from mlsysim.engine.equations import UPDATE_TERMS
 from mlsysim.engine.explain_job import explain_rows
 from mlsysim.engine.fields import FIELDS, GROUPS
@@ -537,12 +544,11 @@ def _interval_steps(s: _Steps, c: _Context) -> None:
     """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
     r = c.r
     z_lo, z_hi = score_band(c.a, 0.8)
-    share = result_share(r)
-    scale = float(difficulty(r.efficiency, share))
+    scale = float(difficulty(r.efficiency, result_nodes(r)))
     e_low, e_high = r.interval("efficiency")
     s.add(
         "80% interval",
-        "efficiency + [z_lo, z_hi] x s, s = 0.2 + e C / (A T1 + C): conformal quantiles of "
+        f"efficiency + [z_lo, z_hi] x s, s = {DIFFICULTY_FORMULA}: conformal quantiles of "
         f"(measured - predicted) / s ({scores(c.a).source}), clipped to [0.001, 1]",
         f"{fmt_num(r.efficiency)} + [{z_lo:+.4f}, {z_hi:+.4f}] x {scale:.4f}",
         f"efficiency {e_low:.4g} - {e_high:.4g}",

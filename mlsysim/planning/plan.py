@@ -113,8 +113,7 @@ class Constraints:
             slowdown = slowdown_at_confidence(
                 self.confidence_z,
                 table["efficiency"],
-                table["communication_time"],
-                table["compute_time"],
+                table.nodes(),
                 table["n_devices"],
             )
         if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule

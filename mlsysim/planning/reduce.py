@@ -208,8 +208,7 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         out["slowdown"] = slowdown_at_confidence(
             criteria.confidence_z,
             figure(v, "efficiency"),
-            figure(v, "communication_time"),
-            figure(v, "compute_time"),
+            sub.inputs.nodes,
             figure(v, "n_devices"),
         )
     if reach:

@@ -135,6 +135,15 @@ class SweepTable:
         grid = np.arange(self.shape[position]).reshape(shape)
         return np.broadcast_to(grid, self.shape).reshape(-1)
 
+    def nodes(self) -> np.ndarray:
+        """The number of nodes N of every row: n_devices over the devices per node (the
+        swept ``devices_per_node`` where it is an axis, else the base scenario's)."""
+        per_node = np.full(len(self), float(self.base.devices_per_node))
+        if "devices_per_node" in self.columns:
+            swept = np.asarray(self["devices_per_node"], dtype=float)
+            per_node = np.where(np.isfinite(swept), swept, per_node)
+        return np.asarray(self["n_devices"], dtype=float) / per_node
+
     def grid_index(self, i: int) -> int:
         """Index of row ``i`` in the full ``itertools.product`` order."""
         n = len(self)

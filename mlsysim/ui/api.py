@@ -384,14 +384,13 @@ def efficiency_band_of(
     score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
     under the seed model or when the sweep varies the assumptions.
     """
-    from mlsysim.engine.bands import communication_share, efficiency_interval_of
+    from mlsysim.engine.bands import efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
         return None
-    share = communication_share(table["communication_time"], table["compute_time"])
     low, high = efficiency_interval_of(
-        assumptions, table["efficiency"], share, level, table["n_devices"]
+        assumptions, table["efficiency"], table.nodes(), level, table["n_devices"]
     )
     return {
         "level": level,

@@ -34,10 +34,10 @@ from mlsysim.engine.bands import (
 @cache
 def published_scores(assumptions: Assumptions) -> Scores:
     """Out-of-family residuals of the published cases over their difficulty (cached)."""
-    from mlsysim.validation.published import communication_share_of_cases, out_of_family
+    from mlsysim.validation.published import nodes_of_cases, out_of_family
 
     oof = out_of_family(assumptions)
-    s = difficulty(oof.predicted, communication_share_of_cases(assumptions, oof.cases))
+    s = difficulty(oof.predicted, nodes_of_cases(oof.cases))
     how = "host jitter refitted without each family" if oof.jitters else "nothing fitted"
     return Scores(
         oof.residuals / s,

@@ -29,7 +29,8 @@ An empty cell is an absent field. A bad row raises
 field.
 
 The fit (least squares on log update time: Levenberg 1944, Marquardt 1963,
-with forward-difference derivatives) moves only the constants the runs can
+with forward-difference derivatives, from the base assumptions' values and from
+:data:`EXTRA_STARTS`, the best kept) moves only the constants the runs can
 tell apart: ``intra_efficiency`` when some run has more than one device per
 node, ``inter_efficiency`` when some run has more than one node,
 ``update_overhead`` when some run has more than one device. Everything else
@@ -265,17 +266,17 @@ def free_constants(runs: Sequence[Run]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _to_params_value(name: str, value: float) -> float:
+    """One unbounded parameter: logit of an efficiency in (0.01, 1], log of the overhead in ms."""
+    if name == "update_overhead":
+        return math.log(max(value / OVERHEAD_SCALE, 1e-3))
+    x = min(max((value - 0.01) / 0.99, 1e-6), 1 - 1e-6)
+    return math.log(x / (1 - x))
+
+
 def _to_params(choices: Choices, names: tuple[str, ...]) -> np.ndarray:
-    """Unbounded parameters: logit of an efficiency in (0.01, 1], log of the overhead in ms."""
-    out = []
-    for name in names:
-        value = float(getattr(choices, name))
-        if name == "update_overhead":
-            out.append(math.log(max(value / OVERHEAD_SCALE, 1e-3)))
-        else:
-            x = min(max((value - 0.01) / 0.99, 1e-6), 1 - 1e-6)
-            out.append(math.log(x / (1 - x)))
-    return np.asarray(out)
+    """Unbounded parameters of ``names`` at the values of ``choices`` (:func:`_to_params_value`)."""
+    return np.asarray([_to_params_value(n, float(getattr(choices, n))) for n in names])
 
 
 def _from_params(params: np.ndarray, names: tuple[str, ...]) -> dict[str, float]:
@@ -290,16 +291,14 @@ def _from_params(params: np.ndarray, names: tuple[str, ...]) -> dict[str, float]
 
 def _predict(
     models: Sequence[tuple[Inputs, Choices]], constants: dict[str, float]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(update time, efficiency, communication share) of each run under ``constants``."""
-    u, e, share = [], [], []
+) -> tuple[np.ndarray, np.ndarray]:
+    """(update time, efficiency) of each run under ``constants``."""
+    u, e = [], []
     for x, c in models:
         f = evaluate(x, replace(c, **constants))  # type: ignore[arg-type]  # float fields
         u.append(float(f.update_time))
         e.append(float(f.efficiency))
-        comm = float(f.communication_time)
-        share.append(comm / (float(f.compute_time) + comm) if comm > 0 else 0.0)
-    return np.asarray(u), np.asarray(e), np.asarray(share)
+    return np.asarray(u), np.asarray(e)
 
 
 def _least_squares(
@@ -341,6 +340,36 @@ def _least_squares(
     return p
 
 
+EXTRA_STARTS: tuple[tuple[float, float], ...] = ((0.35, 8e-3), (0.7, 0.5e-3))
+"""Further starting points of the fit besides the base assumptions' own values: (every
+efficiency, the update overhead in seconds). An efficiency driven to the bound of 1 sits on
+the flat end of its logistic parameter, where Levenberg-Marquardt cannot bring it back; the
+fit keeps the start whose result has the smallest sum of squared residuals."""
+
+
+def _fit_from_starts(
+    models: Sequence[tuple[Inputs, Choices]],
+    measured: np.ndarray,
+    names: tuple[str, ...],
+    start: np.ndarray,
+) -> np.ndarray:
+    """The least-squares fit from ``start`` and from each of :data:`EXTRA_STARTS`, the best."""
+    starts = [start]
+    for efficiency, overhead in EXTRA_STARTS:
+        values = {n: (overhead if n == "update_overhead" else efficiency) for n in names}
+        starts.append(
+            np.asarray([_to_params_value(n, values[n]) for n in names], dtype=float)
+        )
+    best, best_cost = start, math.inf
+    for p0 in starts:
+        p = _least_squares(models, measured, names, p0)
+        r = np.log(_predict(models, _from_params(p, names))[0]) - np.log(measured)
+        cost = float(r @ r)
+        if cost < best_cost:
+            best, best_cost = p, cost
+    return best
+
+
 def fit_runs(
     runs: Sequence[Run], base: Assumptions | None = None, *, leave_one_out: bool = True
 ) -> Fit:
@@ -360,7 +389,7 @@ def fit_runs(
     measured = np.asarray([r.measured_update_time for r in runs])
     names = free_constants(runs)
     start = _to_params(models[0][1], names)
-    constants = _from_params(_least_squares(models, measured, names, start), names)
+    constants = _from_params(_fit_from_starts(models, measured, names, start), names)
     predicted = _predict(models, constants)[0]
     held_out = np.full(len(runs), np.nan)
     scores = np.full(len(runs), np.nan)
@@ -370,15 +399,15 @@ def fit_runs(
         kept = np.delete(measured, i)
         loo_names = free_constants([r for k, r in enumerate(runs) if k != i])
         loo = _from_params(
-            _least_squares(others, kept, loo_names, _to_params(models[0][1], loo_names)),
+            _fit_from_starts(others, kept, loo_names, _to_params(models[0][1], loo_names)),
             loo_names,
         )
         for name in names:
             refits[name].append(loo.get(name, float(getattr(models[0][1], name))))
-        u, e, share = _predict([models[i]], loo)
+        u, e = _predict([models[i]], loo)
         held_out[i] = u[0]
         e_measured = e[0] * u[0] / measured[i]
-        scores[i] = (e_measured - e[0]) / float(difficulty(e[0], share[0]))
+        scores[i] = (e_measured - e[0]) / float(difficulty(e[0], runs[i].scenario.nodes))
     changes: dict[str, object] = {
         name: quantity(value if value >= 1e-9 else 0.0, "s")
         if name == "update_overhead"
@@ -407,7 +436,7 @@ def interval_widths(
         conformal_band,
         difficulty,
         efficiency_interval_of,
-        result_share,
+        result_nodes,
     )
 
     z_lo, z_hi = conformal_band(fit.scores, level)
@@ -416,10 +445,10 @@ def interval_widths(
         if run.scenario.devices_per_node * run.scenario.nodes == 1:
             continue
         r = run.scenario.variant(assumptions=base).result
-        low, high = efficiency_interval_of(base, r.efficiency, result_share(r), level)
+        low, high = efficiency_interval_of(base, r.efficiency, result_nodes(r), level)
         published.append(float(high - low))
         m = run.scenario.variant(assumptions=fit.assumptions).result
-        s = float(difficulty(m.efficiency, result_share(m)))
+        s = float(difficulty(m.efficiency, result_nodes(m)))
         ends = np.clip([m.efficiency + z_lo * s, m.efficiency + z_hi * s], LOWEST_EFFICIENCY, 1)
         own.append(float(ends[1] - ends[0]))
     if not published:
@@ -435,6 +464,8 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
     fitted constants) and the ``[interval]`` scores, as TOML."""
     import tomli_w
 
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+
     table: dict[str, object] = {"preset": base_name}
     for name, value in fit.fitted.items():
         if name == "update_overhead":
@@ -447,6 +478,7 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
         "interval": {
             "source": f"{len(fit.measured)} runs of {Path(runs_path).name}, each predicted "
             "by a fit made without it (leave one out)",
+            "difficulty": DIFFICULTY_FORMULA,
             "scores": [round(float(z), 8) for z in fit.scores],
         },
         "fit": {
@@ -467,9 +499,11 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
 def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     """The assumptions of a file ``mlsysim validate mine`` wrote (or one written by hand):
     its ``[assumptions]`` table; its ``[interval]`` scores, when present, become the source
-    of the intervals of results under these assumptions."""
+    of the intervals of results under these assumptions. The scores are residuals over the
+    difficulty of :mod:`mlsysim.engine.bands`; a file that names another difficulty (written
+    by a version that normalised them otherwise) is refused: fit its runs again."""
     from mlsysim.core.tomlfile import parse_toml
-    from mlsysim.engine.bands import register_scores
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA, register_scores
 
     file = Path(os.path.expanduser(os.fspath(path)))
     data, lines = parse_toml(read_text(file), file)
@@ -485,6 +519,16 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
         raise ScenarioFileError(exc.message, path=str(file), line=lines.get(loc), loc=loc) from None
     interval = data.get("interval")
     if isinstance(interval, dict) and "scores" in interval:
+        named = interval.get("difficulty", DIFFICULTY_FORMULA)
+        if named != DIFFICULTY_FORMULA:
+            raise ScenarioFileError(
+                f"the scores are residuals over the difficulty {named!r}; this version builds "
+                f"intervals over {DIFFICULTY_FORMULA!r}: run 'mlsysim validate mine' on the "
+                "runs again",
+                path=str(file),
+                line=lines.get(("interval", "difficulty")),
+                loc=("interval", "difficulty"),
+            )
         scores = interval["scores"]
         if not isinstance(scores, list) or not all(
             isinstance(z, (int, float)) and not isinstance(z, bool) for z in scores

@@ -339,13 +339,10 @@ def _interval_band(
     assumptions = table.scenario(int(order[0])).assumptions
     if assumptions.is_seed():
         return
-    from mlsysim.engine.bands import communication_share, efficiency_interval_of
+    from mlsysim.engine.bands import efficiency_interval_of
 
-    share = communication_share(
-        table["communication_time"][order], table["compute_time"][order]
-    )
     lower, upper = efficiency_interval_of(
-        assumptions, table["efficiency"][order], share, 0.8, table["n_devices"][order]
+        assumptions, table["efficiency"][order], table.nodes()[order], 0.8, table["n_devices"][order]
     )
     ax.fill_between(table[x][order], lower, upper, color=color, alpha=0.15, linewidth=0)
 

@@ -105,7 +105,7 @@ def test_ddp_bucket_copies_and_first_bucket():
 
 def test_realistic_preset_values():
     r = Assumptions.realistic()
-    assert r.interference == 0.19 and r.host_jitter == Q_(7.4, "ms")
+    assert r.interference == 0.19 and r.host_jitter == Q_(10.9, "ms")
 
 
 def test_new_steps_appear_in_explain():

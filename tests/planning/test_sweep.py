@@ -264,3 +264,12 @@ def test_random_sweeps_equal_the_scalar_solve(
         "accumulation_steps": accumulation,
     }
     assert_table_matches_scalar(sweep(base, **axes), base, axes)
+
+
+def test_table_nodes_are_devices_over_devices_per_node():
+    """SweepTable.nodes(): the swept devices per node where it is an axis, else the base's."""
+    base = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(assumptions=Assumptions.realistic())
+    table = sweep(base, nodes=[1, 2, 8], devices_per_node=[1, 4, 8])
+    assert np.array_equal(table.nodes(), table["nodes"].astype(float))
+    plain = sweep(base, nodes=[1, 3, 16])
+    assert np.array_equal(plain.nodes(), [1.0, 3.0, 16.0])

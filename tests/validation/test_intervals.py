@@ -10,16 +10,18 @@ from hypothesis import strategies as st
 from mlsysim import Q_, Assumptions, Scenarios
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.bands import (
-    DIFFICULTY_FLOOR,
+    DIFFICULTY_LOSS,
+    DIFFICULTY_NODES,
     assumptions_key,
+    difficulty,
     efficiency_band,
     register_scores,
-    result_share,
+    result_nodes,
     stored_scores,
 )
 from mlsysim.engine.results import INTERVAL_FIELDS
 from mlsysim.validation.intervals import ensure_scores, published_scores, stored_document
-from mlsysim.validation.published import communication_share_of_cases, out_of_family
+from mlsysim.validation.published import load_cases, nodes_of_cases, out_of_family
 
 REAL = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
     assumptions=Assumptions.realistic(), nics_per_node=8, node_hour_rate=Q_(30, "USD/hour")
@@ -92,7 +94,7 @@ def test_interval_stays_in_the_unit_range(nodes, level):
 def test_scores_are_out_of_family_residuals_over_the_difficulty():
     a = Assumptions.realistic()
     oof = out_of_family(a)
-    s = DIFFICULTY_FLOOR + oof.predicted * communication_share_of_cases(a)
+    s = 1 + DIFFICULTY_LOSS * (1 - oof.predicted) + DIFFICULTY_NODES * np.log2(nodes_of_cases())
     assert np.allclose(published_scores(a).values, oof.residuals / s, rtol=1e-12)
 
 
@@ -102,7 +104,8 @@ def test_the_band_follows_the_layout():
     network_bound = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
         assumptions=Assumptions.realistic()
     )
-    assert result_share(compute_bound.result) < 0.05 < 0.5 < result_share(network_bound.result)
+    assert compute_bound.result.communication_share < 0.05 < 0.5
+    assert network_bound.result.communication_share > 0.5
 
     def width(r):
         low, high = r.interval("efficiency")
@@ -112,21 +115,28 @@ def test_the_band_follows_the_layout():
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.01, 1.0))
-def test_band_width_grows_with_the_communication_share(a, b, e):
+@given(st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.integers(1, 4096), st.integers(1, 4096))
+def test_band_width_grows_with_the_predicted_loss_and_the_nodes(e1, e2, n1, n2):
+    """s = 1 + 8 (1 - e) + 0.5 log2(N): a lower predicted efficiency or more nodes, a wider band."""
     preset = Assumptions.realistic()
-    low_a, high_a = efficiency_band(preset, 0.8, efficiency=e, share=min(a, b))
-    low_b, high_b = efficiency_band(preset, 0.8, efficiency=e, share=max(a, b))
-    assert high_a - low_a <= high_b - low_b + 1e-15
+    (e_lo, e_hi), (n_lo, n_hi) = sorted((e1, e2)), sorted((n1, n2))
+    narrow = efficiency_band(preset, 0.8, efficiency=e_hi, nodes=n_lo)
+    wide = efficiency_band(preset, 0.8, efficiency=e_lo, nodes=n_hi)
+    assert narrow[1] - narrow[0] <= wide[1] - wide[0] + 1e-15
+    assert difficulty(1.0, 1) == 1.0
+    assert difficulty(e_lo, n_hi) == pytest.approx(
+        1 + DIFFICULTY_LOSS * (1 - e_lo) + DIFFICULTY_NODES * math.log2(n_hi)
+    )
 
 
 def test_registered_scores_replace_the_published_ones():
     mine = Assumptions.realistic().variant(inter_efficiency=0.61)
-    assert published_scores(mine).source.startswith("67 published cases")
+    assert published_scores(mine).source.startswith(f"{len(load_cases())} published cases")
     register_scores(mine, [-0.01, 0.0, 0.01, 0.02], "test runs")
     r = REAL.variant(assumptions=mine).result
     low, high = r.interval("efficiency")
-    s = DIFFICULTY_FLOOR + r.efficiency * result_share(r)
+    s = float(difficulty(r.efficiency, result_nodes(r)))
+    assert result_nodes(r) == r.inputs["nodes"]
     assert (low, high) == pytest.approx((r.efficiency - 0.01 * s, r.efficiency + 0.02 * s))
     with pytest.raises(InputError):
         register_scores(mine, [0.1], "one run")

@@ -184,3 +184,31 @@ def test_a_bad_assumptions_file_names_the_line(tmp_path):
         load_assumptions(path)
     with pytest.raises(InputError):
         load_runs(tmp_path / "runs.txt")
+
+
+def test_slow_links_and_a_large_overhead_are_recovered_too():
+    """Found by the property test above: from the preset's start alone, the intra efficiency
+    ran to its bound of 1 (where the fit cannot bring it back) and the overhead took its place;
+    the fit's further starts recover the truth."""
+    truth = Assumptions.realistic().variant(
+        intra_efficiency=0.3125, inter_efficiency=0.25, update_overhead=Q_(0.015625, "s")
+    )
+    fit = fit_runs(synthetic_runs(truth), Assumptions.realistic(), leave_one_out=False)
+    assert fit.fitted["intra_efficiency"] == pytest.approx(0.3125, rel=1e-3)
+    assert fit.fitted["update_overhead"] == pytest.approx(0.015625, rel=1e-2)
+
+
+def test_scores_over_another_difficulty_are_refused(tmp_path):
+    """A file says which difficulty its scores are over; one written for another is refused,
+    naming the line, rather than read on the wrong scale."""
+    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+    from mlsysim.validation.mine import assumptions_toml
+
+    truth = Assumptions.realistic().variant(intra_efficiency=0.7, inter_efficiency=0.6)
+    fit = fit_runs(synthetic_runs(truth, noise=0.01, seed=5), Assumptions.realistic())
+    text = assumptions_toml(fit, "runs.csv", "realistic")
+    assert f'difficulty = "{DIFFICULTY_FORMULA}"' in text
+    path = tmp_path / "old.toml"
+    path.write_text(text.replace(DIFFICULTY_FORMULA, "0.2 + e C / (A T1 + C)"))
+    with pytest.raises(ScenarioFileError, match=r"old\.toml:\d+: interval\.difficulty"):
+        load_assumptions(path)

@@ -25,7 +25,7 @@ from mlsysim.validation.published import (
     base_scenario_for,
     by_family,
     calibrated_step_time,
-    communication_share_of_cases,
+    choose_difficulty_weights,
     compare,
     cross_validate,
     fit_host_jitter,
@@ -69,8 +69,8 @@ def test_limits_are_the_issue_targets_or_documented_misses():
     above the figure reached (docs/model.md): a regression still fails the test."""
     assert ISSUE_TARGETS["mean"] == MEAN_LIMIT
     assert ISSUE_TARGETS["coverage"] == COVERAGE_RANGE
-    assert ISSUE_TARGETS["median"] <= HELD_OUT_MEDIAN_LIMIT <= 0.043
-    assert MEDIAN_LIMIT <= 0.041 and MAX_LIMIT <= 0.198
+    assert ISSUE_TARGETS["median"] == HELD_OUT_MEDIAN_LIMIT
+    assert MEDIAN_LIMIT <= 0.039 and MAX_LIMIT <= 0.217
     assert ISSUE_TARGETS["width"] <= WIDTH_LIMIT <= 0.165
 
 
@@ -84,10 +84,10 @@ def test_realistic_preset_beats_the_seed_on_median_max_and_bias(seed, realistic)
     assert r.median_abs < s.median_abs and r.max_abs < s.max_abs and abs(r.mean) < abs(s.mean)
 
 
-def test_seed_model_figures_on_the_67_cases(seed):
-    """The seed's own errors: median 7.4 points, worst 30, optimistic by 2.6 on average."""
+def test_seed_model_figures_on_the_79_cases(seed):
+    """The seed's own errors: median 6.1 points, worst 30, optimistic by 2.2 on average."""
     s = summarize(seed)
-    assert 0.07 < s.median_abs < 0.09 and 0.25 < s.max_abs < 0.35 and s.mean > 0.02
+    assert 0.055 < s.median_abs < 0.07 and 0.25 < s.max_abs < 0.35 and s.mean > 0.02
     assert summary(seed) == (pytest.approx(s.median_abs), pytest.approx(s.max_abs))
 
 
@@ -134,22 +134,13 @@ def test_out_of_family_predictions_never_see_their_family():
     assert out_of_family(a.variant(host_jitter=Q_(5, "ms"))).jitters == {}  # nothing fitted
 
 
-def test_communication_share_grows_with_the_network_load():
-    shares = communication_share_of_cases(Assumptions.realistic())
-    cases = load_cases()
-    assert np.all((shares >= 0) & (shares < 1))
-    one_node = [s for c, s in zip(cases, shares, strict=True) if c.raw["nodes"] == 1]
-    tcp = [s for c, s in zip(cases, shares, strict=True) if "TCP" in c.id]
-    assert max(one_node) < min(tcp)
-
-
 def test_in_sample_coverage_of_the_80_percent_band():
     coverage, width = in_sample_coverage(Assumptions.realistic())
     assert 0.70 <= coverage <= 0.90 and width <= WIDTH_LIMIT
 
 
 def test_the_preset_host_jitter_is_the_fitted_value():
-    """REALISTIC_HOST_JITTER is fit_host_jitter() on the 67 cases rounded to 0.1 ms."""
+    """REALISTIC_HOST_JITTER is fit_host_jitter() on the 79 cases rounded to 0.1 ms."""
     preset = Assumptions.realistic()
     fitted = fit_host_jitter(preset)
     assert preset.host_jitter.to("ms").magnitude == pytest.approx(fitted * 1e3, abs=0.06)
@@ -196,16 +187,18 @@ def test_vectorized_prediction_equals_the_scenario_results(assumptions):
 
 def test_packaged_data_stands_alone():
     packaged = json.loads(files("mlsysim.data").joinpath("published_scaling.json").read_text())
-    assert len(load_cases()) == len(packaged["cases"]) == 67
+    assert len(load_cases()) == len(packaged["cases"]) == 79
     added = [c for c in packaged["cases"] if c.get("added") == "2026-12-01"]
     assert len(added) == 18 and all(c["source"] for c in added)
-    mxnet = [c for c in packaged["cases"] if c["id"].startswith("DLE-MX-")]
-    assert len(mxnet) == 6 and all(c["source"] and c["stated"] for c in mxnet)
+    for prefix, count in (("DLE-MX-", 6), ("DLE-PT-BART-", 12)):
+        found = [c for c in packaged["cases"] if c["id"].startswith(prefix)]
+        assert len(found) == count and all(c["source"] and c["stated"] for c in found)
 
 
 def test_cases_carry_sources_families_and_platforms():
     for case in load_cases():
-        assert case.source and 0 < case.measured_eff <= 1
+        # a measured efficiency may pass 1 by run-to-run noise: BART BF16 on 20 nodes, 1.020
+        assert case.source and 0 < case.measured_eff <= 1.03
         assert "stated" in case.raw
         assert case.family
         assert memory_bandwidth_of(case.id) > 0
@@ -218,3 +211,20 @@ def test_conformal_band_order_statistics():
     assert conformal_band(r, 0.5) == (11.0, 33.0)
     with pytest.raises(ValueError):
         conformal_band(r, 1.0)
+
+
+def test_the_difficulty_weights_are_those_the_held_out_check_picks():
+    """bands' weights are the grid pair of narrowest held-out width at 75-85% coverage; picked
+    again without each family (nested), the bands still cover 75-85% within 14 points."""
+    from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
+
+    choice = choose_difficulty_weights(Assumptions.realistic())
+    assert choice.chosen == (DIFFICULTY_LOSS, DIFFICULTY_NODES)
+    coverage, width = choice.grid[choice.chosen]
+    lofo = cross_validate(Assumptions.realistic())
+    assert (coverage, width) == (pytest.approx(lofo.coverage), pytest.approx(lofo.median_width))
+    low, high = COVERAGE_RANGE
+    assert low <= choice.nested_coverage <= high and choice.nested_width <= WIDTH_LIMIT
+    # the normalisation earns its place: one band for every layout is wider
+    assert choice.grid[(0.0, 0.0)][1] > width + 0.02
+    assert set(choice.nested_choices) == {c.family for c in load_cases()}
