@@ -17,7 +17,7 @@ from pydantic import WithJsonSchema
 
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.checking import check_layer, checked_inputs
+from mlsysim.engine.checking import CheckedInputs, check_layer, checked_inputs
 from mlsysim.engine.derivation import NO_JOB, Job
 from mlsysim.engine.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
 from mlsysim.engine.layers import overlay
@@ -196,14 +196,8 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def _layered(self, changes: Mapping[str, object], *, rules: bool = True) -> DataParallelScaleOutScenario:
         private = cast("dict[str, Any]", self.__pydantic_private__)
-        checked = checked_inputs(
-            changes,
-            type(self).__name__,
-            older=private["_given"],
-            older_numbers=private["_numbers"],
-            older_derived=private["_job"].origins,
-            rules=rules,
-        )
+        older = CheckedInputs(self.__dict__, private["_numbers"], private["_job"], private["_given"])
+        checked = checked_inputs(changes, type(self).__name__, older=older, rules=rules)
         copy = type(self).__new__(type(self))
         copy._set_state(*checked)
         return copy
@@ -225,7 +219,8 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         if result is None:
             from mlsysim.engine.solvers.data_parallel import solve_checked
 
-            result = held["result"] = solve_checked(self.inputs(), *self._checked())
+            # the held values themselves: the result copies its model inputs only when read
+            result = held["result"] = solve_checked(held, *self._checked())
         return cast(DataParallelScaleOutResult, result)
 
     def explain(self, format: str = "text") -> str:
