@@ -26,6 +26,7 @@ from mlsysim.engine.derivation import (
     resolve,
     wants_derivation,
 )
+from mlsysim.engine.equations import NEUTRAL_INPUTS
 from mlsysim.engine.fields import (
     DERIVED_FROM,
     FIELDS,
@@ -42,11 +43,14 @@ DEFAULTS: Final[Mapping[str, Value]] = {
 }
 """Every input's default; None for a required one (reported missing unless given or derived)."""
 
-_DEFAULT_NUMBERS: Final[dict[str, float]] = {
-    name: FIELDS[name].to_model(value)
+_DEFAULT_NUMBERS: Final[dict[str, float]] = dict(NEUTRAL_INPUTS)
+"""The model numbers of the defaults: every :class:`~mlsysim.engine.equations.Inputs` field,
+in its order (so ``Inputs`` is built by position), at its field's default or neutral value."""
+_DEFAULT_NUMBERS.update(
+    (name, FIELDS[name].to_model(value))
     for name, value in DEFAULTS.items()
     if FIELDS[name].numeric and value is not None
-}
+)
 _REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
 _NUMERIC: Final = frozenset(f.name for f in FIELDS.values() if f.numeric)
 _ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
@@ -138,7 +142,10 @@ def checked_inputs(
                 numbers[name] = number
             elif name in _NUMERIC:  # a numeric input cleared (None): back to its default
                 _reset(numbers, name)
-    missing = [name for name in _REQUIRED if values[name] is None]
+    missing: list[str] = []
+    for name in _REQUIRED:  # a plain loop: a comprehension is a call of its own in Python 3.11
+        if values[name] is None:
+            missing.append(name)
     if missing:
         errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
     if errors:
@@ -198,11 +205,9 @@ def _keeps_derivation(data: Mapping[str, object], values: Mapping[str, Value], j
 
 
 def _reset(numbers: dict[str, float], name: str) -> None:
-    """The number of ``name`` back to its default (none: the neutral value of ``Inputs``)."""
+    """The number of ``name`` back to its default (nothing for an input without a number)."""
     default = _DEFAULT_NUMBERS.get(name)
-    if default is None:
-        numbers.pop(name, None)
-    else:
+    if default is not None:
         numbers[name] = default
 
 

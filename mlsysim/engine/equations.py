@@ -8,12 +8,14 @@ seconds, bytes/second, US dollars per hour.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from enum import IntEnum
 from operator import attrgetter
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple, cast
 
 import numpy as np
 
@@ -121,6 +123,29 @@ class Inputs:
     seq_len: Num = math.nan
     vocab: Num = 0.0
     recompute_code: Num = 1.0
+
+
+NEUTRAL_INPUTS: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        f.name: math.nan if f.default is MISSING else cast(float, f.default)
+        for f in dataclasses.fields(Inputs)
+    }
+)
+"""Every :class:`Inputs` field, in its order, at its neutral value (NaN for one without:
+always given). A scenario's model numbers start as a copy of it, so they hold every
+field in this order and :func:`inputs_of` can pass them by position."""
+
+
+def inputs_of(numbers: Mapping[str, Num]) -> Inputs:
+    """The :class:`Inputs` of model numbers by name.
+
+    Numbers that hold every field in the order of :data:`NEUTRAL_INPUTS` (a copy
+    of it, updated: a scenario's) are passed by position: about half the time of
+    binding ~20 keywords against 60 parameters.
+    """
+    if len(numbers) == len(NEUTRAL_INPUTS):
+        return Inputs(*numbers.values())
+    return Inputs(**numbers)
 
 
 @dataclass(frozen=True)

@@ -131,17 +131,23 @@ RULES: Final = (
 """Every rule between inputs, in the order they are checked."""
 
 
+_CHECKED: Final = tuple((rule.when, rule) for rule in RULES)
+
+
 def check_together(values: Mapping[str, object]) -> None:
     """Raise an :class:`InputError` located at its input for the first rule ``values`` break."""
     get = values.get
-    for rule in RULES:
-        if rule.when is not None and get(rule.when) is None:
+    for when, rule in _CHECKED:
+        if when is not None and get(when) is None:
             continue
         if rule.is_broken(values):
             raise InputError(
                 rule.message(values), loc=(rule.loc,), type="rule", ctx={"fields": rule.fields}
             )
-    check_layout_rules(values)
+    for name in LAYOUT_FIELDS:  # check_layout_rules has nothing to check without a layout input
+        if get(name) is not None:
+            check_layout_rules(values)
+            return
 
 
 LAYOUT_FIELDS: Final = LAYOUT_INPUTS
