@@ -173,7 +173,7 @@ def checked_inputs(
             check_together(values)
         except InputError as exc:
             raise exc.at(owner=owner) from None
-    if older is None or any(name in data for name in DERIVED_FROM):
+    if older is None or not _DERIVED_FROM.isdisjoint(data):
         numbers.update(derived_numbers(values))
     else:
         older_numbers = older.numbers
@@ -181,6 +181,8 @@ def checked_inputs(
             numbers[name] = older_numbers[name]
     return CheckedInputs(values, numbers, job, given)
 
+
+_DERIVED_FROM: Final = frozenset(DERIVED_FROM)
 
 _DERIVATION_READS: Final = frozenset(
     {*PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute", "precision"}

@@ -714,10 +714,12 @@ def _layout_given(x: Inputs) -> bool:
     t = p = 1 does not reproduce.
     """
     values = _layout_values(x)
-    if not is_array(*values):  # one layout: a plain loop (the solve's path)
-        for v in values:  # noqa: SIM110 - a plain loop; any() over a generator costs more here
-            if v == v:
-                return True
+    for v in values:  # one layout, all floats: a plain loop (the solve's path)
+        if type(v) is not float:
+            break  # an array: the sweep's path below
+        if v == v:
+            return True
+    else:
         return False
     given = np.zeros((), dtype=bool)
     for v in values:

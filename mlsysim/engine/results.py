@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+_object_setattr = object.__setattr__
+
 _CANONICAL = {
     "byte": "byte",
     "millisecond": "second",
@@ -518,14 +520,15 @@ class DataParallelScaleOutResult:
         trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
         job: Job | None = None,
     ) -> None:
-        object.__setattr__(self, "figures", figures)
-        object.__setattr__(self, "_values", inputs)  # a scenario's or a solve's checked values
-        object.__setattr__(self, "_inputs", None)
-        object.__setattr__(self, "choices", choices)
-        object.__setattr__(self, "model_inputs", model_inputs)
-        object.__setattr__(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
-        object.__setattr__(self, "_cache", {})
-        object.__setattr__(self, "_trace_of", trace)
+        set_ = _object_setattr
+        set_(self, "figures", figures)
+        set_(self, "_values", inputs)  # a scenario's or a solve's checked values
+        set_(self, "_inputs", None)
+        set_(self, "choices", choices)
+        set_(self, "model_inputs", model_inputs)
+        set_(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
+        set_(self, "_cache", {})
+        set_(self, "_trace_of", trace)
 
     @property
     def inputs(self) -> Mapping[str, Value]:
