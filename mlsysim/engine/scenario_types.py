@@ -112,6 +112,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     _numbers: dict[str, float] = pydantic.PrivateAttr(default_factory=dict)
     _job: Job = pydantic.PrivateAttr(default=NO_JOB)
     _given: dict[str, Value] = pydantic.PrivateAttr(default_factory=dict)
+    _result: DataParallelScaleOutResult | None = pydantic.PrivateAttr(default=None)
 
     def __init__(self, **data: object) -> None:
         self._set_state(*checked_inputs(data, type(self).__name__))
@@ -147,7 +148,9 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         setattr_(self, "__pydantic_fields_set__", set(given))
         setattr_(self, "__pydantic_extra__", None)
         setattr_(
-            self, "__pydantic_private__", {"_numbers": numbers, "_job": job, "_given": given}
+            self,
+            "__pydantic_private__",
+            {"_numbers": numbers, "_job": job, "_given": given, "_result": None},
         )
 
     def _checked(self) -> tuple[dict[str, float], Job]:
@@ -212,15 +215,19 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         """Evaluate this scenario through :meth:`mlsysim.solvers.DataParallelScaleOutModel.solve`.
 
         Evaluated once, on first read, then kept (as ``functools.cached_property``
-        would, without its lock).
+        would, without its lock) beside the inputs, not among them: the result
+        holds the input values themselves (it copies its model inputs only when
+        they are read), and keeping it in their dict would make a reference cycle
+        that only the garbage collector frees.
         """
-        held = self.__dict__
-        result = held.get("result")
+        private = cast("dict[str, Any]", self.__pydantic_private__)
+        result = private["_result"]
         if result is None:
             from mlsysim.engine.solvers.data_parallel import solve_checked
 
-            # the held values themselves: the result copies its model inputs only when read
-            result = held["result"] = solve_checked(held, *self._checked())
+            result = private["_result"] = solve_checked(
+                self.__dict__, private["_numbers"], private["_job"]
+            )
         return cast(DataParallelScaleOutResult, result)
 
     def explain(self, format: str = "text") -> str:
