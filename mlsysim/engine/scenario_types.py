@@ -55,7 +55,12 @@ def _pydantic_fields() -> dict[str, Any]:
 
 _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
     "_ScenarioFields",
-    __config__=pydantic.ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True),
+    # defer_build: pydantic never validates a scenario (checked_inputs does, and _set_state
+    # stores the values), so its core schema is built only if asked for (a JSON schema,
+    # model_dump): ~10 ms less at the start of every command that builds a scenario
+    __config__=pydantic.ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    ),
     **_pydantic_fields(),
 )
 
