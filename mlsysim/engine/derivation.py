@@ -324,7 +324,7 @@ def _number(numbers: Mapping[str, float], name: str, value: object, dimension: s
     """The model number the check computed for a given input (converted here where it did not)."""
     number = numbers.get(name)
     if number is None or number != number:
-        return to_canonical(value, dimension)  # type: ignore[arg-type]
+        return to_canonical(value, dimension)
     return number
 
 

@@ -184,7 +184,8 @@ class InputField:
             q: Quantity = value  # type: ignore[assignment]
             magnitude = q._magnitude
             if type(magnitude) is float or type(magnitude) is int:
-                units, factor = self._last
+                units, last = self._last
+                factor: float | None = last
                 if q._units is not units:
                     factor = self._factors.get(q._units)  # to_canonical's cache, read directly
                     if factor is not None:
