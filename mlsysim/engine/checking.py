@@ -106,12 +106,11 @@ def checked_inputs(
         numbers = dict(_DEFAULT_NUMBERS)
         given: dict[str, Value] = {}
         for name, value in data.items():
-            f = FIELDS.get(name)
-            if f is None:
+            if name not in FIELDS:
                 errors.append(_unknown(name, value))
                 continue
             try:
-                checked, number = f.normalize(value)
+                checked, number = FIELDS[name].normalize(value)
             except InputError as exc:
                 errors.append(exc.with_input(value))
                 continue

@@ -112,12 +112,12 @@ def plain_job(values: Checked) -> Job:
 
 def wants_derivation(values: Checked) -> bool:
     """Whether :func:`resolve` has anything to do for these checked inputs."""
-    get = values.get
-    workload = get("workload")
+    # every input is a key of checked values: read by subscript (faster than .get, per solve)
+    workload = values["workload"]
     if workload is not None and workload_facts(workload).shape:
         return True
     for name in SOURCES:  # noqa: SIM110 - a plain loop: any() over a generator costs more here
-        if get(name) is not None:
+        if values[name] is not None:
             return True
     return False
 
@@ -229,21 +229,21 @@ def resolve(
 ) -> Job:
     """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
 
-    ``out`` holds checked inputs (each checked on its own by its field); an
-    input that is not None was given and is never replaced. ``replaced`` are
+    ``out`` holds every input, checked (each on its own by its field: the values of
+    :func:`~mlsysim.engine.checking.checked_inputs`); an input that is not None was
+    given and is never replaced. ``replaced`` are
     the values a newer layer's sources took over (:func:`mlsysim.engine.layers.overlay`),
     named in the origins; ``numbers`` the model numbers the check computed (canonical
     SI floats of the given inputs), read instead of converting again. Raises an :class:`InputError` located at an input
     when two inputs contradict each other or a derivation lacks a source.
     """
     origins: dict[str, str] = {}
-    get = out.get
     for kind in PRESETS:
-        entry = get(kind)
+        entry = out[kind]
         if entry is None:
             continue
         for name, (value, origin) in preset_figures(kind, entry).items():
-            if get(name) is None and value is not None:
+            if out[name] is None and value is not None:
                 out[name] = value
                 origins[name] = origins.get(kind, origin)
     job = _derive_job(out, origins, numbers or {})
@@ -260,12 +260,11 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     The derived inputs are written into ``out`` (Quantities) and ``origins``; the
     :class:`Job` returned holds the figures they came from.
     """
-    get = out.get
-    workload = get("workload")
-    recompute = get("recompute") or DEFAULT_RECOMPUTE
+    workload = out["workload"]
+    recompute = out["recompute"] or DEFAULT_RECOMPUTE
     if workload is None:
         return Job(origins, recompute=recompute)  # the scenario reports the missing workload
-    batch = get("per_device_batch")
+    batch = out["per_device_batch"]
     facts = workload_facts(workload)
     x = _Scalars()
     if batch is not None:
@@ -276,19 +275,19 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     x.sequence_length = sequence_length = facts.sequence_length
     peak = samples = per_sample = nan
 
-    mfu = get("mfu")
+    mfu = out["mfu"]
     if mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
-        x.peak_flops = peak = peak_flops(out["accelerator"], get("precision") or "fp16")
+        x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
         origins["step_time"] = "mfu"
-    elif get("step_time") is not None:
+    elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
 
-    tokens, given_samples = get("training_tokens"), get("training_samples")
+    tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
         samples = _job_samples(out, workload, tokens, given_samples)
-        if mfu is None and get("step_time") is None and batch is not None:
+        if mfu is None and out["step_time"] is None and batch is not None:
             raise InputError(
                 "required to derive training_time: give step_time, or mfu with node= or accelerator=",
                 loc=("step_time",),
@@ -298,10 +297,10 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         else:
             x.training_samples = samples
         origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
-    elif get("training_time") is not None:
+    elif out["training_time"] is not None:
         x.training_time = _number(numbers, "training_time", out["training_time"], "time")
 
-    if get("activation_memory") is not None:
+    if out["activation_memory"] is not None:
         activations = "given"
         x.activation_memory = _number(numbers, "activation_memory", out["activation_memory"], "data")
     elif facts.shape and batch is not None:

@@ -470,7 +470,13 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
 
 
 def _straggler(x: Inputs, c: Choices, n: Num) -> Num:
-    """The straggler wait: proportional variation only, or with absolute host jitter."""
+    """The straggler wait: proportional variation only, or with absolute host jitter.
+
+    Without either (the seed) the wait of one layout is 0 exactly (c = 0 times finite
+    figures), returned without evaluating the square roots.
+    """
+    if not c.straggler_cv and not c.host_jitter and type(n) is float and type(x.step_time) is float:
+        return 0.0
     if c.host_jitter:
         return jittered_straggler_delay(
             x.step_time, x.accumulation_steps, n, c.straggler_cv, c.host_jitter * x.input_pipeline
