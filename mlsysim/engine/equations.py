@@ -608,14 +608,18 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
     whole-run input the figures are returned as they are.
     """
     rate, power, given_price = x.failure_rate, x.device_power, x.energy_price
-    if (
-        not c.failure_rate
-        and type(rate) is float
-        and type(power) is float
-        and rate != rate
-        and power != power
-    ):
-        return f  # no failure rate and no device power: nothing of the whole run to compute
+    if type(rate) is float and type(power) is float and power != power:  # one layout, no power
+        if not c.failure_rate and rate != rate:
+            return f  # no failure rate and no device power: nothing of the whole run to compute
+        bandwidth, restart = x.checkpoint_bandwidth, x.restart_time
+        if (
+            type(bandwidth) is float
+            and type(restart) is float
+            and not ((rate if rate == rate else c.failure_rate) > 0 and bandwidth == bandwidth and restart == restart)
+        ):
+            # a failure rate (the realistic assumptions') without what a failure costs: failures
+            # are not modeled, and without power every whole-run figure is NaN, as in ``f``
+            return f
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return _whole_run_figures(x, c, f, rate, power, given_price)
 
