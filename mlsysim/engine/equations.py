@@ -438,7 +438,9 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     memory = training_state_bytes(x.parameters, c.zero_stage, n) + x.activation_memory
     unknown_memory = x.device_memory != x.device_memory
 
-    # positional (the order of Figures; ~2 us less than 28 keywords and 30 defaults bound by name)
+    # positional, in the order of Figures (~2 us less than 28 keywords and 30 defaults bound
+    # by name); a field added to Figures is placed here at its place or left to its default
+    # at the end (_NEUTRAL_TAIL): Figures._make refuses a count that does not match
     figures = Figures._make((
         n,  # n_devices
         x.gradient_bytes,
