@@ -64,21 +64,24 @@ def one_solve(clock: list[int]) -> None:
     clock.append(tick())
     values = dict(checking.DEFAULTS)
     numbers = dict(checking._DEFAULT_NUMBERS)
+    given = {}
     for name, value in GIVEN.items():
         checked, number = FIELDS[name].normalize(value)
-        values[name] = checked
+        given[name] = checked
         if number is not None:
             numbers[name] = number
+    values.update(given)
     clock.append(tick())
     assert not [name for name in checking._REQUIRED if values[name] is None]
-    job = plain_job(values)
     clock.append(tick())
     if wants_derivation(values):
-        job = resolve(values)
+        job = resolve(values, {}, numbers)
         for name in job.origins:
             values[name], number = FIELDS[name].normalize(values[name])
             if number is not None:
                 numbers[name] = number
+    else:
+        job = plain_job(values)
     clock.append(tick())
     check_together(values)
     clock.append(tick())

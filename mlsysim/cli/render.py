@@ -235,7 +235,7 @@ def print_result(
     scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None
 ) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
-    from mlsysim.engine.explain import headline
+    from mlsysim.engine.headline import headline
 
     result = scenario.result
     console = _console()

@@ -73,6 +73,8 @@ def write_result_row(
     """Write the scenario's result as one row, in the columns of ``mlsysim sweep`` over its
     layout (``nodes`` and ``devices_per_node``, then every result field), to CSV and/or Parquet.
     "wrote PATH" goes to stdout (stderr when ``quiet``: stdout holds JSON)."""
+    if csv is None and parquet is None:
+        return  # nothing to write: the sweep machinery is not loaded
     from mlsysim.core.fileio import replacing_read_only
     from mlsysim.core.text import printable
     from mlsysim.planning.sweep import sweep

@@ -11,13 +11,22 @@ is reported at once, each located at its field.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Final, NamedTuple, cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.suggest import known
 from mlsysim.core.validation import input_error
-from mlsysim.engine.derivation import DERIVABLE, Job, plain_job, resolve, wants_derivation
+from mlsysim.engine.derivation import (
+    DERIVABLE,
+    DERIVED_TARGETS,
+    SOURCES,
+    Job,
+    plain_job,
+    resolve,
+    wants_derivation,
+)
+from mlsysim.engine.equations import NEUTRAL_INPUTS
 from mlsysim.engine.fields import (
     DERIVED_FROM,
     FIELDS,
@@ -25,6 +34,7 @@ from mlsysim.engine.fields import (
     derived_numbers,
 )
 from mlsysim.engine.layers import overlay
+from mlsysim.engine.presets import PRESETS, preset_fills
 from mlsysim.engine.rules import check_together
 from mlsysim.engine.workload_figures import SHAPE_NUMBERS
 
@@ -33,11 +43,14 @@ DEFAULTS: Final[Mapping[str, Value]] = {
 }
 """Every input's default; None for a required one (reported missing unless given or derived)."""
 
-_DEFAULT_NUMBERS: Final[dict[str, float]] = {
-    name: FIELDS[name].to_model(value)
+_DEFAULT_NUMBERS: Final[dict[str, float]] = dict(NEUTRAL_INPUTS)
+"""The model numbers of the defaults: every :class:`~mlsysim.engine.equations.Inputs` field,
+in its order (so ``Inputs`` is built by position), at its field's default or neutral value."""
+_DEFAULT_NUMBERS.update(
+    (name, FIELDS[name].to_model(value))
     for name, value in DEFAULTS.items()
     if FIELDS[name].numeric and value is not None
-}
+)
 _REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
 _NUMERIC: Final = frozenset(f.name for f in FIELDS.values() if f.numeric)
 _ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
@@ -73,50 +86,73 @@ def checked_inputs(
     data: Mapping[str, object],
     owner: str,
     *,
-    older: Mapping[str, Value] | None = None,
-    older_numbers: Mapping[str, float] | None = None,
-    older_derived: Collection[str] = (),
+    older: CheckedInputs | None = None,
     rules: bool = True,
 ) -> CheckedInputs:
-    """The layer ``data`` checked and laid over ``older`` (the inputs given before, checked).
+    """The layer ``data`` checked and laid over ``older`` (a scenario's checked inputs), or the defaults.
 
-    ``older_numbers`` are the model numbers of the older scenario (reused for
-    the inputs it gave and this layer keeps), ``older_derived`` the inputs it
-    derived (derived again here). ``rules=False`` leaves the rules
-    between inputs to the caller (a sweep checks them over its whole grid).
-    Unknown names, missing required inputs and bad values are reported
+    ``older``'s numbers are reused for the inputs it gave and this layer keeps;
+    the inputs it derived are derived again, unless this layer changes nothing
+    the derivation reads (then its derived values and its :class:`Job` are
+    kept: the same function of the same inputs). ``rules=False`` leaves the
+    rules between inputs to the caller (a sweep checks them over its whole
+    grid). Unknown names, missing required inputs and bad values are reported
     together, located at their fields.
     """
-    newer, newer_numbers, errors = _check_layer(data)
-    replaced: Mapping[str, object] = {}
-    if older is None:
-        given = newer
-    else:
-        layered = overlay(older, newer)
-        given, replaced = cast("dict[str, Value]", layered.given), layered.replaced
+    errors: list[InputError] = []
     values = dict(DEFAULTS)
-    values.update(given)
-    if older_numbers is None:
+    replaced: Mapping[str, object] = {}
+    if older is None:  # one layer: checked straight into the defaults
         numbers = dict(_DEFAULT_NUMBERS)
-        for name in given.keys() - newer.keys():  # older inputs given without their numbers
-            if FIELDS[name].numeric and given[name] is not None:
-                numbers[name] = FIELDS[name].to_model(given[name])
-    else:  # the older numbers, but for what this layer changes, replaces or derives again
-        numbers = dict(older_numbers)
-        for name in (*older_derived, *replaced):
+        given: dict[str, Value] = {}
+        for name, value in data.items():
+            if name not in FIELDS:
+                errors.append(_unknown(name, value))
+                continue
+            try:
+                checked, number = FIELDS[name].normalize(value)
+            except InputError as exc:
+                errors.append(exc.with_input(value))
+                continue
+            given[name] = checked
+            if number is not None:
+                numbers[name] = number
+            elif name in _NUMERIC:  # a numeric input given as None: its default
+                _reset(numbers, name)
+        values.update(given)
+        kept_job = None
+    else:
+        newer, newer_numbers, errors = _check_layer(data)
+        layered = overlay(older.given, newer)
+        given, replaced = cast("dict[str, Value]", layered.given), layered.replaced
+        values.update(given)
+        kept_job = older.job if not replaced and _keeps_derivation(data, values, older.job) else None
+        numbers = dict(older.numbers)  # but for what this layer changes, replaces or derives again
+        if kept_job is None:
+            for name in older.job.origins:
+                _reset(numbers, name)
+        else:
+            for name in kept_job.origins:
+                values[name] = older.values[name]
+        for name in replaced:
             _reset(numbers, name)
-    for name, number in newer_numbers.items():
-        if number is not None:
-            numbers[name] = number
-        elif name in _NUMERIC:  # a numeric input cleared (None): back to its default
-            _reset(numbers, name)
-    missing = [name for name in _REQUIRED if values[name] is None]
-    errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
+        for name, number in newer_numbers.items():
+            if number is not None:
+                numbers[name] = number
+            elif name in _NUMERIC:  # a numeric input cleared (None): back to its default
+                _reset(numbers, name)
+    missing: list[str] = []
+    for name in _REQUIRED:  # a plain loop: a comprehension is a call of its own in Python 3.11
+        if values[name] is None:
+            missing.append(name)
+    if missing:
+        errors += [_missing(name) for name in missing if name not in DERIVABLE and name not in data]
     if errors:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
-    job = plain_job(values)
-    if wants_derivation(values):
+    if kept_job is not None:
+        job = kept_job
+    elif wants_derivation(values):
         try:
             job = resolve(values, replaced, numbers)
             for name in job.origins:
@@ -125,28 +161,54 @@ def checked_inputs(
                     numbers[name] = number
         except InputError as exc:
             raise exc.at(owner=owner) from None
-    still_missing = [_missing(name) for name in missing if values.get(name) is None]
-    if still_missing:  # nothing derived them
-        raise input_error(owner, still_missing)
+    else:
+        job = plain_job(values)
+    if missing:
+        still_missing = [_missing(name) for name in missing if values[name] is None]
+        if still_missing:  # nothing derived them
+            raise input_error(owner, still_missing)
     if rules:
         try:
             check_together(values)
         except InputError as exc:
             raise exc.at(owner=owner) from None
-    if older is None or older_numbers is None or any(name in data for name in DERIVED_FROM):
+    if older is None or not _DERIVED_FROM.isdisjoint(data):
         numbers.update(derived_numbers(values))
     else:
+        older_numbers = older.numbers
         for name in _DERIVED_NUMBERS:
             numbers[name] = older_numbers[name]
     return CheckedInputs(values, numbers, job, given)
 
 
+_DERIVED_FROM: Final = frozenset(DERIVED_FROM)
+
+_DERIVATION_READS: Final = frozenset(
+    {*PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute", "precision"}
+)
+"""The inputs :func:`~mlsysim.engine.derivation.resolve` reads (besides what the presets fill)."""
+
+
+def _keeps_derivation(data: Mapping[str, object], values: Mapping[str, Value], job: Job) -> bool:
+    """Whether the layer ``data`` leaves every input of the older scenario's derivation as it was.
+
+    Then :func:`~mlsysim.engine.derivation.resolve` would derive the same values
+    (a variant that changes ``nodes`` or a link keeps the activation memory).
+    """
+    for name in data:
+        if name in _DERIVATION_READS or name in job.origins:
+            return False
+    for kind in PRESETS:
+        entry = values[kind]
+        if entry is not None and not preset_fills(kind, entry).isdisjoint(data):
+            return False
+    return True
+
+
 def _reset(numbers: dict[str, float], name: str) -> None:
-    """The number of ``name`` back to its default (none: the neutral value of ``Inputs``)."""
+    """The number of ``name`` back to its default (nothing for an input without a number)."""
     default = _DEFAULT_NUMBERS.get(name)
-    if default is None:
-        numbers.pop(name, None)
-    else:
+    if default is not None:
         numbers[name] = default
 
 
@@ -160,14 +222,7 @@ def _check_layer(
     for name, value in data.items():
         f = FIELDS.get(name)
         if f is None:
-            errors.append(
-                InputError(
-                    f"unknown field; {known(name, FIELDS)}",
-                    loc=(name,),
-                    input=value,
-                    type="extra_forbidden",
-                )
-            )
+            errors.append(_unknown(name, value))
             continue
         try:
             values[name], numbers[name] = f.normalize(value)
@@ -183,6 +238,12 @@ def check_layer(data: Mapping[str, object], owner: str) -> dict[str, Value]:
         errors.sort(key=lambda e: _ORDER.get(e.loc[0] if e.loc else "", 0))
         raise input_error(owner, errors)
     return values
+
+
+def _unknown(name: str, value: object) -> InputError:
+    return InputError(
+        f"unknown field; {known(name, FIELDS)}", loc=(name,), input=value, type="extra_forbidden"
+    )
 
 
 def _missing(name: str) -> InputError:

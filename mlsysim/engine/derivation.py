@@ -112,10 +112,14 @@ def plain_job(values: Checked) -> Job:
 
 def wants_derivation(values: Checked) -> bool:
     """Whether :func:`resolve` has anything to do for these checked inputs."""
-    workload = values.get("workload")
-    return (workload is not None and workload_facts(workload).shape) or any(
-        values.get(name) is not None for name in SOURCES
-    )
+    # every input is a key of checked values: read by subscript (faster than .get, per solve)
+    workload = values["workload"]
+    if workload is not None and workload_facts(workload).shape:
+        return True
+    for name in SOURCES:  # noqa: SIM110 - a plain loop: any() over a generator costs more here
+        if values[name] is not None:
+            return True
+    return False
 
 
 # -- the derivation, on floats or arrays ----------------------------------------------------
@@ -149,14 +153,17 @@ def derive_inputs(x: Derivable) -> Derivable:
         training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
         activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
     """
-    if _any_nan(x.step_time):
+    # (a float is tested inline: this runs in every scalar solve of a shaped workload)
+    step = x.step_time
+    if (step != step) if type(step) is float else _any_nan(step):
         x.step_time = _fill(
-            x.step_time,
+            step,
             lambda: step_time_from_flops(
                 x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
             ),
         )
-    if _any_nan(x.training_time):
+    time = x.training_time
+    if (time != time) if type(time) is float else _any_nan(time):
 
         def training_time() -> Num:
             if _all_nan(x.training_tokens):
@@ -165,19 +172,20 @@ def derive_inputs(x: Derivable) -> Derivable:
                 samples = samples_from_tokens(x.training_tokens, x.sequence_length)
             return one_device_training_time(samples, x.step_time, x.per_device_batch)
 
-        x.training_time = _fill(x.training_time, training_time)
-    if _any_nan(x.activation_memory):
+        x.training_time = _fill(time, training_time)
+    memory = x.activation_memory
+    if (memory != memory) if type(memory) is float else _any_nan(memory):
         per_sample = x.activation_memory_per_sample
         x.activation_memory = _fill(
-            x.activation_memory,
+            memory,
             lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
         )
     return x
 
 
 def _fill(target: Num, formula: Callable[[], Num]) -> Num:
-    """``formula()`` where ``target`` is NaN, ``target`` elsewhere."""
-    if _all_nan(target):
+    """``formula()`` where ``target`` is NaN, ``target`` elsewhere (called where one is NaN)."""
+    if type(target) is float or _all_nan(target):
         return formula()
     return np.where(np.isnan(target), formula(), target)
 
@@ -221,8 +229,9 @@ def resolve(
 ) -> Job:
     """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
 
-    ``out`` holds checked inputs (each checked on its own by its field); an
-    input that is not None was given and is never replaced. ``replaced`` are
+    ``out`` holds every input, checked (each on its own by its field: the values of
+    :func:`~mlsysim.engine.checking.checked_inputs`); an input that is not None was
+    given and is never replaced. ``replaced`` are
     the values a newer layer's sources took over (:func:`mlsysim.engine.layers.overlay`),
     named in the origins; ``numbers`` the model numbers the check computed (canonical
     SI floats of the given inputs), read instead of converting again. Raises an :class:`InputError` located at an input
@@ -230,75 +239,76 @@ def resolve(
     """
     origins: dict[str, str] = {}
     for kind in PRESETS:
-        entry = out.get(kind)
+        entry = out[kind]
         if entry is None:
             continue
         for name, (value, origin) in preset_figures(kind, entry).items():
-            if out.get(name) is None and value is not None:
+            if out[name] is None and value is not None:
                 out[name] = value
                 origins[name] = origins.get(kind, origin)
-    figures = _derive_job(out, origins, numbers or {})
-    for name, old in (replaced or {}).items():
-        if name in origins:
-            origins[name] += f", replacing {fmt_given(old)} of the scenario"
-    return Job(origins=origins, **figures)
+    job = _derive_job(out, origins, numbers or {})
+    if replaced:
+        for name, old in replaced.items():
+            if name in origins:
+                origins[name] += f", replacing {fmt_given(old)} of the scenario"
+    return job
 
 
-def _derive_job(
-    out: dict[str, Any], origins: dict[str, str], numbers: Mapping[str, float]
-) -> dict[str, Any]:
-    """Check the sources of step time, training time and activation memory, and derive them."""
-    workload = out.get("workload")
-    recompute = out.get("recompute") or DEFAULT_RECOMPUTE
-    figures: dict[str, Any] = {"recompute": recompute}
+def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[str, float]) -> Job:
+    """Check the sources of step time, training time and activation memory, and derive them.
+
+    The derived inputs are written into ``out`` (Quantities) and ``origins``; the
+    :class:`Job` returned holds the figures they came from.
+    """
+    workload = out["workload"]
+    recompute = out["recompute"] or DEFAULT_RECOMPUTE
     if workload is None:
-        return figures  # the scenario reports the missing workload
-    batch = out.get("per_device_batch")
+        return Job(origins, recompute=recompute)  # the scenario reports the missing workload
+    batch = out["per_device_batch"]
     facts = workload_facts(workload)
-    x = _Scalars(per_device_batch=math.nan if batch is None else float(batch))
-    if facts.flops_per_sample is not None:
-        figures["flops_per_sample"] = x.flops_per_sample = facts.flops_per_sample
-    if facts.shape:
-        figures["sequence_length"] = x.sequence_length = float(getattr(workload, "seq_len"))  # noqa: B009
+    x = _Scalars()
+    if batch is not None:
+        x.per_device_batch = float(batch)
+    nan = math.nan
+    fps = nan if facts.flops_per_sample is None else facts.flops_per_sample
+    x.flops_per_sample = fps
+    x.sequence_length = sequence_length = facts.sequence_length
+    peak = samples = per_sample = nan
 
-    mfu = out.get("mfu")
+    mfu = out["mfu"]
     if mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
-        figures["peak_flops"] = x.peak_flops = peak_flops(
-            out["accelerator"], out.get("precision") or "fp16"
-        )
+        x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
         origins["step_time"] = "mfu"
-    elif out.get("step_time") is not None:
-        x.step_time = numbers.get("step_time") or to_canonical(out["step_time"], "time")
+    elif out["step_time"] is not None:
+        x.step_time = _number(numbers, "step_time", out["step_time"], "time")
 
-    tokens, samples = out.get("training_tokens"), out.get("training_samples")
-    if tokens is not None or samples is not None:
-        figures["samples"] = _job_samples(out, workload, tokens, samples)
-        if mfu is None and out.get("step_time") is None and batch is not None:
+    tokens, given_samples = out["training_tokens"], out["training_samples"]
+    if tokens is not None or given_samples is not None:
+        samples = _job_samples(out, workload, tokens, given_samples)
+        if mfu is None and out["step_time"] is None and batch is not None:
             raise InputError(
                 "required to derive training_time: give step_time, or mfu with node= or accelerator=",
                 loc=("step_time",),
             )
         if tokens is not None:
-            x.training_tokens = numbers.get("training_tokens") or to_canonical(tokens, "tokens")
+            x.training_tokens = _number(numbers, "training_tokens", tokens, "tokens")
         else:
-            x.training_samples = figures["samples"]
+            x.training_samples = samples
         origins["training_time"] = "training_tokens" if tokens is not None else "training_samples"
-    elif out.get("training_time") is not None:
-        x.training_time = numbers.get("training_time") or to_canonical(out["training_time"], "time")
+    elif out["training_time"] is not None:
+        x.training_time = _number(numbers, "training_time", out["training_time"], "time")
 
-    if out.get("activation_memory") is not None:
-        figures["activations"] = "given"
-        x.activation_memory = numbers.get("activation_memory", math.nan)
-        if x.activation_memory != x.activation_memory:
-            x.activation_memory = to_canonical(out["activation_memory"], "data")
+    if out["activation_memory"] is not None:
+        activations = "given"
+        x.activation_memory = _number(numbers, "activation_memory", out["activation_memory"], "data")
     elif facts.shape and batch is not None:
-        per_sample = facts.activation_per_sample[recompute]
-        figures["activation_memory_per_sample"] = x.activation_memory_per_sample = per_sample
-        figures["activations"] = "derived"
+        x.activation_memory_per_sample = per_sample = facts.activation_per_sample[recompute]
+        activations = "derived"
         origins["activation_memory"] = f"recompute={recompute}"
     else:
+        activations = "none"
         x.activation_memory = 0.0
 
     if batch is not None:
@@ -306,7 +316,15 @@ def _derive_job(
         for target in DERIVED_TARGETS:
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
-    return figures
+    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations)
+
+
+def _number(numbers: Mapping[str, float], name: str, value: object, dimension: str) -> float:
+    """The model number the check computed for a given input (converted here where it did not)."""
+    number = numbers.get(name)
+    if number is None or number != number:
+        return to_canonical(value, dimension)
+    return number
 
 
 def _check_mfu_sources(out: Checked, workload: Workload, fps: float | None) -> None:

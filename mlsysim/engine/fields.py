@@ -120,6 +120,12 @@ class InputField:
     )
     _low: float = dataclasses.field(init=False, repr=False, compare=False, default=math.inf)
     _high: float = dataclasses.field(init=False, repr=False, compare=False, default=-math.inf)
+    _last: tuple[object, float] = dataclasses.field(
+        init=False, repr=False, compare=False, default=(None, math.nan)
+    )
+    """The units last converted and their factor: pint hands out one units object per unit,
+    so a run of inputs in the same unit is matched by identity (no hash of the units). The
+    tuple keeps the object alive, so its identity stays its own."""
 
     def __post_init__(self) -> None:
         # the fast path of normalize: the unit factors to_canonical caches for this dimension
@@ -173,11 +179,17 @@ class InputField:
         The number is None for an input that is not numeric or not given.
         """
         kind = type(value)
+        # (no typing.cast on this path: it is a function call, ~10 per solve)
         if kind is Quantity and self.checked_canonical is not None:
-            q = cast(Quantity, value)
+            q: Quantity = value  # type: ignore[assignment]
             magnitude = q._magnitude
             if type(magnitude) is float or type(magnitude) is int:
-                factor = self._factors.get(q._units)  # to_canonical's cache, read directly
+                units, last = self._last
+                factor: float | None = last
+                if q._units is not units:
+                    factor = self._factors.get(q._units)  # to_canonical's cache, read directly
+                    if factor is not None:
+                        object.__setattr__(self, "_last", (q._units, factor))
                 if factor is not None:
                     x = magnitude * factor
                     if self._low <= x <= self._high:
@@ -186,10 +198,8 @@ class InputField:
                 return q, self.checked_canonical(q)
             except InputError as exc:
                 raise exc.at(self.name) from None
-        if kind is int and self.kind == "count":
-            count = cast(int, value)
-            if count > 0:
-                return count, float(count)
+        if kind is int and self.kind == "count" and value > 0:  # type: ignore[operator]
+            return value, float(value)  # type: ignore[arg-type, return-value]
         checked = self.validate(value)
         if checked is None or not self.numeric:
             return checked, None
@@ -1118,15 +1128,36 @@ def _neutrals() -> dict[str, float]:
     }
 
 
-def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
+def derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
     """Model numbers derived from several inputs: the gradient bytes and the parameter count,
     the optimizer's bytes per parameter, the transport's factor and the input pipeline's
-    share of the host jitter.
+    share of the host jitter (and the workload's shape, :func:`shape_numbers`).
 
     G = parameters x bytes_per_element(gradient_precision or precision), or the
     stated 16-bit model size (:meth:`~mlsysim.Workload.gradient_bytes`).
+
+    Kept per workload object and choice of the other inputs (all immutable): the
+    same mapping for every scenario that shares them, not to be changed.
     """
     # the values are checked: a Workload, precision names, the optimizer's and transport's names
+    get = values.get
+    workload = values["workload"]
+    wire = get("gradient_precision") or values["precision"]
+    key = (id(workload), wire, get("optimizer"), get("inter_transport"), get("input_pipeline"), values["recompute"])
+    found = _DERIVED.get(key)
+    if found is not None and found[0] is workload:
+        return found[1]
+    out = _derived_numbers(values)
+    if len(_DERIVED) > 1024:
+        _DERIVED.clear()
+    _DERIVED[key] = (workload, out)  # the entry keeps the object, so its id stays its own
+    return out
+
+
+_DERIVED: dict[tuple[object, ...], tuple[object, Mapping[str, float]]] = {}
+
+
+def _derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
     get = values.get
     workload: Workload = values["workload"]  # type: ignore[assignment]
     facts = workload_facts(workload)
@@ -1141,7 +1172,7 @@ def derived_numbers(values: Mapping[str, Value]) -> dict[str, float]:
     out["optimizer_bytes"] = 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer]
     out["inter_transport"] = 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport]
     out["input_pipeline"] = 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline]
-    return out
+    return out  # a plain dict (dict.update copies it fastest); read-only by contract
 
 
 DERIVED_FROM: Final = (

@@ -71,6 +71,9 @@ def overlay(older: Mapping[str, object], newer: Mapping[str, object]) -> Overlay
     """``older`` (flattened layers) with the layer ``newer`` on top, by the rule above."""
     given = dict(older)
     replaced: dict[str, object] = {}
+    if _SOURCES.isdisjoint(newer) and _SOURCES.isdisjoint(older):  # rule 1 alone (most variants)
+        given.update(newer)
+        return Overlay(given, replaced)
     stated = {name for name, value in newer.items() if value is not None}
     covered: set[str] = set()
     for name in _SOURCES.intersection(stated):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
 from mlsysim.engine.equations import BOTTLENECKS, Figures
+from mlsysim.engine.fields import MODEL_FIELDS
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from mlsysim.engine.fields import Value
 
 T = TypeVar("T")
+
+_object_setattr = object.__setattr__
 
 _CANONICAL = {
     "byte": "byte",
@@ -250,7 +253,7 @@ class TraceField(ResultField["tuple[str, ...]"]):
 
 
 def _inter_algorithm(r: DataParallelScaleOutResult) -> str:
-    return ALGORITHMS[int(r.figures.inter_algorithm)] if cast(int, r.inputs["nodes"]) > 1 else "none"
+    return ALGORITHMS[int(r.figures.inter_algorithm)] if cast(int, r._values["nodes"]) > 1 else "none"
 
 
 class DataParallelScaleOutResult:
@@ -266,14 +269,15 @@ class DataParallelScaleOutResult:
     canonical figures (for :meth:`explain` and the sweep).
     """
 
-    __slots__ = ("figures", "inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
+    __slots__ = ("figures", "_values", "_inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
     job: Job
     """The :class:`mlsysim.engine.derivation.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
     figures: Figures
-    inputs: Mapping[str, Value]
+    _values: Mapping[str, Value]
+    _inputs: Mapping[str, Value] | None
     choices: Choices
     model_inputs: Inputs
     _cache: dict[str, object]
@@ -516,17 +520,33 @@ class DataParallelScaleOutResult:
         trace: Callable[[DataParallelScaleOutResult], tuple[str, ...]],
         job: Job | None = None,
     ) -> None:
-        object.__setattr__(self, "figures", figures)
-        object.__setattr__(self, "inputs", MappingProxyType(inputs))
-        object.__setattr__(self, "choices", choices)
-        object.__setattr__(self, "model_inputs", model_inputs)
-        object.__setattr__(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
-        object.__setattr__(self, "_cache", {})
-        object.__setattr__(self, "_trace_of", trace)
+        set_ = _object_setattr
+        set_(self, "figures", figures)
+        set_(self, "_values", inputs)  # a scenario's or a solve's checked values
+        set_(self, "_inputs", None)
+        set_(self, "choices", choices)
+        set_(self, "model_inputs", model_inputs)
+        set_(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
+        set_(self, "_cache", {})
+        set_(self, "_trace_of", trace)
+
+    @property
+    def inputs(self) -> Mapping[str, Value]:
+        """The checked inputs that produced it: every model input, given, default or derived.
+
+        Made on first read (a solve or a ``variant(...).result`` that is not asked
+        for its inputs does not copy ~60 of them).
+        """
+        inputs = self._inputs
+        if inputs is None:
+            values = self._values
+            inputs = MappingProxyType({name: values[name] for name in MODEL_FIELDS})
+            object.__setattr__(self, "_inputs", inputs)
+        return inputs
 
     @property
     def devices_per_node(self) -> int:
-        return cast(int, self.inputs["devices_per_node"])
+        return cast(int, self._values["devices_per_node"])
 
     def _trace(self) -> tuple[str, ...]:
         return self._trace_of(self)

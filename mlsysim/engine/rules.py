@@ -70,12 +70,11 @@ class Rule:
     without it cannot break the rule, so one scenario skips it at once."""
 
     def is_broken(self, values: Mapping[str, object]) -> bool:
-        """Whether one layout's checked ``values`` break this rule."""
-        get = values.get
+        """Whether one layout's checked ``values`` (every input) break this rule."""
         if len(self.fields) == 2:  # every rule so far: unpacked, the path of every solve
             (first, second), (read_first, read_second) = self.fields, self.reads
-            return bool(self.broken(read_first(get(first)), read_second(get(second))))
-        return bool(self.broken(*[read(get(f)) for f, read in zip(self.fields, self.reads, strict=True)]))
+            return bool(self.broken(read_first(values[first]), read_second(values[second])))
+        return bool(self.broken(*[read(values[f]) for f, read in zip(self.fields, self.reads, strict=True)]))
 
 
 RULES: Final = (
@@ -131,17 +130,25 @@ RULES: Final = (
 """Every rule between inputs, in the order they are checked."""
 
 
+_CHECKED: Final = tuple((rule.when, rule) for rule in RULES)
+
+
 def check_together(values: Mapping[str, object]) -> None:
-    """Raise an :class:`InputError` located at its input for the first rule ``values`` break."""
-    get = values.get
-    for rule in RULES:
-        if rule.when is not None and get(rule.when) is None:
+    """Raise an :class:`InputError` located at its input for the first rule ``values`` break.
+
+    ``values`` holds every input (the checked values of a scenario), read by subscript.
+    """
+    for when, rule in _CHECKED:
+        if when is not None and values[when] is None:
             continue
         if rule.is_broken(values):
             raise InputError(
                 rule.message(values), loc=(rule.loc,), type="rule", ctx={"fields": rule.fields}
             )
-    check_layout_rules(values)
+    for name in LAYOUT_FIELDS:  # check_layout_rules has nothing to check without a layout input
+        if values[name] is not None:
+            check_layout_rules(values)
+            return
 
 
 LAYOUT_FIELDS: Final = LAYOUT_INPUTS

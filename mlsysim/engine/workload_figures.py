@@ -65,6 +65,8 @@ class _Facts(NamedTuple):
     parameters: float
     gradient_bytes: Mapping[str, float]
     """:meth:`~mlsysim.Workload.gradient_bytes` per precision."""
+    sequence_length: float
+    """Tokens per sample of a transformer (NaN without a shape)."""
 
 
 _FACTS: dict[int, tuple[Workload, _Facts]] = {}
@@ -92,6 +94,7 @@ def workload_facts(workload: Workload) -> _Facts:
         activations,
         workload.parameter_count(),
         {precision: workload.gradient_bytes(precision) for precision in BYTES_PER_ELEMENT},
+        float(seq_len) if shape else math.nan,  # type: ignore[arg-type]
     )
     if len(_FACTS) > 1024:
         _FACTS.clear()

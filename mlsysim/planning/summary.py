@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.explain import fmt_hours
+from mlsysim.engine.headline import fmt_hours
 
 if TYPE_CHECKING:
     from mlsysim.engine.assumptions import Assumptions

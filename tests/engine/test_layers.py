@@ -148,6 +148,10 @@ def test_variant_of_variant_equals_one_construction_from_the_folded_layers(base,
     assert fold_error is None
     assert chained == folded
     assert dict(chained.job.origins).keys() == dict(folded.job.origins).keys()
+    # what was derived (a variant may keep its base's Job), and the numbers the model reads
+    assert _same(chained.job[1:], folded.job[1:])
+    assert list(chained._checked()[0]) == list(folded._checked()[0])
+    assert _same(tuple(chained._checked()[0].values()), tuple(folded._checked()[0].values()))
     assert _same(chained.result.figures, folded.result.figures)
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.assumptions import Assumptions
 from mlsysim.engine.checking import checked_inputs
 from mlsysim.engine.derivation import Job, plain_job
-from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
+from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate, inputs_of
 from mlsysim.engine.fields import (
     FIELDS,
     MODEL_FIELDS,
@@ -86,7 +85,7 @@ class DataParallelScaleOutModel:
                 )
             if value is not None:
                 given[name] = value
-        values, numbers, job, _ = checked_inputs(given, f"{type(self).__name__}.solve")
+        values, numbers, job, _ = checked_inputs(given, type(self).__name__ + ".solve")
         return solve_checked(values, numbers, job)
 
 
@@ -109,7 +108,7 @@ def model_inputs(values: Mapping[str, Value], numbers: Mapping[str, float] | Non
             if (value := values.get(name)) is not None
         }
         numbers.update(derived_numbers(values))
-    return Inputs(**numbers)
+    return inputs_of(numbers)
 
 
 def choices_of(assumptions: Assumptions, zero_stage: int = 0) -> Choices:
@@ -128,7 +127,7 @@ def solve_checked(
     ``job`` says which inputs were derived (:mod:`mlsysim.engine.derivation`), for the notes and explain.
     """
     x = model_inputs(values, numbers)
-    c = choices_of(cast(Assumptions, values["assumptions"]), cast(int, values["zero_stage"]))
+    c = choices_of(values["assumptions"], values["zero_stage"])  # type: ignore[arg-type]
     figures = evaluate(x, c)
     check_finite(figures)
     return DataParallelScaleOutResult(
