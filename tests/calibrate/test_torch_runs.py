@@ -70,7 +70,7 @@ def test_calibrate_step_times_a_small_gpt(capsys):
 def test_validate_ddp_two_processes(capsys):
     code, out, err = run(
         capsys, "validate", "ddp", "--nproc", "2", "--model", "mlp", "--layers", "2",
-        "--width", "256", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "5",
+        "--width", "512", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "10",
         "--json",
     )  # fmt: skip
     assert code == 0, err
@@ -84,7 +84,7 @@ def test_validate_ddp_two_processes(capsys):
     assert positive(data["measured_speedup"]) and positive(data["predicted_speedup"])
     assert data["predicted_speedup"] <= 2
     assert data["nproc"] == 2 and data["backend"] == "gloo"
-    assert data["parameters"] == 2 * (256 * 256 + 256) + 256 * 10 + 10
+    assert data["parameters"] == 2 * (512 * 512 + 512) + 512 * 10 + 10
     assert data["gradient_bytes"]["value"] == 4 * data["parameters"]
     assert data["allreduce_fit"]["ranks"] == 2
     terms = data["terms_ms"]
@@ -97,7 +97,7 @@ def test_validate_ddp_two_processes(capsys):
 def test_validate_ddp_repeats_report_the_spread(capsys):
     code, out, err = run(
         capsys, "validate", "ddp", "--nproc", "2", "--model", "mlp", "--layers", "2",
-        "--width", "256", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "5",
+        "--width", "512", "--batch", "8", "--steps", "4", "--warmup", "1", "--iters", "10",
         "--repeats", "2", "--json",
     )  # fmt: skip
     assert code == 0, err
