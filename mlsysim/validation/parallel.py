@@ -10,7 +10,8 @@ BLOOM-176B (BigScience's training logs).
 Prediction. Each run becomes one call of
 :func:`mlsysim.physics.layout.layout_figures` with its model shape, layout
 and the registry's node (DGX A100 for the A100 runs; a DGX H100's figures for
-Llama 3's H100 servers, which have the same 400 Gb/s per GPU). The only
+Llama 3's H100 servers, which have the same 400 Gb/s per GPU), with a cluster's
+own inter-node links where they differ (:data:`CLUSTER_NETWORK`). The only
 fitted figure is the math-kernel efficiency u of each GPU generation: the u
 that makes each run's prediction exact is found by bisection, and the
 generation's u is the median of those (which minimises the median error).
