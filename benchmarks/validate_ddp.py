@@ -53,25 +53,13 @@ def copy_bandwidth(mib: int = 256, repeats: int = 5) -> float:
 
 def with_ddp_work(v: Any, memory_bandwidth: float) -> Any:
     """The prediction of ``v`` with DDP's bucket copies and 1 MiB first bucket."""
-    from mlsysim import Q_, Assumptions, DataParallelScaleOutModel, Workload
-    from mlsysim.calibrate.ddp import robust_cv
+    from mlsysim import Q_
+    from mlsysim.calibrate.ddp import predict, robust_cv
 
-    link = v.fit.to_link()
-    return DataParallelScaleOutModel().solve(
-        Workload(name="measured model", parameters=Q_(float(v.parameters), "param")),
-        "fp32",
-        v.step_time,
-        v.step_time,
-        v.batch,
-        v.fit.ranks,
-        1,
-        link.bandwidth,
-        intra_latency=link.latency,
-        memory_bandwidth=Q_(memory_bandwidth, "B/s"),
-        assumptions=Assumptions(
-            overlap=v.overlap, bucket_copies=True, first_bucket_size=Q_(FIRST_BUCKET_MIB, "MiB"),
-            straggler_cv=robust_cv(v.local_step_times),
-        ),
+    return predict(
+        v.fit, v.parameters, v.step_time, batch=v.batch, overlap=v.overlap,
+        straggler_cv=robust_cv(v.local_step_times), memory_bandwidth=Q_(memory_bandwidth, "B/s"),
+        bucket_copies=True, first_bucket_size=Q_(FIRST_BUCKET_MIB, "MiB"),
     )
 
 

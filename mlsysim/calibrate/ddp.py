@@ -310,13 +310,16 @@ def predict(
     batch: int,
     overlap: bool,
     straggler_cv: float = 0.0,
+    memory_bandwidth: Quantity | None = None,
+    **assumptions: object,
 ) -> DataParallelScaleOutResult:
     """The model's DDP result for ``fit.ranks`` devices on one node, fp32 gradients.
 
     Assumptions: the seed's (full fitted bandwidth) plus ``overlap`` with DDP's
     default 25 MiB buckets (:data:`mlsysim.engine.assumptions.DEFAULT_BUCKET_SIZE`)
-    and the straggler wait with the measured ``straggler_cv``. The training
-    time is one step's worth (it does not enter the update time).
+    and the straggler wait with the measured ``straggler_cv``, and any further
+    ``assumptions`` fields (DDP's bucket copies, which also take ``memory_bandwidth``).
+    The training time is one step's worth (it does not enter the update time).
     """
     from mlsysim import Assumptions, DataParallelScaleOutModel, Workload
 
@@ -331,7 +334,8 @@ def predict(
         1,
         link.bandwidth,
         intra_latency=link.latency,
-        assumptions=Assumptions(overlap=overlap, straggler_cv=straggler_cv),
+        memory_bandwidth=memory_bandwidth,
+        assumptions=Assumptions(overlap=overlap, straggler_cv=straggler_cv, **assumptions),
     )
 
 

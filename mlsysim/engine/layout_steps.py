@@ -61,9 +61,8 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
              f"{fmt_time(q.matmul_time)} + {fmt_time(q.elementwise_time)}", fmt_time(q.micro_batch_time)))
     add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.micro_batch_time)}", fmt_time(f.compute_time)))
     if t > 1:
-        latency = i["intra_latency"] if t <= float(i["devices_per_node"]) else i["inter_latency"]
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",
-             f"2 x ({_n(t)} - 1) x {fmt_time(latency)} + {fmt_bytes(2 * b * i['seq_len'] * i['hidden'])} x "
+             f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor_latency)} + {fmt_bytes(2 * b * i['seq_len'] * i['hidden'])} x "
              f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor_rate)}", fmt_time(q.tensor_collective_time)))
         add(("tensor-parallel time", "m T_tp = m (L/p) c t_ar,  c = 4 (6 with full recompute)",
              f"{_n(i['layers'])} / {_n(p)} x {_n(q.tensor_collectives)} x {fmt_time(q.tensor_collective_time)} x "
@@ -73,16 +72,13 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
         add(("bubble time", "(p-1)/v (t_c + t_tp)",
              f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + {fmt_time(q.tensor_micro_batch_time)})",
              fmt_time(f.bubble_time)))
-        latency = i["intra_latency"] if t * p <= float(i["devices_per_node"]) else i["inter_latency"]
         add(("stage-to-stage transfers", P2P_EQUATION,
-             f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(latency)} + {fmt_bytes(q.pipeline_message)} / "
+             f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline_latency)} + {fmt_bytes(q.pipeline_message)} / "
              f"{fmt_rate(q.pipeline_rate)})", fmt_time(f.pipeline_time)))
     k = float(q.shard_group)
     if float(i["zero_stage"]) >= 3:
-        in_node = min(k, max(1.0, float(i["devices_per_node"]) / t))
-        latency = i["intra_latency"] if k <= in_node else i["inter_latency"]
         add(("one layer's gather over the shard group", GATHER_EQUATION,
-             f"({_n(k)} - 1) x {fmt_time(latency)} + "
+             f"({_n(k)} - 1) x {fmt_time(q.shard_latency)} + "
              f"{fmt_bytes(i['gradient_bytes'] * q.parameters_per_device / (i['layers'] / p))} x "
              f"({_n(k)} - 1) / {_n(k)} / {fmt_rate(q.shard_rate)}",
              fmt_time(q.layer_gather_time)))

@@ -131,6 +131,8 @@ class LayoutParts(NamedTuple):
     """t_c (or T1 / (t p) when a device step time is given)."""
     tensor_rate: Num
     """B_tp."""
+    tensor_latency: Num
+    """alpha of a tensor-parallel step: the intra-node latency while t <= devices per node."""
     tensor_collective_time: Num
     """One tensor-parallel all-reduce: 2 (t-1) alpha + M f(t) / B_tp."""
     tensor_collectives: Num
@@ -139,6 +141,8 @@ class LayoutParts(NamedTuple):
     """t_tp."""
     pipeline_rate: Num
     """B_pp."""
+    pipeline_latency: Num
+    """alpha of a stage-to-stage transfer: intra-node while t p <= devices per node."""
     pipeline_message: Num
     """Bytes per stage boundary per device: 2 b s h / t."""
     shard_group: Num
@@ -147,6 +151,8 @@ class LayoutParts(NamedTuple):
     """r = d / k."""
     shard_rate: Num
     """Bytes/s per rank of the shard group's ring."""
+    shard_latency: Num
+    """alpha of a step of the shard group's ring: intra-node while the group fits in one node."""
     layer_gather_time: Num
     """One layer's all-gather (or reduce-scatter) over k ranks."""
     layer_forward_time: Num
@@ -509,14 +515,17 @@ def layout_figures(
             elementwise_time=elementwise,
             micro_batch_time=t_c,
             tensor_rate=tp_rate,
+            tensor_latency=tp_latency,
             tensor_collective_time=tp_one,
             tensor_collectives=tp_collectives_per_layer(recompute),
             tensor_micro_batch_time=t_tp,
             pipeline_rate=pp_rate,
+            pipeline_latency=pp_latency,
             pipeline_message=pp_message,
             shard_group=k,
             replicas=r,
             shard_rate=k_rate,
+            shard_latency=k_latency,
             layer_gather_time=c_layer,
             layer_forward_time=forward_layer,
             layer_backward_time=backward_layer,
