@@ -850,8 +850,9 @@ _TABLE: tuple[InputField, ...] = (
         "workload",
         InputField(
             "input_pipeline",
-            "where the inputs come from: real (a data loader) or synthetic (made on the device; "
-            "no loader jitter) (None: real)",
+            "where the inputs are prepared: real (a data loader on the host), device (decoded "
+            "and augmented on the accelerator, e.g. DALI on the GPU) or synthetic (made on the "
+            "device); device and synthetic bring no loader jitter (None: real)",
             "choice",
             _input_pipeline,
             lambda text: text.strip(),

@@ -66,9 +66,14 @@ def test_transport_tcp_keeps_half_of_rdma():
     assert TRANSPORT_EFFICIENCY == {"rdma": 1.0, "tcp": 0.5}
 
 
-def test_synthetic_inputs_bring_no_host_jitter():
-    assert INPUT_PIPELINE_JITTER == {"real": 1.0, "synthetic": 0.0}
-    p = INPUT_PIPELINE_JITTER["synthetic"]
+@pytest.mark.parametrize("pipeline", ["device", "synthetic"])
+def test_inputs_prepared_off_the_host_bring_no_host_jitter(pipeline):
+    assert INPUT_PIPELINE_JITTER == {"real": 1.0, "device": 0.0, "synthetic": 0.0}
+    p = INPUT_PIPELINE_JITTER[pipeline]
     assert jittered_straggler_delay(0.1, 2, 16, 0.03, p * 0.01) == pytest.approx(
         straggler_delay(0.1, 2, 16, 0.03)
+    )
+    real = INPUT_PIPELINE_JITTER["real"]
+    assert jittered_straggler_delay(0.1, 2, 16, 0.03, real * 0.01) > straggler_delay(
+        0.1, 2, 16, 0.03
     )

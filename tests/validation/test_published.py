@@ -10,6 +10,8 @@ from importlib.resources import files
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions
 from mlsysim.engine.bands import conformal_band
@@ -30,6 +32,7 @@ from mlsysim.validation.published import (
     cross_validate,
     fit_host_jitter,
     in_sample_coverage,
+    interval_score,
     load_cases,
     memory_bandwidth_of,
     out_of_family,
@@ -213,18 +216,42 @@ def test_conformal_band_order_statistics():
         conformal_band(r, 1.0)
 
 
+def test_interval_score_is_the_width_plus_the_scaled_miss():
+    low, high = np.array([0.8, 0.8, 0.8]), np.array([0.9, 0.9, 0.9])
+    measured = np.array([0.85, 0.75, 0.95])  # inside, 0.05 below, 0.05 above
+    got = interval_score(low, high, measured, 0.8)  # 2 / (1 - 0.8) = 10 per point outside
+    assert got == pytest.approx([0.1, 0.1 + 10 * 0.05, 0.1 + 10 * 0.05])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0.0, 1.0), st.floats(0.0, 0.5), st.floats(-1.0, 2.0), st.floats(0.0, 0.5))
+def test_interval_score_prefers_a_band_that_holds_the_measurement(low, width, y, extra):
+    """Widening a band that misses by more than the widening costs lowers its score; a band
+    that already holds the measurement only pays for more width."""
+    lo, hi, m = np.array([low]), np.array([low + width]), np.array([y])
+    base = interval_score(lo, hi, m, 0.8)[0]
+    wider = interval_score(lo - extra, hi + extra, m, 0.8)[0]
+    if lo[0] <= y <= hi[0]:
+        assert wider == pytest.approx(base + 2 * extra)
+    else:
+        assert wider <= base + 2 * extra + 1e-12
+
+
 def test_the_difficulty_weights_are_those_the_held_out_check_picks():
-    """bands' weights are the grid pair of narrowest held-out width at 75-85% coverage; picked
-    again without each family (nested), the bands still cover 75-85% within 14 points."""
+    """bands' weights are the grid pair of lowest held-out interval score; picked again
+    without each family (nested), the bands still cover 75-85% within 14 points."""
     from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
 
     choice = choose_difficulty_weights(Assumptions.realistic())
     assert choice.chosen == (DIFFICULTY_LOSS, DIFFICULTY_NODES)
-    coverage, width = choice.grid[choice.chosen]
+    coverage, width, score = choice.grid[choice.chosen]
+    assert score == min(s for _, _, s in choice.grid.values())
     lofo = cross_validate(Assumptions.realistic())
     assert (coverage, width) == (pytest.approx(lofo.coverage), pytest.approx(lofo.median_width))
     low, high = COVERAGE_RANGE
+    assert low <= coverage <= high and width <= WIDTH_LIMIT
     assert low <= choice.nested_coverage <= high and choice.nested_width <= WIDTH_LIMIT
-    # the normalisation earns its place: one band for every layout is wider
-    assert choice.grid[(0.0, 0.0)][1] > width + 0.02
+    # the normalisation earns its place: one band for every layout scores worse and is wider
+    plain_coverage, plain_width, plain_score = choice.grid[(0.0, 0.0)]
+    assert plain_score > 1.05 * score and plain_width > width
     assert set(choice.nested_choices) == {c.family for c in load_cases()}
