@@ -87,9 +87,9 @@ if TYPE_CHECKING:
 LOWEST_EFFICIENCY = 1e-3
 """The efficiency interval is clipped to [0.001, 1]."""
 
-DIFFICULTY_LOSS = 1.0
-"""Weight of the predicted loss 1 - e in the difficulty s = 1 + 1 (1 - e) + 0.4 log2(N)."""
-DIFFICULTY_NODES = 0.4
+DIFFICULTY_LOSS = 8.0
+"""Weight of the predicted loss 1 - e in the difficulty s = 1 + 8 (1 - e) + 0 log2(N)."""
+DIFFICULTY_NODES = 0.0
 """Weight of log2 of the number of nodes N in the difficulty. Both weights are those
 :func:`mlsysim.validation.published.choose_difficulty_weights` picks on the published cases by
 the leave-one-family-out check alone (each family left out of the residuals its band is built

@@ -29,6 +29,12 @@ multi-tensor kernels of NVIDIA apex, FusedAdam / FusedLAMB, do one pass):
   gradient, m, v, weight; write m, v and the update: 28 B), then the
   per-layer norms of weight and update (read both: 8 B) and the scaled
   apply (read weight and update, write weight: 12 B): 48 B.
+* ``novograd`` (Ginsburg et al. 2019, "Stochastic Gradient Methods with
+  Layer-wise Adaptive Moments for Training of Deep Networks", algorithm 1):
+  the second moment is one scalar per layer (from the layer's gradient
+  norm, a read of the gradient fused with the step in apex's
+  FusedNovoGrad), the first moment one value per weight: read weight,
+  gradient, m; write weight, m: 5 x 4 = 20 B, as SGD with momentum.
 
 Mixed-precision training also writes the 16-bit weight copy (2 B more); it
 is left out, as are the gradient unscaling and clipping passes, so the
@@ -45,6 +51,7 @@ OPTIMIZER_BYTES_PER_PARAMETER: dict[str, float] = {
     "adamw": 28.0,
     "rmsprop": 28.0,
     "lamb": 48.0,
+    "novograd": 20.0,
 }
 """Bytes read plus written per parameter by one optimizer step (fp32 state; see the module)."""
 

@@ -106,7 +106,7 @@ def test_ddp_bucket_copies_and_first_bucket():
 
 def test_realistic_preset_values():
     r = Assumptions.realistic()
-    assert r.interference == 0.19 and r.host_jitter == Q_(12.4, "ms")
+    assert r.interference == 0.19 and r.host_jitter == Q_(15.2, "ms")
 
 
 def test_new_steps_appear_in_explain():
