@@ -399,7 +399,8 @@ def print_validation(
     covered, width = coverage
     console.print(
         f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = "
-        f"{DIFFICULTY_FORMULA}, N nodes (normalised conformal, from residuals of each case "
+        f"{DIFFICULTY_FORMULA}{', N nodes' if 'log2(N)' in DIFFICULTY_FORMULA else ''} "
+        "(e the predicted efficiency; normalised conformal, from residuals of each case "
         f"predicted without its family); covers {covered:.0%} of cases, median width "
         f"{width * 100:.1f} pt  (* = measured outside)"
     )

@@ -117,7 +117,8 @@ def test_the_band_follows_the_layout():
 @settings(max_examples=20, deadline=None)
 @given(st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.integers(1, 4096), st.integers(1, 4096))
 def test_band_width_grows_with_the_predicted_loss_and_the_nodes(e1, e2, n1, n2):
-    """s = 1 + 8 (1 - e) + 0.5 log2(N): a lower predicted efficiency or more nodes, a wider band."""
+    """s = 1 + w_loss (1 - e) + w_nodes log2(N): a lower predicted efficiency or more nodes, a band
+    no narrower."""
     preset = Assumptions.realistic()
     (e_lo, e_hi), (n_lo, n_hi) = sorted((e1, e2)), sorted((n1, n2))
     narrow = efficiency_band(preset, 0.8, efficiency=e_hi, nodes=n_lo)
