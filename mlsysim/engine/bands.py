@@ -18,23 +18,25 @@ Method (docs/model.md, section 4.5):
 2. **Normalised by the layout's difficulty.** Each residual is divided by the
    difficulty of its layout,
 
-       s = 1 + DIFFICULTY_LOSS (1 - e) + DIFFICULTY_NODES log2(N)
+       s = 1 + DIFFICULTY_LOSS e (1 - e) + DIFFICULTY_NODES log2(N)
 
    with e the predicted efficiency and N the number of nodes (normalised
    conformal prediction: Papadopoulos, Proedrou, Vovk and Gammerman 2002,
    "Inductive Confidence Machines for Regression"; Lei et al. 2018,
    "Distribution-Free Predictive Inference for Regression", JASA, section 5.2).
-   1 - e is the loss the model predicts: a relative error in any of its cost
-   terms (communication, synchronisation, the optimizer step) moves e in
-   proportion to it, so a job that is nearly all compute gets a narrow band and
-   one dominated by the network a wide one. log2(N) stands for what crosses
-   nodes and the model does not see (fabric placement, stragglers and input
-   pipelines of other hosts); each doubling of the nodes adds the same. The 1
-   stands for the errors that scale with neither (the one-device profile, the
-   host). The two weights are chosen by the leave-one-family-out check alone
-   (the lowest mean interval score, docs/model.md, section 4.5): on the 79
-   published cases of before it wanted the nodes (0.4); on the 111 of now,
-   whose speech families miss most on one node, it gives them no weight.
+   e (1 - e) is how far a relative error in the model's cost terms moves its
+   prediction: with e = C / (C + L) (C the useful compute, L the time lost to
+   communication, synchronisation and the rest), an error of a fraction r in L
+   moves e by r e (1 - e) to first order. So a job that is nearly all compute
+   gets a narrow band, one that loses much a wide one, and one that is nearly
+   all communication a narrower one again (its efficiency is small, and so are
+   its errors in points). log2(N) stands for what crosses nodes and the model
+   does not see (fabric placement, stragglers and input pipelines of other
+   hosts); each doubling of the nodes adds the same. The 1 stands for the
+   errors that scale with neither (the one-device profile, the host). The two
+   weights are chosen by the leave-one-family-out check alone (the lowest mean
+   interval score, docs/model.md, section 4.5): on the 111 published cases it
+   gives the nodes no weight.
 3. **Conformal quantiles.** The level-L band of the scores z_i = r_i / s_i is
    [z_(k_lo), z_(k_hi)], k_lo = floor((m+1)(1-L)/2), k_hi = ceil((m+1)(1+L)/2)
    (:func:`conformal_band`); the efficiency
@@ -89,16 +91,16 @@ LOWEST_EFFICIENCY = 1e-3
 """The efficiency interval is clipped to [0.001, 1]."""
 
 DIFFICULTY_LOSS = 8.0
-"""Weight of the predicted loss 1 - e in the difficulty s = 1 + 8 (1 - e) + 0 log2(N)."""
+"""Weight of e (1 - e) (e the predicted efficiency) in the difficulty
+s = 1 + 8 e (1 - e) + 0 log2(N)."""
 DIFFICULTY_NODES = 0.0
 """Weight of log2 of the number of nodes N in the difficulty. Both weights are those
 :func:`mlsysim.validation.published.choose_difficulty_weights` picks on the published cases by
 the leave-one-family-out check alone (each family left out of the residuals its band is built
-from; the lowest mean interval score): 79% coverage, median width 14.4 points on the 111 cases;
-picked again without each family (nested), 78% at 14.9 points (docs/model.md, section 4.5)."""
+from; the lowest mean interval score) (docs/model.md, section 4.5)."""
 DIFFICULTY_FORMULA = " + ".join(
     ["1"]
-    + [f"{w:g} {term}" for w, term in ((DIFFICULTY_LOSS, "(1 - e)"), (DIFFICULTY_NODES, "log2(N)")) if w]
+    + [f"{w:g} {term}" for w, term in ((DIFFICULTY_LOSS, "e (1 - e)"), (DIFFICULTY_NODES, "log2(N)")) if w]
 )
 """The difficulty in words, for explain and the validation report (a term of weight 0 left
 out)."""
@@ -151,12 +153,12 @@ def difficulty(
     loss_weight: float = DIFFICULTY_LOSS,
     node_weight: float = DIFFICULTY_NODES,
 ) -> np.ndarray:
-    """s = 1 + DIFFICULTY_LOSS (1 - e) + DIFFICULTY_NODES log2(N), from the predicted
+    """s = 1 + DIFFICULTY_LOSS e (1 - e) + DIFFICULTY_NODES log2(N), from the predicted
     efficiency e and the number of nodes N (floats or arrays; other weights for the
     check that picks them, :func:`mlsysim.validation.published.choose_difficulty_weights`)."""
     e = np.clip(np.asarray(efficiency, dtype=float), 0.0, 1.0)
     n = np.maximum(np.asarray(nodes, dtype=float), 1.0)
-    return np.asarray(1.0 + loss_weight * (1.0 - e) + node_weight * np.log2(n), dtype=float)
+    return np.asarray(1.0 + loss_weight * e * (1.0 - e) + node_weight * np.log2(n), dtype=float)
 
 
 @lru_cache(maxsize=256)

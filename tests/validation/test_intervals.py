@@ -94,7 +94,8 @@ def test_interval_stays_in_the_unit_range(nodes, level):
 def test_scores_are_out_of_family_residuals_over_the_difficulty():
     a = Assumptions.realistic()
     oof = out_of_family(a)
-    s = 1 + DIFFICULTY_LOSS * (1 - oof.predicted) + DIFFICULTY_NODES * np.log2(nodes_of_cases())
+    e = oof.predicted
+    s = 1 + DIFFICULTY_LOSS * e * (1 - e) + DIFFICULTY_NODES * np.log2(nodes_of_cases())
     assert np.allclose(published_scores(a).values, oof.residuals / s, rtol=1e-12)
 
 
@@ -116,17 +117,18 @@ def test_the_band_follows_the_layout():
 
 @settings(max_examples=20, deadline=None)
 @given(st.floats(0.01, 1.0), st.floats(0.01, 1.0), st.integers(1, 4096), st.integers(1, 4096))
-def test_band_width_grows_with_the_predicted_loss_and_the_nodes(e1, e2, n1, n2):
-    """s = 1 + w_loss (1 - e) + w_nodes log2(N): a lower predicted efficiency or more nodes, a band
-    no narrower."""
+def test_band_width_follows_the_sensitivity_of_the_prediction_and_the_nodes(e1, e2, n1, n2):
+    """s = 1 + w_loss e (1 - e) + w_nodes log2(N): where a relative error in the costs moves the
+    efficiency more (e (1 - e) larger) or over more nodes, a band no narrower."""
     preset = Assumptions.realistic()
-    (e_lo, e_hi), (n_lo, n_hi) = sorted((e1, e2)), sorted((n1, n2))
-    narrow = efficiency_band(preset, 0.8, efficiency=e_hi, nodes=n_lo)
-    wide = efficiency_band(preset, 0.8, efficiency=e_lo, nodes=n_hi)
+    (n_lo, n_hi) = sorted((n1, n2))
+    e_calm, e_touchy = sorted((e1, e2), key=lambda e: e * (1 - e))
+    narrow = efficiency_band(preset, 0.8, efficiency=e_calm, nodes=n_lo)
+    wide = efficiency_band(preset, 0.8, efficiency=e_touchy, nodes=n_hi)
     assert narrow[1] - narrow[0] <= wide[1] - wide[0] + 1e-15
-    assert difficulty(1.0, 1) == 1.0
-    assert difficulty(e_lo, n_hi) == pytest.approx(
-        1 + DIFFICULTY_LOSS * (1 - e_lo) + DIFFICULTY_NODES * math.log2(n_hi)
+    assert difficulty(1.0, 1) == 1.0 == difficulty(0.0, 1)
+    assert difficulty(e1, n_hi) == pytest.approx(
+        1 + DIFFICULTY_LOSS * e1 * (1 - e1) + DIFFICULTY_NODES * math.log2(n_hi)
     )
 
 
