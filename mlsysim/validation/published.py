@@ -822,14 +822,19 @@ def choose_difficulty_weights(
     )
 
 
-def in_sample_coverage(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
+def in_sample_coverage(
+    assumptions: Assumptions,
+    level: float = 0.8,
+    cases: tuple[Case, ...] | list[Case] | None = None,
+) -> tuple[float, float]:
     """(coverage, median width) of the intervals results get, on the cases whose residuals
-    built them (:func:`mlsysim.engine.bands.efficiency_interval_of`): a check of the
-    arithmetic, not of honesty (:func:`cross_validate` is that)."""
+    built them (:func:`mlsysim.engine.bands.efficiency_interval_of`; all of them, or
+    ``cases``): a check of the arithmetic, not of honesty (:func:`cross_validate` is that)."""
     from mlsysim.engine.bands import efficiency_interval_of
 
-    predicted = predict_all(assumptions)
-    low, high = efficiency_interval_of(assumptions, predicted, nodes_of_cases(), level)
-    measured = np.asarray([c.measured_eff for c in load_cases()])
+    chosen = tuple(cases) if cases is not None else load_cases()
+    predicted = predict_all(assumptions, chosen)
+    low, high = efficiency_interval_of(assumptions, predicted, nodes_of_cases(chosen), level)
+    measured = np.asarray([c.measured_eff for c in chosen])
     inside = (measured >= low) & (measured <= high)
     return float(np.mean(inside)), float(np.median(high - low))

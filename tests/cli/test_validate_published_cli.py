@@ -30,3 +30,25 @@ def test_json_with_cross_validation(capsys):
     for row in data["cases"]:  # every case's interval holds its prediction
         low, high = row["realistic_interval_80"]
         assert low <= row["realistic_efficiency"] <= high
+
+
+def test_the_issue_set_alone(capsys):
+    """--cases issue: the 61 shared cases, held out among themselves (the jitter refitted and
+    the bands built from those families only)."""
+    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.validation.published import cross_validate
+
+    code, out, _ = run(capsys, "validate", "published", "--json", "--cv", "--cases", "issue")
+    assert code == 0
+    data = json.loads(out)
+    assert len(data["cases"]) == 61 and data["seed"]["count"] == 61
+    held = data["leave_one_family_out"]
+    lofo = cross_validate(Assumptions.realistic(), subset="issue")
+    assert held["count"] == 61 and held["coverage_80"] == lofo.coverage
+    assert held["median_abs_error"] == lofo.summary.median_abs
+
+
+def test_an_unknown_case_set_is_one_line_and_status_2(capsys):
+    code, out, err = run(capsys, "validate", "published", "--cases", "mine")
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "--cases" in err and "'mine'" in err
