@@ -598,10 +598,10 @@ of the shared data set issue 23 names its targets on (the 43 first cases and the
 ``"added": "2026-12-01"``; not those the project collected since, whose ``added`` names it)."""
 
 
-def cases_of(subset: str = "all") -> tuple[Case, ...]:
-    """The cases of one of :data:`CASE_SETS`."""
+def cases_of(subset: str = "all", field: str = "subset") -> tuple[Case, ...]:
+    """The cases of one of :data:`CASE_SETS` (``field``: how an error names the input)."""
     if subset not in CASE_SETS:
-        raise InputError(f"subset: expected one of {', '.join(CASE_SETS)}, got {subset!r}")
+        raise InputError(f"{field}: expected one of {', '.join(CASE_SETS)}, got {subset!r}")
     cases = load_cases()
     if subset == "issue":
         return tuple(c for c in cases if c.raw.get("added") in (None, "2026-12-01"))
