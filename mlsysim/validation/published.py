@@ -803,7 +803,8 @@ def choose_difficulty_weights(
     for pair in pairs:
         lows, highs = bands(pair, everyone)
         inside = (measured >= lows) & (measured <= highs)
-        grid[pair] = (float(np.mean(inside)), float(np.median(highs - lows)), score(pair, everyone))
+        mean_score = float(np.mean(interval_score(lows, highs, measured, level)))
+        grid[pair] = (float(np.mean(inside)), float(np.median(highs - lows)), mean_score)
     lows = np.empty(len(oof.cases))
     highs = np.empty(len(oof.cases))
     choices: dict[str, tuple[float, float]] = {}
