@@ -36,11 +36,13 @@ fabric = "InfiniBand_NDR"
 # inter_bandwidth = "400 Gbps"
 # node_hour_rate = "32 USD/hour"
 
-# Speed of one device: the model FLOPs utilisation (0-1), from which
-# step_time = FLOPs per sample x per_device_batch / (peak FLOP/s x mfu);
+# Speed of one device: the kernel efficiency of its matrix products (0-1; not a
+# published job MFU, which also counts communication and bubbles), from which
+# step_time = batch x (model + recomputed FLOPs) / (peak FLOP/s x mfu)
+#             + batch x element-wise bytes / memory bandwidth;
 # or a measured step_time instead.
 mfu = 0.4
-# step_time = "1.26 s"
+# step_time = "1.81 s"
 per_device_batch = 1
 accumulation_steps = 1
 

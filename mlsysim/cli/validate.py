@@ -32,9 +32,11 @@ def parallel(
 ) -> None:
     """Predict published tensor/pipeline/ZeRO-3 runs (Megatron-LM, MT-NLG, Llama 3, BLOOM).
 
-    Prints measured and predicted time per update and the error of each run
-    (one math-kernel efficiency fitted per GPU generation), then per family
-    and leave-one-family-out the median and worst |error|, and the runs left out.
+    Each run is a scenario (the one a user builds; --json prints its inputs) and
+    its prediction is that scenario's result. Leads with each family predicted by
+    constants fitted without it, then in sample (one kernel efficiency per GPU
+    generation; ZeRO-3's and MT-NLG's pipeline engine's achieved rates fitted on
+    their own runs), per family, and the runs not predicted with what they lack.
     """
     if json_:
         from mlsysim.core.jsonio import document, dumps, encode

@@ -155,9 +155,18 @@ class Assumptions(Validated):
       (0: no failures). It is applied where the scenario gives what a
       failure costs (``checkpoint_bandwidth`` and ``restart_time``); only the
       whole-run figures (goodput, wall-clock time, energy) depend on it.
+    * ``sharding_rate``: the achieved rate, per rank, of an implementation's ZeRO/FSDP
+      all-gathers and reduce-scatters (0: the links' ring rate, the physics). A
+      framework's collectives can run far below what the links carry: DeepSpeed's
+      ZeRO-3 of 2021 reached about 16 GB/s per A100 where the links carry 25
+      (docs/parallelism.md). A named assumption of one implementation, fitted on its
+      own published runs (``mlsysim validate parallel`` reports it leave-one-run-out).
+    * ``pipeline_rate``: the achieved rate of one device's stage-to-stage
+      transfers of an implementation (0: the links' rate), as ``sharding_rate``
+      (DeepSpeed's pipeline engine of 2021, MT-NLG 530B).
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / hour')>)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>)
     """
 
     algorithm: Algorithm = "ring"
@@ -188,10 +197,19 @@ class Assumptions(Validated):
     failure_rate: Annotated[
         Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("failure_rate")))
     ] = NO_FAILURES
+    sharding_rate: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("bandwidth")))
+    ] = quantity(0, "GB/s")
+    pipeline_rate: Annotated[
+        Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("bandwidth")))
+    ] = quantity(0, "GB/s")
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
     never the update's: the prediction intervals do not depend on them."""
+    IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = ("sharding_rate", "pipeline_rate")
+    """Achieved rates of one implementation's collectives: at their default (0, the physics)
+    they name no choice, so a stored set of residuals does not depend on them."""
 
     @classmethod
     def seed(cls) -> Assumptions:

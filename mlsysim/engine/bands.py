@@ -167,14 +167,19 @@ def assumptions_key(assumptions: Assumptions) -> str:
     kept per set of assumptions: every interval asks for it).
 
     Fields that change only the whole run (``failure_rate``: no figure of the update)
-    are left out: they leave the residuals as they are.
+    are left out: they leave the residuals as they are; so are an implementation's
+    achieved rates at their default (the physics).
     """
     import hashlib
     import json
 
     whole_run = type(assumptions).WHOLE_RUN_FIELDS
+    at_default = {
+        k for k in type(assumptions).IMPLEMENTATION_FIELDS
+        if getattr(assumptions, k) == type(assumptions).model_fields[k].default
+    }
     fields = {
-        k: str(v) for k, v in sorted(assumptions.fields().items()) if k not in whole_run
+        k: str(v) for k, v in sorted(assumptions.fields().items()) if k not in whole_run and k not in at_default
     }
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -163,6 +163,10 @@ def checked_inputs(
             raise exc.at(owner=owner) from None
     else:
         job = plain_job(values)
+    if kept_job is None:  # the job's model FLOPs and peak: for a step from FLOPs and the achieved MFU
+        numbers["flops_per_sample"] = job.flops_per_sample
+        numbers["peak_flops"] = job.peak_flops
+        numbers["activation_memory_per_sample"] = job.activation_memory_per_sample
     if missing:
         still_missing = [_missing(name) for name in missing if values[name] is None]
         if still_missing:  # nothing derived them
@@ -184,7 +188,10 @@ def checked_inputs(
 _DERIVED_FROM: Final = frozenset(DERIVED_FROM)
 
 _DERIVATION_READS: Final = frozenset(
-    {*PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute", "precision"}
+    {
+        *PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute",
+        "precision", "flash_attention", "memory_bandwidth",
+    }
 )
 """The inputs :func:`~mlsysim.engine.derivation.resolve` reads (besides what the presets fill)."""
 

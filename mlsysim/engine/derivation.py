@@ -10,9 +10,12 @@ checks that the sources agree, and derives the numeric inputs through
 :func:`derive_inputs`: the same function a sweep runs on arrays, so a sweep's
 row and the scalar solve of the same layout share every formula:
 
-* ``step_time = F b / (P u)`` (:func:`mlsysim.physics.compute.step_time_from_flops`)
-  from ``mfu`` u, the workload's training FLOPs per sample F and the
-  accelerator's dense peak P at the training precision;
+* ``step_time = b (F + F_re) / (P u) + b E / B_mem``
+  (:func:`mlsysim.physics.compute.step_time_from_flops`) from ``mfu`` u (the
+  math-kernel efficiency), the workload's model FLOPs per sample F, the FLOPs
+  its recompute mode adds F_re, the accelerator's dense peak P at the training
+  precision, and the bytes E its memory-bound element-wise work moves at the
+  memory bandwidth B_mem (where one is known);
 * ``training_time = S T1 / b`` with S = ``training_samples``, or
   ``training_tokens`` / sequence length;
 * ``activation_memory = a_1 b``: layers x
@@ -38,13 +41,19 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.formatting import fmt_given
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.presets import PRESETS, preset_figures
-from mlsysim.engine.workload_figures import DEFAULT_RECOMPUTE, peak_flops, workload_facts
+from mlsysim.engine.workload_figures import (
+    DEFAULT_RECOMPUTE,
+    peak_flops,
+    shape_numbers,
+    workload_facts,
+)
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
     samples_from_tokens,
     step_time_from_flops,
 )
+from mlsysim.physics.layout import elementwise_bytes_per_sample, recompute_flops_per_sample
 
 if TYPE_CHECKING:
     from mlsysim.models.types import Workload
@@ -58,6 +67,9 @@ DERIVED_ATTRIBUTES: Final = (
     "peak_flops",
     "sequence_length",
     "activation_memory_per_sample",
+    "recompute_flops_per_sample",
+    "elementwise_bytes_per_sample",
+    "elementwise_bytes_fused",
 )
 """Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
 
@@ -89,6 +101,10 @@ class Job(NamedTuple):
     activation_memory_per_sample: float = math.nan
     recompute: str = DEFAULT_RECOMPUTE
     activations: str = "none"  # "derived", "given" or "none" (not counted)
+    recompute_flops_per_sample: float = 0.0
+    elementwise_bytes_per_sample: float = 0.0
+    elementwise_bytes_fused: float = 0.0
+    """E with fused attention kernels (``flash_attention``): the attention matrices never stored."""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.equations.Inputs`."""
@@ -140,6 +156,11 @@ class Derivable(Protocol):
     training_samples: Num
     sequence_length: Num
     activation_memory_per_sample: Num
+    recompute_flops_per_sample: Num
+    elementwise_bytes_per_sample: Num
+    elementwise_bytes_fused: Num
+    flash_attention: Num
+    memory_bandwidth: Num
 
 
 def derive_inputs(x: Derivable) -> Derivable:
@@ -149,19 +170,28 @@ def derive_inputs(x: Derivable) -> Derivable:
     a target is NaN where the layout derives it, a number where it was given
     (or swept):
 
-        step_time = F b / (P u)                   (mfu u)
+        step_time = b (F + F_re) / (P u) + b E / B_mem   (mfu u; E fused with flash_attention)
         training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
         activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
+
+    ``activation_memory_per_sample`` is left NaN where the activation memory was given
+    (a parallel layout counts its own activations unless they were given).
     """
     # (a float is tested inline: this runs in every scalar solve of a shaped workload)
     step = x.step_time
     if (step != step) if type(step) is float else _any_nan(step):
-        x.step_time = _fill(
-            step,
-            lambda: step_time_from_flops(
-                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu
-            ),
-        )
+        def derived_step() -> Num:
+            fused = x.flash_attention
+            if type(fused) is float:
+                elementwise = x.elementwise_bytes_fused if fused > 0 else x.elementwise_bytes_per_sample
+            else:
+                elementwise = np.where(np.asarray(fused) > 0, x.elementwise_bytes_fused, x.elementwise_bytes_per_sample)
+            return step_time_from_flops(
+                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu,
+                x.recompute_flops_per_sample, elementwise, x.memory_bandwidth,
+            )
+
+        x.step_time = _fill(step, derived_step)
     time = x.training_time
     if (time != time) if type(time) is float else _any_nan(time):
 
@@ -180,6 +210,10 @@ def derive_inputs(x: Derivable) -> Derivable:
             memory,
             lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
         )
+        if type(memory) is not float and not _all_nan(memory):  # some rows give theirs
+            x.activation_memory_per_sample = np.where(np.isnan(memory), per_sample, np.nan)
+    elif type(memory) is not float or memory == memory:  # given: nothing derived per sample
+        x.activation_memory_per_sample = memory * np.nan
     return x
 
 
@@ -217,6 +251,11 @@ class _Scalars:
     training_samples: Num = math.nan
     sequence_length: Num = math.nan
     activation_memory_per_sample: Num = math.nan
+    recompute_flops_per_sample: Num = 0.0
+    elementwise_bytes_per_sample: Num = 0.0
+    elementwise_bytes_fused: Num = 0.0
+    flash_attention: Num = math.nan
+    memory_bandwidth: Num = math.inf
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -276,13 +315,27 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     peak = samples = per_sample = nan
 
     mfu = out["mfu"]
+    recomputed = elementwise = fused = 0.0
     if mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
+        if facts.shape:
+            recomputed, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
+            x.recompute_flops_per_sample = recomputed
+            x.elementwise_bytes_per_sample, x.elementwise_bytes_fused = elementwise, fused
+            if out["flash_attention"] is not None:
+                x.flash_attention = float(out["flash_attention"])
+            if out["memory_bandwidth"] is not None:
+                x.memory_bandwidth = to_canonical(out["memory_bandwidth"], "bandwidth")
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
+    if mfu is None and out["accelerator"] is not None:  # the peak of the achieved MFU, where known
+        try:
+            peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
+        except InputError:
+            peak = nan
 
     tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
@@ -316,7 +369,22 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         for target in DERIVED_TARGETS:
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
-    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations)
+    return Job(
+        origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
+        recomputed, elementwise, fused,
+    )
+
+
+def _recomputed_and_elementwise(workload: Workload, recompute: str) -> tuple[float, float, float]:
+    """F_re, and E without and with fused attention, of one sample of a transformer workload."""
+    shape = shape_numbers(workload, recompute)
+    layers, hidden, heads, seq_len = shape["layers"], shape["hidden"], shape["heads"], shape["seq_len"]
+    recomputed = recompute_flops_per_sample(
+        workload_facts(workload).parameters, layers, hidden, seq_len, shape["vocab"], recompute
+    )
+    plain = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute)
+    fused = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute, flash_attention=True)
+    return float(recomputed), float(plain), float(fused)
 
 
 def _number(numbers: Mapping[str, float], name: str, value: object, dimension: str) -> float:

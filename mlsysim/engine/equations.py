@@ -32,7 +32,6 @@ from mlsysim.physics.collectives import (
     stage_time,
 )
 from mlsysim.physics.layout import (
-    ADAM_BYTES_PER_PARAMETER,
     LayoutFigures,
     layout_figures,
     layout_mask,
@@ -123,6 +122,16 @@ class Inputs:
     seq_len: Num = math.nan
     vocab: Num = 0.0
     recompute_code: Num = 1.0
+    # uneven pipeline stages (physics.layout.slowest_stage_layers), attention kernels and FSDP's
+    # resharding (docs/parallelism.md); NaN = not given: even stages, unfused attention, reshard
+    first_stage_layers: Num = math.nan
+    last_stage_layers: Num = math.nan
+    flash_attention: Num = math.nan
+    reshard_after_forward: Num = math.nan
+    # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.derivation)
+    recompute_flops_per_sample: Num = 0.0
+    elementwise_bytes_per_sample: Num = 0.0
+    elementwise_bytes_fused: Num = 0.0
 
 
 NEUTRAL_INPUTS: Final[Mapping[str, float]] = MappingProxyType(
@@ -171,6 +180,10 @@ class Choices:
     first_bucket_size: float = 0.0
     failure_rate: float = 0.0
     """Failures per device-second when the scenario gives none (``Assumptions.failure_rate``)."""
+    sharding_rate: float = 0.0
+    """Achieved bytes/s per rank of ZeRO's gathers and reduce-scatters (0: the links' ring rate)."""
+    pipeline_rate: float = 0.0
+    """Achieved bytes/s of one device's stage-to-stage transfers (0: the links' rate)."""
 
 
 SEED_CHOICES = Choices()
@@ -289,6 +302,8 @@ class Figures(NamedTuple):
     layout_valid: bool | Array = True
     layout: LayoutFigures | None = None
     layout_arguments: Mapping[str, Any] | None = None
+    # the job's model FLOPs per second per device over the peak (NaN where F or P is unknown)
+    achieved_mfu: Num = math.nan
 
     @property
     def hidden_communication_time(self) -> Num:
@@ -384,8 +399,39 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     ``pipeline_chunks``, ``shard_group``, ``sequence_parallel`` given) is priced by
     :func:`evaluate_layout` instead.
     """
+    if _layout_priced(x, c):
+        return _with_mfu(x, _whole_run(x, c, evaluate_layout(x, c)))
+    return _with_mfu(x, _evaluate_data_parallel(x, c))
+
+
+def _layout_priced(x: Inputs, c: Choices) -> bool:
+    """Whether the layout model prices the update: a layout input is given, or a ZeRO stage is
+    (sharded data parallelism is priced per layer whether or not t or p is given) for a
+    workload whose layers are known. A ZeRO stage on a workload without layers keeps the
+    data-parallel rule (ZeRO-3: 1.5x the AllReduce's bytes), said in the notes."""
     if _layout_given(x):
-        return _whole_run(x, c, evaluate_layout(x, c))
+        return True
+    if not c.zero_stage:
+        return False
+    layers = x.layers
+    return bool(layers == layers) if type(layers) is float else bool(np.all(np.asarray(layers) == layers))
+
+
+def _with_mfu(x: Inputs, f: Figures) -> Figures:
+    """``f`` with the job's achieved MFU where the model FLOPs and the peak are known:
+
+        MFU = F B / (T n P)   (F model FLOPs per sample, B the global batch, T the update, n devices)
+
+    (Chowdhery et al. 2022, "PaLM", appendix B: recomputation is not counted as model FLOPs.)
+    """
+    peak, flops = x.peak_flops, x.flops_per_sample
+    if type(peak) is float and (peak != peak or flops != flops):
+        return f
+    return f._replace(achieved_mfu=flops * f.global_batch / (f.update_time * f.n_devices * peak))
+
+
+def _evaluate_data_parallel(x: Inputs, c: Choices) -> Figures:
+    """:func:`evaluate` of the data-parallel model (no layout input, no ZeRO stage on a shaped workload)."""
     d, big_n = x.devices_per_node, x.nodes
     n = d * big_n
     g = x.gradient_bytes * communication_volume_factor(c.zero_stage)
@@ -711,8 +757,18 @@ def _whole_run_figures(
     )
 # -- parallel layouts (tensor, pipeline, sharded data parallelism) -------------------------
 
-LAYOUT_INPUTS = ("tensor_parallel", "pipeline_parallel", "pipeline_chunks", "shard_group", "sequence_parallel")
-"""The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN)."""
+LAYOUT_INPUTS = (
+    "tensor_parallel",
+    "pipeline_parallel",
+    "pipeline_chunks",
+    "shard_group",
+    "sequence_parallel",
+    "first_stage_layers",
+    "last_stage_layers",
+    "flash_attention",
+)
+"""The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN);
+a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`)."""
 
 
 _layout_values = attrgetter(*LAYOUT_INPUTS)
@@ -743,8 +799,8 @@ def _layout_given(x: Inputs) -> bool:
     from mlsysim.core.exceptions import InputError
 
     raise InputError(
-        "sweep: some rows give a parallel layout (tensor_parallel, pipeline_parallel, pipeline_chunks, "
-        "shard_group or sequence_parallel) and others none; give 1 instead of none on a layout axis",
+        f"sweep: some rows give a parallel layout ({', '.join(LAYOUT_INPUTS)}) and others none; "
+        "give 1 instead of none on a layout axis",
         field="tensor_parallel",
     )
 
@@ -768,18 +824,23 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
     Layout: t = ``tensor_parallel``, p = ``pipeline_parallel``, v =
     ``pipeline_chunks`` (1 when not given), micro-batch b = ``per_device_batch``,
     micro-batches m = ``accumulation_steps`` (Megatron's semantics), the ZeRO
-    stage, the HSDP ``shard_group`` (0: all of d). Cluster: devices = d_node x N,
-    the links with the assumptions' efficiencies (one NIC's ``inter_bandwidth``
-    x transport factor x ``inter_efficiency``), latencies. Compute: the device
-    step time T1 (one micro-batch of the whole model on one device, given or
-    derived from MFU) enters as ``device_step_time``, so t_c = T1 / (t p).
-    Optimizer: the layout's step moves 28 B per parameter at B_mem; the
-    scenario's optimizer moves beta B, so B_mem is passed as B_mem x 28 / beta
-    (inf without an optimizer), which makes the layout's term psi' beta / B_mem.
-    ``algorithm`` ``auto`` prices the replicas' AllReduce as a ring.
+    stage, the HSDP ``shard_group`` (0: all of d), uneven stages
+    (``first_stage_layers``, ``last_stage_layers``), ``reshard_after_forward``
+    (FSDP: 0 keeps the gathered parameters for the backward). Cluster: devices =
+    d_node x N, the links with the assumptions' efficiencies (one NIC's
+    ``inter_bandwidth`` x transport factor x ``inter_efficiency``), latencies, and
+    the implementations' achieved rates where the assumptions name them
+    (``sharding_rate``, ``pipeline_rate``). Compute: a measured device step time T1
+    (one micro-batch of the whole model on one device) enters as
+    ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is
+    computed from the FLOPs instead, recomputation and the memory-bound element-wise
+    work included: t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
+    (u is the math-kernel efficiency). Optimizer: the scenario's beta bytes per
+    parameter at B_mem (none without an optimizer). ``algorithm`` ``auto`` prices the
+    replicas' AllReduce as a ring.
     """
-    beta = x.optimizer_bytes
-    bandwidth = where(beta > 0, x.memory_bandwidth * ADAM_BYTES_PER_PARAMETER / where(beta > 0, beta, 1.0), math.inf)
+    nan = math.nan
+    derived = x.mfu == x.mfu  # the step time comes from FLOPs
     return {
         "parameters": x.parameters,
         "layers": x.layers,
@@ -790,8 +851,8 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "devices": x.devices_per_node * x.nodes,
         "devices_per_node": x.devices_per_node,
         "peak_flops": x.peak_flops,
-        "math_efficiency": 1.0,
-        "memory_bandwidth": bandwidth,
+        "math_efficiency": where(derived, x.mfu, 1.0),
+        "memory_bandwidth": x.memory_bandwidth,
         "intra_bandwidth": x.intra_bandwidth * c.intra_efficiency,
         "nic_bandwidth": x.inter_bandwidth * x.inter_transport * c.inter_efficiency,
         "nics_per_node": x.nics_per_node,
@@ -802,12 +863,19 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "micro_batches": x.accumulation_steps,
         "zero_stage": float(c.zero_stage),
         "shard_group": _or(x.shard_group, 0.0),
+        "backward_gathers": _or(x.reshard_after_forward, 1.0),
         "data_overlap": 1.0 if c.overlap else 0.0,
         "intra_latency": x.intra_latency,
         "inter_latency": x.inter_latency,
         "gradient_bytes": x.gradient_bytes / x.parameters,
-        "device_step_time": x.step_time,
+        "device_step_time": where(derived, nan, x.step_time),
+        "sharding_rate": c.sharding_rate if c.sharding_rate > 0 else nan,
+        "pipeline_rate": c.pipeline_rate if c.pipeline_rate > 0 else nan,
+        "first_stage_layers": x.first_stage_layers,
+        "last_stage_layers": x.last_stage_layers,
+        "optimizer_bytes": x.optimizer_bytes,
         "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
+        "flash_attention": bool(_scalar_mode(_or(x.flash_attention, 0.0), "flash_attention")),
         "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
     }
 
@@ -845,7 +913,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
 
     ``layout_valid`` is False where the layout breaks a rule
     (:func:`~mlsysim.physics.layout.layout_mask`: t p divides the devices, heads by
-    t, layers by p v, m >= p, ...): a plan drops such layouts as infeasible (its
+    t, a layer per chunk, m a multiple of p when interleaved, ...): a plan drops such layouts as infeasible (its
     ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.rules`).
     The seed's link figures are kept for the record (``intra_bytes``, ``inter_bytes``:
     the gradient AllReduce of the seed); ``intra_time`` and ``inter_time`` split the
@@ -860,7 +928,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     g, big_n, m = x.devices_per_node, x.nodes, x.accumulation_steps
     n = g * big_n
     d = f.data_parallel
-    psi_share = where(c.zero_stage >= 1, 1.0 / q.shard_group, 1.0) / (t * p)
+    psi_share = where(c.zero_stage >= 1, 1.0 / q.shard_group, 1.0) * q.parameters_per_device / x.parameters
     given_optimizer = x.optimizer_step_time * psi_share
     if c.host_jitter:
         wait = jittered_straggler_delay(
@@ -889,8 +957,12 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     valid: bool | Array = layout_mask(  # type: ignore[assignment]
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
         micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
+        first_stage_layers=x.first_stage_layers, last_stage_layers=x.last_stage_layers,
     )
-    memory = f.memory_bytes
+    # a given activation_memory (not derived from the shape) replaces the layout's count
+    given = (x.activation_memory_per_sample != x.activation_memory_per_sample) & (x.activation_memory > 0)
+    activations = where(given, x.activation_memory, f.activation_bytes)
+    memory = f.state_bytes + activations + f.buffer_bytes
     unknown_memory = x.device_memory != x.device_memory
     intra_bytes, inter_bytes = _layout_bytes(
         arguments, f, c.zero_stage, t <= g, t * p <= g, shard_in_node, within_node
@@ -937,7 +1009,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         pipeline_stages=p,
         data_parallel=d,
         state_memory=f.state_bytes,
-        stage_activation_memory=f.activation_bytes,
+        stage_activation_memory=activations,
         gather_buffer_memory=f.buffer_bytes,
         layout_valid=valid,
         layout=f,
@@ -966,7 +1038,7 @@ def _layout_bytes(
     """
     q = f.parts
     t, p, v = a["tensor_parallel"], a["pipeline_parallel"], a["pipeline_chunks"]
-    m, layers_here = a["micro_batches"], a["layers"] / a["pipeline_parallel"]
+    m, layers_here = a["micro_batches"], q.stage_layers
     k, r = q.shard_group, q.replicas
     grad = a["gradient_bytes"] * q.parameters_per_device
     tensor = m * layers_here * q.tensor_collectives * 2.0 * a["micro_batch"] * a["seq_len"] * a["hidden"] * (

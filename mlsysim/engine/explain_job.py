@@ -58,11 +58,40 @@ def explain_rows(
             )
         )
         t1 = to_canonical(values["step_time"], "time")
+        recomputed = job.recompute_flops_per_sample
+        fused = values["flash_attention"] == 1
+        moved = job.elementwise_bytes_fused if fused else job.elementwise_bytes_per_sample
+        if recomputed > 0:
+            rows.append(
+                (
+                    f"FLOPs recomputed per sample, recompute={job.recompute} (Korthikanti et al. 2022)",
+                    "F_re = 2 (N - V h) s + 4 L h s^2" if job.recompute == "full" else "F_re = 4 L h s^2",
+                    "",
+                    f"{recomputed:.6g} flop",
+                )
+            )
+        bandwidth = values["memory_bandwidth"]
+        if moved > 0 and bandwidth is not None:
+            rows.append(
+                (
+                    "element-wise bytes per sample (norms, softmax, dropout, activations; "
+                    + ("attention fused" if fused else "attention not fused: flash_attention=1 fuses it")
+                    + ")",
+                    "E = L n_pass a_layer(b = 1)",
+                    "",
+                    f"{moved:.6g} B",
+                )
+            )
+            elementwise = f" + {b} x {moved:.6g} / {to_canonical(bandwidth, 'bandwidth'):.6g}"
+        else:
+            elementwise = ""
         rows.append(
             (
-                "step_time, one device (model FLOPs utilisation u; Chowdhery et al. 2022)",
-                "T1 = F b / (P u)",
-                f"{f:.6g} x {b} / ({job.peak_flops:.6g} x {values['mfu']:g})",
+                "step_time, one device (u: the math-kernel efficiency of the matrix products, "
+                "not a job's MFU)",
+                "T1 = b (F + F_re) / (P u) + b E / B_mem",
+                f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {values['mfu']:g})"
+                + elementwise,
                 f"{t1:.6g} s",
             )
         )

@@ -386,6 +386,14 @@ def _flag(value: object) -> int:
     return flag
 
 
+def _switch(name: str, label: str) -> InputField:
+    """An optional on/off input of the layout (1 on, 0 off; None: its default)."""
+    return InputField(
+        name, label, "index", _flag, parse_int, default=None, optional=True, numeric=True,
+        canonical=_count_number, choices=(0, 1),
+    )
+
+
 def _layout_count(name: str, label: str, symbol: str) -> InputField:
     """A count of a parallel layout: optional, and the layout model's switch when given."""
     return InputField(
@@ -764,6 +772,31 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
+        _layout_count(
+            "first_stage_layers",
+            "layers on the first pipeline stage, for uneven stages (None: the balanced cut)",
+            "L_first",
+        ),
+    ),
+    _in(
+        "layout",
+        _layout_count(
+            "last_stage_layers",
+            "layers on the last pipeline stage, for uneven stages (None: the balanced cut)",
+            "L_last",
+        ),
+    ),
+    _in("layout", _switch("flash_attention", "fused attention kernels (FlashAttention): 1 on, 0 off (None: off)")),
+    _in(
+        "layout",
+        _switch(
+            "reshard_after_forward",
+            "ZeRO-3/FSDP frees gathered parameters after the forward and gathers them again in the "
+            "backward: 1 on, 0 off (None: on, FSDP's default)",
+        ),
+    ),
+    _in(
+        "layout",
         _quantity(
             "activation_memory",
             "activation memory per device",
@@ -878,7 +911,8 @@ _TABLE: tuple[InputField, ...] = (
         "workload",
         InputField(
             "mfu",
-            "model FLOPs utilisation (0-1), from which step_time is derived",
+            "kernel efficiency (0-1): the fraction of peak the device's matrix products reach, from "
+            "which step_time is derived; not a published job MFU (the job's achieved MFU is a result)",
             "number",
             check_mfu,
             parse_mfu,

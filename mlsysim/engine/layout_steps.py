@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
-from mlsysim.physics.layout import COMPUTE_EQUATION, UPDATE_EQUATION, LayoutFigures
+from mlsysim.physics.layout import (
+    ADAM_BYTES_PER_PARAMETER,
+    COMPUTE_EQUATION,
+    UPDATE_EQUATION,
+    LayoutFigures,
+)
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
 
@@ -41,21 +46,34 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
     steps: list[Step] = []
     add = steps.append
 
-    add(("parameters per device", "psi = N / (t p)", f"{_n(i['parameters'])} / ({_n(t)} x {_n(p)})",
-         _n(q.parameters_per_device)))
+    L, ls = float(i["layers"]), float(q.stage_layers)
+    if p > 1:
+        add(("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
+             _stage_operands(i, L, p), _n(ls)))
+    add(("parameters per device", "psi = N (L_s / L) / t",
+         f"{_n(i['parameters'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.parameters_per_device)))
     add(("model FLOPs per sequence", "F = 6 N s + 12 L h s^2",
          f"6 x {_n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x {_n(i['hidden'])} x "
          f"{_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
     given = float(i["device_step_time"]) == float(i["device_step_time"])
     if given:
-        add(("compute per micro-batch", "t_c = T1 / (t p)",
-             f"{fmt_time(i['device_step_time'])} / ({_n(t)} x {_n(p)})", fmt_time(q.micro_batch_time)))
+        add(("compute per micro-batch", "t_c = T1 (L_s / L) / t",
+             f"{fmt_time(i['device_step_time'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", fmt_time(q.micro_batch_time)))
     else:
-        add(("matrix products per micro-batch", "b (F + F_re) / (t p u P)",
-             f"{_n(b)} x ({_n(q.flops_per_sample)} + {_n(q.recompute_flops_per_sample)}) / "
-             f"({_n(t)} x {_n(p)} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
-        add(("element-wise per micro-batch", "(L/p) n_pass a_layer / B_mem",
-             f"{_n(i['layers'])} / {_n(p)} x {_n(q.elementwise_passes)} x {fmt_bytes(q.stored_bytes)} / "
+        if float(q.recompute_flops_per_sample) > 0:
+            attention = f"4 x {_n(L)} x {_n(i['hidden'])} x {_n(i['seq_len'])} x {_n(i['seq_len'])}"
+            if i.get("recompute") == "full":
+                add(("recomputed FLOPs per sequence (full)", "F_re = 2 (N - V h) s + 4 L h s^2",
+                     f"2 x ({_n(i['parameters'])} - {_n(i['vocab'])} x {_n(i['hidden'])}) x {_n(i['seq_len'])} + "
+                     f"{attention}", _n(q.recompute_flops_per_sample)))
+            else:
+                add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
+                     _n(q.recompute_flops_per_sample)))
+        add(("matrix products per micro-batch", "b (F + F_re) (L_s / L) / (t u P)",
+             f"{_n(b)} x ({_n(q.flops_per_sample)} + {_n(q.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
+             f"({_n(t)} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
+        add(("element-wise per micro-batch", "L_s n_pass a_layer / B_mem",
+             f"{_n(ls)} x {_n(q.elementwise_passes)} x {fmt_bytes(q.stored_bytes)} / "
              f"{fmt_rate(i['memory_bandwidth'])}", fmt_time(q.elementwise_time)))
         add(("compute per micro-batch", COMPUTE_EQUATION,
              f"{fmt_time(q.matmul_time)} + {fmt_time(q.elementwise_time)}", fmt_time(q.micro_batch_time)))
@@ -64,8 +82,8 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",
              f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor_latency)} + {fmt_bytes(2 * b * i['seq_len'] * i['hidden'])} x "
              f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor_rate)}", fmt_time(q.tensor_collective_time)))
-        add(("tensor-parallel time", "m T_tp = m (L/p) c t_ar,  c = 4 (6 with full recompute)",
-             f"{_n(i['layers'])} / {_n(p)} x {_n(q.tensor_collectives)} x {fmt_time(q.tensor_collective_time)} x "
+        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
+             f"{_n(ls)} x {_n(q.tensor_collectives)} x {fmt_time(q.tensor_collective_time)} x "
              f"{_n(m)}", fmt_time(f.tensor_time)))
     if p > 1:
         add(("bubble", BUBBLE_EQUATION, f"({_n(p)} - 1) / ({_n(v)} x {_n(m)})", _n(f.bubble_fraction)))
@@ -79,11 +97,11 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
     if float(i["zero_stage"]) >= 3:
         add(("one layer's gather over the shard group", GATHER_EQUATION,
              f"({_n(k)} - 1) x {fmt_time(q.shard_latency)} + "
-             f"{fmt_bytes(i['gradient_bytes'] * q.parameters_per_device / (i['layers'] / p))} x "
+             f"{fmt_bytes(i['gradient_bytes'] * q.parameters_per_device / ls)} x "
              f"({_n(k)} - 1) / {_n(k)} / {fmt_rate(q.shard_rate)}",
              fmt_time(q.layer_gather_time)))
         c, tf, tb, rg = q.layer_gather_time, q.layer_forward_time, q.layer_backward_time, i["backward_gathers"]
-        rest = float(i["layers"]) / p - 1
+        rest = ls - 1
         add(("exposed ZeRO-3 per micro-step", LAYERWISE_EQUATION,
              f"{fmt_time(c)} + {_n(rest)} x max(0, {fmt_time(c)} - {fmt_time(tf)}) + {_n(rg)} x {fmt_time(c)} + "
              f"{_n(rest)} x max(0, {_n(rg)} x {fmt_time(c)} + {fmt_time(c)} - {fmt_time(tb)}) + {fmt_time(c)}",
@@ -94,9 +112,10 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
         add(("gradient synchronisation", "c_rs + c_ar - hidden + c_ag",
              f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} - {fmt_time(q.hidden_time)} + "
              f"{fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
-    add(("optimizer step", "psi' x 28 B / B_mem",
-         f"{_n(q.parameters_per_device)} / {_n(k if float(i['zero_stage']) >= 1 else 1)} x 28 / "
-         f"{fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
+    if float(i["optimizer_bytes"]) > 0:
+        add(("optimizer step", "psi' x beta / B_mem",
+             f"{_n(q.parameters_per_device)} / {_n(k if float(i['zero_stage']) >= 1 else 1)} x "
+             f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
     add(("update", UPDATE_EQUATION,
          " + ".join(fmt_time(x) for x in (f.compute_time, f.tensor_time, f.bubble_time, f.pipeline_time,
                                           f.sharding_time, f.data_time, f.optimizer_time)),
@@ -110,9 +129,18 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
     return steps
 
 
+def _stage_operands(i: Mapping[str, Any], layers: float, p: float) -> str:
+    """The operands of the slowest stage's layers: the given first/last counts, the rest over the other stages."""
+    given = [float(i[name]) for name in ("first_stage_layers", "last_stage_layers") if float(i[name]) == float(i[name])]
+    rest = f"ceil(({_n(layers)}{''.join(f' - {_n(c)}' for c in given)}) / {_n(p - len(given))})"
+    return f"max({', '.join([*(_n(c) for c in given), rest])})" if given else rest
+
+
 _DEFAULTS: dict[str, Any] = {
     "tensor_parallel": 1.0, "pipeline_parallel": 1.0, "pipeline_chunks": 1.0, "micro_batch": 1.0,
     "micro_batches": 1.0, "zero_stage": 0.0, "shard_group": 0.0, "backward_gathers": 1.0, "data_overlap": 1.0,
     "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
+    "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
+    "optimizer_bytes": ADAM_BYTES_PER_PARAMETER,
 }
 """The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""

@@ -27,6 +27,26 @@ def layout_notes(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         f"layout: t={t} p={p}" + (f" (v={v})" if v > 1 else "") + f" d={d}, {sharding}, "
         f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
     ]
+    m = int(x.accumulation_steps)
+    if p > 1 and m < p:
+        notes.append(
+            f"fewer micro-batches ({m}) than pipeline stages ({p}): fill and drain dominate, the bubble is "
+            f"{(p - 1) / (v * m):.3g}x the compute (a batch-size ramp-up runs so; raise accumulation_steps to "
+            f"{p} or more for a pipeline that keeps its stages busy)"
+        )
+    stage_layers = float(layout.parts.stage_layers)
+    layers = float(a["layers"])
+    if p > 1 and stage_layers * p != layers:
+        notes.append(
+            f"uneven stages: the slowest holds {stage_layers:g} of {layers:g} layers (an even cut would be "
+            f"{layers / p:.4g}); every stage waits for it"
+        )
+    if c.sharding_rate > 0 or c.pipeline_rate > 0:
+        rates = [f"{name} {rate / 1e9:.3g} GB/s" for name, rate in
+                 (("sharding_rate", c.sharding_rate), ("pipeline_rate", c.pipeline_rate)) if rate > 0]
+        notes.append(
+            "an implementation's achieved rate replaces the links' (assumptions): " + ", ".join(rates)
+        )
     if t > 1:
         notes.append(
             "tensor-parallel collectives on the intra-node link" if t <= g

@@ -508,6 +508,13 @@ class DataParallelScaleOutResult:
         "USD", doc="node-hours over the wall-clock time plus the energy, where priced",
         label="cost of the whole run", row=41, header="total cost",
     )
+    achieved_mfu = OptionalFloatField(
+        doc="the job's model FLOPs utilisation: model FLOPs per second per device over the peak "
+        "(Chowdhery et al. 2022; recomputation not counted), None where the FLOPs or the peak are "
+        "unknown; the input mfu is the devices' kernel efficiency, this the whole job's",
+        label="MFU achieved by the job (model FLOPs / peak)", row=42, display="percent",
+        header="MFU",
+    )
     constraint_trace = TraceField(doc="notes on what limits this layout")
 
     def __init__(

@@ -111,6 +111,18 @@ RULES: Final = (
         "an optimizer and no memory_bandwidth",
         when="optimizer",
     ),
+    Rule(
+        ("reshard_after_forward", "zero_stage"),
+        (_given, _count),
+        lambda given, stage: given & (stage != 3),
+        "reshard_after_forward",
+        lambda v: (
+            f"reshard_after_forward applies to ZeRO-3/FSDP full sharding (got zero_stage={v.get('zero_stage')}); "
+            "give zero_stage=3, or leave reshard_after_forward out"
+        ),
+        "reshard_after_forward without zero_stage 3",
+        when="reshard_after_forward",
+    ),
     *(
         Rule(
             ("failure_rate", needed),
@@ -159,9 +171,10 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
     """The rules of a parallel layout, for one scenario (nothing when no layout input is given).
 
     A transformer workload (layers, hidden size, heads, sequence length);
-    t p divides the devices; heads divisible by t; layers by p v; at least p
-    micro-batches (``accumulation_steps``) for a pipeline, a multiple of p when
-    interleaved; the shard group dividing d and only with a ZeRO stage
+    t p divides the devices; heads divisible by t; a layer per chunk (L >= p v);
+    micro-batches (``accumulation_steps``) a multiple of p when interleaved (fewer
+    than p is legal: the bubble dominates, a note says so); first/last stage layer
+    counts leaving every stage a layer; the shard group dividing d and only with a ZeRO stage
     (:func:`mlsysim.physics.layout.check_layout`, whose one-line errors name
     both numbers and the fix). A sweep or a plan does not raise for these: the
     same rules (:func:`~mlsysim.physics.layout.layout_mask`) mark the layouts
@@ -182,8 +195,7 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
     if missing:
         raise InputError(
             f"a parallel layout needs a transformer workload; {getattr(workload, 'name', workload)} has no "
-            f"{', '.join(missing)}; leave tensor_parallel, pipeline_parallel, pipeline_chunks, shard_group "
-            "and sequence_parallel out for the data-parallel model",
+            f"{', '.join(missing)}; leave {', '.join(LAYOUT_FIELDS)} out for the data-parallel model",
             loc=("tensor_parallel" if values.get("tensor_parallel") is not None else _first_given(values),),
         )
     if values.get("shard_group") is not None and not values.get("zero_stage"):
@@ -207,9 +219,16 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
             micro_batches=count("accumulation_steps", 1),
             pipeline_chunks=count("pipeline_chunks", 1),
             shard_group=count("shard_group", 0),
+            first_stage_layers=_optional_count(values, "first_stage_layers"),
+            last_stage_layers=_optional_count(values, "last_stage_layers"),
         )
     except InputError as exc:
         raise InputError(exc.message, loc=(exc.field or "tensor_parallel",)) from None
+
+
+def _optional_count(values: Mapping[str, object], name: str) -> int | None:
+    value = values.get(name)
+    return None if value is None else int(cast(int, value))
 
 
 def _first_given(values: Mapping[str, object]) -> str:

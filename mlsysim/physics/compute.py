@@ -25,6 +25,8 @@ Sources:
 
 from __future__ import annotations
 
+import math
+
 from mlsysim.physics._array import Num
 
 TRAINING_FLOPS_PER_FORWARD = 3.0
@@ -72,18 +74,30 @@ def cnn_flops_per_sample(forward_flops: Num) -> Num:
 
 
 def step_time_from_flops(
-    flops_per_sample: Num, per_device_batch: Num, peak_flops: Num, mfu: Num
+    flops_per_sample: Num,
+    per_device_batch: Num,
+    peak_flops: Num,
+    mfu: Num,
+    recompute_flops_per_sample: Num = 0.0,
+    elementwise_bytes_per_sample: Num = 0.0,
+    memory_bandwidth: Num = math.inf,
 ) -> Num:
     """Seconds of one local step of one device from the work it does.
 
-        T1 = F b / (P u)
+        T1 = b (F + F_re) / (P u) + b E / B_mem
 
-    F training FLOPs per sample, b per-device (micro-)batch, P the device's
-    dense peak FLOP/s at the training precision, u the model FLOPs utilisation
-    in (0, 1] (Chowdhery et al. 2022, appendix B: MFU = achieved model FLOP/s
-    over peak FLOP/s, so the step lasts the model FLOPs over u P).
+    F model FLOPs per sample, F_re the FLOPs recomputation adds (0 without it),
+    b per-device (micro-)batch, P the device's dense peak FLOP/s at the training
+    precision, u the math-kernel efficiency in (0, 1]: the fraction of the peak
+    the device's matrix products reach on one device, without the job's
+    communication, bubbles and waits (with F_re = E = 0 it is the one-device MFU:
+    Chowdhery et al. 2022, appendix B, MFU = achieved model FLOP/s over peak).
+    E the bytes the memory-bound element-wise work of one sample moves
+    (:func:`mlsysim.physics.layout.elementwise_bytes_per_sample`) at the memory
+    bandwidth B_mem (inf: not counted).
     """
-    return flops_per_sample * per_device_batch / (peak_flops * mfu)
+    matmul = (flops_per_sample + recompute_flops_per_sample) * per_device_batch / (peak_flops * mfu)
+    return matmul + per_device_batch * elementwise_bytes_per_sample / memory_bandwidth
 
 
 def samples_from_tokens(tokens: Num, seq_len: Num) -> Num:

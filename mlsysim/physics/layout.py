@@ -20,7 +20,7 @@ The update (one device of the first pipeline stage; m micro-batches of b samples
   generation is calibrated with) plus the memory-bound element-wise work of
   the layers at the memory bandwidth:
 
-      t_c = b (F + F_re) / (t p u P) + (L / p) n_pass a_layer / B_mem
+      t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
 
   F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`);
   F_re the recomputed forward (full: 2 (N - V h) s + 4 L h s^2; selective:
@@ -49,14 +49,32 @@ The update (one device of the first pipeline stage; m micro-batches of b samples
   device's (sharded) parameters.
 
 Layout rules (:func:`layout_mask`, :func:`check_layout`): t p d = devices,
-heads divisible by t (Megatron-Core's ``TransformerConfig``), layers by p v,
-m >= p for a pipeline, m divisible by p for the interleaved schedule
-(Megatron-LM's requirement), the shard group dividing d.
+heads divisible by t (Megatron-Core's ``TransformerConfig``), at least one
+layer per chunk (L >= p v), m divisible by p for the interleaved schedule
+(Megatron-LM's requirement), the shard group dividing d. Fewer micro-batches
+than stages (m < p, as in a batch-size ramp-up) is a legal 1F1B schedule: the
+bubble (p - 1)/m then exceeds the compute, and the update is (m + p - 1) t_c.
+
+Uneven stages. Layers need not divide evenly over the stages: production runs
+cut 126 layers over 16 stages (Llama 3 405B: one layer fewer on the first and
+the last stage, Llama Team 2024, section 3.3.2) or 70 over 12 (BLOOM-176B).
+The pipeline runs at the pace of its slowest stage, so every per-stage term
+is priced with the layers of the stage that holds the most,
+:func:`slowest_stage_layers` L_s (L / p when even):
+
+    L_s = max(L_first, L_last, ceil((L - L_first - L_last) / (p - #given)))
+
+with ``first_stage_layers`` and ``last_stage_layers`` (Megatron-Core's
+``num_layers_in_first_pipeline_stage`` / ``..._last_...``) when given, and
+ceil(L / p) when neither is (the balanced cut). The device then holds the share
+L_s / L of the model: t_c, the tensor collectives, the parameters psi = N L_s /
+(L t), ZeRO's traffic and the activations all scale with it.
 
 Simplifications, named: the embedding and output layer are spread evenly over
-the stages (Narayanan et al. 2021 balance them by assigning layers); the data
+the layers (Narayanan et al. 2021 balance them by assigning layers); the data
 sync of a pipeline overlaps the last micro-batch's backward of the device; the
-figures are those of the first stage, which holds the most activations.
+figures are those of the slowest stage, and memory that of a first stage with
+as many layers.
 """
 
 from __future__ import annotations
@@ -67,10 +85,10 @@ from typing import NamedTuple
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.physics._array import Num, is_array, maximum, minimum, where
+from mlsysim.physics._array import Array, Num, is_array, maximum, minimum, where
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.compute import transformer_flops_per_sample
-from mlsysim.physics.optimizer import optimizer_step_time
+from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, optimizer_step_time
 from mlsysim.physics.pipeline import (
     bubble_fraction,
     first_stage_activation_bytes,
@@ -95,7 +113,7 @@ from mlsysim.physics.tensor_parallel import (
 )
 
 UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
-COMPUTE_EQUATION = "t_c = b (F + F_re) / (t p u P) + (L/p) n_pass a_layer / B_mem"
+COMPUTE_EQUATION = "t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem"
 
 ELEMENTWISE_PASSES = 4.0
 """Times each stored activation byte crosses the memory bus per micro-batch (forward write and read,
@@ -104,7 +122,7 @@ backward read, gradient write and read); an order-of-magnitude count, not fitted
 RECOMPUTE_PASSES = 2.0
 """Extra passes when full recomputation reruns the forward."""
 
-ADAM_BYTES_PER_PARAMETER = 28.0
+ADAM_BYTES_PER_PARAMETER = OPTIMIZER_BYTES_PER_PARAMETER["adam"]
 """Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -113,22 +131,24 @@ ZERO_STAGES = (0, 1, 2, 3)
 class LayoutParts(NamedTuple):
     """The intermediate figures of :func:`layout_figures`, for a derivation to print (SI units)."""
 
+    stage_layers: Num
+    """L_s: layers of the slowest stage (:func:`slowest_stage_layers`; L / p when even)."""
     parameters_per_device: Num
-    """psi = N / (t p)."""
+    """psi = N L_s / (L t) (N / (t p) when the stages are even)."""
     flops_per_sample: Num
     """F = 6 N s + 12 L h s^2."""
     recompute_flops_per_sample: Num
     """F_re (:func:`recompute_flops_per_sample`)."""
     matmul_time: Num
-    """b (F + F_re) / (t p u P)."""
+    """b (F + F_re) (L_s / L) / (t u P)."""
     stored_bytes: Num
     """Activation bytes one layer stores on the device (without recomputation): the element-wise traffic unit."""
     elementwise_passes: Num
     """n_pass: 4, or 6 with full recomputation."""
     elementwise_time: Num
-    """(L/p) n_pass a_layer / B_mem."""
+    """L_s n_pass a_layer / B_mem."""
     micro_batch_time: Num
-    """t_c (or T1 / (t p) when a device step time is given)."""
+    """t_c (or T1 (L_s / L) / t when a device step time is given)."""
     tensor_rate: Num
     """B_tp."""
     tensor_latency: Num
@@ -156,7 +176,7 @@ class LayoutParts(NamedTuple):
     layer_gather_time: Num
     """One layer's all-gather (or reduce-scatter) over k ranks."""
     layer_forward_time: Num
-    """t_f = t_c / (L/p) / 3."""
+    """t_f = t_c / L_s / 3."""
     layer_backward_time: Num
     """t_b = 2 t_f."""
     zero3_micro_step_time: Num
@@ -240,6 +260,45 @@ def recompute_flops_per_sample(
     return 0.0 * attention
 
 
+def slowest_stage_layers(
+    layers: Num, pipeline_parallel: Num, first_stage_layers: Num = math.nan, last_stage_layers: Num = math.nan
+) -> Num:
+    """Layers of the pipeline stage that holds the most (the one that sets the pace).
+
+        L_s = max(L_first, L_last, ceil((L - L_first - L_last) / (p - #given)))
+
+    where only the given counts enter (NaN: not given); neither given: ceil(L / p),
+    the balanced cut (L / p when p divides L). One stage (p = 1) holds all L.
+    Megatron-Core's ``num_layers_in_first_pipeline_stage`` and
+    ``..._last_pipeline_stage`` set the two counts (Llama 3 405B: 126 layers on
+    16 stages with 7 on the first and the last, 8 on the others).
+    """
+    p = pipeline_parallel
+    if not is_array(layers, p, first_stage_layers, last_stage_layers):
+        return _slowest_stage_layers(float(layers), float(p), float(first_stage_layers), float(last_stage_layers))
+    first_given = first_stage_layers == first_stage_layers
+    last_given = last_stage_layers == last_stage_layers
+    first = np.where(first_given, first_stage_layers, 0.0)
+    last = np.where(last_given, last_stage_layers, 0.0)
+    fixed = np.where(first_given, 1.0, 0.0) + np.where(last_given, 1.0, 0.0)
+    with np.errstate(invalid="ignore"):
+        rest = np.ceil(np.fmax(layers - first - last, 0.0) / np.maximum(p - fixed, 1.0))
+        rest = np.where(p - fixed >= 1, rest, 0.0)
+        return np.where(p <= 1, layers, np.maximum(np.maximum(first, last), rest))
+
+
+def _slowest_stage_layers(layers: float, p: float, first: float, last: float) -> float:
+    """:func:`slowest_stage_layers` of one layout (NaN layers: NaN)."""
+    if p <= 1 or layers != layers:
+        return layers
+    if first != first and last != last:
+        return layers / p if layers % p == 0 else float(math.ceil(layers / p))
+    given = [c for c in (first, last) if c == c]
+    others = p - len(given)
+    rest = float(math.ceil(max(layers - sum(given), 0.0) / others)) if others >= 1 else 0.0
+    return max(*given, rest)
+
+
 def _mod(a: Num, b: Num) -> Num:
     return np.mod(a, b) if is_array(a, b) else float(a) % float(b)
 
@@ -254,6 +313,8 @@ def layout_mask(
     micro_batches: Num,
     pipeline_chunks: Num = 1.0,
     shard_group: Num = 0.0,
+    first_stage_layers: Num = math.nan,
+    last_stage_layers: Num = math.nan,
 ) -> Num:
     """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
     positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
@@ -262,11 +323,43 @@ def layout_mask(
     d = data_parallel_size(devices, t, p)
     ok_d = positive & (_mod(devices, t * p) == 0) & (d >= 1)
     ok_heads = _mod(heads, t) == 0
-    ok_layers = _mod(layers, p * v) == 0
-    ok_micro = (p == 1) | (m >= p)
+    ok_layers = layers >= p * v
     ok_inter = (v == 1) | ((p > 1) & (_mod(m, p) == 0))
     ok_shard = (shard_group == 0) | (_mod(d, maximum(shard_group, 1.0)) == 0)
-    return ok_d & ok_heads & ok_layers & ok_micro & ok_inter & ok_shard
+    ok_stages = _stage_counts_fit(layers, p, first_stage_layers, last_stage_layers)
+    return ok_d & ok_heads & ok_layers & ok_inter & ok_shard & ok_stages
+
+
+def _stage_counts_fit(layers: Num, p: Num, first: Num, last: Num) -> bool | Array:
+    """Given first/last stage counts leave at least one layer for every other stage (and need p > 1)."""
+    first_given, last_given = first == first, last == last
+    given = where(first_given, 1.0, 0.0) + where(last_given, 1.0, 0.0)
+    taken = where(first_given, first, 0.0) + where(last_given, last, 0.0)
+    others = p - given
+    # one stage given both counts: they must name the same stage (p = 1 is refused with a count)
+    return (given == 0) | ((p > 1) & (others >= 0) & (layers - taken >= others) & ((others > 0) | (layers == taken)))
+
+
+def elementwise_passes(recompute: str) -> float:
+    """n_pass: 4, or 6 when full recomputation runs the forward again."""
+    return ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
+
+
+def elementwise_bytes_per_sample(
+    layers: Num, seq_len: Num, hidden: Num, heads: Num, recompute: str, flash_attention: bool = False
+) -> Num:
+    """Bytes the memory-bound element-wise work of one sample moves on one device (t = 1):
+
+        E = L n_pass a_layer(b = 1)
+
+    a_layer the activation bytes a layer's forward writes (Korthikanti et al. 2022,
+    Table 2, as stored without recomputation), n_pass :func:`elementwise_passes`. The
+    same count as the element-wise term of :func:`layout_figures` at t = p = 1.
+    """
+    stored = tp_activation_bytes_per_layer(
+        seq_len, 1.0, hidden, heads, 1.0, recompute="none", flash_attention=flash_attention
+    )
+    return layers * elementwise_passes(recompute) * stored
 
 
 def _divisors(n: int) -> list[int]:
@@ -288,12 +381,15 @@ def check_layout(
     micro_batches: int,
     pipeline_chunks: int = 1,
     shard_group: int = 0,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
 ) -> None:
     """Raise :class:`InputError` (one line naming both numbers and the fix) for a layout that breaks a rule.
 
-    t p d = devices; heads divisible by t; layers divisible by p v; at least
-    p micro-batches for a pipeline (m divisible by p when interleaved); the
-    HSDP shard group dividing d.
+    t p d = devices; heads divisible by t; at least one layer per chunk (L >= p v);
+    micro-batches a multiple of p when interleaved; the HSDP shard group dividing d;
+    first/last stage layer counts that leave every other stage a layer. Fewer
+    micro-batches than stages is legal (priced: the bubble dominates).
     """
     t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
     for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
@@ -315,17 +411,11 @@ def check_layout(
             f"try tensor_parallel in {_nearby(_divisors(heads), t)}",
             field="tensor_parallel",
         )
-    if layers % (p * v):
+    if layers < p * v:
         raise InputError(
-            f"layers ({layers}) must be a multiple of pipeline_parallel x pipeline_chunks ({p} x {v} = {p * v}); "
-            f"try p x v in {_nearby(_divisors(layers), p * v)}",
+            f"layers ({layers}) must be at least pipeline_parallel x pipeline_chunks = {p} x {v} = {p * v}: "
+            "every chunk holds a layer; lower pipeline_parallel or pipeline_chunks",
             field="pipeline_parallel",
-        )
-    if p > 1 and m < p:
-        raise InputError(
-            f"micro-batches per update ({m}) must be at least pipeline_parallel ({p}); "
-            f"raise accumulation_steps to {p} or more, or lower pipeline_parallel",
-            field="accumulation_steps",
         )
     if v > 1 and (p == 1 or m % p):
         raise InputError(
@@ -340,6 +430,20 @@ def check_layout(
             f"shard_group ({shard_group}) must divide the data-parallel size d = {d}; "
             f"try {_nearby(_divisors(d), shard_group)}",
             field="shard_group",
+        )
+    for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
+        if count is not None and p == 1:
+            raise InputError(f"{name} ({count}) needs a pipeline (pipeline_parallel > 1)", field=name)
+    nan = math.nan
+    first = nan if first_stage_layers is None else float(first_stage_layers)
+    last = nan if last_stage_layers is None else float(last_stage_layers)
+    if not _stage_counts_fit(float(layers), float(p), first, last):
+        given = [c for c in (first_stage_layers, last_stage_layers) if c is not None]
+        others = p - len(given)
+        raise InputError(
+            f"first and last stage layers ({' + '.join(str(c) for c in given)}) leave {layers - sum(given)} of "
+            f"{layers} layers for the other {others} stage(s), which need at least one each",
+            field="first_stage_layers" if first_stage_layers is not None else "last_stage_layers",
         )
 
 
@@ -373,6 +477,10 @@ def layout_figures(
     gradient_bytes: Num = 2.0,
     device_step_time: Num = math.nan,
     sharding_rate: Num = math.nan,
+    pipeline_rate: Num = math.nan,
+    first_stage_layers: Num = math.nan,
+    last_stage_layers: Num = math.nan,
+    optimizer_bytes: Num = ADAM_BYTES_PER_PARAMETER,
     recompute: str = "none",
     sequence_parallel: bool = False,
     flash_attention: bool = False,
@@ -394,7 +502,13 @@ def layout_figures(
     products reach. ``device_step_time`` T1, when given (not NaN), is a
     measured or derived time of one micro-batch's forward and backward of
     the whole model on one device; it replaces the FLOP-based t_c by
-    T1 / (t p), as a profiled step time enters the data-parallel model.
+    T1 (L_s / L) / t, as a profiled step time enters the data-parallel model.
+    ``first_stage_layers``, ``last_stage_layers``: uneven stages
+    (:func:`slowest_stage_layers`). ``optimizer_bytes`` beta: bytes the
+    optimizer step moves per parameter (28: Adam; 0: no step time).
+    ``pipeline_rate``, when given (not NaN), is an achieved rate in bytes/s of
+    one device's stage-to-stage transfers, replacing the links' rate (as
+    ``sharding_rate`` does for ZeRO's collectives).
     ``sharding_rate``, when given (not NaN), is a measured (achieved) rate in
     bytes/s per rank of the shard group's all-gathers and reduce-scatters; it
     replaces the ring rate :func:`~mlsysim.physics.sharding.group_rate`
@@ -404,19 +518,20 @@ def layout_figures(
     t, p, v = tensor_parallel, pipeline_parallel, pipeline_chunks
     b, m, g = micro_batch, micro_batches, devices_per_node
     d = data_parallel_size(devices, t, p)
-    layers_here = layers / p
+    layers_here = slowest_stage_layers(layers, p, first_stage_layers, last_stage_layers)
+    share = layers_here / layers  # of the model on the slowest stage (1/p when even)
 
     # compute of one micro-batch on one device
     model_per_sample = transformer_flops_per_sample(parameters, layers, hidden, seq_len)
     extra = recompute_flops_per_sample(parameters, layers, hidden, seq_len, vocab, recompute)
-    matmul = b * (model_per_sample + extra) / (t * p * math_efficiency * peak_flops)
+    matmul = b * (model_per_sample + extra) * share / (t * math_efficiency * peak_flops)
     stored = tp_activation_bytes_per_layer(
         seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
         flash_attention=flash_attention,
     )
-    passes = ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
+    passes = elementwise_passes(recompute)
     elementwise = layers_here * passes * stored / memory_bandwidth
-    t_c = where(device_step_time == device_step_time, device_step_time / (t * p), matmul + elementwise)
+    t_c = where(device_step_time == device_step_time, device_step_time * share / t, matmul + elementwise)
 
     # tensor parallelism
     tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)
@@ -427,13 +542,17 @@ def layout_figures(
 
     # pipeline
     bubble = bubble_fraction(p, m, v)
-    pp_rate = pipeline_link_rate(t, p, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    pp_rate = where(
+        pipeline_rate == pipeline_rate,
+        pipeline_rate,
+        pipeline_link_rate(t, p, g, intra_bandwidth, nic_bandwidth, nics_per_node),
+    )
     pp_latency = where(t * p <= g, intra_latency, inter_latency)
     pp_message = p2p_message_bytes(b, seq_len, hidden, t)
     t_p2p = p2p_time(pp_message, pp_rate, p, m, v, pp_latency)
 
     # sharding and data parallelism
-    psi = parameters / (t * p)
+    psi = parameters * share / t
     grad = gradient_bytes * psi
     sharded = zero_stage >= 1
     k = where(sharded, where(shard_group > 0, shard_group, d), 1.0)
@@ -468,7 +587,7 @@ def layout_figures(
     hidden_part = where(data_overlap > 0, minimum(overlappable, last_backward), 0.0)
     t_data = overlappable - hidden_part + scatter  # the all-gather after the step: as long as the scatter
 
-    t_opt = optimizer_step_time(where(sharded, psi / k, psi), ADAM_BYTES_PER_PARAMETER, memory_bandwidth)
+    t_opt = optimizer_step_time(where(sharded, psi / k, psi), optimizer_bytes, memory_bandwidth)
 
     compute = m * t_c
     tensor = m * t_tp
@@ -482,7 +601,7 @@ def layout_figures(
         seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute=recompute,
         flash_attention=flash_attention,
     )
-    activations = first_stage_activation_bytes(layers, act_layer, p, m, v)
+    activations = first_stage_activation_bytes(layers_here * p, act_layer, p, m, v)
     buffers = where(full_shard, zero3_buffer_bytes(psi / layers_here), 0.0)
 
     flops = b * m * d * model_per_sample
@@ -506,6 +625,7 @@ def layout_figures(
         throughput=throughput,
         mfu=throughput / peak_flops,
         parts=LayoutParts(
+            stage_layers=layers_here,
             parameters_per_device=psi,
             flops_per_sample=model_per_sample,
             recompute_flops_per_sample=extra,

@@ -1,4 +1,4 @@
-"""Predict published model-parallel training runs (tensor, pipeline, data, ZeRO-3) and compare.
+"""Predict published model-parallel training runs (tensor, pipeline, data, ZeRO-3) through the public scenario.
 
 The runs are ``mlsysim/data/published_parallel.json`` (sources and the quoted
 rows in each entry): Megatron-LM's weak scaling (Narayanan et al. 2021, Table
@@ -7,27 +7,41 @@ selective recomputation (Korthikanti et al. 2022, Table 5 and section 6.3),
 MT-NLG 530B (Smith et al. 2022), Llama 3 405B (Llama Team 2024, Table 4) and
 BLOOM-176B (BigScience's training logs).
 
-Prediction. Each run becomes one call of
-:func:`mlsysim.physics.layout.layout_figures` with its model shape, layout
-and the registry's node (DGX A100 for the A100 runs; a DGX H100's figures for
-Llama 3's H100 servers, which have the same 400 Gb/s per GPU), with a cluster's
-own inter-node links where they differ (:data:`CLUSTER_NETWORK`). The only
-fitted figure is the math-kernel efficiency u of each GPU generation: the u
-that makes each run's prediction exact is found by bisection, and the
-generation's u is the median of those (which minimises the median error).
+One path. Each run becomes the inputs of a
+:class:`~mlsysim.DataParallelScaleOutScenario`, in the form of a scenario file
+(:func:`scenario_inputs`: the model's shape, the registry node of its GPU
+generation, the layout, what the source does not state named in
+:data:`ASSUMED`), and its prediction is ``scenario.result.update_time``: the
+figure a user gets for the same inputs. This module maps a source's
+description to those inputs and computes the statistics; it has no physics of
+its own. A run the scenario cannot express is listed in :data:`NOT_EXPRESSIBLE`
+with what is missing; a run the source does not describe fully enough in
+:data:`EXCLUDED`.
+
+Constants, fitted and reported honestly:
+
+* ``mfu`` u, the math-kernel efficiency of one GPU generation: the u that
+  makes each run's prediction exact is found by bisection, and a generation's
+  u is the median of those of the runs it is fitted on (which minimises the
+  median error). Runs whose family has an implementation rate (below) do not
+  inform u.
+* An implementation's achieved collective rate, a named assumption of one
+  family only (:data:`IMPLEMENTATION_RATES`): DeepSpeed's ZeRO-3 of 2021
+  (``sharding_rate``) and DeepSpeed's pipeline engine of 2021 in MT-NLG
+  (``pipeline_rate``). It is fitted on that family alone, and each of its runs
+  is reported predicted from the family's other runs (leave one run out).
+
+The headline is the figure with each family left out: the family's runs
+predicted with the u fitted on the other families (a generation with no run
+left takes the A100's); the in-sample figure comes second.
 
 Comparison, like with like. A source reports teraFLOP/s per GPU under its own
 FLOP count (hardware FLOPs with the recomputed forward for Megatron-LM 2021,
 MT-NLG and BLOOM: 96 B s L h^2 (1 + s/6h + V/(16 L h)); model FLOPs for
-Korthikanti et al. and Llama 3) or the iteration time. Both are turned into
-the measured time of one update, T = FLOPs / (rate x GPUs) under the source's
-own count, so the predicted throughput over the measured one is T_measured /
-T_predicted whichever count the source used, and the error is that ratio
-minus one.
-
-Inputs a source does not state are assumed and named in :data:`ASSUMED`
-(each with its reason); runs that cannot be predicted are listed in
-:data:`EXCLUDED` with the reason.
+Llama 3) or the iteration time. Both are turned into the measured time of one
+update, T = FLOPs / (rate x GPUs) under the source's own count, so the
+predicted throughput over the measured one is T_measured / T_predicted
+whichever count the source used, and the error is that ratio minus one.
 """
 
 from __future__ import annotations
@@ -35,43 +49,47 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from mlsysim.physics.layout import LayoutFigures, layout_figures
+from mlsysim.core.units import quantity
+
+if TYPE_CHECKING:
+    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 MEDIAN_TARGET = 0.05
-"""Issue 21: median |error| of throughput per GPU at most 5%."""
-WORST_TARGET = 0.12
-"""Issue 21: worst |error| at most 12%."""
+"""Issue 29: median |error| with each family left out at most 5%."""
 
-PLATFORM_OF_GENERATION = {"A100": "DGX_A100", "H100": "DGX_H100"}
-"""The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs)."""
+NODE_OF_GENERATION = {"A100": "DGX_A100", "H100": "DGX_H100"}
+"""The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs).
+Llama 3's Grand Teton servers have the same 400 Gb/s per GPU as a DGX H100."""
 
-CLUSTER_NETWORK: dict[str, dict[str, float]] = {
-    "Jean Zay": {"nic_bandwidth": 12.5e9, "nics_per_node": 4.0},
+CLUSTER_NETWORK: dict[str, dict[str, object]] = {
+    "Jean Zay": {"inter_bandwidth": "100 Gbps", "nics_per_node": 4},
 }
 """Inter-node links of a cluster that are not its generation's registry node's (by the start of the entry's cluster).
 
 Jean Zay (BLOOM-176B): "4 OmniPath links" per 8-GPU A100 node (BigScience tr11-176B-ml
 training README, "Hardware"); Intel Omni-Path Architecture 100 series links carry
-100 Gb/s = 12.5 GB/s per direction (nominal). The DGX A100 figures would give it eight
-200 Gb/s HDR NICs, four times the bandwidth.
+100 Gb/s per direction (nominal). The DGX A100 figures would give it eight 200 Gb/s HDR
+NICs, four times the bandwidth.
 """
 
 EXCLUDED = {
     "korthikanti2022_530B_dp8_2240gpu_full_recompute": (
-        "neither the batch nor the micro-batch of this baseline is stated; only its MFU"
-    ),
-    "llama3_405b_16384gpu_seq131072": "context parallelism (16-way) is not modelled",
-    "bloom176b_tr11_gbs16_rampup": (
-        "one micro-batch on a 12-stage pipeline: fewer micro-batches than stages, a layout the model's "
-        "rules refuse (m >= p; mlsysim.physics.layout.check_layout)"
+        "the source states neither the batch nor the micro-batch of this baseline, only its MFU"
     ),
 }
-"""Runs left out, with the reason."""
+"""Runs the source does not describe enough to predict, with the reason."""
+
+NOT_EXPRESSIBLE = {
+    "llama3_405b_16384gpu_seq131072": "context parallelism (16-way): the scenario has no context_parallel input yet",
+}
+"""Runs the scenario cannot express, with what it lacks (never predicted by another formula)."""
 
 ASSUMED: dict[str, dict[str, Any]] = {
     "narayanan2021_table2_ptd_175B": {
@@ -94,7 +112,7 @@ ASSUMED: dict[str, dict[str, Any]] = {
     "mtnlg530b": {
         "micro_batch": 1,
         "recompute": "full",
-        "data_overlap": 0.0,
+        "overlap": False,
         "why": "micro-batch not read from the paper (1, as every other 530B run here); full recomputation because "
         "the quoted teraFLOP/s equal Megatron-LM's count with the recomputed forward (126 x 2240 x 60.1 s = "
         "1.70e19 FLOPs); DeepSpeed's pipeline engine reduces gradients after the pipeline flush",
@@ -103,42 +121,63 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "micro_batch": 1,
         "pipeline_chunks": 4,
         "zero_stage": 3,
-        "backward_gathers": 0.0,
+        "reshard_after_forward": 0,
         "recompute": "none",
-        "flash_attention": True,
-        "layer_rule": "126 layers on 16 stages: one layer fewer on the first and last stage (Llama 3, section 3.3.2)",
+        "flash_attention": 1,
+        "first_stage_layers": 7,
+        "last_stage_layers": 7,
         "why": "the interleaving V is not stated (4 assumed: about 2 layers per chunk on 8-layer stages); "
         "FSDP that does not reshard after the forward; one sequence per micro-batch (the table's batch per "
         "data-parallel group is the micro-batch count); no recomputation at 8K tokens (section 3.3.2); "
-        "fused attention kernels",
+        "fused attention kernels; 126 layers on 16 stages with one layer fewer on the first and the last "
+        "(section 3.3.2)",
     },
     "bloom176b": {
         "recompute": "full",
-        "data_overlap": 0.0,
-        "why": "DeepSpeed's pipeline engine reduces gradients after the pipeline flush; 70 layers plus the "
-        "embeddings as pipeline blocks on 12 stages",
+        "overlap": False,
+        "first_stage_layers": 5,
+        "last_stage_layers": 5,
+        "why": "DeepSpeed's pipeline engine reduces gradients after the pipeline flush; 70 layers plus the two "
+        "embeddings as pipeline blocks on 12 stages (partition 'type:transformer|embedding': 72 blocks, 6 a "
+        "stage, so 5 layers beside an embedding on the first and the last stage)",
     },
 }
 """Inputs each family or run does not state, keyed by a prefix of the run id; the longest prefix wins."""
 
+ZERO3_FAMILY = "ZeRO-3 baseline in Narayanan et al. 2021"
+MTNLG_FAMILY = "MT-NLG 530B"
 
-@dataclass(frozen=True)
+IMPLEMENTATION_RATES = {ZERO3_FAMILY: "sharding_rate", MTNLG_FAMILY: "pipeline_rate"}
+"""Families run by an implementation whose achieved collective rate is a named assumption
+(:class:`~mlsysim.Assumptions`), fitted on the family alone: DeepSpeed's ZeRO-3 gathers and
+DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
+
+U_RANGE = (0.05, 1.0)
+"""Bisection range of the kernel efficiency."""
+RATE_RANGE = (1e8, 1e13)
+"""Bisection range of an implementation's achieved rate, bytes/s."""
+
+
+@dataclass(frozen=True, eq=False)
 class ParallelCase:
-    """One published run, ready to predict."""
+    """One published run, as the inputs of a scenario file (without ``mfu``, which is fitted)."""
 
     id: str
     family: str
     generation: str
     source: str
-    inputs: dict[str, Any]
+    inputs: Mapping[str, object]
+    """The scenario's inputs as a scenario file holds them (:func:`mlsysim.engine.files.scenario_from_dict`)."""
     measured_time: float
     """Seconds per update, from the source's iteration time or its rate under its own FLOP count."""
     metric: str
     """What was compared: the iteration time, or teraFLOP/s per GPU."""
     assumptions: str
+    rate: str | None = None
+    """The implementation rate this run's family is priced with (None: the links')."""
 
 
-def _generation(entry: dict[str, Any]) -> str:
+def _generation(entry: Mapping[str, Any]) -> str:
     return "H100" if "H100" in entry["hardware"]["gpu"] else "A100"
 
 
@@ -169,7 +208,7 @@ def palm_model_flops(tokens: float, parameters: float, layers: float, hidden: fl
     return tokens * (6.0 * parameters + 12.0 * layers * hidden * seq_len)
 
 
-def _measured_time(entry: dict[str, Any], model: dict[str, Any]) -> tuple[float, str]:
+def _measured_time(entry: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[float, str]:
     measured = entry["measured"]
     if measured.get("iteration_time_s"):
         return float(measured["iteration_time_s"]), "iteration time"
@@ -184,23 +223,17 @@ def _measured_time(entry: dict[str, Any], model: dict[str, Any]) -> tuple[float,
     return flops / rate, "teraFLOP/s per GPU"
 
 
-def _cluster_network(entry: dict[str, Any]) -> dict[str, float]:
+def _cluster_network(entry: Mapping[str, Any]) -> dict[str, object]:
     cluster = str(entry["hardware"].get("cluster", ""))
-    return next((links for name, links in CLUSTER_NETWORK.items() if cluster.startswith(name)), {})
+    return next((dict(links) for name, links in CLUSTER_NETWORK.items() if cluster.startswith(name)), {})
 
 
-@cache
-def _node_figures(generation: str) -> dict[str, float]:
-    from mlsysim.engine.presets import node_figures
-    from mlsysim.hardware.registry import Systems
+def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
+    """The scenario-file inputs of one entry of the data file: model, node, layout and what is assumed.
 
-    figures = node_figures(getattr(Systems.Nodes, PLATFORM_OF_GENERATION[generation]), "bf16")
-    del figures["math_efficiency"]  # fitted per generation
-    return figures
-
-
-def case_of(entry: dict[str, Any]) -> ParallelCase:
-    """The inputs of :func:`layout_figures` for one entry of the data file (model, layout, assumptions)."""
+    ``mfu`` is left out (fitted per generation); the assumptions table holds the overlap
+    of the gradient reduction (an implementation rate is added where its family has one).
+    """
     model, layout = entry["model"], entry["layout"]
     assumed = _assumed(entry["id"])
     t = layout.get("tensor_parallel") or assumed["tensor_parallel"]
@@ -209,43 +242,62 @@ def case_of(entry: dict[str, Any]) -> ParallelCase:
     chunks = layout.get("interleave_chunks")
     v = chunks if isinstance(chunks, int) else assumed.get("pipeline_chunks", 1)
     b = entry.get("micro_batch") or assumed.get("micro_batch", 1)
-    m = entry["global_batch"] / (d * b)
+    m = entry["global_batch"] // (d * b)
     recompute = assumed.get("recompute") or _recompute_mode(layout.get("recompute"))
     if layout.get("recompute") and not str(layout["recompute"]).startswith("none for"):
         recompute = _recompute_mode(layout["recompute"])
     zero = layout.get("zero_stage") or assumed.get("zero_stage", 0)
-    inputs: dict[str, Any] = {
-        "parameters": model["params_billion"] * 1e9,
-        "layers": float(model["layers"]),
-        "hidden": float(model["hidden"]),
-        "heads": float(model["heads"]),
-        "seq_len": float(model["seq_len"]),
-        "vocab": float(model.get("vocab") or 51200),
-        "devices": float(entry["gpus"]),
-        **_node_figures(_generation(entry)),
+    overlap = layout.get("dp_grad_allreduce_overlap") is not False and assumed.get("overlap", True)
+    inputs: dict[str, object] = {
+        "name": entry["id"],
+        "workload": {
+            "kind": "transformer",
+            "name": str(model.get("arch") or entry["id"]),
+            "parameters": f"{model['params_billion']}e9 param",
+            "layers": int(model["layers"]),
+            "hidden_dim": int(model["hidden"]),
+            "heads": int(model["heads"]),
+            "seq_len": int(model["seq_len"]),
+            "vocab_size": int(model.get("vocab") or 51200),
+        },
+        "precision": "bf16",
+        "node": NODE_OF_GENERATION[_generation(entry)],
+        "nodes": int(entry["gpus"]) // int(entry["hardware"]["gpus_per_node"]),
         **_cluster_network(entry),
-        "tensor_parallel": float(t),
-        "pipeline_parallel": float(p),
-        "pipeline_chunks": float(v),
-        "micro_batch": float(b),
-        "micro_batches": float(m),
-        "zero_stage": float(zero),
-        "backward_gathers": assumed.get("backward_gathers", 1.0),
-        "data_overlap": 0.0 if layout.get("dp_grad_allreduce_overlap") is False else assumed.get("data_overlap", 1.0),
+        "training_samples": f"{entry['global_batch']} sample",
+        "per_device_batch": int(b),
+        "accumulation_steps": int(m),
+        "tensor_parallel": int(t),
+        "pipeline_parallel": int(p),
+        "zero_stage": int(zero),
         "recompute": recompute,
-        "sequence_parallel": bool(layout.get("sequence_parallel")),
-        "flash_attention": bool(assumed.get("flash_attention", False)),
+        "sequence_parallel": 1 if layout.get("sequence_parallel") else 0,
+        "flash_attention": int(assumed.get("flash_attention", 0)),
+        "optimizer": "adam",
+        "assumptions": {"overlap": bool(overlap)},
     }
-    measured_time, metric = _measured_time(entry, model)
+    if v > 1:
+        inputs["pipeline_chunks"] = int(v)
+    for name in ("reshard_after_forward", "first_stage_layers", "last_stage_layers"):
+        if name in assumed:
+            inputs[name] = int(assumed[name])
+    return inputs
+
+
+def case_of(entry: Mapping[str, Any]) -> ParallelCase:
+    """One entry of the data file as a :class:`ParallelCase`."""
+    family = entry["family"].split(" (")[0]
+    measured_time, metric = _measured_time(entry, entry["model"])
     return ParallelCase(
         id=entry["id"],
-        family=entry["family"].split(" (")[0],
+        family=family,
         generation=_generation(entry),
         source=entry["source"],
-        inputs=inputs,
+        inputs=scenario_inputs(entry),
         measured_time=measured_time,
         metric=metric,
-        assumptions=str(assumed.get("why", "")),
+        assumptions=str(_assumed(entry["id"]).get("why", "")),
+        rate=IMPLEMENTATION_RATES.get(family),
     )
 
 
@@ -256,235 +308,335 @@ def load_entries() -> tuple[dict[str, Any], ...]:
     return tuple(json.loads(text)["entries"])
 
 
-def load_cases() -> list[ParallelCase]:
-    """The runs that are predicted (all but :data:`EXCLUDED`)."""
-    return [case_of(e) for e in load_entries() if e["id"] not in EXCLUDED]
+@cache
+def load_cases() -> tuple[ParallelCase, ...]:
+    """The runs that are predicted (all but :data:`EXCLUDED` and :data:`NOT_EXPRESSIBLE`)."""
+    left_out = EXCLUDED.keys() | NOT_EXPRESSIBLE.keys()
+    return tuple(case_of(e) for e in load_entries() if e["id"] not in left_out)
 
 
-def predict(case: ParallelCase, math_efficiency: float, sharding_rate: float = math.nan) -> LayoutFigures:
-    """The layout figures of one run at a math-kernel efficiency u (and, when given, an achieved
-    per-rank rate of the ZeRO collectives instead of the links' ring rate)."""
-    return layout_figures(math_efficiency=math_efficiency, sharding_rate=sharding_rate, **case.inputs)
+# -- the public path ----------------------------------------------------------------------------
 
 
-def exact_efficiency(case: ParallelCase) -> float:
-    """The u at which the prediction equals the measurement (bisection; the time falls as u grows)."""
-    lo, hi = 0.01, 1.5
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if float(predict(case, mid).update_time) > case.measured_time:
-            lo = mid
+def prediction_inputs(case: ParallelCase, mfu: float, rate: float | None = None) -> dict[str, object]:
+    """The scenario-file inputs of a prediction: the case's, the kernel efficiency, and the
+    implementation rate of its family where it has one (bytes/s)."""
+    inputs = dict(case.inputs)
+    inputs["mfu"] = mfu
+    if rate is not None and case.rate is not None:
+        assumptions = dict(cast("Mapping[str, object]", inputs["assumptions"]))
+        assumptions[case.rate] = f"{rate!r} B/s"
+        inputs["assumptions"] = assumptions
+    return inputs
+
+
+@cache
+def _base(case_id: str) -> DataParallelScaleOutScenario:
+    from mlsysim.engine.files import scenario_from_dict
+
+    case = next(c for c in load_cases() if c.id == case_id)
+    return scenario_from_dict(prediction_inputs(case, 0.5))
+
+
+def scenario_of(case: ParallelCase, mfu: float, rate: float | None = None) -> DataParallelScaleOutScenario:
+    """The public scenario of a run at kernel efficiency ``mfu`` (and implementation ``rate``):
+    the same as ``scenario_from_dict(prediction_inputs(case, mfu, rate))``, built as a variant."""
+    base = _base(case.id)
+    if rate is None or case.rate is None:
+        return base.variant(mfu=mfu)
+    return base.variant(mfu=mfu, assumptions=base.assumptions.variant(**{case.rate: quantity(rate, "B/s")}))
+
+
+def predicted_time(case: ParallelCase, mfu: float, rate: float | None = None) -> float:
+    """Seconds of one update: ``scenario.result.update_time`` of the run's scenario."""
+    return float(scenario_of(case, mfu, rate).result.update_time.to("s").magnitude)
+
+
+def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 48) -> float:
+    """The boundary in [lo, hi] where ``slower`` turns False (geometric bisection)."""
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(steps):
+        mid = 0.5 * (a + b)
+        if slower(math.exp(mid)):
+            a = mid
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            b = mid
+    return math.exp(0.5 * (a + b))
 
 
-def fit_efficiency(cases: list[ParallelCase]) -> dict[str, float]:
-    """One u per GPU generation: the median of the runs' exact u (minimises the median error)."""
+@cache
+def exact_efficiency(case: ParallelCase, rate: float | None = None) -> float:
+    """The kernel efficiency at which the prediction equals the measurement (the time falls as u
+    grows); the range's end where even it cannot reach it."""
+    return _bisect(lambda u: predicted_time(case, u, rate) > case.measured_time, *U_RANGE)
+
+
+@cache
+def implied_rate(case: ParallelCase, mfu: float) -> float:
+    """The implementation rate (bytes/s) at which the run's prediction is exact at ``mfu``; NaN where
+    even the highest rate leaves it slower than measured (the miss is not that traffic)."""
+    if predicted_time(case, mfu, RATE_RANGE[1]) > case.measured_time:
+        return math.nan
+    return _bisect(lambda r: predicted_time(case, mfu, r) > case.measured_time, *RATE_RANGE)
+
+
+def fit_efficiency(cases: Iterable[ParallelCase]) -> dict[str, float]:
+    """One u per GPU generation: the median of the exact u of the runs priced by the links
+    (a run whose family has an implementation rate does not inform u)."""
     by_generation: dict[str, list[float]] = {}
     for case in cases:
-        by_generation.setdefault(case.generation, []).append(exact_efficiency(case))
+        if case.rate is None:
+            by_generation.setdefault(case.generation, []).append(exact_efficiency(case))
     return {g: statistics.median(us) for g, us in by_generation.items()}
+
+
+def _complete(u: Mapping[str, float]) -> dict[str, float]:
+    """Every generation's u; one fitted on no run takes the A100's."""
+    fallback = u.get("A100", next(iter(u.values())))
+    return {g: u.get(g, fallback) for g in NODE_OF_GENERATION}
+
+
+def family_rate(case: ParallelCase, family: Iterable[ParallelCase], mfu: float, *, held_out: bool) -> float | None:
+    """The implementation rate a run is predicted with: the median implied rate of its family's runs
+    (without the run itself when ``held_out``); None for a family priced by the links."""
+    if case.rate is None:
+        return None
+    rates = [implied_rate(c, mfu) for c in family if c.family == case.family and (c.id != case.id or not held_out)]
+    rates = [r for r in rates if not math.isnan(r)]
+    return statistics.median(rates) if rates else None
 
 
 @dataclass(frozen=True)
 class ParallelResult:
-    """One run's prediction: error = predicted / measured throughput - 1."""
+    """One run's prediction: error = predicted / measured throughput - 1 = T_measured / T_predicted - 1."""
 
     case: ParallelCase
     efficiency: float
+    rate: float | None
     predicted_time: float
-    figures: LayoutFigures
+    result: DataParallelScaleOutResult = field(repr=False)
 
     @property
     def error(self) -> float:
         return self.case.measured_time / self.predicted_time - 1.0
 
+    @property
+    def inputs(self) -> dict[str, object]:
+        """The scenario-file inputs whose ``result.update_time`` is :attr:`predicted_time`."""
+        return prediction_inputs(self.case, self.efficiency, self.rate)
 
-def evaluate_cases(cases: list[ParallelCase], efficiency: dict[str, float]) -> list[ParallelResult]:
-    """Predict every run with its generation's u."""
+
+def _predict(case: ParallelCase, u: Mapping[str, float], family: Iterable[ParallelCase], held_out: bool) -> ParallelResult:
+    mfu = u[case.generation]
+    rate = family_rate(case, family, mfu, held_out=held_out)
+    scenario = scenario_of(case, mfu, rate)
+    result = scenario.result
+    return ParallelResult(case, mfu, rate, float(result.update_time.to("s").magnitude), result)
+
+
+def evaluate_cases(cases: Iterable[ParallelCase], efficiency: Mapping[str, float]) -> list[ParallelResult]:
+    """Every run predicted in sample: its generation's u, its family's rate from all its runs."""
+    cases = list(cases)
+    u = _complete(efficiency)
+    return [_predict(c, u, cases, held_out=False) for c in cases]
+
+
+def leave_one_family_out(cases: Iterable[ParallelCase]) -> list[ParallelResult]:
+    """Every run predicted with constants fitted without its family: u on the other families (a
+    generation left without runs takes the A100's u), an implementation rate from the family's
+    other runs (leave one run out)."""
+    cases = list(cases)
     out = []
-    for case in cases:
-        u = efficiency[case.generation]
-        figures = predict(case, u)
-        out.append(ParallelResult(case, u, float(figures.update_time), figures))
-    return out
-
-
-ZERO3_FAMILY = "ZeRO-3 baseline in Narayanan et al. 2021"
-"""The family whose communication the links' ring rate does not explain (docs/parallelism.md)."""
-
-
-def implied_sharding_rate(case: ParallelCase, math_efficiency: float) -> float:
-    """The per-rank rate of the ZeRO collectives (bytes/s) at which the run's prediction is exact.
-
-    Bisection on log(rate) between 100 MB/s and 10 TB/s (the time falls as the rate grows);
-    NaN where even 10 TB/s leaves the prediction slower than the measurement (the miss is not
-    the sharding traffic). A diagnostic: it says what a framework's collectives achieved, not a
-    figure the model is fitted with.
-    """
-    lo, hi = math.log(1e8), math.log(1e13)
-    if float(predict(case, math_efficiency, math.exp(hi)).update_time) > case.measured_time:
-        return math.nan
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if float(predict(case, math_efficiency, math.exp(mid)).update_time) > case.measured_time:
-            lo = mid
-        else:
-            hi = mid
-    return math.exp(0.5 * (lo + hi))
-
-
-@dataclass(frozen=True)
-class RateCheck:
-    """One ZeRO-3 run: its implied collective rate, and its error when predicted with the median
-    rate implied by the family's other runs (leave one run out)."""
-
-    id: str
-    implied_rate: float
-    held_out_rate: float
-    held_out_error: float
-
-
-def zero3_rate_check(results: list[ParallelResult]) -> list[RateCheck]:
-    """The ZeRO-3 family's implied collective rates and leave-one-run-out errors (see :func:`implied_sharding_rate`)."""
-    family = [r for r in results if r.case.family == ZERO3_FAMILY]
-    rates = {r.case.id: implied_sharding_rate(r.case, r.efficiency) for r in family}
-    out = []
-    for r in family:
-        others = [v for k, v in rates.items() if k != r.case.id and not math.isnan(v)]
-        rate = statistics.median(others)
-        predicted = float(predict(r.case, r.efficiency, rate).update_time)
-        out.append(RateCheck(r.case.id, rates[r.case.id], rate, r.case.measured_time / predicted - 1.0))
-    return out
+    for family in dict.fromkeys(c.family for c in cases):
+        u = _complete(fit_efficiency(c for c in cases if c.family != family))
+        out += [_predict(c, u, cases, held_out=True) for c in cases if c.family == family]
+    order = {c.id: i for i, c in enumerate(cases)}
+    return sorted(out, key=lambda r: order[r.case.id])
 
 
 @dataclass(frozen=True)
 class Summary:
-    """Median and worst |error| of a set of runs."""
+    """Median and worst |error| of a set of runs, and the mean signed error."""
 
     count: int
     median: float
     worst: float
+    mean: float
 
 
-def summarize(results: list[ParallelResult]) -> Summary:
-    errors = [abs(r.error) for r in results]
-    return Summary(len(errors), statistics.median(errors), max(errors))
+def summarize(results: Iterable[ParallelResult]) -> Summary:
+    errors = [r.error for r in results]
+    absolute = [abs(e) for e in errors]
+    return Summary(len(errors), statistics.median(absolute), max(absolute), statistics.fmean(errors))
 
 
-def by_family(results: list[ParallelResult]) -> dict[str, Summary]:
+def by_family(results: Iterable[ParallelResult]) -> dict[str, Summary]:
     families: dict[str, list[ParallelResult]] = {}
     for r in results:
         families.setdefault(r.case.family, []).append(r)
     return {f: summarize(rs) for f, rs in families.items()}
 
 
-def leave_one_family_out(cases: list[ParallelCase]) -> dict[str, Summary]:
-    """Each family predicted with u fitted on the others; a generation left without runs takes the A100 u."""
-    out = {}
-    for family in dict.fromkeys(c.family for c in cases):
-        train = [c for c in cases if c.family != family]
-        held = [c for c in cases if c.family == family]
-        u = fit_efficiency(train)
-        fallback = u.get("A100", next(iter(u.values())))
-        u = {g: u.get(g, fallback) for g in {"A100", "H100"}}
-        out[family] = summarize(evaluate_cases(held, u))
+def worst_of(results: Iterable[ParallelResult]) -> ParallelResult:
+    return max(results, key=lambda r: abs(r.error))
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The whole check: the fitted constants, every run in sample and held out."""
+
+    efficiency: dict[str, float]
+    in_sample: list[ParallelResult]
+    held_out: list[ParallelResult]
+
+    @property
+    def rates(self) -> dict[str, float]:
+        """Each implementation rate fitted on its whole family (bytes/s)."""
+        out: dict[str, float] = {}
+        for r in self.in_sample:
+            if r.rate is not None:
+                out[r.case.family] = r.rate
+        return out
+
+
+@cache
+def validation() -> Validation:
+    """The check of :func:`summary` and :func:`report` (computed once per process)."""
+    cases = load_cases()
+    u = fit_efficiency(cases)
+    return Validation(_complete(u), evaluate_cases(cases, u), leave_one_family_out(cases))
+
+
+def held_out_residuals() -> dict[str, list[float]]:
+    """The errors of the runs, each predicted with its family left out, by family: the residuals a
+    layout's prediction interval is built from (:mod:`mlsysim.engine.bands`)."""
+    out: dict[str, list[float]] = {}
+    for r in validation().held_out:
+        out.setdefault(r.case.family, []).append(r.error)
     return out
 
 
+def _plain(s: Summary) -> dict[str, float | int]:
+    return {"runs": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst, "mean_error": s.mean}
+
+
 def summary() -> dict[str, object]:
-    """The validation as plain values: the fitted efficiencies, every run's error, all runs,
-    per family and leave one family out (errors as fractions)."""
-    cases = load_cases()
-    u = fit_efficiency(cases)
-    results = evaluate_cases(cases, u)
-
-    def plain(s: Summary) -> dict[str, float | int]:
-        return {"runs": s.count, "median_abs_error": s.median, "worst_abs_error": s.worst}
-
+    """The validation as plain values (errors as fractions): held out first, then in sample; every
+    run with the scenario inputs its prediction is ``scenario.result`` of."""
+    v = validation()
+    held = {r.case.id: r for r in v.held_out}
+    held_total, sample_total = summarize(v.held_out), summarize(v.in_sample)
     return {
-        "math_efficiency": dict(sorted(u.items())),
+        "held_out": {**_plain(held_total), "worst_run": worst_of(v.held_out).case.id},
+        "in_sample": {**_plain(sample_total), "worst_run": worst_of(v.in_sample).case.id},
+        "math_efficiency": dict(sorted(v.efficiency.items())),
+        "implementation_rates_bytes_per_s": {
+            f: {"input": IMPLEMENTATION_RATES[f], "rate": rate} for f, rate in v.rates.items()
+        },
         "runs": [
-            {"id": r.case.id, "family": r.case.family, "measured_time_s": r.case.measured_time,
-             "predicted_time_s": r.predicted_time, "error": r.error}
-            for r in results
+            {
+                "id": r.case.id,
+                "family": r.case.family,
+                "measured_time_s": r.case.measured_time,
+                "metric": r.case.metric,
+                "predicted_time_s": r.predicted_time,
+                "error": r.error,
+                "held_out_predicted_time_s": held[r.case.id].predicted_time,
+                "held_out_error": held[r.case.id].error,
+                "achieved_mfu": r.result.figures.achieved_mfu,
+                "scenario": r.inputs,
+                "held_out_scenario": held[r.case.id].inputs,
+                "assumed": r.case.assumptions,
+            }
+            for r in v.in_sample
         ],
-        "all": plain(summarize(results)),
-        "families": {f: plain(s) for f, s in by_family(results).items()},
-        "leave_one_family_out": {f: plain(s) for f, s in leave_one_family_out(cases).items()},
-        "targets": {"median_abs_error": MEDIAN_TARGET, "worst_abs_error": WORST_TARGET},
-        "zero3_rate_check": [
-            {"id": c.id, "implied_rate_bytes_per_s": c.implied_rate, "held_out_rate_bytes_per_s": c.held_out_rate,
-             "held_out_error": c.held_out_error}
-            for c in zero3_rate_check(results)
-        ],
+        "families": {
+            f: {"held_out": _plain(s), "in_sample": _plain(by_family(v.in_sample)[f])}
+            for f, s in by_family(v.held_out).items()
+        },
+        "targets": {"median_abs_error_held_out": MEDIAN_TARGET},
+        "not_predicted": {**{k: f"not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()},
+                          **{k: f"not described: {why}" for k, why in EXCLUDED.items()}},
     }
 
 
+def headline() -> str:
+    """One line: the held-out figure first, the in-sample one second, labelled."""
+    v = validation()
+    held, sample = summarize(v.held_out), summarize(v.in_sample)
+    return (
+        f"Model-parallel runs through the scenario: {held.count} runs, each family left out: median |error| "
+        f"{held.median:.1%}, worst {held.worst:.1%} ({worst_of(v.held_out).case.id}); in sample (constants "
+        f"fitted on all runs): median {sample.median:.1%}, worst {sample.worst:.1%} (target: held-out median "
+        f"{MEDIAN_TARGET:.0%})"
+    )
+
+
 def summary_lines() -> list[str]:
-    """A few lines for ``mlsysim validate published``: all runs, and per family held out."""
-    data = summary()
-    total = cast("dict[str, float]", data["all"])
-    u = cast("dict[str, float]", data["math_efficiency"])
-    lines = [
-        "Model-parallel runs (tensor, pipeline, ZeRO-3; one math-kernel efficiency per GPU: "
-        + ", ".join(f"{g} {v:.3f}" for g, v in u.items())
-        + f"): {int(total['runs'])} runs, median |error| {total['median_abs_error']:.1%}, "
-        f"worst {total['worst_abs_error']:.1%} (targets {MEDIAN_TARGET:.0%}, {WORST_TARGET:.0%})",
-    ]
-    held = cast("dict[str, dict[str, float]]", data["leave_one_family_out"])
-    for family, s in cast("dict[str, dict[str, float]]", data["families"]).items():
+    """A few lines for ``mlsysim validate published``: the headline, and per family."""
+    v = validation()
+    sample = by_family(v.in_sample)
+    lines = [headline()]
+    for family, s in by_family(v.held_out).items():
         lines.append(
-            f"  {family:45s} n={int(s['runs']):2d} median {s['median_abs_error']:5.1%} "
-            f"worst {s['worst_abs_error']:5.1%}; family left out: median "
-            f"{held[family]['median_abs_error']:5.1%} worst {held[family]['worst_abs_error']:5.1%}"
+            f"  {family:46s} n={s.count:2d} held out: median {s.median:5.1%} worst {s.worst:5.1%}; "
+            f"in sample: median {sample[family].median:5.1%}"
         )
-    lines.append("  (every run: mlsysim validate parallel)")
+    lines.append("  (every run, its inputs and the constants: mlsysim validate parallel)")
     return lines
 
 
+def _layout_text(inputs: Mapping[str, object]) -> str:
+    def get(name: str, default: object = 1) -> object:
+        return inputs.get(name, default)
+
+    text = f"t{get('tensor_parallel')} p{get('pipeline_parallel')}"
+    if int(cast(int, get("pipeline_chunks"))) > 1:
+        text += f" v{get('pipeline_chunks')}"
+    text += f" m{get('accumulation_steps')} b{get('per_device_batch')}"
+    if get("zero_stage", 0):
+        text += f" z{get('zero_stage')}"
+    return text + f" {str(get('recompute', 'selective'))[:4]}"
+
+
 def report() -> str:
-    """The validation table as text: every run, per family, overall and leave-one-family-out."""
-    cases = load_cases()
-    u = fit_efficiency(cases)
-    results = evaluate_cases(cases, u)
-    lines = [
-        "fitted math-kernel efficiency u: " + ", ".join(f"{g} {v:.3f}" for g, v in sorted(u.items())),
-        "",
-        f"{'run':52s} {'measured s':>10s} {'predicted s':>11s} {'error':>7s}  bubble  tp  data",
-    ]
-    for r in results:
-        f = r.figures
+    """The validation table as text: every run held out and in sample, per family, the constants."""
+    v = validation()
+    held = {r.case.id: r for r in v.held_out}
+    lines = [headline(), ""]
+    lines.append(
+        f"{'run':50s} {'layout':22s} {'measured s':>10s} {'held out s':>10s} {'error':>7s} "
+        f"{'in sample s':>11s} {'error':>7s} {'MFU':>5s}"
+    )
+    for r in v.in_sample:
+        h = held[r.case.id]
         lines.append(
-            f"{r.case.id:52s} {r.case.measured_time:10.2f} {r.predicted_time:11.2f} {r.error:+7.1%}"
-            f"  {float(f.bubble_time) / r.predicted_time:5.1%} {float(f.tensor_time) / r.predicted_time:4.0%}"
-            f" {float(f.data_time + f.sharding_time) / r.predicted_time:4.0%}"
+            f"{r.case.id:50s} {_layout_text(r.case.inputs):22s} {r.case.measured_time:10.2f} "
+            f"{h.predicted_time:10.2f} {h.error:+7.1%} {r.predicted_time:11.2f} {r.error:+7.1%} "
+            f"{float(r.result.figures.achieved_mfu):5.1%}"
         )
-    total = summarize(results)
-    lines += ["", f"all {total.count} runs: median |error| {total.median:.1%}, worst {total.worst:.1%} "
-              f"(targets {MEDIAN_TARGET:.0%}, {WORST_TARGET:.0%})", "", "per family:"]
-    for family, s in by_family(results).items():
-        lines.append(f"  {family:45s} n={s.count:2d} median {s.median:5.1%} worst {s.worst:5.1%}")
-    lines += ["", "leave one family out:"]
-    for family, s in leave_one_family_out(cases).items():
-        lines.append(f"  {family:45s} n={s.count:2d} median {s.median:5.1%} worst {s.worst:5.1%}")
-    checks = zero3_rate_check(results)
-    if checks:
-        lines += ["", "ZeRO-3 diagnostic (not part of the model's fit): the per-GPU rate of the ZeRO-3 collectives",
-                  "at which each run is exact, and each run predicted with the median rate of the other five",
-                  "(the links' ring rate over a DGX A100's eight 200 Gb/s NICs is "
-                  f"{_zero3_ring_rate(results) / 1e9:.0f} GB/s):"]
-        for c in checks:
-            lines.append(f"  {c.id:50s} implied {c.implied_rate / 1e9:6.1f} GB/s; with {c.held_out_rate / 1e9:5.1f} GB/s: "
-                         f"error {c.held_out_error:+6.1%}")
-    lines += ["", "excluded:"] + [f"  {k}: {why}" for k, why in EXCLUDED.items()]
+    lines += ["", "per family (held out: the family's runs predicted with constants fitted without it):"]
+    sample = by_family(v.in_sample)
+    for family, s in by_family(v.held_out).items():
+        lines.append(
+            f"  {family:46s} n={s.count:2d} held out: median {s.median:5.1%} worst {s.worst:5.1%} "
+            f"mean {s.mean:+6.1%}; in sample: median {sample[family].median:5.1%} worst {sample[family].worst:5.1%}"
+        )
+    lines += [
+        "",
+        "constants: kernel efficiency u (mfu) per generation, fitted on all runs priced by the links: "
+        + ", ".join(f"{g} {x:.3f}" for g, x in sorted(v.efficiency.items())),
+    ]
+    for family, rate in v.rates.items():
+        lines.append(
+            f"  {IMPLEMENTATION_RATES[family]} of {family}: {rate / 1e9:.1f} GB/s, fitted on the family alone "
+            "(each run held out: from the family's other runs)"
+        )
+    lines += ["", "not predicted:"]
+    lines += [f"  {k}: not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()]
+    lines += [f"  {k}: not described: {why}" for k, why in EXCLUDED.items()]
+    lines += ["", "each run's scenario (a scenario file's inputs): mlsysim validate parallel --json, runs[].scenario"]
     return "\n".join(lines)
-
-
-def _zero3_ring_rate(results: list[ParallelResult]) -> float:
-    first = next(r for r in results if r.case.family == ZERO3_FAMILY)
-    return float(first.figures.parts.shard_rate)
 
 
 if __name__ == "__main__":

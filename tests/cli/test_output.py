@@ -137,11 +137,11 @@ def test_plan_prints_equal_results_on_one_row(runner):
         "--axis",
         "inter_bandwidth=100 Gbps,400 Gbps",
         "--axis",
-        "zero_stage=0,1,2",
+        "zero_stage=1,2",
     )
     assert out.startswith("Best: nodes=1 -> 8 devices")
     rows = [line for line in out.splitlines() if line.startswith("│")]
-    assert rows and all(" any " in row for row in rows)  # the ZeRO stage makes no difference
+    assert rows and all(" any " in row for row in rows)  # ZeRO-1 and ZeRO-2 take the same time
     nodes = [int(row.split("│")[1]) for row in rows]
     assert len(nodes) == len(set(nodes))  # one row per distinct result
 

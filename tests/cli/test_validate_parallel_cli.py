@@ -3,15 +3,17 @@
 from mlsysim.cli import main
 
 
-def test_parallel_table_lists_runs_families_and_exclusions(capsys):
+def test_parallel_table_leads_with_the_held_out_figure_and_lists_what_is_not_predicted(capsys):
     code = main(["validate", "parallel"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "fitted math-kernel efficiency u: A100 0.592, H100 0.731" in out
+    first = out.splitlines()[0]
+    assert first.startswith("Model-parallel runs through the scenario: 38 runs, each family left out: median")
+    assert first.index("each family left out") < first.index("in sample")
     assert "narayanan2021_table1_1T" in out and "llama3_405b_8192gpu_seq8192" in out
-    assert "all 37 runs: median |error| 4.0%" in out
-    assert "leave one family out:" in out and "excluded:" in out
-    assert "ZeRO-3 diagnostic" in out and "bloom176b_tr11_gbs16_rampup: one micro-batch" in out
+    assert "kernel efficiency u (mfu) per generation" in out
+    assert "sharding_rate of ZeRO-3 baseline" in out and "pipeline_rate of MT-NLG 530B" in out
+    assert "llama3_405b_16384gpu_seq131072: not expressible: context parallelism" in out
 
 
 def test_validate_parallel_json_and_published_report_both_sets():
@@ -25,10 +27,10 @@ def test_validate_parallel_json_and_published_report_both_sets():
     out = runner.invoke(app, ["validate", "parallel", "--json"])
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
-    assert data["kind"] == "parallel_validation" and data["all"]["runs"] == len(data["runs"])
-    assert data["all"]["median_abs_error"] <= data["targets"]["median_abs_error"]
-    assert set(data["leave_one_family_out"]) == set(data["families"])
+    assert data["kind"] == "parallel_validation" and data["held_out"]["runs"] == len(data["runs"])
+    assert data["held_out"]["median_abs_error"] <= data["targets"]["median_abs_error_held_out"]
+    assert all("scenario" in run and "held_out_scenario" in run for run in data["runs"])
     text = runner.invoke(app, ["validate", "published"]).output
-    assert "Model-parallel runs" in text and "family left out" in text
+    assert "Model-parallel runs through the scenario" in text and "each family left out" in text
     published = json.loads(runner.invoke(app, ["validate", "published", "--json"]).output)
-    assert published["parallel"]["all"] == data["all"]
+    assert published["parallel"]["held_out"] == data["held_out"]

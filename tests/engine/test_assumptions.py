@@ -6,7 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlsysim import Q_, Assumptions, InputError, Scenarios
+from mlsysim import (
+    Q_,
+    Assumptions,
+    DataParallelScaleOutScenario,
+    InputError,
+    Models,
+    Scenarios,
+    Workload,
+)
 from mlsysim.physics.collectives import ALGORITHMS
 
 from .test_properties import scenarios
@@ -166,11 +174,39 @@ def test_straggler_delay_grows_with_sqrt_log_n():
     assert one.synchronization_time.magnitude == 0
 
 
-def test_zero3_moves_half_again_as_much():
-    plain = FOUR.result
-    zero3 = FOUR.variant(zero_stage=3).result
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_a_zero_stage_alone_is_priced_as_the_same_layout_with_tensor_parallel_1(stage):
+    """One price per concept: ZeRO on a transformer is the per-layer layout model, t given or not."""
+    alone = FOUR.variant(zero_stage=stage).result
+    layout = FOUR.variant(zero_stage=stage, tensor_parallel=1).result
+    for name in ("update_time", "communication_time", "compute_time", "memory_per_device", "efficiency"):
+        assert getattr(alone, name) == getattr(layout, name), name
+    assert alone.figures.layout is not None  # explain prints the layout's derivation
+
+
+def test_zero3_on_llama3_70b_is_one_price():
+    """Issue 29's example: Llama 3 70B on 8 DGX H100 nodes, ZeRO-3 alone took the old
+    data-parallel rule (1.5x the AllReduce: 1.87 s, efficiency 0.84) and with t = 1 the
+    layout model (0.013 s, 0.999)."""
+    from mlsysim import Systems
+
+    job = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=8,
+        mfu=0.4, training_tokens=Q_(1e12, "token"), per_device_batch=1, accumulation_steps=4,
+        zero_stage=3,
+    )
+    alone, layout = job.result, job.variant(tensor_parallel=1).result
+    assert alone.update_time == layout.update_time
+    assert alone.efficiency == pytest.approx(layout.efficiency, rel=1e-15)
+    assert alone.efficiency > 0.9
+
+
+def test_zero3_without_layers_keeps_the_data_parallel_rule():
+    """A workload with no layers cannot be priced per layer: 1.5x the AllReduce's bytes."""
+    plain = FOUR.variant(workload=Workload(name="x", parameters=Q_(1.5e9, "param"))).result
+    zero3 = FOUR.variant(workload=Workload(name="x", parameters=Q_(1.5e9, "param")), zero_stage=3).result
+    assert zero3.figures.layout is None
     assert zero3.intra_bytes.magnitude == pytest.approx(1.5 * plain.intra_bytes.magnitude)
-    assert zero3.inter_time.magnitude == pytest.approx(1.5 * plain.inter_time.magnitude)
 
 
 @pytest.mark.parametrize(
@@ -179,8 +215,11 @@ def test_zero3_moves_half_again_as_much():
 def test_zero_memory_per_device(stage, per_param):
     r = FOUR.variant(zero_stage=stage, device_memory=Q_(80, "GB")).result
     activations = 34 * 1024 * 16 * 1600 * 48  # Korthikanti et al. 2022, selective: 34 s b h L
-    assert r.memory_per_device.magnitude == pytest.approx(1.5e9 * per_param + activations)
-    assert r.fits == (1.5e9 * per_param + activations <= 80e9)
+    # ZeRO-3 holds two layers unsharded at once (the one computing, the one prefetched):
+    # 2 x (2 B weights + 2 B gradients) x 1.5e9 / 48 layers
+    buffers = 2 * 4 * 1.5e9 / 48 if stage == 3 else 0.0
+    assert r.memory_per_device.magnitude == pytest.approx(1.5e9 * per_param + activations + buffers)
+    assert r.fits == (1.5e9 * per_param + activations + buffers <= 80e9)
     assert any("memory" in note for note in r.constraint_trace)
 
 

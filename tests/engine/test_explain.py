@@ -11,7 +11,15 @@ import re
 
 import pytest
 
-from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Scenarios, Systems
+from mlsysim import (
+    Q_,
+    Assumptions,
+    DataParallelScaleOutScenario,
+    Models,
+    Scenarios,
+    Systems,
+    Workload,
+)
 
 UNITS = {
     "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6,
@@ -71,9 +79,15 @@ CASES = {
     "tree": FOUR.variant(
         assumptions=Assumptions(algorithm="tree"), nodes=16, nics_per_node=4, inter_latency=Q_(5, "us")
     ),
-    "hierarchical zero-1": FOUR.variant(
+    "hierarchical zero-1, no layers": FOUR.variant(
+        workload=Workload(name="GPT-2 without its shape", parameters=Q_(1.5e9, "param")),
         assumptions=Assumptions(algorithm="hierarchical", overlap=True), zero_stage=1,
         activation_memory=Q_(3, "GB"), device_memory=Q_(40, "GB"),
+    ),
+    "hierarchical zero-1": FOUR.variant(
+        assumptions=Assumptions(algorithm="hierarchical", overlap=True), zero_stage=1,
+        activation_memory=Q_(3, "GB"), device_memory=Q_(40, "GB"), optimizer="adam",
+        memory_bandwidth=Q_(3.35, "TB/s"),
     ),
     "one bucket": Scenarios.Gpt2DataParallelOneNode.variant(
         assumptions=Assumptions(overlap=True, bucket_size=Q_(8, "GB"))
@@ -118,7 +132,7 @@ def test_every_printed_step_recomputes_from_its_printed_operands(name):
         computed = value_of(operands)
         assert computed == pytest.approx(printed, rel=2e-5, abs=1e-9), (what, operands, value)
         checked += 1
-    assert checked >= 15, f"only {checked} steps could be read back"
+    assert checked >= 13, f"only {checked} steps could be read back"
 
 
 def test_a_changed_operand_would_be_caught():

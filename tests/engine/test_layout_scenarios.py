@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Scenarios, Systems
+from mlsysim import (
+    Q_,
+    Assumptions,
+    DataParallelScaleOutScenario,
+    Models,
+    Scenarios,
+    Systems,
+    TransformerWorkload,
+)
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics.layout import layout_figures
 from mlsysim.planning.layouts import node_figures, workload_shape
@@ -114,9 +122,12 @@ def test_seed_scenarios_take_the_data_parallel_model():
     [
         (dict(tensor_parallel=3), "tensor_parallel", "(3 x 1 = 3) must divide the devices (32)"),
         (dict(tensor_parallel=2), "tensor_parallel", "heads (25) must be a multiple of tensor_parallel (2)"),
-        (dict(pipeline_parallel=4), "accumulation_steps", "(1) must be at least pipeline_parallel (4)"),
-        (dict(pipeline_parallel=5, accumulation_steps=5, nodes=5), "pipeline_parallel",
-         "layers (48) must be a multiple of pipeline_parallel x pipeline_chunks (5 x 1 = 5)"),
+        (dict(pipeline_parallel=4, pipeline_chunks=16, accumulation_steps=4), "pipeline_parallel",
+         "layers (48) must be at least pipeline_parallel x pipeline_chunks = 4 x 16 = 64"),
+        (dict(pipeline_parallel=4, accumulation_steps=4, first_stage_layers=30, last_stage_layers=17),
+         "first_stage_layers", "leave 1 of 48 layers for the other 2 stage(s)"),
+        (dict(first_stage_layers=10), "first_stage_layers", "needs a pipeline"),
+        (dict(reshard_after_forward=0), "reshard_after_forward", "give zero_stage=3"),
         (dict(pipeline_parallel=2, pipeline_chunks=2, accumulation_steps=3), "pipeline_chunks", "multiple of"),
         (dict(shard_group=2), "shard_group", "zero_stage is 0"),
         (dict(shard_group=3, zero_stage=3), "shard_group", "shard_group (3) must divide the data-parallel size"),
@@ -208,3 +219,51 @@ def test_hsdp_gathers_stay_inside_the_node_and_the_replica_sync_crosses_nodes():
     assert f.inter_time == pytest.approx(f.data_parallel_time, rel=1e-12)
     full = GPT2_FOUR.variant(nodes=5, accumulation_steps=4, zero_stage=3, pipeline_parallel=1).result.figures
     assert full.intra_time == 0 and full.inter_time == pytest.approx(full.sharding_time + full.data_parallel_time)
+
+
+def test_production_pipelines_evaluate():
+    """Issue 29: uneven stages and fewer micro-batches than stages are layouts people run."""
+    from mlsysim import Systems
+
+    llama = TransformerWorkload(
+        name="Llama 3 405B", parameters=Q_(405e9, "param"), layers=126, hidden_dim=16384, heads=128,
+        seq_len=8192, vocab_size=128256,
+    )
+    job = DataParallelScaleOutScenario(
+        workload=llama, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=1024, mfu=0.5,
+        training_tokens=Q_(15.6e12, "token"), per_device_batch=1, accumulation_steps=16,
+        tensor_parallel=8, pipeline_parallel=16, pipeline_chunks=4, zero_stage=1,
+        first_stage_layers=7, last_stage_layers=7, flash_attention=1,
+    )
+    r = job.result
+    assert r.figures.layout.parts.stage_layers == 8.0  # (126 - 7 - 7) / 14 stages
+    balanced = job.variant(first_stage_layers=None, last_stage_layers=None).result
+    assert balanced.figures.layout.parts.stage_layers == 8.0  # ceil(126 / 16)
+    bloom = TransformerWorkload(
+        name="BLOOM", parameters=Q_(176e9, "param"), layers=70, hidden_dim=14336, heads=112, seq_len=2048,
+        vocab_size=250880,
+    )
+    ramp = DataParallelScaleOutScenario(
+        workload=bloom, precision="bf16", node=Systems.Nodes.DGX_A100, nodes=48, mfu=0.5,
+        training_samples=Q_(1e6, "sample"), per_device_batch=2, accumulation_steps=1,
+        tensor_parallel=4, pipeline_parallel=12,
+    ).result
+    assert ramp.figures.layout.parts.stage_layers == 6.0  # ceil(70 / 12)
+    assert ramp.bubble_fraction == pytest.approx(11.0)  # (p - 1) / m: fill and drain dominate
+    assert any("fewer micro-batches" in note for note in ramp.constraint_trace)
+
+
+def test_full_recomputation_costs_compute():
+    """Issue 29: t 8, p 4 with full recomputation has >= 25% more compute than without (same mfu)."""
+    from mlsysim import Systems
+
+    job = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=8,
+        mfu=0.5, training_tokens=Q_(1e12, "token"), per_device_batch=1, accumulation_steps=8,
+        tensor_parallel=8, pipeline_parallel=4, recompute="none",
+    )
+    full = job.variant(recompute="full").result.compute_time
+    none = job.result.compute_time
+    assert full >= 1.25 * none
+    # an mfu keeps its meaning: the model FLOPs, recomputation not counted as useful work
+    assert job.variant(recompute="full").result.figures.achieved_mfu < job.result.figures.achieved_mfu

@@ -110,7 +110,10 @@ def test_the_mask_and_the_check_agree(devices, t, p, v, m, k):
 def test_mask_over_arrays():
     mask = layout_mask(devices=64.0, tensor_parallel=np.array([8.0, 3.0, 8.0]), pipeline_parallel=np.array([2.0, 1.0, 8.0]),
                        heads=64.0, layers=80.0, micro_batches=np.array([4.0, 4.0, 4.0]))
-    assert mask.tolist() == [True, False, False]
+    assert mask.tolist() == [True, False, True]  # 4 micro-batches on 8 stages: legal, the bubble dominates
+    few_layers = layout_mask(devices=64.0, tensor_parallel=8.0, pipeline_parallel=np.array([4.0, 8.0]),
+                             heads=64.0, layers=6.0, micro_batches=8.0)
+    assert few_layers.tolist() == [True, False]  # 6 layers on 8 stages leave a stage without a layer
 
 
 @pytest.mark.parametrize(
@@ -120,10 +123,12 @@ def test_mask_over_arrays():
          "tensor_parallel", ["3", "64"]),
         (dict(devices=64, tensor_parallel=8, pipeline_parallel=1, heads=28, layers=96, micro_batches=1),
          "tensor_parallel", ["28", "8"]),
-        (dict(devices=96, tensor_parallel=8, pipeline_parallel=3, heads=64, layers=80, micro_batches=8),
-         "pipeline_parallel", ["80", "3"]),
-        (dict(devices=64, tensor_parallel=8, pipeline_parallel=4, heads=64, layers=80, micro_batches=2),
-         "accumulation_steps", ["2", "4"]),
+        (dict(devices=96, tensor_parallel=8, pipeline_parallel=3, heads=64, layers=5, micro_batches=8,
+              pipeline_chunks=2), "pipeline_parallel", ["5", "3"]),
+        (dict(devices=64, tensor_parallel=8, pipeline_parallel=4, heads=64, layers=80, micro_batches=6,
+              pipeline_chunks=2), "pipeline_chunks", ["6", "4"]),
+        (dict(devices=64, tensor_parallel=8, pipeline_parallel=4, heads=64, layers=80, micro_batches=8,
+              first_stage_layers=40, last_stage_layers=39), "first_stage_layers", ["80", "40 + 39"]),
         (dict(devices=64, tensor_parallel=8, pipeline_parallel=1, heads=64, layers=80, micro_batches=1,
               shard_group=3), "shard_group", ["3", "8"]),
     ],
@@ -202,3 +207,43 @@ def test_tensor_term_is_tp_time_per_micro_batch():
                  intra_latency=2e-6)
     want = tp_time_per_micro_batch(24, tp_message_bytes(1, 2048, 12288), 8, 300e9, 2e-6, "full")
     assert f.parts.tensor_micro_batch_time == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("layers", "p", "first", "last", "slowest"),
+    [
+        (96, 8, None, None, 12.0),  # even: L / p
+        (70, 12, None, None, 6.0),  # BLOOM-176B: 70 layers on 12 stages, the balanced cut
+        (126, 16, 7, 7, 8.0),  # Llama 3 405B: one layer fewer on the first and the last stage
+        (126, 16, None, None, 8.0),
+        (128, 16, 4, 4, 9.0),  # 120 layers left for 14 stages: ceil(8.57)
+        (32, 1, None, None, 32.0),
+    ],
+)
+def test_the_slowest_stage_sets_the_pace(layers, p, first, last, slowest):
+    from mlsysim.physics.layout import slowest_stage_layers
+
+    nan = float("nan")
+    one = slowest_stage_layers(float(layers), float(p), nan if first is None else float(first),
+                               nan if last is None else float(last))
+    assert one == slowest
+    many = slowest_stage_layers(np.array([float(layers)] * 2), float(p),
+                                nan if first is None else float(first), nan if last is None else float(last))
+    assert many.tolist() == [slowest, slowest]
+
+
+def test_uneven_stages_price_the_slowest_stage():
+    base = dict(GPT_175B, **A100_NODE, devices=64.0, tensor_parallel=8.0, micro_batch=1.0, micro_batches=16.0)
+    even = layout_figures(**{**base, "layers": 80.0}, pipeline_parallel=8.0)
+    uneven = layout_figures(**{**base, "layers": 78.0}, pipeline_parallel=8.0)  # ceil(78/8) = 10, as 80/8
+    assert uneven.parts.stage_layers == even.parts.stage_layers == 10.0
+    # the slowest stage holds 10 of 78 layers: a larger share of the model than 10 of 80
+    assert float(uneven.parts.parameters_per_device) > float(even.parts.parameters_per_device)
+
+
+def test_fewer_micro_batches_than_stages_are_priced_by_fill_and_drain():
+    two = _figures(devices=64.0, tensor_parallel=8.0, pipeline_parallel=8.0, micro_batches=2.0)
+    one_stage_time = float(two.parts.micro_batch_time + two.parts.tensor_micro_batch_time)
+    # 1F1B: (m + p - 1) stage slots of forward and backward, the bubble (p - 1)/m = 3.5 of the compute
+    assert float(two.bubble_fraction) == 3.5
+    assert float(two.compute_time + two.tensor_time + two.bubble_time) == pytest.approx(9.0 * one_stage_time)
