@@ -39,9 +39,12 @@ def published_scores(assumptions: Assumptions) -> Scores:
     oof = out_of_family(assumptions)
     s = difficulty(oof.predicted, nodes_of_cases(oof.cases))
     how = "host jitter refitted without each family" if oof.jitters else "nothing fitted"
+    families = tuple(c.family for c in oof.cases)
     return Scores(
         oof.residuals / s,
-        f"{len(oof.cases)} published cases, each predicted without its family ({how})",
+        f"{len(oof.cases)} published cases in {len(set(families))} families, each predicted "
+        f"without its family ({how}; every family weighs alike)",
+        families,
     )
 
 
@@ -51,7 +54,7 @@ def ensure_scores(assumptions: Assumptions) -> None:
     if assumptions.is_seed() or assumptions in _registered or stored_scores(assumptions):
         return
     found = published_scores(assumptions)
-    register_scores(assumptions, found.values, found.source)
+    register_scores(assumptions, found.values, found.source, found.groups)
 
 
 STORED_PRESETS = {"realistic": Assumptions.realistic}
@@ -70,6 +73,7 @@ def stored_document() -> dict[str, object]:
             "assumptions": name,
             "source": found.source,
             "scores": [float(z) for z in found.values],
+            "families": list(found.groups or ()),
         }
     return {
         "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.bands)",

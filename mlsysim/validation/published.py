@@ -64,23 +64,26 @@ PRECISION_OF_GRADIENT_BYTES = {4: "fp32", 2: "fp16"}
 MEDIAN_LIMIT = 0.043
 """In-sample median absolute error of the realistic preset on the 111 cases: at most 4.3
 points (reached: 4.21; docs/model.md, section 4, says why the remaining misses are not
-modelled), so the limit is what is reached."""
+modelled). The figure that counts is the held-out one, below; every limit here fails a
+regression only (an improvement prints a note in the tests, never fails them)."""
 HELD_OUT_MEDIAN_LIMIT = 0.044
 """... and with each family left out: at most 4.4 points (issue 23 asks 4: **missed**,
 reached 4.32 on the 111 cases; 4.20 on the issue's own 61; docs/model.md, section 4.5)."""
-MAX_LIMIT = 0.208
-"""... its worst case within 20.8 points (reached: 20.3 in sample, 20.6 held out: the
+MAX_LIMIT = 0.206
+"""... its worst case within 20.6 points (reached: 20.6 held out, 20.3 in sample: the
 32-node TensorFlow 2 BERT FP32 run on DGX-2H, docs/model.md, section 4.7)."""
 MEAN_LIMIT = 0.015
 """... and its mean signed error within +-1.5 points, in sample and held out (issue 23)."""
-COVERAGE_RANGE = (0.75, 0.85)
-"""80% prediction intervals must cover 75-85% of the families left out (issue 23)."""
-WIDTH_LIMIT = 0.150
-"""... with a median width of at most 14 points (issue 23: **missed**, reached 14.8 held out
-and 14.5 in sample with the difficulty s = 1 + 8 e (1 - e) of :mod:`mlsysim.engine.bands`),
-so the limit is what is reached."""
-NESTED_WIDTH_LIMIT = 0.153
-"""... and 15.1 points when the band's weights are picked again without each family (nested,
+COVERAGE_FLOOR = 0.80
+"""80% prediction intervals must cover at least 80% of the cases of the families left out
+(issue 29: about 80%, whatever width that takes; reached 86%, 85% of the average family:
+each family's band weighs the other families alike, :func:`mlsysim.engine.bands.conformal_band`)."""
+WIDTH_LIMIT = 0.175
+"""... at a median width of at most 17.5 points (reached 17.5 held out, 17.4 in sample with
+the difficulty s = 1 + 2 e (1 - e) of :mod:`mlsysim.engine.bands`; issue 23 asked 14 with
+bands that covered 77% of families left out and 55% of families the project had never seen)."""
+NESTED_WIDTH_LIMIT = 0.185
+"""... and 18.5 points when the band's weights are picked again without each family (nested,
 :func:`choose_difficulty_weights`)."""
 FAMILIES_NOT_BEATING_SEED = frozenset(
     {
@@ -659,6 +662,12 @@ class CrossValidation:
     def median_width(self) -> float:
         return float(np.median(self.widths))
 
+    @property
+    def family_coverage(self) -> float:
+        """The coverage of the average family (each family's share of cases inside, averaged
+        over families): the figure for the next family, whatever its number of cases."""
+        return family_mean(self.covered, [c.case.family for c in self.comparisons])
+
 
 def _held_out_bands(
     predicted: np.ndarray,
@@ -679,7 +688,8 @@ def _held_out_bands(
     highs = np.full(len(predicted), np.nan)
     for family in dict.fromkeys(families[inside].tolist()):
         held = families == family
-        z_lo, z_hi = conformal_band(scores[inside & ~held], level)
+        others = inside & ~held
+        z_lo, z_hi = conformal_band(scores[others], level, families[others])
         lows[held] = np.clip(predicted[held] + z_lo * scale[held], LOWEST_EFFICIENCY, 1.0)
         highs[held] = np.clip(predicted[held] + z_hi * scale[held], LOWEST_EFFICIENCY, 1.0)
     return lows, highs
@@ -718,6 +728,37 @@ def cross_validate(
     return CrossValidation(comparisons, covered, highs - lows, lows, highs, oof.jitters, level)
 
 
+@dataclass(frozen=True)
+class ConstantCheck:
+    """Whether a fitted constant of the preset earns its place on families left out: the
+    held-out figures with it (refitted without each family, :func:`out_of_family`) and
+    without it (the constant at 0, nothing fitted)."""
+
+    name: str
+    with_it: Summary
+    without_it: Summary
+
+    @property
+    def helps(self) -> bool:
+        """True when the held-out median |error| is lower with the constant than without."""
+        return self.with_it.median_abs < self.without_it.median_abs
+
+
+def host_jitter_check(assumptions: Assumptions | None = None, subset: str = "all") -> ConstantCheck:
+    """The held-out figures of the realistic preset with its fitted host jitter (refitted
+    without each family, so no family is scored with a constant fitted on it) and without
+    it (host_jitter 0): the preset keeps the jitter only if it ``helps`` (docs/model.md,
+    section 3)."""
+    a = assumptions or Assumptions.realistic()
+    without = a.variant(host_jitter=quantity(0.0, "s"))
+
+    def held_out(x: Assumptions) -> Summary:
+        oof = out_of_family(x, subset)
+        return Summary.of(-oof.residuals)
+
+    return ConstantCheck("host_jitter", held_out(a), held_out(without))
+
+
 LOSS_WEIGHTS = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 12.0, 16.0)
 """The loss weights :func:`choose_difficulty_weights` tries."""
 NODE_WEIGHTS = (0.0, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0)
@@ -741,13 +782,21 @@ def interval_score(
     return np.asarray((high - low) + (2.0 / a) * (below + above), dtype=float)
 
 
+def family_mean(values: ArrayLike, families: ArrayLike) -> float:
+    """The mean of ``values`` over families, each family weighing alike (the mean of its
+    cases' values): the next family, not the next case, is what a band is for."""
+    v = np.asarray(values, dtype=float)
+    labels = np.asarray(families)
+    return float(np.mean([np.mean(v[labels == name]) for name in dict.fromkeys(labels.tolist())]))
+
+
 @dataclass(frozen=True)
 class WeightChoice:
     """The difficulty's weights picked by the leave-one-family-out check, and the check of
     the picking itself.
 
-    ``grid``: (loss, nodes) -> (held-out coverage, median width, mean interval score) on
-    every family; ``chosen``: the pair of the lowest mean interval score;
+    ``grid``: (loss, nodes) -> (held-out coverage, median width, interval score averaged
+    over families) on every family; ``chosen``: the pair of the lowest mean interval score;
     ``nested_coverage`` / ``nested_width``: each family's band built with the weights the
     same rule picks *without that family* (an inner leave-one-family-out over the others),
     the honest figure of a band whose weights were picked on data; ``nested_choices``:
@@ -770,7 +819,9 @@ def choose_difficulty_weights(
 ) -> WeightChoice:
     """Pick the difficulty's weights s = 1 + w_loss e (1 - e) + w_nodes log2(N) by the
     leave-one-family-out check alone (never in sample): the pair whose held-out ``level``
-    bands have the lowest mean :func:`interval_score` (ties: the first in grid order). Then
+    bands have the lowest :func:`interval_score` averaged over families
+    (:func:`family_mean`: each family weighs alike, as in the bands themselves; ties: the
+    first in grid order). Then
     the same rule is repeated without each family in turn (nested), to give the coverage
     and width of the picking itself.
 
@@ -793,7 +844,8 @@ def choose_difficulty_weights(
 
     def score(pair: tuple[float, float], within: np.ndarray) -> float:
         lows, highs = bands(pair, within)
-        return float(np.mean(interval_score(lows, highs, measured, level)[within]))
+        per_case = interval_score(lows, highs, measured, level)
+        return family_mean(per_case[within], families[within])
 
     def pick(within: np.ndarray) -> tuple[float, float]:
         return min(pairs, key=lambda pair: score(pair, within))
@@ -803,7 +855,7 @@ def choose_difficulty_weights(
     for pair in pairs:
         lows, highs = bands(pair, everyone)
         inside = (measured >= lows) & (measured <= highs)
-        mean_score = float(np.mean(interval_score(lows, highs, measured, level)))
+        mean_score = family_mean(interval_score(lows, highs, measured, level), families)
         grid[pair] = (float(np.mean(inside)), float(np.median(highs - lows)), mean_score)
     lows = np.empty(len(oof.cases))
     highs = np.empty(len(oof.cases))

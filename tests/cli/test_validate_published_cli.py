@@ -16,6 +16,16 @@ def test_table_has_families_mean_and_coverage(capsys):
     assert code == 0
     assert "Error per family" in out
     assert "80% interval" in out and "covers" in out
+    # the figure on families left out comes first, the in-sample one second, labelled
+    held, in_sample = out.index("each family left out"), out.index("in sample (fitted on every")
+    assert held < in_sample and "the floor for the loss no term models" in out
+    assert "host jitter, held out" not in out  # --cv prints it
+
+
+def test_cv_prints_the_host_jitter_check(capsys):
+    code, out, _ = run(capsys, "validate", "published", "--cv")
+    assert code == 0
+    assert "host jitter, held out: median |error| 4.32 pt with it" in out and ": kept" in out
 
 
 def test_json_with_cross_validation(capsys):
@@ -25,7 +35,13 @@ def test_json_with_cross_validation(capsys):
     assert len(data["cases"]) == 111 and "family" in data["cases"][0]
     assert set(data["realistic"]) >= {"median_abs_error", "max_abs_error", "mean_error"}
     held = data["leave_one_family_out"]
-    assert 0.75 <= held["coverage_80"] <= 0.85
+    assert held["coverage_80"] >= 0.80 and held["coverage_80_of_the_average_family"] >= 0.80
+    # the headline leads with the families left out, the in-sample figure second
+    body = [key for key in data if key not in ("schema_version", "kind")]
+    assert body[0] == "headline" and list(data["headline"]) == ["held_out", "in_sample"]
+    assert data["headline"]["held_out"]["median_abs_error"] == held["median_abs_error"]
+    assert data["headline"]["in_sample"]["median_abs_error"] == data["realistic"]["median_abs_error"]
+    assert data["host_jitter_check"]["kept"] is True
     assert len(data["families"]) == len(held["families"]) == 20
     for row in data["cases"]:  # every case's interval holds its prediction
         low, high = row["realistic_interval_80"]

@@ -17,7 +17,7 @@ from mlsysim import Q_, Assumptions
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.bands import conformal_band
 from mlsysim.validation.published import (
-    COVERAGE_RANGE,
+    COVERAGE_FLOOR,
     FAMILIES,
     FAMILIES_NOT_BEATING_SEED,
     HELD_OUT_MEDIAN_LIMIT,
@@ -35,6 +35,7 @@ from mlsysim.validation.published import (
     cross_validate,
     family_of,
     fit_host_jitter,
+    host_jitter_check,
     in_sample_coverage,
     interval_score,
     load_cases,
@@ -45,8 +46,12 @@ from mlsysim.validation.published import (
     summarize,
     summary,
 )
+from tests.validation.limits import ImprovementNote, hold
 
-ISSUE_TARGETS = {"median": 0.040, "mean": 0.015, "width": 0.14, "coverage": (0.75, 0.85)}
+ISSUE_TARGETS = {"median": 0.040, "mean": 0.015, "coverage": 0.80}
+"""Issue 23's targets on families left out (its width target, 14 points, was met by bands
+that covered 77% of the families left out and 55% of families never seen; issue 29 asks
+about 80% on families left out, whatever width that takes)."""
 
 
 @pytest.fixture(scope="module")
@@ -66,23 +71,34 @@ def lofo():
 
 def test_realistic_preset_meets_the_thresholds(realistic):
     s = summarize(realistic)
-    assert s.median_abs <= MEDIAN_LIMIT, f"median |error| {s.median_abs:.4f}"
-    assert s.max_abs <= MAX_LIMIT, f"max |error| {s.max_abs:.4f}"
+    hold("in-sample median |error|", s.median_abs, MEDIAN_LIMIT)
+    hold("in-sample worst |error|", s.max_abs, MAX_LIMIT, margin=0.003)  # held out: 20.6
     assert abs(s.mean) <= MEAN_LIMIT, f"mean error {s.mean:+.4f}"
 
 
 def test_limits_are_the_issue_targets_or_documented_misses(lofo):
-    """Each enforced limit is the issue's target, or (where missed) at most 0.2 points
-    above the figure reached (docs/model.md): a regression still fails the test, and an
-    improvement that meets the target fails it too, until the limit is tightened."""
+    """Each enforced limit is the issue's target, or (where missed) the figure reached
+    (docs/model.md): a regression fails the test; an improvement passes it with a note
+    (:class:`tests.validation.limits.ImprovementNote`), never a failure."""
     assert ISSUE_TARGETS["mean"] == MEAN_LIMIT
-    assert ISSUE_TARGETS["coverage"] == COVERAGE_RANGE
-    for target, limit, reached in (
-        (ISSUE_TARGETS["median"], HELD_OUT_MEDIAN_LIMIT, lofo.summary.median_abs),
-        (ISSUE_TARGETS["width"], WIDTH_LIMIT, lofo.median_width),
-    ):
-        assert limit == target or (reached > target and limit - reached <= 0.002)
+    assert ISSUE_TARGETS["coverage"] == COVERAGE_FLOOR
+    assert ISSUE_TARGETS["median"] == HELD_OUT_MEDIAN_LIMIT or (
+        lofo.summary.median_abs > ISSUE_TARGETS["median"]
+    )
+    hold("held-out median |error|", lofo.summary.median_abs, HELD_OUT_MEDIAN_LIMIT)
     assert MEDIAN_LIMIT <= 0.044 and MAX_LIMIT <= 0.217
+
+
+def test_a_limit_fails_a_regression_and_notes_an_improvement():
+    hold("a figure at its limit", 0.040, 0.040)
+    with pytest.raises(AssertionError):
+        hold("a figure above its limit", 0.041, 0.040)
+    with pytest.warns(ImprovementNote):
+        hold("a figure well below its limit", 0.030, 0.040)
+    with pytest.raises(AssertionError):
+        hold("a coverage below its floor", 0.79, 0.80, higher_is_better=True)
+    with pytest.warns(ImprovementNote):
+        hold("a coverage above its floor", 0.86, 0.80, higher_is_better=True, margin=0.05)
 
 
 def test_realistic_preset_is_not_optimistic_on_average(realistic):
@@ -110,13 +126,41 @@ def test_every_case_is_predicted_in_the_unit_interval(seed, realistic):
 def test_leave_one_family_out_errors_and_coverage(lofo):
     s = lofo.summary
     assert s.count == len(load_cases())
-    assert s.median_abs <= HELD_OUT_MEDIAN_LIMIT and s.max_abs <= MAX_LIMIT
+    hold("held-out median |error|", s.median_abs, HELD_OUT_MEDIAN_LIMIT)
+    hold("held-out worst |error|", s.max_abs, MAX_LIMIT)
     assert abs(s.mean) <= MEAN_LIMIT
-    low, high = COVERAGE_RANGE
-    assert low <= lofo.coverage <= high, f"held-out 80% coverage {lofo.coverage:.2f}"
-    assert lofo.median_width <= WIDTH_LIMIT
+    # at least 80% of the families left out, whatever width that takes (issue 29); the
+    # coverage above it is no improvement to note (the width is the figure that narrows)
+    assert lofo.coverage >= COVERAGE_FLOOR, f"held-out 80% coverage {lofo.coverage:.2f}"
+    assert lofo.family_coverage >= COVERAGE_FLOOR, f"average family {lofo.family_coverage:.2f}"
+    hold("held-out median width", lofo.median_width, WIDTH_LIMIT)
     assert len(lofo.jitters) == len({c.family for c in load_cases()})
     assert np.all(lofo.lows <= [c.predicted for c in lofo.comparisons])
+
+
+def test_the_band_keeps_a_floor_where_the_model_sees_no_loss():
+    """Issue 29: the band's width does not go to zero as the predicted efficiency goes to 1
+    (the loss no term models); every band reaches at least the floor below its prediction."""
+    from mlsysim.engine.bands import efficiency_interval_of, unmodelled_loss_floor
+
+    a = Assumptions.realistic()
+    floor = unmodelled_loss_floor(a)
+    assert 0.09 < floor < 0.10  # reached: 9.5 points
+    e = np.array([0.3, 0.5, 0.8, 0.9, 0.97, 0.995, 1.0])
+    low, high = efficiency_interval_of(a, e, np.full(e.size, 8.0))
+    assert np.all(e - low >= floor - 1e-12)
+    assert high[-1] - low[-1] == pytest.approx(floor)
+
+
+def test_the_host_jitter_helps_on_families_left_out():
+    """Issue 29: the fitted host jitter stays in the preset only because it lowers the
+    held-out median error (each family predicted with the jitter refitted without it)
+    against the preset without it: 4.32 against 5.25 points (docs/model.md, section 3)."""
+    check = host_jitter_check()
+    assert check.helps
+    assert check.with_it.median_abs == pytest.approx(0.0432, abs=5e-4)
+    assert check.without_it.median_abs == pytest.approx(0.0525, abs=5e-4)
+    assert abs(check.with_it.mean) < abs(check.without_it.mean)
 
 
 def test_held_out_families_beat_the_seed_except_the_documented_ones(seed, lofo):
@@ -147,7 +191,8 @@ def test_out_of_family_predictions_never_see_their_family():
 
 def test_in_sample_coverage_of_the_80_percent_band():
     coverage, width = in_sample_coverage(Assumptions.realistic())
-    assert 0.70 <= coverage <= 0.90 and width <= WIDTH_LIMIT
+    assert coverage >= COVERAGE_FLOOR  # reached: 89%
+    hold("in-sample median width", width, WIDTH_LIMIT)
 
 
 def test_the_preset_host_jitter_is_the_fitted_value():
@@ -252,6 +297,27 @@ def test_conformal_band_order_statistics():
         conformal_band(r, 1.0)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=60), st.floats(0.05, 0.95))
+def test_conformal_band_of_singleton_groups_is_the_order_statistics(values, level):
+    r = np.asarray(values)
+    assert conformal_band(r, level, [str(i) for i in range(r.size)]) == conformal_band(r, level)
+
+
+def test_conformal_band_weighs_each_group_alike():
+    """Ten well-predicted members of one family do not narrow the band of the next family:
+    with families as the unit, 4 families (G + 1 = 5) reach their extreme residuals."""
+    r = np.array([0.0] * 40 + [-0.1, 0.05, 0.08])
+    groups = ["big"] * 40 + ["a", "b", "c"]
+    assert conformal_band(r, 0.8) == (0.0, 0.0)  # 43 residuals read as independent
+    assert conformal_band(r, 0.8, groups) == (-0.1, 0.08)  # 4 families: G + 1 = 5
+    # six families, one of five members (weight 0.2 each): the upper end is the first to
+    # reach (6 + 1) 0.75 = 5.25 families, from above 5 + 0.2 + 0.2 reaches it at 3
+    assert conformal_band(np.arange(10.0), 0.5, ["x"] * 5 + list("abcde")) == (3.0, 9.0)
+    with pytest.raises(ValueError):
+        conformal_band(r, 0.8, groups[:-1])
+
+
 def test_interval_score_is_the_width_plus_the_scaled_miss():
     low, high = np.array([0.8, 0.8, 0.8]), np.array([0.9, 0.9, 0.9])
     measured = np.array([0.85, 0.75, 0.95])  # inside, 0.05 below, 0.05 above
@@ -274,8 +340,9 @@ def test_interval_score_prefers_a_band_that_holds_the_measurement(low, width, y,
 
 
 def test_the_difficulty_weights_are_those_the_held_out_check_picks():
-    """bands' weights are the grid pair of lowest held-out interval score; picked again
-    without each family (nested), the bands still cover 75-85% within 14 points."""
+    """bands' weights are the grid pair of lowest held-out interval score (each family
+    weighing alike); picked again without each family (nested), the bands still cover at
+    least 80% of the families left out."""
     from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
 
     choice = choose_difficulty_weights(Assumptions.realistic())
@@ -284,10 +351,11 @@ def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     assert score == min(s for _, _, s in choice.grid.values())
     lofo = cross_validate(Assumptions.realistic())
     assert (coverage, width) == (pytest.approx(lofo.coverage), pytest.approx(lofo.median_width))
-    low, high = COVERAGE_RANGE
-    assert low <= coverage <= high and width <= WIDTH_LIMIT
-    assert low <= choice.nested_coverage <= high and choice.nested_width <= NESTED_WIDTH_LIMIT
-    # the normalisation earns its place, if narrowly on the 111 cases: one band for every
+    assert coverage >= COVERAGE_FLOOR
+    hold("held-out median width", width, WIDTH_LIMIT)
+    assert choice.nested_coverage >= COVERAGE_FLOOR
+    hold("nested median width", choice.nested_width, NESTED_WIDTH_LIMIT)
+    # the normalisation earns its place, narrowly, on families left out: one band for every
     # layout scores worse and is no narrower
     plain_coverage, plain_width, plain_score = choice.grid[(0.0, 0.0)]
     assert plain_score > score + 0.002 and plain_width >= width
