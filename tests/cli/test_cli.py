@@ -102,6 +102,30 @@ def test_help_lists_commands_with_examples(capsys):
         assert word in out
 
 
+def test_bare_mlsysim_prints_its_usage_and_the_first_commands_on_several_lines(capsys, tmp_path, monkeypatch):
+    from mlsysim.cli.app import FIRST_COMMANDS
+
+    code, out, err = run(capsys)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == "Usage: mlsysim [OPTIONS] COMMAND [ARGS]..."
+    assert "error:" not in err and len(lines) > 8
+    assert all(len(line) < 80 for line in lines)
+    start = lines.index("Start with:")
+    for (command, what), line in zip(FIRST_COMMANDS, lines[start + 1 :], strict=False):
+        assert line.split() == [*command.split(), *what.split()]
+    monkeypatch.chdir(tmp_path)  # init writes job.toml here
+    for command, _ in FIRST_COMMANDS:  # each runs as printed
+        assert run(capsys, *command.split()[1:])[0] == 0
+
+
+def test_a_bare_command_group_prints_its_help_on_several_lines(capsys):
+    code, _, err = run(capsys, "validate")
+    assert code == 2
+    assert err.startswith("Usage: mlsysim validate [OPTIONS] COMMAND [ARGS]...\n")
+    assert "error:" not in err and len(err.splitlines()) > 5 and "  published  " in err
+
+
 def test_run_help_has_examples(capsys):
     code, out, _ = run(capsys, "run", "--help")
     assert code == 0 and "--set" in out and "mlsysim run Gpt2DataParallelOneNode" in out
