@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.suggest import known
-from mlsysim.core.text import parse_float, parse_int, parse_name
+from mlsysim.core.text import parse_bool, parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
     PHYSICAL_RANGE,
@@ -380,10 +380,14 @@ def _zero_stage(value: object) -> int:
 def _flag(value: object) -> int:
     if isinstance(value, bool):
         return int(value)
-    flag = check_nonnegative_int(value)
-    if flag not in (0, 1):
-        raise InputError(f"expected 1 (on) or 0 (off), got {value!r}")
-    return flag
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    raise InputError(f"expected True or False (or 1/0), got {value!r}")
+
+
+def _parse_flag(text: str) -> int:
+    """A flag typed as text: true/false, yes/no, on/off or 1/0 (:func:`~mlsysim.core.text.parse_bool`)."""
+    return int(parse_bool(text))
 
 
 def _layout_count(name: str, label: str, symbol: str) -> InputField:
@@ -754,7 +758,7 @@ _TABLE: tuple[InputField, ...] = (
             "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)",
             "index",
             _flag,
-            parse_int,
+            _parse_flag,
             default=None,
             optional=True,
             numeric=True,

@@ -156,3 +156,21 @@ def test_registry_lists_entries_with_figures_and_sources(capsys):
 def test_registry_unknown_group_is_one_line(capsys):
     code, out, err = run(capsys, "registry", "gpus")
     assert code == 2 and out == "" and err.count("\n") == 1 and "accelerators" in err
+
+
+@pytest.mark.parametrize(
+    ("word", "want"),
+    [(w, 1) for w in ("true", "True", "TRUE", "yes", "Yes", "1")]
+    + [(w, 0) for w in ("false", "False", "no", "NO", "0")],
+)
+def test_set_reads_booleans_as_booleans(capsys, word, want):
+    code, out, err = run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "tensor_parallel=1",
+                         "--set", f"sequence_parallel={word}", "--json")
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["sequence_parallel"] == want
+
+
+def test_a_word_that_is_not_a_boolean_is_one_line_naming_the_words(capsys):
+    code, _, err = run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "sequence_parallel=maybe")
+    assert code == 2
+    assert err == "mlsysim: error: sequence_parallel: expected true or false (or yes/no, 1/0), got 'maybe'\n"

@@ -68,6 +68,15 @@ def test_post_json_takes_text_numbers_and_quantities(client):
     same_figures(answer.json()["result"], library("nodes=4", "inter_bandwidth=10 Gbps").result)
 
 
+@pytest.mark.parametrize(("value", "want"), [(True, 1), (False, 0), ("Yes", 1), ("no", 0), (1, 1)])
+def test_a_flag_takes_json_booleans_and_words(client, value, want):
+    body = {"scenario": ONE, "set": {"tensor_parallel": 1, "sequence_parallel": value}}
+    answer = client.post("/api/evaluate", json=body)
+    assert answer.status_code == 200, answer.text
+    same_figures(answer.json()["result"], library("tensor_parallel=1", f"sequence_parallel={want}").result)
+    assert answer.json()["values"]["sequence_parallel"] in (str(want), str(bool(want)).lower())
+
+
 def test_registry_names_and_assumptions_go_through_set(client):
     q = f"scenario={ONE}&nodes=8&fabric=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
     answer = client.get(f"/api/evaluate?{q}")
