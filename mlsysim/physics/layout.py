@@ -269,15 +269,6 @@ def layout_mask(
     return ok_d & ok_heads & ok_layers & ok_micro & ok_inter & ok_shard
 
 
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
-def _nearby(values: list[int], around: int) -> str:
-    closest = sorted(values, key=lambda k: (abs(k - around), k))[:4]
-    return ", ".join(str(k) for k in sorted(closest))
-
-
 def check_layout(
     *,
     devices: int,
@@ -296,6 +287,14 @@ def check_layout(
     HSDP shard group dividing d.
     """
     t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    layout = dict(devices=devices, tensor_parallel=t, pipeline_parallel=p, heads=heads, layers=layers,
+                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group)
+
+    def fix(*names: str) -> str:  # values that obey every rule at once, not only the broken one
+        from mlsysim.physics.layout_advice import advice
+
+        return advice(layout_mask, layout, names)
+
     for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
                         ("pipeline_chunks", v), ("accumulation_steps", m)):
         if value < 1:
@@ -306,39 +305,38 @@ def check_layout(
     if devices % (t * p):
         raise InputError(
             f"tensor_parallel x pipeline_parallel ({t} x {p} = {t * p}) must divide the devices ({devices}); "
-            f"t x p in {_nearby(_divisors(devices), t * p)} would",
+            f"{fix('tensor_parallel', 'pipeline_parallel')}",
             field="tensor_parallel",
         )
     if heads % t:
         raise InputError(
             f"heads ({heads}) must be a multiple of tensor_parallel ({t}); "
-            f"try tensor_parallel in {_nearby(_divisors(heads), t)}",
+            f"{fix('tensor_parallel')}",
             field="tensor_parallel",
         )
     if layers % (p * v):
         raise InputError(
             f"layers ({layers}) must be a multiple of pipeline_parallel x pipeline_chunks ({p} x {v} = {p * v}); "
-            f"try p x v in {_nearby(_divisors(layers), p * v)}",
+            f"{fix('pipeline_parallel', 'pipeline_chunks')}",
             field="pipeline_parallel",
         )
     if p > 1 and m < p:
         raise InputError(
             f"micro-batches per update ({m}) must be at least pipeline_parallel ({p}); "
-            f"raise accumulation_steps to {p} or more, or lower pipeline_parallel",
+            f"{fix('accumulation_steps', 'pipeline_parallel')}",
             field="accumulation_steps",
         )
     if v > 1 and (p == 1 or m % p):
         raise InputError(
             f"the interleaved schedule (pipeline_chunks {v}) needs pipeline_parallel > 1 and micro-batches ({m}) "
-            f"a multiple of pipeline_parallel ({p}); use accumulation_steps {p * max(1, -(-m // p))} "
-            "or pipeline_chunks 1",
+            f"a multiple of pipeline_parallel ({p}); {fix('accumulation_steps', 'pipeline_chunks')}",
             field="pipeline_chunks",
         )
     d = devices // (t * p)
     if shard_group and d % shard_group:
         raise InputError(
             f"shard_group ({shard_group}) must divide the data-parallel size d = {d}; "
-            f"try {_nearby(_divisors(d), shard_group)}",
+            f"{fix('shard_group')}",
             field="shard_group",
         )
 

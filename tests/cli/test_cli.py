@@ -174,3 +174,30 @@ def test_a_word_that_is_not_a_boolean_is_one_line_naming_the_words(capsys):
     code, _, err = run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "sequence_parallel=maybe")
     assert code == 2
     assert err == "mlsysim: error: sequence_parallel: expected true or false (or yes/no, 1/0), got 'maybe'\n"
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["tensor_parallel=5"],
+        ["tensor_parallel=2"],
+        ["tensor_parallel=25"],
+        ["pipeline_parallel=2"],
+        ["nodes=2", "inter_bandwidth=100 Gbps", "tensor_parallel=2", "pipeline_parallel=5", "accumulation_steps=8"],
+        ["zero_stage=1", "shard_group=3"],
+        ["pipeline_parallel=2", "pipeline_chunks=2", "accumulation_steps=3"],
+    ],
+)
+def test_each_layout_suggestion_runs(capsys, sets):
+    """GPT-2 (25 heads) on 8-GPU nodes: every value a layout error suggests is accepted as given."""
+    from tests.physics.test_layout_advice import suggested
+
+    argv = ["run", "Gpt2DataParallelOneNode", *(w for s in sets for w in ("--set", s))]
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1
+    changes = suggested(err.strip())
+    assert changes
+    for change in changes:
+        again = [*argv, *(w for name, value in change.items() for w in ("--set", f"{name}={value}"))]
+        code, _, err = run(capsys, *again)
+        assert code == 0, (change, err)
