@@ -53,7 +53,7 @@ def _limit(layout: Mapping[str, int], argument: int) -> int:
 
 
 def _accepted(mask: Mask, layout: Mapping[str, int], changes: Mapping[str, np.ndarray]) -> np.ndarray:
-    arguments = {k: float(v) for k, v in layout.items()}
+    arguments: dict[str, float | np.ndarray] = {k: float(v) for k, v in layout.items()}
     arguments.update({ADJUSTABLE[name]: values.astype(float) for name, values in changes.items()})
     shape = np.broadcast_shapes(*(v.shape for v in changes.values()))
     return np.broadcast_to(np.asarray(mask(**arguments), dtype=bool), shape)
