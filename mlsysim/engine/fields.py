@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
-from mlsysim.core.suggest import known
+from mlsysim.core.suggest import known, setting
 from mlsysim.core.text import parse_bool, parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
@@ -261,9 +261,9 @@ def _link(dimension: str, name: str, *, allow_zero: bool) -> tuple[Callable, Cal
             return
         label = _registry_key(value, fabric)
         if name.startswith("inter"):
-            hint = f"give it as fabric={label} (it sets inter_bandwidth and inter_latency)"
+            hint = f"give it as {setting('fabric', label)} (it sets inter_bandwidth and inter_latency)"
         else:
-            hint = "give the figure itself, or the node that has it (node=DGX_H100)"
+            hint = f"give the figure itself, or the node that has it ({setting('node', 'DGX_H100')})"
         raise InputError(f"{label} is a fabric, not a {dimension}: {hint}")
 
     def parse(text: str) -> Quantity:

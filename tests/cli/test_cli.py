@@ -1,6 +1,7 @@
 """The command line through its runner (mlsysim.cli.main): exit code, stdout, stderr."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -201,3 +202,35 @@ def test_each_layout_suggestion_runs(capsys, sets):
         again = [*argv, *(w for name, value in change.items() for w in ("--set", f"{name}={value}"))]
         code, _, err = run(capsys, *again)
         assert code == 0, (change, err)
+
+
+BASE_RUN = ("run", "Gpt2DataParallelOneNode")
+LINKED = ("--set", "inter_bandwidth=100 Gbps")
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        ((*BASE_RUN, "--set", "nodes=4"), '--set "inter_bandwidth=100 Gbps", or a fabric (--set fabric=InfiniBand_NDR)'),
+        ((*BASE_RUN, "--set", "optimizer=adam"), '--set "memory_bandwidth=2.0 TB/s" or --set memory_bandwidth=A100'),
+        ((*BASE_RUN, "--set", "failure_rate=1e-4 failures/hour"), '--set "checkpoint_bandwidth=2 GB/s" (per node)'),
+        ((*BASE_RUN, "--set", "inter_bandwidth=InfiniBand_NDR", "--set", "nodes=2"), "--set fabric=InfiniBand_NDR"),
+        (("plan", "Gpt2DataParallelOneNode", *LINKED, "--set", "node_hour_rate=none", "--axis", "nodes=1,2"),
+         '(e.g. --set "node_hour_rate=32 USD/hour") or use --objective time'),
+        (("plan", "Gpt2DataParallelOneNode", *LINKED, "--axis", "nodes=1,2", "--confidence", "0.8"),
+         "--set assumptions=realistic"),
+        (("sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1,2"), '--set "inter_bandwidth=100 Gbps"'),
+    ],
+)
+def test_suggestions_on_the_command_line_are_in_command_line_syntax(capsys, argv, suggestion):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1
+    assert suggestion in err
+    assert "Q_(" not in err and "objective=" not in err and "=Assumptions" not in err
+
+
+def test_each_suggested_set_runs(capsys):
+    code, _, err = run(capsys, *BASE_RUN, "--set", "nodes=4")
+    assert code == 2
+    for assignment in re.findall(r'--set "?([^")]+)"?', err):
+        assert run(capsys, *BASE_RUN, "--set", "nodes=4", "--set", assignment)[0] == 0, assignment

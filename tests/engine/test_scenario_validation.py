@@ -46,8 +46,9 @@ def test_numpy_integers_are_accepted(base_inputs):
 def test_nodes_above_one_needs_inter_bandwidth(base_inputs, gpt2_one_node):
     with pytest.raises(InputError, match="inter_bandwidth.*nodes > 1"):
         DataParallelScaleOutScenario(**{**base_inputs, "nodes": 2})
-    with pytest.raises(ValueError, match="inter_bandwidth"):
+    with pytest.raises(ValueError, match="inter_bandwidth") as caught:
         gpt2_one_node.variant(nodes=4)
+    assert "e.g. inter_bandwidth=Q_(100, 'Gbps'), or a fabric (fabric='InfiniBand_NDR')" in str(caught.value)
 
 
 QUANTITY_FIELDS = {

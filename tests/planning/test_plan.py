@@ -144,8 +144,9 @@ def test_bad_plan_arguments_name_themselves(kwargs, needle):
 
 
 def test_cost_objective_needs_a_price():
-    with pytest.raises(InputError, match="node_hour_rate"):
+    with pytest.raises(InputError, match="node_hour_rate") as caught:
         plan(ONE.variant(node_hour_rate=None), nodes=[1])
+    assert "(e.g. node_hour_rate=Q_(32, 'USD/hour')) or use objective='time'" in str(caught.value)
     p = plan(ONE.variant(node_hour_rate=None), objective="time", accumulation_steps=[1, 2])
     assert p.best.accumulation_steps == 2 and len(p.pareto) == 1  # less communication per sample
 
