@@ -455,58 +455,58 @@ class DataParallelScaleOutResult:
     # the whole run (docs/whole_run.md): failures, checkpoints, energy; None where not modeled
     job_mtbf = OptionalQuantityField(
         "hour", doc="the job's mean time between failures, M = 1 / (lambda n)",
-        label="job mean time between failures", row=28, header="MTBF",
+        label="job mean time between failures", row=40, header="MTBF",
     )
     checkpoint_size = OptionalQuantityField(
         "byte", doc="one checkpoint of the training state, 14 B per parameter",
-        label="checkpoint size", row=29, header="ckpt size",
+        label="checkpoint size", row=41, header="ckpt size",
     )
     checkpoint_time = OptionalQuantityField(
-        "second", doc="time to write one checkpoint", label="checkpoint write time", row=30,
+        "second", doc="time to write one checkpoint", label="checkpoint write time", row=42,
         header="ckpt write",
     )
     checkpoint_interval = OptionalQuantityField(
         "minute", doc="compute time between checkpoints (given, or Daly's optimum)",
-        label="checkpoint interval", row=31, header="ckpt every",
+        label="checkpoint interval", row=43, header="ckpt every",
     )
     checkpoint_overhead = OptionalQuantityField(
         "hour", doc="time spent writing checkpoints over the run",
-        label="  spent writing checkpoints", row=33,
+        label="  spent writing checkpoints", row=45,
     )
     rework_time = OptionalQuantityField(
         "hour", doc="work lost to failures and recomputed", label="  spent redoing lost work",
-        row=34,
+        row=46,
     )
     restart_overhead = OptionalQuantityField(
-        "hour", doc="time spent restarting after failures", label="  spent restarting", row=35,
+        "hour", doc="time spent restarting after failures", label="  spent restarting", row=47,
     )
     interruptions = OptionalFloatField(
         doc="expected failures over the run, N_f = T_w / M", label="expected interruptions",
-        row=36, header="interrupts",
+        row=48, header="interrupts",
     )
     goodput = OptionalFloatField(
         doc="share of wall-clock time that advances training, training_time / wall_clock_time",
-        label="goodput", row=37, display="percent",
+        label="goodput", row=49, display="percent",
     )
     wall_clock_time = OptionalQuantityField(
         "hour", doc="training_time with checkpoints, restarts and lost work (training_time / goodput)",
-        label="wall-clock time with failures", row=32, header="wall clock",
+        label="wall-clock time with failures", row=44, header="wall clock",
     )
     energy = OptionalQuantityField(
         "megawatt_hour", doc="energy drawn by the facility over the run (PUE included)",
-        label="energy", row=38,
+        label="energy", row=50,
     )
     emissions = OptionalQuantityField(
         "metric_ton", doc="operational emissions, tonnes of CO2e (location-based)",
-        label="emissions (CO2e)", row=39, header="CO2e",
+        label="emissions (CO2e)", row=51, header="CO2e",
     )
     energy_cost = MoneyField(
         "USD", doc="US dollars of the energy, or None without an energy price",
-        label="energy cost", row=40, header="energy cost",
+        label="energy cost", row=52, header="energy cost",
     )
     total_cost = MoneyField(
         "USD", doc="node-hours over the wall-clock time plus the energy, where priced",
-        label="cost of the whole run", row=41, header="total cost",
+        label="cost of the whole run", row=53, header="total cost",
     )
     constraint_trace = TraceField(doc="notes on what limits this layout")
 
