@@ -221,14 +221,17 @@ def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, s
     return rows
 
 
-def _console() -> Console:
-    """A console that wraps only on a terminal (a pipe or file gets whole lines)."""
+def wide_console(*tables: Table) -> Console:
+    """A console that wraps only on a terminal: a pipe or file gets whole lines, as wide
+    as the widest of ``tables`` needs (rich would otherwise cut its cells to fit)."""
     from rich.console import Console
 
     console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 160), soft_wrap=True)
-    return console
+    if console.is_terminal:
+        return console
+    unbounded = Console(highlight=False, width=1 << 20)
+    needed = max((unbounded.measure(t).maximum for t in tables), default=0)
+    return Console(highlight=False, width=max(console.width, 160, needed), soft_wrap=True)
 
 
 def print_result(
@@ -238,7 +241,12 @@ def print_result(
     from mlsysim.engine.headline import headline
 
     result = scenario.result
-    console = _console()
+    results = _three_columns(("result", "value", "unit"), result_rows(scenario))
+    inputs = _three_columns(
+        ("input", "value", "meaning"),
+        [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)],
+    )
+    console = wide_console(results, inputs)
     title = printable(scenario.name or "scenario")
     first = f"{title}: {headline(result)}"
     if not scenario.assumptions.is_seed() and result.n_devices > 1:
@@ -246,12 +254,11 @@ def print_result(
         first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
     console.print(first, markup=False)
     console.print()
-    console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
+    console.print(results)
     if not scenario.assumptions.is_seed():
         console.print(interval_line(result), markup=False)
     console.print()
-    inputs = [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)]
-    console.print(_three_columns(("input", "value", "meaning"), inputs))
+    console.print(inputs)
     notes = [*result.constraint_trace, *rounding_notes(scenario)]
     if notes:
         console.print()
@@ -274,6 +281,10 @@ def next_steps(
     result = scenario.result
     extra = f" {assumptions}" if assumptions else ""
     lines = [f"Next: mlsysim explain {source}{extra}   (how each figure is derived)"]
+    if scenario.assumptions.is_seed() and result.n_devices > 1:  # the seed model gives no interval
+        lines.append(
+            f"      mlsysim run {source} --set assumptions=realistic   (80% intervals; the seed model is a bound)"
+        )
     if result.fits is False:
         lines.append(
             f"      mlsysim run {source}{extra} --set zero_stage=3   (shard the training state)"
@@ -338,7 +349,7 @@ def print_validation(
     from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format
-    console = _console()
+    console = wide_console()
     table = Table(
         title="Scaling efficiency: published measurements vs the model", header_style="bold"
     )

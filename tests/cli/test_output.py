@@ -53,7 +53,7 @@ def test_run_closes_with_the_next_commands_spelled_for_this_scenario(runner):
         "inter_bandwidth=25 Gbps",
     )
     lines = out.rstrip().splitlines()
-    assert lines[-2] == (
+    assert lines[-3] == (
         'Next: mlsysim explain Gpt2DataParallelOneNode --set nodes=2 --set "inter_bandwidth=25 Gbps"'
         "   (how each figure is derived)"
     )
