@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import typer
 
-from mlsysim.cli.options import FILE_HELP, SET_HELP
+from mlsysim.cli.options import FILE_HELP, REGISTRY_GROUP_HELP, SET_HELP
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -140,7 +140,7 @@ def list_scenarios() -> None:
 @app.command("registry")
 def registry(
     group: str | None = typer.Argument(
-        None, help="models, accelerators, nodes, fabrics or prices (default: all)."
+        None, help=REGISTRY_GROUP_HELP
     ),
     sources: bool = typer.Option(
         False, "--sources", help="Also print each entry's source and note."

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from mlsysim.cli.options import REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
@@ -459,7 +460,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             )
         return text
 
-    return {
+    figures: dict[str, Callable[[Any], str]] = {
         "models": workload,
         "accelerators": lambda a: (
             f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
@@ -478,6 +479,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
         "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
         "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
+    return {group: figures[group] for group in REGISTRY_GROUPS}  # the order --help names them in
 
 
 def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
