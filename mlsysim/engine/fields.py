@@ -46,10 +46,12 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
+    MAX_INT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
+    describe,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.engine.input_kinds import InputKind, kind_of
@@ -198,7 +200,7 @@ class InputField:
                 return q, self.checked_canonical(q)
             except InputError as exc:
                 raise exc.at(self.name) from None
-        if kind is int and self.kind == "count" and value > 0:  # type: ignore[operator]
+        if kind is int and self.kind == "count" and 0 < value <= MAX_INT:  # type: ignore[operator]
             return value, float(value)  # type: ignore[arg-type, return-value]
         checked = self.validate(value)
         if checked is None or not self.numeric:
@@ -382,7 +384,7 @@ def _flag(value: object) -> int:
         return int(value)
     if isinstance(value, int) and value in (0, 1):
         return value
-    raise InputError(f"expected True or False (or 1/0), got {value!r}")
+    raise InputError(f"expected True or False (or 1/0), got {describe(value)}")
 
 
 def _parse_flag(text: str) -> int:

@@ -227,3 +227,9 @@ def test_a_flag_reads_booleans_in_files(tmp_path, suffix, written, want):
     base = '"Gpt2DataParallelOneNode"' if suffix == ".toml" else "Gpt2DataParallelOneNode"
     path.write_text(f"base{sep}{base}\ntensor_parallel{sep}1\nsequence_parallel{sep}{written}\n")
     assert load_scenario(path).sequence_parallel == want
+
+
+def test_an_integer_of_5000_digits_names_its_line_and_field_not_pythons_setting(tmp_path):
+    err, _ = _error(tmp_path, GOOD + f"nodes = {'9' * 5000}\n")
+    assert (err.line, err.field) == (7, "nodes")
+    assert "at most 18 digits, got 5,000 digits" in str(err) and "sys." not in str(err)

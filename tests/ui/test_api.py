@@ -77,6 +77,13 @@ def test_a_flag_takes_json_booleans_and_words(client, value, want):
     assert answer.json()["values"]["sequence_parallel"] in (str(want), str(bool(want)).lower())
 
 
+def test_a_json_integer_of_5000_digits_is_refused_by_its_size(client):
+    body = '{"scenario": "%s", "set": {"nodes": %s}}' % (ONE, "9" * 5000)
+    answer = client.post("/api/evaluate", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422
+    assert answer.json()["error"] == "expected integers of at most 18 digits, got one of 5,000 digits"
+
+
 def test_registry_names_and_assumptions_go_through_set(client):
     q = f"scenario={ONE}&nodes=8&fabric=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
     answer = client.get(f"/api/evaluate?{q}")
