@@ -90,14 +90,35 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             continue
         low, high = result.interval(name, level)
         if isinstance(low, Quantity) and isinstance(high, Quantity):
-            unit = {"millisecond": "ms", "hour": "h"}.get(field_unit(name) or "", "")
-            parts.append(f"{name} {low.magnitude:,.4g}-{high.magnitude:,.4g} {unit}")
+            unit = field_unit(name) or ""
+            parts.append(f"{name} {fixed_range(low.to(unit).magnitude, high.to(unit).magnitude, unit)}")
         elif name == "cost":
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
-            parts.append(f"{name} {low:.4g}-{high:.4g}")
+            parts.append(f"{name} {_plain(float(low))}-{_plain(float(high))}")
     source = scores(cast("Assumptions", result.inputs["assumptions"])).source
     return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
+
+
+def fixed_range(low: float, high: float, unit: str) -> str:
+    """``"18,110.0-76,240.0 ms"``: both ends in fixed point in the unit :func:`_fixed` gives the
+    high end (the run table's), never in e-notation.
+
+    >>> fixed_range(18110.2, 76240.4, "millisecond"), fixed_range(0.5, 0.75, "hour")
+    ('18,110.2-76,240.4 ms', '30.0-45.0 min')
+    """
+    high_text, shown = _fixed(high, unit)
+    if unit == "hour":  # the one unit _fixed switches (to min below an hour): low follows high
+        low_text = f"{low * 60:,.1f}" if shown == "min" else f"{low:,.2f}"
+    else:
+        low_text = _fixed(low, unit)[0]
+    return f"{low_text}-{high_text} {shown}"
+
+
+def _plain(x: float) -> str:
+    """A ratio or a count in fixed point: 3 decimals below 1, 4 significant digits below 1,000,
+    whole numbers above (never e-notation)."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else (f"{x:.4g}" if abs(x) >= 1 else f"{x:.3f}")
 
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
