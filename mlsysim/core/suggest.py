@@ -56,17 +56,19 @@ def example(number: str, unit: str) -> str:
     return f"Q_({number}, {unit!r})"
 
 
-def setting(name: str, value: str, unit: str | None = None) -> str:
-    """An input set to a value (a number and ``unit``, a number, or a name), as the caller
-    writes it: a keyword argument in Python, a ``--set`` on the command line, a form field.
+def setting(name: str, value: str | None, unit: str | None = None) -> str:
+    """An input set to a value (a number and ``unit``, a number, a name, or None: cleared), as
+    the caller writes it: a keyword argument in Python, a ``--set`` on the command line, a form field.
 
     >>> setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR"), setting("nodes", "4")
     ("inter_bandwidth=Q_(100, 'Gbps')", "fabric='InfiniBand_NDR'", 'nodes=4')
     >>> with caller_syntax("text"):
-    ...     setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR")
-    ('--set "inter_bandwidth=100 Gbps"', '--set fabric=InfiniBand_NDR')
+    ...     setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR"), setting("mfu", None)
+    ('--set "inter_bandwidth=100 Gbps"', '--set fabric=InfiniBand_NDR', '--set mfu=none')
     """
     syntax = SYNTAX.get()
+    if value is None:
+        return f"{name}=None" if syntax == "python" else setting(name, "none")
     typed = f"{value} {unit}" if unit else value
     if syntax == "text":
         assignment = f"{name}={typed}"

@@ -234,3 +234,13 @@ def test_each_suggested_set_runs(capsys):
     assert code == 2
     for assignment in re.findall(r'--set "?([^")]+)"?', err):
         assert run(capsys, *BASE_RUN, "--set", "nodes=4", "--set", assignment)[0] == 0, assignment
+
+
+def test_a_note_suggests_in_command_line_syntax_too(capsys):
+    from mlsysim import Models, Scenarios
+
+    code, _, err = run(capsys, *BASE_RUN, "--set", "workload=Llama2_7B")
+    assert code == 0
+    assert "derive them: --set step_time=none with mfu and node (or accelerator), --set training_time=none" in err
+    with pytest.warns(UserWarning, match=r"derive them: step_time=None with mfu .* training_time=None"):
+        Scenarios.Gpt2DataParallelOneNode.variant(workload=Models.Language.Llama2_7B)
