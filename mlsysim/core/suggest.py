@@ -68,7 +68,8 @@ def setting(name: str, value: str | None, unit: str | None = None) -> str:
     """
     syntax = SYNTAX.get()
     if value is None:
-        return f"{name}=None" if syntax == "python" else setting(name, "none")
+        cleared = {"python": f"{name}=None", "form": f"{name} left empty"}
+        return cleared.get(syntax) or setting(name, "none")
     typed = f"{value} {unit}" if unit else value
     if syntax == "text":
         assignment = f"{name}={typed}"
