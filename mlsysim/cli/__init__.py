@@ -14,6 +14,17 @@ if TYPE_CHECKING:
     class _Context(Protocol):
         command_path: str
 
+    class _Group(Protocol):
+        def list_commands(self, ctx: _HelpContext) -> list[str]: ...
+
+    class _HelpContext(_Context, Protocol):
+        parent: object | None
+        command: _Group
+
+        def get_help(self) -> str: ...
+
+        def get_usage(self) -> str: ...
+
     class _ClickException(Exception):
         """What :func:`_main` uses of click's ``ClickException``."""
 
@@ -131,6 +142,9 @@ def _main(argv: list[str] | None) -> int:
         print("mlsysim: interrupted", file=sys.stderr)
         return 130
     except click.UsageError as exc:
+        if exc.ctx is not None and type(exc).__name__ == "NoArgsIsHelpError":  # click >= 8.2
+            print(_bare_usage(exc), file=sys.stderr)
+            return 2
         hint = (
             f" (see 'mlsysim {exc.ctx.command_path.split(' ', 1)[1]} --help')"
             if exc.ctx and " " in exc.ctx.command_path
@@ -145,6 +159,17 @@ def _main(argv: list[str] | None) -> int:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
     return code if isinstance(code, int) else 0  # typer.Exit(n) inside a command returns n
+
+
+def _bare_usage(exc: _UsageError) -> str:
+    """A command or group run without arguments: its usage on several lines (the top level
+    adds the three commands a newcomer wants first, :data:`mlsysim.cli.app.FIRST_COMMANDS`)."""
+    ctx = cast("_HelpContext", exc.ctx)
+    if ctx.parent is not None:
+        return ctx.get_help()
+    from mlsysim.cli.app import first_steps
+
+    return first_steps(ctx.get_usage(), list(ctx.command.list_commands(ctx)))
 
 
 @contextlib.contextmanager

@@ -5,39 +5,73 @@ Heavy imports happen inside the commands so that ``mlsysim --help`` stays fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import typer
 
-from mlsysim.cli.options import FILE_HELP, SET_HELP
+from mlsysim.cli.options import FILE_HELP, REGISTRY_GROUP_HELP, SET_HELP
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
+FIRST_COMMANDS: Final = (
+    ("mlsysim list", "the named scenarios"),
+    ("mlsysim run Gpt2DataParallelFourNodes10GbE", "one scenario's inputs and results"),
+    ("mlsysim init job.toml", "a commented scenario file to edit"),
+)
+"""The three commands a newcomer wants first (command, what it shows): the first examples of
+``--help``, and what a bare ``mlsysim`` prints under its usage."""
+
+_MORE_EXAMPLES: Final = (
+    'mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps"',
+    "mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic",
+    'mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"',
+    'mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" '
+    '--deadline "1 hour"',
+    "mlsysim run --file job.toml",
+    "mlsysim run --set workload=Llama3_8B --set node=DGX_H100 --set fabric=InfiniBand_NDR "
+    '--set nodes=16 --set mfu=0.4 --set "training_tokens=1e12 token" --set per_device_batch=1',
+    "mlsysim --registry my_cluster.toml registry nodes",
+)
+
+_SUMMARY: Final = (
+    "Predict what happens when a training job goes data-parallel: update time, "
+    "gradient AllReduce, speedup, efficiency, training time and cost, from a "
+    "one-device profile."
+)
+
 app = typer.Typer(
     name="mlsysim",
     help=(
-        "Predict what happens when a training job goes data-parallel: update time, "
-        "gradient AllReduce, speedup, efficiency, training time and cost, from a "
-        "one-device profile.\n\n"
+        f"{_SUMMARY}\n\n"
         "Examples:\n\n"
-        "  mlsysim list\n\n"
-        "  mlsysim run Gpt2DataParallelFourNodes10GbE\n\n"
-        '  mlsysim run Gpt2DataParallelOneNode --set nodes=4 --set "inter_bandwidth=100 Gbps"\n\n'
-        "  mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic\n\n"
-        '  mlsysim sweep Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=25 Gbps,400 Gbps"\n\n'
-        '  mlsysim plan Gpt2DataParallelOneNode --axis nodes=1..64 --axis "inter_bandwidth=100 Gbps,400 Gbps" --deadline "1 hour"\n\n'
-        "  mlsysim run --file job.toml\n\n"
-        "  mlsysim run --set workload=Llama3_8B --set node=DGX_H100 --set fabric=InfiniBand_NDR "
-        '--set nodes=16 --set mfu=0.4 --set "training_tokens=1e12 token" --set per_device_batch=1\n\n'
-        "  mlsysim init job.toml\n\n"
-        "  mlsysim --registry my_cluster.toml registry nodes"
+        + "\n\n".join(f"  {command}" for command in (*(c for c, _ in FIRST_COMMANDS), *_MORE_EXAMPLES))
     ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def first_steps(usage: str, commands: list[str]) -> str:
+    """What a bare ``mlsysim`` prints: the usage, the summary, the :data:`FIRST_COMMANDS`
+    and the names of every command, on several lines."""
+    import textwrap
+
+    width = max(len(command) for command, _ in FIRST_COMMANDS)
+    lines = [
+        usage.rstrip(),
+        "",
+        textwrap.fill(_SUMMARY, width=79, break_on_hyphens=False),
+        "",
+        "Start with:",
+        *(f"  {command.ljust(width)}  {what}" for command, what in FIRST_COMMANDS),
+        "",
+        textwrap.fill(f"Commands: {', '.join(commands)}", width=79, subsequent_indent="  "),
+        "More examples: mlsysim --help; one command's options: mlsysim COMMAND --help",
+    ]
+    return "\n".join(lines)
 
 
 def _print_version(value: bool) -> None:
@@ -106,7 +140,7 @@ def list_scenarios() -> None:
 @app.command("registry")
 def registry(
     group: str | None = typer.Argument(
-        None, help="models, accelerators, nodes, fabrics or prices (default: all)."
+        None, help=REGISTRY_GROUP_HELP
     ),
     sources: bool = typer.Option(
         False, "--sources", help="Also print each entry's source and note."

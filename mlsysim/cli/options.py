@@ -6,3 +6,7 @@ SET_HELP = (
     "workloads by registry name ('workload=Llama2_7B'), 'assumptions=realistic', "
     "'assumptions.overlap=true', 'none' clears an optional field."
 )
+
+REGISTRY_GROUPS = ("models", "accelerators", "nodes", "fabrics", "prices", "grids", "failures")
+"""The groups ``mlsysim registry`` lists, in its order (every kind of the registry's catalog)."""
+REGISTRY_GROUP_HELP = f"{', '.join(REGISTRY_GROUPS[:-1])} or {REGISTRY_GROUPS[-1]} (default: all)."

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
+from mlsysim.cli.options import REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
@@ -94,14 +95,35 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             continue
         low, high = result.interval(name, level)
         if isinstance(low, Quantity) and isinstance(high, Quantity):
-            unit = {"millisecond": "ms", "hour": "h"}.get(field_unit(name) or "", "")
-            parts.append(f"{name} {low.magnitude:,.4g}-{high.magnitude:,.4g} {unit}")
+            unit = field_unit(name) or ""
+            parts.append(f"{name} {fixed_range(low.to(unit).magnitude, high.to(unit).magnitude, unit)}")
         elif name == "cost":
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
-            parts.append(f"{name} {low:.4g}-{high:.4g}")
+            parts.append(f"{name} {_plain(float(low))}-{_plain(float(high))}")
     source = scores(cast("Assumptions", result.inputs["assumptions"])).source
     return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
+
+
+def fixed_range(low: float, high: float, unit: str) -> str:
+    """``"18,110.0-76,240.0 ms"``: both ends in fixed point in the unit :func:`_fixed` gives the
+    high end (the run table's), never in e-notation.
+
+    >>> fixed_range(18110.2, 76240.4, "millisecond"), fixed_range(0.5, 0.75, "hour")
+    ('18,110.2-76,240.4 ms', '30.0-45.0 min')
+    """
+    high_text, shown = _fixed(high, unit)
+    if unit == "hour":  # the one unit _fixed switches (to min below an hour): low follows high
+        low_text = f"{low * 60:,.1f}" if shown == "min" else f"{low:,.2f}"
+    else:
+        low_text = _fixed(low, unit)[0]
+    return f"{low_text}-{high_text} {shown}"
+
+
+def _plain(x: float) -> str:
+    """A ratio or a count in fixed point: 3 decimals below 1, 4 significant digits below 1,000,
+    whole numbers above (never e-notation)."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else (f"{x:.4g}" if abs(x) >= 1 else f"{x:.3f}")
 
 
 def _fixed(value: float, unit: str) -> tuple[str, str]:
@@ -226,14 +248,17 @@ def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, s
     return rows
 
 
-def _console() -> Console:
-    """A console that wraps only on a terminal (a pipe or file gets whole lines)."""
+def wide_console(*tables: Table) -> Console:
+    """A console that wraps only on a terminal: a pipe or file gets whole lines, as wide
+    as the widest of ``tables`` needs (rich would otherwise cut its cells to fit)."""
     from rich.console import Console
 
     console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 160), soft_wrap=True)
-    return console
+    if console.is_terminal:
+        return console
+    unbounded = Console(highlight=False, width=1 << 20)
+    needed = max((unbounded.measure(t).maximum for t in tables), default=0)
+    return Console(highlight=False, width=max(console.width, 160, needed), soft_wrap=True)
 
 
 def print_result(
@@ -243,7 +268,12 @@ def print_result(
     from mlsysim.engine.headline import headline
 
     result = scenario.result
-    console = _console()
+    results = _three_columns(("result", "value", "unit"), result_rows(scenario))
+    inputs = _three_columns(
+        ("input", "value", "meaning"),
+        [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)],
+    )
+    console = wide_console(results, inputs)
     title = printable(scenario.name or "scenario")
     first = f"{title}: {headline(result)}"
     if not scenario.assumptions.is_seed() and result.n_devices > 1:
@@ -251,12 +281,11 @@ def print_result(
         first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
     console.print(first, markup=False)
     console.print()
-    console.print(_three_columns(("result", "value", "unit"), result_rows(scenario)))
+    console.print(results)
     if not scenario.assumptions.is_seed():
         console.print(interval_line(result), markup=False)
     console.print()
-    inputs = [(label, safe(text), meaning) for label, text, meaning in input_rows(scenario)]
-    console.print(_three_columns(("input", "value", "meaning"), inputs))
+    console.print(inputs)
     notes = [*result.constraint_trace, *rounding_notes(scenario)]
     if notes:
         console.print()
@@ -279,6 +308,10 @@ def next_steps(
     result = scenario.result
     extra = f" {assumptions}" if assumptions else ""
     lines = [f"Next: mlsysim explain {source}{extra}   (how each figure is derived)"]
+    if scenario.assumptions.is_seed() and result.n_devices > 1:  # the seed model gives no interval
+        lines.append(
+            f"      mlsysim run {source} --set assumptions=realistic   (80% intervals; the seed model is a bound)"
+        )
     if result.fits is False:
         lines.append(
             f"      mlsysim run {source}{extra} --set zero_stage=3   (shard the training state)"
@@ -348,7 +381,7 @@ def print_validation(
     from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format
-    console = _console()
+    console = wide_console()
     table = Table(
         title="Scaling efficiency: published measurements vs the model", header_style="bold"
     )
@@ -477,7 +510,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
             )
         return text
 
-    return {
+    figures: dict[str, Callable[[Any], str]] = {
         "models": workload,
         "accelerators": lambda a: (
             f"{gb(a.memory.capacity)}, {a.nvlink.name} {rate(a.nvlink.bandwidth_per_direction)} "
@@ -496,6 +529,7 @@ def _registry_figures() -> dict[str, Callable[[Any], str]]:
         "grids": lambda g: f"{g.intensity.to('g/kWh').magnitude:.6g} g CO2e/kWh ({g.year})",
         "failures": lambda f: f"{f.rate.to('failure/hour').magnitude:.4g} failures per {f.per}-hour",
     }
+    return {group: figures[group] for group in REGISTRY_GROUPS}  # the order --help names them in
 
 
 def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:

@@ -234,7 +234,6 @@ def _print_table(
     """
     import math
 
-    from rich.console import Console
     from rich.table import Table
 
     picked = [int(i) for i in rows]
@@ -257,10 +256,9 @@ def _print_table(
     for i in picked:
         given = (axis_text or {}).get(i, {})
         out.add_row(*(given.get(c) or formats[c](table[c][i]) for c in show))
-    console = Console(highlight=False)
-    if not console.is_terminal:  # a pipe or a file: whole lines, never squeezed into 80 columns
-        console = Console(highlight=False, width=max(console.width, 200), soft_wrap=True)
-    console.print(out)
+    from mlsysim.cli.render import wide_console
+
+    wide_console(out).print(out)  # a pipe or a file: whole lines, never squeezed into 80 columns
 
 
 def _modeled(table: SweepTable, column: str) -> bool:

@@ -334,7 +334,7 @@ def mine(
     typer.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
     for name, value in fit.fitted.items():
         refit = fit.refits[name]
-        shown = (lambda v: f"{v * 1e3:.3g} ms") if name == "update_overhead" else "{:.3f}".format
+        shown = (lambda v: f"{v * 1e3:,.2f} ms") if name == "update_overhead" else "{:.3f}".format
         typer.echo(
             f"  {name:18} {shown(value):>10}   (left one out: {shown(min(refit))} .. "
             f"{shown(max(refit))})"
@@ -345,8 +345,8 @@ def mine(
     typer.echo(f"{'run':24} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
     for r, m, p, h, e in zip(loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True):
         typer.echo(
-            f"{r.name[:24]:24} {r.line:>5} {m * 1e3:>9.4g} ms {p * 1e3:>9.4g} ms "
-            f"{h * 1e3:>9.4g} ms {e:>+8.1%}"
+            f"{r.name[:24]:24} {r.line:>5} {m * 1e3:>9,.1f} ms {p * 1e3:>9,.1f} ms "
+            f"{h * 1e3:>9,.1f} ms {e:>+8.1%}"
         )
     typer.echo("")
     typer.echo(

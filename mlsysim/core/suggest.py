@@ -56,6 +56,56 @@ def example(number: str, unit: str) -> str:
     return f"Q_({number}, {unit!r})"
 
 
+def setting(name: str, value: str | None, unit: str | None = None) -> str:
+    """An input set to a value (a number and ``unit``, a number, a name, or None: cleared), as
+    the caller writes it: a keyword argument in Python, a ``--set`` on the command line, a form field.
+
+    >>> setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR"), setting("nodes", "4")
+    ("inter_bandwidth=Q_(100, 'Gbps')", "fabric='InfiniBand_NDR'", 'nodes=4')
+    >>> with caller_syntax("text"):
+    ...     setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR"), setting("mfu", None)
+    ('--set "inter_bandwidth=100 Gbps"', '--set fabric=InfiniBand_NDR', '--set mfu=none')
+    """
+    syntax = SYNTAX.get()
+    if value is None:
+        cleared = {"python": f"{name}=None", "form": f"{name} left empty"}
+        return cleared.get(syntax) or setting(name, "none")
+    typed = f"{value} {unit}" if unit else value
+    if syntax == "text":
+        assignment = f"{name}={typed}"
+        return f'--set "{assignment}"' if " " in assignment else f"--set {assignment}"
+    if syntax == "form":
+        return f"{name} {typed}"
+    if unit:
+        return f"{name}={example(value, unit)}"
+    return f"{name}={value if _is_number(value) else repr(value)}"
+
+
+def option(name: str, value: str) -> str:
+    """An option of a command (a keyword argument of its function), as the caller writes it.
+
+    >>> option("objective", "time")
+    "objective='time'"
+    >>> with caller_syntax("text"):
+    ...     option("objective", "time"), option("max_global_batch", "512")
+    ('--objective time', '--max-global-batch 512')
+    """
+    syntax = SYNTAX.get()
+    if syntax == "text":
+        return f"--{name.replace('_', '-')} {value}"
+    if syntax == "form":
+        return f"{name.replace('_', ' ')} {value}"
+    return f"{name}={value if _is_number(value) else repr(value)}"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def examples(pairs: Iterable[tuple[str, str]]) -> str:
     """``e.g. A or B`` for (number, unit) pairs, each as :func:`example` writes it."""
     return "e.g. " + " or ".join(example(number, unit) for number, unit in pairs)
@@ -164,6 +214,8 @@ __all__ = [
     "examples",
     "known",
     "nearest_list",
+    "option",
+    "setting",
     "typed_names",
     "unknown",
 ]

@@ -78,6 +78,26 @@ def parse_int(text: str) -> int:
     return int(body)
 
 
+TRUE_WORDS = ("true", "yes", "on", "1")
+"""Words read as True (compared without regard to case): ``--set``, files, the page."""
+FALSE_WORDS = ("false", "no", "off", "0")
+"""Words read as False (compared without regard to case)."""
+
+
+def parse_bool(text: str) -> bool:
+    """A yes/no value read from text: one of :data:`TRUE_WORDS` or :data:`FALSE_WORDS`, any case.
+
+    >>> parse_bool(" Yes "), parse_bool("FALSE"), parse_bool("0")
+    (True, False, False)
+    """
+    word = check_text(text, what="true or false").lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise InputError(f"expected true or false (or yes/no, 1/0), got {short(word)}")
+
+
 def parse_float(text: str) -> float:
     """A finite number in decimal notation (``0.9``, ``1e-3``, ``-2``); no ``inf``, ``nan`` or expressions.
 

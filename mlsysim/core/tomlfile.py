@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from mlsysim.core.exceptions import ScenarioFileError
+from mlsysim.core.text import MAX_INT_DIGITS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -37,9 +38,32 @@ def parse_toml(text: str, file: Path) -> tuple[dict[str, object], KeyLines]:
         ) from None
     except RecursionError:
         raise ScenarioFileError("TOML nested too deep", path=str(file)) from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise ScenarioFileError(f"TOML value error: {exc}", path=str(file)) from None
+    except ValueError as exc:  # an integer of more digits than Python converts to int
+        longest = _longest_number(text)
+        if longest is None:
+            raise ScenarioFileError(f"TOML value error: {exc}", path=str(file)) from None
+        at, digits = longest
+        keys = [k for k, n in _toml_key_lines(text).items() if n == at]
+        raise ScenarioFileError(
+            f"expected an integer of at most {MAX_INT_DIGITS} digits, got {digits:,} digits",
+            path=str(file),
+            line=at,
+            loc=max(keys, key=len) if keys else (),
+        ) from None
     return data, _toml_key_lines(text)
+
+
+def _longest_number(text: str) -> tuple[int, int] | None:
+    """(line, digits) of the longest run of digits in ``text`` (``_`` separators included),
+    by a linear scan; None when there is no digit."""
+    best: tuple[int, int] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        run = 0
+        for char in line:
+            run = run + 1 if char.isdigit() else (run if char == "_" and run else 0)
+            if best is None or run > best[1]:
+                best = (number, run)
+    return best if best is not None and best[1] > 0 else None
 
 
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

@@ -30,10 +30,25 @@ from mlsysim.core.units import (
 T = TypeVar("T")
 
 
-def _describe(value: object) -> str:
+def describe(value: object) -> str:
+    """A value as an error message names it: its repr and type, a Quantity as written, an integer
+    too long to write out by its number of digits."""
     if isinstance(value, pint.Quantity):
         return f"{value:~P}"
+    if isinstance(value, int) and value.bit_length() > _WRITTEN_BITS:
+        return _long_int(value)
     return f"{value!r} ({type(value).__name__})"
+
+
+_WRITTEN_BITS = 200
+"""Integers up to this many bits are written out in messages; longer ones by their digit count
+(Python refuses to write one of more than 4,300 digits)."""
+
+
+def _long_int(value: int) -> str:
+    """``"an integer of about 5,000 digits"``, without converting it to text."""
+    sign = "a negative" if value < 0 else "an"
+    return f"{sign} integer of about {round(value.bit_length() * math.log10(2)):,} digits"
 
 
 MAX_INT = 10**15
@@ -50,15 +65,16 @@ def check_positive_int(value: object) -> int:
         if 0 < value <= MAX_INT:
             return value
     if isinstance(value, int) and not isinstance(value, bool) and value > MAX_INT:
-        raise InputError(f"expected a positive integer up to 1e15, got {value:.3g}")
-    raise InputError(f"expected a positive integer, got {_describe(value)}")
+        got = _long_int(value) if value.bit_length() > _WRITTEN_BITS else f"{value:.3g}"
+        raise InputError(f"expected a positive integer up to 1e15, got {got}")
+    raise InputError(f"expected a positive integer, got {describe(value)}")
 
 
 def check_nonnegative_int(value: object) -> int:
     """An integer at or above zero: not a bool, a float, or a string."""
     if isinstance(value, Integral) and not isinstance(value, bool) and int(value) >= 0:
         return int(value)
-    raise InputError(f"expected an integer at or above zero, got {_describe(value)}")
+    raise InputError(f"expected an integer at or above zero, got {describe(value)}")
 
 
 def check_fraction(value: object, *, allow_zero: bool = False) -> float:
@@ -68,7 +84,7 @@ def check_fraction(value: object, *, allow_zero: bool = False) -> float:
         if (x >= 0.0 if allow_zero else x > 0.0) and x <= 1.0:
             return x
     interval = "[0, 1]" if allow_zero else "(0, 1]"
-    raise InputError(f"expected a number in {interval}, got {_describe(value)}")
+    raise InputError(f"expected a number in {interval}, got {describe(value)}")
 
 
 def check_nonnegative_float(value: object) -> float:
@@ -77,7 +93,7 @@ def check_nonnegative_float(value: object) -> float:
         x = float(value)
         if 0.0 <= x < math.inf:
             return x
-    raise InputError(f"expected a finite number at or above zero, got {_describe(value)}")
+    raise InputError(f"expected a finite number at or above zero, got {describe(value)}")
 
 
 def check_positive_quantity(kind: str) -> Callable[[object], Quantity]:
@@ -144,7 +160,7 @@ def format_pydantic_error(
         elif kind == "missing":
             msg = "required field is missing"
         else:
-            msg = f"{err['msg']}, got {_describe(err.get('input'))}"
+            msg = f"{err['msg']}, got {describe(err.get('input'))}"
         errors.append(InputError(msg, loc=loc))
     return input_error(owner, errors)
 

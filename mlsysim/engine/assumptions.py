@@ -323,9 +323,6 @@ _SEED = Assumptions()
 _SEED_VALUES = _SEED
 
 
-_TRUE_WORDS, _FALSE_WORDS = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
-
-
 def assumption_from_text(name: str, value: object) -> object:
     """The Python value of one :class:`Assumptions` field given as text (or a file's scalar).
 
@@ -341,11 +338,12 @@ def assumption_from_text(name: str, value: object) -> object:
     text = value.strip()
     kind = info.annotation
     if kind is bool:
-        if text.lower() in _TRUE_WORDS:
-            return True
-        if text.lower() in _FALSE_WORDS:
-            return False
-        raise InputError(f"expected true or false, got {value!r}", loc=(name,))
+        from mlsysim.core.text import parse_bool
+
+        try:
+            return parse_bool(text)
+        except InputError as exc:
+            raise exc.at(name) from None
     if kind is float:
         from mlsysim.core.text import parse_float
 

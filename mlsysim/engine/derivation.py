@@ -39,6 +39,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.formatting import fmt_given
+from mlsysim.core.suggest import setting
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.presets import PRESETS, preset_figures
 from mlsysim.engine.workload_figures import (
@@ -399,7 +400,7 @@ def _check_mfu_sources(out: Checked, workload: Workload, fps: float | None) -> N
     if out.get("step_time") is not None:
         raise InputError(
             "give either a measured step_time or mfu (step time derived from FLOPs), "
-            "not both; clear one (step_time=none)",
+            f"not both; clear one ({setting('step_time', None)})",
             loc=("step_time",),
         )
     if out.get("accelerator") is None:

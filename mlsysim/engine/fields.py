@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
-from mlsysim.core.suggest import known
-from mlsysim.core.text import parse_float, parse_int, parse_name
+from mlsysim.core.suggest import known, setting
+from mlsysim.core.text import parse_bool, parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
     PHYSICAL_RANGE,
@@ -46,10 +46,12 @@ from mlsysim.core.units import (
     to_canonical,
 )
 from mlsysim.core.validation import (
+    MAX_INT,
     check_nonnegative_int,
     check_nonnegative_quantity,
     check_positive_int,
     check_positive_quantity,
+    describe,
 )
 from mlsysim.engine.assumptions import Assumptions, assumptions_of
 from mlsysim.engine.input_kinds import InputKind, kind_of
@@ -198,7 +200,7 @@ class InputField:
                 return q, self.checked_canonical(q)
             except InputError as exc:
                 raise exc.at(self.name) from None
-        if kind is int and self.kind == "count" and value > 0:  # type: ignore[operator]
+        if kind is int and self.kind == "count" and 0 < value <= MAX_INT:  # type: ignore[operator]
             return value, float(value)  # type: ignore[arg-type, return-value]
         checked = self.validate(value)
         if checked is None or not self.numeric:
@@ -261,9 +263,9 @@ def _link(dimension: str, name: str, *, allow_zero: bool) -> tuple[Callable, Cal
             return
         label = _registry_key(value, fabric)
         if name.startswith("inter"):
-            hint = f"give it as fabric={label} (it sets inter_bandwidth and inter_latency)"
+            hint = f"give it as {setting('fabric', label)} (it sets inter_bandwidth and inter_latency)"
         else:
-            hint = "give the figure itself, or the node that has it (node=DGX_H100)"
+            hint = f"give the figure itself, or the node that has it ({setting('node', 'DGX_H100')})"
         raise InputError(f"{label} is a fabric, not a {dimension}: {hint}")
 
     def parse(text: str) -> Quantity:
@@ -380,16 +382,20 @@ def _zero_stage(value: object) -> int:
 def _flag(value: object) -> int:
     if isinstance(value, bool):
         return int(value)
-    flag = check_nonnegative_int(value)
-    if flag not in (0, 1):
-        raise InputError(f"expected 1 (on) or 0 (off), got {value!r}")
-    return flag
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    raise InputError(f"expected True or False (or 1/0), got {describe(value)}")
+
+
+def _parse_flag(text: str) -> int:
+    """A flag typed as text: true/false, yes/no, on/off or 1/0 (:func:`~mlsysim.core.text.parse_bool`)."""
+    return int(parse_bool(text))
 
 
 def _switch(name: str, label: str) -> InputField:
-    """An optional on/off input of the layout (1 on, 0 off; None: its default)."""
+    """An optional on/off input of the layout (1 on, 0 off, or true/false words; None: its default)."""
     return InputField(
-        name, label, "index", _flag, parse_int, default=None, optional=True, numeric=True,
+        name, label, "index", _flag, _parse_flag, default=None, optional=True, numeric=True,
         canonical=_count_number, choices=(0, 1),
     )
 
@@ -755,21 +761,7 @@ _TABLE: tuple[InputField, ...] = (
         "layout",
         _layout_count("shard_group", "HSDP shard group: ranks the ZeRO state is sharded over (None: all of d)", "k"),
     ),
-    _in(
-        "layout",
-        InputField(
-            "sequence_parallel",
-            "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)",
-            "index",
-            _flag,
-            parse_int,
-            default=None,
-            optional=True,
-            numeric=True,
-            canonical=_count_number,
-            choices=(0, 1),
-        ),
-    ),
+    _in("layout", _switch("sequence_parallel", "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)")),
     _in(
         "layout",
         _layout_count(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import UnknownNameError
+from mlsysim.core.suggest import setting
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.derivation import Checked, Job
 from mlsysim.engine.scale import cluster_note
@@ -65,8 +66,8 @@ def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, 
             MlsysimWarning(
                 f"{' and '.join(carried)} measured for {scenario.workload.name} "
                 f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
-                "give the figures measured for it, or derive them: step_time=none with mfu= "
-                "and node= (or accelerator=), training_time=none with training_tokens="
+                f"give the figures measured for it, or derive them: {setting('step_time', None)} with mfu "
+                f"and node (or accelerator), {setting('training_time', None)} with training_tokens"
             ),
             stacklevel=3,
         )

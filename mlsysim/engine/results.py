@@ -289,16 +289,16 @@ class DataParallelScaleOutResult:
         header="devices",
     )
     gradient_bytes = QuantityField(
-        "byte", seed=True, doc="G: bytes of one gradient", label="gradient bytes (G)", row=18
+        "byte", seed=True, doc="G: bytes of one gradient", label="gradient bytes (G)", row=19
     )
     intra_bytes = QuantityField(
         "byte", seed=True, doc="bytes each device sends inside its node",
-        label="bytes sent per device inside a node", row=19,
+        label="bytes sent per device inside a node", row=20,
         layout_label="bytes sent per device inside a node (all stages)",
     )
     inter_bytes = QuantityField(
         "byte", seed=True, doc="bytes each device sends across nodes",
-        label="bytes sent per device across nodes", row=20,
+        label="bytes sent per device across nodes", row=21,
         layout_label="bytes sent per device across nodes (all stages)",
     )
     intra_time = QuantityField(
@@ -316,14 +316,14 @@ class DataParallelScaleOutResult:
     )
     compute_time = QuantityField(
         "millisecond", seed=True, doc="A x T1 per update", label="compute per update (A x T1)", row=2,
-        layout_label="compute per update (m T1 / (t p))",
+        layout_label="compute per update (m t_c)",
     )
     update_time = QuantityField(
         "millisecond", seed=True, doc="time of one optimizer update", label="update time", row=1,
         header="update", interval=3,
     )
     communication_overhead = ResultField[float](
-        seed=True, doc="communication / compute", label="communication / compute", row=14
+        seed=True, doc="communication / compute", label="communication / compute", row=15
     )
     compute_share = ResultField[float](seed=True, doc="compute / update")
     communication_share = ResultField[float](seed=True, doc="exposed communication / update")
@@ -336,16 +336,16 @@ class DataParallelScaleOutResult:
         header="eff.", interval=1,
     )
     global_batch = IntField(
-        seed=True, doc="per_device_batch x n x A", label="global batch", row=15,
+        seed=True, doc="per_device_batch x n x A", label="global batch", row=16,
         header="global batch",
     )
     training_time = QuantityField(
         "hour", seed=True, doc="the whole run on the cluster", label="training time on {n} devices",
-        row=16, header="training", interval=4,
+        row=17, header="training", interval=4,
     )
     cost = MoneyField(
         "USD", seed=True, doc="US dollars, or None without a node price", label="cost on {nodes}",
-        row=17, interval=5,
+        row=18, interval=5,
     )
     # the opt-in model's fields
     exposed_communication_time = QuantityField(
@@ -376,61 +376,61 @@ class DataParallelScaleOutResult:
     )
     algorithm = LabelField(
         lambda r: r.choices.algorithm, ("ring", "hierarchical", "tree", "auto"),
-        doc="the AllReduce choice asked for", label="AllReduce algorithm asked", row=24,
+        doc="the AllReduce choice asked for", label="AllReduce algorithm asked", row=25,
         opt_in=True,
     )
     intra_algorithm = LabelField(
         lambda r: "ring" if r.devices_per_node > 1 else "none", ("none", "ring"),
-        doc="inside a node", label="AllReduce inside a node", row=25,
+        doc="inside a node", label="AllReduce inside a node", row=26,
     )
     inter_algorithm = LabelField(
         _inter_algorithm, ("none", *ALGORITHMS), doc="across nodes (auto: the one picked)",
-        label="AllReduce across nodes", row=26,
+        label="AllReduce across nodes", row=27,
     )
     bottleneck = LabelField(
         lambda r: BOTTLENECKS[int(r.figures.bottleneck)], BOTTLENECKS,
-        doc="largest term of the update time", label="bottleneck", row=27,
+        doc="largest term of the update time", label="bottleneck", row=28,
     )
     # a parallel layout (docs/parallelism.md): None on the data-parallel model, so not shown there
     tensor_ranks = OptionalCountField(
-        doc="t: tensor-parallel size", label="layout: tensor-parallel size t", row=28, header="t"
+        doc="t: tensor-parallel size", label="layout: tensor-parallel size t", row=29, header="t"
     )
     pipeline_stages = OptionalCountField(
-        doc="p: pipeline stages", label="layout: pipeline stages p", row=29, header="p"
+        doc="p: pipeline stages", label="layout: pipeline stages p", row=30, header="p"
     )
     data_parallel = OptionalCountField(
-        doc="d = n / (t p): data-parallel replicas", label="layout: data-parallel size d", row=30, header="d"
+        doc="d = n / (t p): data-parallel replicas", label="layout: data-parallel size d", row=31, header="d"
     )
     tensor_parallel_time = OptionalQuantityField(
         "millisecond", doc="m t_tp: tensor-parallel collectives per update (exposed)",
-        label="  tensor-parallel collectives", row=31, header="tensor",
+        label="  tensor-parallel collectives", row=32, header="tensor",
     )
     pipeline_transfer_time = OptionalQuantityField(
         "millisecond", doc="stage-to-stage transfers per update (exposed)", label="  pipeline stage transfers",
-        row=32, header="p2p",
+        row=33, header="p2p",
     )
     sharding_time = OptionalQuantityField(
         "millisecond", doc="m T_zero3: exposed per-layer ZeRO-3/FSDP gathers and reduce-scatters",
-        label="  ZeRO-3/FSDP gathers (exposed)", row=33, header="sharding",
+        label="  ZeRO-3/FSDP gathers (exposed)", row=34, header="sharding",
     )
     data_parallel_time = OptionalQuantityField(
         "millisecond", doc="exposed gradient synchronisation across data-parallel ranks, once per update",
-        label="  data-parallel gradient sync (exposed)", row=34, header="data",
+        label="  data-parallel gradient sync (exposed)", row=35, header="data",
     )
     bubble_time = OptionalQuantityField(
         "millisecond", doc="(p-1)/v (t_c + t_tp): the pipeline's fill and drain", label="pipeline bubble",
-        row=35, header="bubble",
+        row=36, header="bubble",
     )
     bubble_fraction = OptionalFloatField(
-        doc="(p-1)/(v m)", label="bubble fraction", row=36, display="percent", header="bubble %",
+        doc="(p-1)/(v m)", label="bubble fraction", row=37, display="percent", header="bubble %",
     )
     state_memory = OptionalQuantityField(
         "byte", doc="weights, gradients and optimizer state on one device (sharded)",
-        label="  training state per device", row=37,
+        label="  training state per device", row=38,
     )
     stage_activation_memory = OptionalQuantityField(
         "byte", doc="activations the first pipeline stage holds for its micro-batches in flight",
-        label="  activations (first stage)", row=38,
+        label="  activations (first stage)", row=39,
     )
     layout_valid = ValidField(
         doc="the layout obeys the layout rules (t p divides the devices, heads by t, layers by p v, m >= p); "
@@ -439,80 +439,80 @@ class DataParallelScaleOutResult:
     )
     gather_buffer_memory = OptionalQuantityField(
         "byte", doc="unsharded parameters and gradients of the layers in flight (ZeRO-3)",
-        label="  ZeRO-3 gather buffers", row=39,
+        label="  ZeRO-3 gather buffers", row=40,
     )
     memory_per_device = QuantityField(
-        "byte", doc="training state + activations per device", label="memory per device", row=21,
+        "byte", doc="training state + activations per device", label="memory per device", row=22,
         layout_label="memory per device (first stage)",
     )
     device_memory = OptionalQuantityField(
-        "byte", doc="memory of one device, when known", label="device memory", row=22
+        "byte", doc="memory of one device, when known", label="device memory", row=23
     )
     fits = FitsField(
         doc="memory_per_device <= device_memory, None when unknown", label="fits in device memory",
-        row=23,
+        row=24,
     )
     # the whole run (docs/whole_run.md): failures, checkpoints, energy; None where not modeled
     job_mtbf = OptionalQuantityField(
         "hour", doc="the job's mean time between failures, M = 1 / (lambda n)",
-        label="job mean time between failures", row=28, header="MTBF",
+        label="job mean time between failures", row=41, header="MTBF",
     )
     checkpoint_size = OptionalQuantityField(
         "byte", doc="one checkpoint of the training state, 14 B per parameter",
-        label="checkpoint size", row=29, header="ckpt size",
+        label="checkpoint size", row=42, header="ckpt size",
     )
     checkpoint_time = OptionalQuantityField(
-        "second", doc="time to write one checkpoint", label="checkpoint write time", row=30,
+        "second", doc="time to write one checkpoint", label="checkpoint write time", row=43,
         header="ckpt write",
     )
     checkpoint_interval = OptionalQuantityField(
         "minute", doc="compute time between checkpoints (given, or Daly's optimum)",
-        label="checkpoint interval", row=31, header="ckpt every",
+        label="checkpoint interval", row=44, header="ckpt every",
     )
     checkpoint_overhead = OptionalQuantityField(
         "hour", doc="time spent writing checkpoints over the run",
-        label="  spent writing checkpoints", row=33,
+        label="  spent writing checkpoints", row=46,
     )
     rework_time = OptionalQuantityField(
         "hour", doc="work lost to failures and recomputed", label="  spent redoing lost work",
-        row=34,
+        row=47,
     )
     restart_overhead = OptionalQuantityField(
-        "hour", doc="time spent restarting after failures", label="  spent restarting", row=35,
+        "hour", doc="time spent restarting after failures", label="  spent restarting", row=48,
     )
     interruptions = OptionalFloatField(
         doc="expected failures over the run, N_f = T_w / M", label="expected interruptions",
-        row=36, header="interrupts",
+        row=49, header="interrupts",
     )
     goodput = OptionalFloatField(
         doc="share of wall-clock time that advances training, training_time / wall_clock_time",
-        label="goodput", row=37, display="percent",
+        label="goodput", row=50, display="percent",
     )
     wall_clock_time = OptionalQuantityField(
         "hour", doc="training_time with checkpoints, restarts and lost work (training_time / goodput)",
-        label="wall-clock time with failures", row=32, header="wall clock",
+        label="wall-clock time with failures", row=45, header="wall clock",
     )
     energy = OptionalQuantityField(
         "megawatt_hour", doc="energy drawn by the facility over the run (PUE included)",
-        label="energy", row=38,
+        label="energy", row=51,
     )
     emissions = OptionalQuantityField(
         "metric_ton", doc="operational emissions, tonnes of CO2e (location-based)",
-        label="emissions (CO2e)", row=39, header="CO2e",
+        label="emissions (CO2e)", row=52, header="CO2e",
     )
     energy_cost = MoneyField(
         "USD", doc="US dollars of the energy, or None without an energy price",
-        label="energy cost", row=40, header="energy cost",
+        label="energy cost", row=53, header="energy cost",
     )
     total_cost = MoneyField(
         "USD", doc="node-hours over the wall-clock time plus the energy, where priced",
-        label="cost of the whole run", row=41, header="total cost",
+        label="cost of the whole run", row=54, header="total cost",
     )
     achieved_mfu = OptionalFloatField(
         doc="the job's model FLOPs utilisation: model FLOPs per second per device over the peak "
         "(Chowdhery et al. 2022; recomputation not counted), None where the FLOPs or the peak are "
         "unknown; the input mfu is the devices' kernel efficiency, this the whole job's",
-        label="MFU achieved by the job (model FLOPs / peak)", row=42, display="percent",
+        label="MFU achieved by the job (model FLOPs / peak)", row=14, display="percent",
         header="MFU",
     )
     constraint_trace = TraceField(doc="notes on what limits this layout")

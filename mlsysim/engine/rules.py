@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import setting
 from mlsysim.engine.equations import LAYOUT_INPUTS
 
 
@@ -35,11 +36,12 @@ def _positive_rate(value: object) -> object:
     return isinstance(magnitude, int | float) and magnitude > 0
 
 
-def _needs(example: str) -> Callable[[Mapping[str, object]], str]:
-    """The message of a failure rate given without what a failure costs."""
+def _needs(name: str, number: str, unit: str, note: str = "") -> Callable[[Mapping[str, object]], str]:
+    """The message of a failure rate given without what a failure costs (the example in the
+    caller's syntax, :func:`~mlsysim.core.suggest.setting`)."""
 
     def message(values: Mapping[str, object]) -> str:
-        return f"required with failure_rate (it prices a failure): give e.g. {example}"
+        return f"required with failure_rate (it prices a failure): give e.g. {setting(name, number, unit)}{note}"
 
     return message
 
@@ -85,8 +87,8 @@ RULES: Final = (
         "inter_bandwidth",
         lambda v: (
             f"required when nodes > 1 (got nodes={v.get('nodes')} and no inter_bandwidth); "
-            "give the inter-node link, e.g. inter_bandwidth=Q_(100, 'Gbps'), or a fabric "
-            "(fabric=InfiniBand_NDR)"
+            f"give the inter-node link, e.g. {setting('inter_bandwidth', '100', 'Gbps')}, or a fabric "
+            f"({setting('fabric', 'InfiniBand_NDR')})"
         ),
         "nodes > 1 and no inter_bandwidth",
     ),
@@ -106,7 +108,8 @@ RULES: Final = (
         "memory_bandwidth",
         lambda v: (
             f"required with optimizer={v.get('optimizer')!r} (its step's bytes move at the "
-            "device's memory bandwidth); give e.g. memory_bandwidth=Q_(2.0, 'TB/s') or 'A100'"
+            f"device's memory bandwidth); give e.g. {setting('memory_bandwidth', '2.0', 'TB/s')} "
+            f"or {setting('memory_bandwidth', 'A100')}"
         ),
         "an optimizer and no memory_bandwidth",
         when="optimizer",
@@ -129,13 +132,13 @@ RULES: Final = (
             (_positive_rate, _not_given),
             lambda rate, missing: rate & missing,
             needed,
-            _needs(example),
+            _needs(needed, *example),
             f"a failure_rate and no {needed}",
             when="failure_rate",
         )
         for needed, example in (
-            ("checkpoint_bandwidth", "checkpoint_bandwidth=Q_(2, 'GB/s') (per node)"),
-            ("restart_time", "restart_time=Q_(10, 'min')"),
+            ("checkpoint_bandwidth", ("2", "GB/s", " (per node)")),
+            ("restart_time", ("10", "min")),
         )
     ),
 )

@@ -362,15 +362,6 @@ def elementwise_bytes_per_sample(
     return layers * elementwise_passes(recompute) * stored
 
 
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
-
-
-def _nearby(values: list[int], around: int) -> str:
-    closest = sorted(values, key=lambda k: (abs(k - around), k))[:4]
-    return ", ".join(str(k) for k in sorted(closest))
-
-
 def check_layout(
     *,
     devices: int,
@@ -392,6 +383,17 @@ def check_layout(
     micro-batches than stages is legal (priced: the bubble dominates).
     """
     t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    layout = dict(devices=devices, tensor_parallel=t, pipeline_parallel=p, heads=heads, layers=layers,
+                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group)
+    for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
+        if count is not None:
+            layout[name] = count
+
+    def fix(*names: str) -> str:  # values that obey every rule at once, not only the broken one
+        from mlsysim.physics.layout_advice import advice
+
+        return advice(layout_mask, layout, names)
+
     for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
                         ("pipeline_chunks", v), ("accumulation_steps", m)):
         if value < 1:
@@ -402,33 +404,32 @@ def check_layout(
     if devices % (t * p):
         raise InputError(
             f"tensor_parallel x pipeline_parallel ({t} x {p} = {t * p}) must divide the devices ({devices}); "
-            f"t x p in {_nearby(_divisors(devices), t * p)} would",
+            f"{fix('tensor_parallel', 'pipeline_parallel')}",
             field="tensor_parallel",
         )
     if heads % t:
         raise InputError(
             f"heads ({heads}) must be a multiple of tensor_parallel ({t}); "
-            f"try tensor_parallel in {_nearby(_divisors(heads), t)}",
+            f"{fix('tensor_parallel')}",
             field="tensor_parallel",
         )
     if layers < p * v:
         raise InputError(
             f"layers ({layers}) must be at least pipeline_parallel x pipeline_chunks = {p} x {v} = {p * v}: "
-            "every chunk holds a layer; lower pipeline_parallel or pipeline_chunks",
+            f"every chunk holds a layer; {fix('pipeline_parallel', 'pipeline_chunks')}",
             field="pipeline_parallel",
         )
     if v > 1 and (p == 1 or m % p):
         raise InputError(
             f"the interleaved schedule (pipeline_chunks {v}) needs pipeline_parallel > 1 and micro-batches ({m}) "
-            f"a multiple of pipeline_parallel ({p}); use accumulation_steps {p * max(1, -(-m // p))} "
-            "or pipeline_chunks 1",
+            f"a multiple of pipeline_parallel ({p}); {fix('accumulation_steps', 'pipeline_chunks')}",
             field="pipeline_chunks",
         )
     d = devices // (t * p)
     if shard_group and d % shard_group:
         raise InputError(
             f"shard_group ({shard_group}) must divide the data-parallel size d = {d}; "
-            f"try {_nearby(_divisors(d), shard_group)}",
+            f"{fix('shard_group')}",
             field="shard_group",
         )
     for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):

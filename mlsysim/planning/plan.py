@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InfeasiblePlanError, InputError
+from mlsysim.core.suggest import option, setting
 from mlsysim.core.units import Quantity, to_canonical
 from mlsysim.core.validation import check_fraction, check_positive_int, check_positive_quantity
 from mlsysim.planning.reduce import Criteria, Partial, describe_reach, whole_run_masks
@@ -483,7 +484,7 @@ def _with_confidence(
     if scenario.assumptions.is_seed():
         raise InputError(
             "plan confidence: the seed model has no prediction interval (it is a bound); give "
-            "non-seed assumptions, e.g. assumptions=Assumptions.realistic()",
+            f"non-seed assumptions, e.g. {setting('assumptions', 'realistic')}",
             field="confidence",
         )
     z = confidence_band(scenario.assumptions, confidence)
@@ -513,9 +514,10 @@ def _require_cost(space: Space, objective: str, constraints: Constraints) -> Non
         unknown = any(math.isnan(g["node_hour_rate"]) for g in space.group_inputs())
     if unknown:
         need = "objective 'cost'" if objective == "cost" else "a budget"
+        instead = f"use {option('objective', 'time')}" if objective == "cost" else "leave the budget out"
         raise InputError(
             f"plan: {need} needs a price for every layout; give node_hour_rate "
-            "(e.g. node_hour_rate=Q_(32, 'USD/hour')) or use objective='time'",
+            f"(e.g. {setting('node_hour_rate', '32', 'USD/hour')}) or {instead}",
             field="node_hour_rate",
         )
 

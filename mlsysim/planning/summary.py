@@ -398,12 +398,30 @@ def _search_line(plan: Plan) -> str:
     return f"Plan for {name!r}: the {goal} of {_plural(size, 'layout')} ({axes})"
 
 
+LISTED = 8
+"""Most whole numbers an axis lists in the plan's header before it shortens the list."""
+
+
 def _axis_text(axis: Axis) -> str:
-    values = axis.values
-    if len(values) > 4 and all(isinstance(v, int) for v in values):
-        return f"{axis.field} {values[0]}..{values[-1]}"
-    if len(values) > 4:
-        return f"{axis.field} {len(values)} values"
+    """An axis in the plan's header: evenly spaced whole numbers as ``--axis`` writes them
+    (``1..64``, ``2..10:2``), other whole numbers listed (``1, 2, 4, 5, 8, 10``), other
+    values joined by ``/``.
+
+    >>> from mlsysim.planning.table import Axis
+    >>> [_axis_text(Axis("nodes", "nodes", tuple(v))) for v in (range(1, 65), range(2, 11, 2), [1, 2, 4, 5, 8, 10])]
+    ['nodes 1..64', 'nodes 2..10:2', 'nodes 1, 2, 4, 5, 8, 10']
+    """
+    values, n = axis.values, len(axis.values)
+    whole = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if n > 4 and len(whole) == n:
+        step = whole[1] - whole[0]
+        if step > 0 and all(b - a == step for a, b in zip(whole, whole[1:], strict=False)):
+            return f"{axis.field} {whole[0]}..{whole[-1]}" + (f":{step}" if step != 1 else "")
+        if n <= LISTED:
+            return f"{axis.field} {', '.join(map(str, whole))}"
+        return f"{axis.field} {', '.join(map(str, whole[:3]))}, ..., {whole[-1]} ({n} values)"
+    if n > 4:
+        return f"{axis.field} {n} values"
     return f"{axis.field} {'/'.join(fmt_value(v) for v in values)}"
 
 

@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -102,7 +102,21 @@ class SweepTable:
     def __iter__(self) -> Iterator[str]:
         return iter(self.columns)
 
-    def __getitem__(self, column: str) -> np.ndarray:
+    @overload
+    def __getitem__(self, column: str) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, column: slice) -> SweepTable: ...
+
+    def __getitem__(self, column: str | slice) -> np.ndarray | SweepTable:
+        """A column by name (a numpy array), or rows by a slice (``plan.top[:3]``: a table)."""
+        if isinstance(column, slice):
+            return self.take(np.arange(len(self))[column])
+        if not isinstance(column, str):
+            raise KeyError(
+                f"expected a column name or a slice of rows (table[:3]), got {column!r}; "
+                "one row: table.row(i) or table.scenario(i)"
+            )
         cached = self._cache.get(column)
         if cached is not None:
             return cached

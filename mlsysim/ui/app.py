@@ -87,6 +87,21 @@ def _assets() -> dict[str, bytes]:
     return out
 
 
+
+class _LongInteger(ValueError):
+    """A JSON integer of more digits than any input takes (refused before it is converted)."""
+
+
+def _json_int(text: str) -> int:
+    """A JSON integer, at most :data:`~mlsysim.core.text.MAX_INT_DIGITS` digits (Python refuses
+    to convert more than a few thousand, with a message about its own settings)."""
+    from mlsysim.core.text import MAX_INT_DIGITS
+
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _LongInteger(f"expected integers of at most {MAX_INT_DIGITS} digits, got one of {digits:,} digits")
+    return int(text)
+
 class BodyLimit:
     """Refuse request bodies larger than ``limit`` bytes with 413 (declared or streamed)."""
 
@@ -183,9 +198,11 @@ async def _request_of(http: HttpRequest) -> api.Request:
                 {"request": f"the body did not arrive within {BODY_SECONDS:g} s"}, status=408
             ) from None
         try:
-            data = json.loads(body or b"{}")
+            data = json.loads(body or b"{}", parse_int=_json_int)
         except RecursionError:
             raise api.ApiError({"request": "the body is nested too deeply"}) from None
+        except _LongInteger as exc:
+            raise api.ApiError({"request": str(exc)}) from None
         except ValueError as exc:
             raise api.ApiError({"request": f"the body is not JSON ({exc})"}) from None
         return api.Request.from_json(data)

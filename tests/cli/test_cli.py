@@ -1,6 +1,7 @@
 """The command line through its runner (mlsysim.cli.main): exit code, stdout, stderr."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -102,6 +103,30 @@ def test_help_lists_commands_with_examples(capsys):
         assert word in out
 
 
+def test_bare_mlsysim_prints_its_usage_and_the_first_commands_on_several_lines(capsys, tmp_path, monkeypatch):
+    from mlsysim.cli.app import FIRST_COMMANDS
+
+    code, out, err = run(capsys)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == "Usage: mlsysim [OPTIONS] COMMAND [ARGS]..."
+    assert "error:" not in err and len(lines) > 8
+    assert all(len(line) < 80 for line in lines)
+    start = lines.index("Start with:")
+    for (command, what), line in zip(FIRST_COMMANDS, lines[start + 1 :], strict=False):
+        assert line.split() == [*command.split(), *what.split()]
+    monkeypatch.chdir(tmp_path)  # init writes job.toml here
+    for command, _ in FIRST_COMMANDS:  # each runs as printed
+        assert run(capsys, *command.split()[1:])[0] == 0
+
+
+def test_a_bare_command_group_prints_its_help_on_several_lines(capsys):
+    code, _, err = run(capsys, "validate")
+    assert code == 2
+    assert err.startswith("Usage: mlsysim validate [OPTIONS] COMMAND [ARGS]...\n")
+    assert "error:" not in err and len(err.splitlines()) > 5 and "  published  " in err
+
+
 def test_run_help_has_examples(capsys):
     code, out, _ = run(capsys, "run", "--help")
     assert code == 0 and "--set" in out and "mlsysim run Gpt2DataParallelOneNode" in out
@@ -132,3 +157,90 @@ def test_registry_lists_entries_with_figures_and_sources(capsys):
 def test_registry_unknown_group_is_one_line(capsys):
     code, out, err = run(capsys, "registry", "gpus")
     assert code == 2 and out == "" and err.count("\n") == 1 and "accelerators" in err
+
+
+@pytest.mark.parametrize(
+    ("word", "want"),
+    [(w, 1) for w in ("true", "True", "TRUE", "yes", "Yes", "1")]
+    + [(w, 0) for w in ("false", "False", "no", "NO", "0")],
+)
+def test_set_reads_booleans_as_booleans(capsys, word, want):
+    code, out, err = run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "tensor_parallel=1",
+                         "--set", f"sequence_parallel={word}", "--json")
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["sequence_parallel"] == want
+
+
+def test_a_word_that_is_not_a_boolean_is_one_line_naming_the_words(capsys):
+    code, _, err = run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "sequence_parallel=maybe")
+    assert code == 2
+    assert err == "mlsysim: error: sequence_parallel: expected true or false (or yes/no, 1/0), got 'maybe'\n"
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["tensor_parallel=5"],
+        ["tensor_parallel=2"],
+        ["tensor_parallel=25"],
+        ["pipeline_parallel=8", "pipeline_chunks=8", "accumulation_steps=8"],
+        ["nodes=2", "inter_bandwidth=100 Gbps", "tensor_parallel=2", "pipeline_parallel=5", "accumulation_steps=8"],
+        ["zero_stage=1", "shard_group=3"],
+        ["pipeline_parallel=2", "pipeline_chunks=2", "accumulation_steps=3"],
+    ],
+)
+def test_each_layout_suggestion_runs(capsys, sets):
+    """GPT-2 (25 heads) on 8-GPU nodes: every value a layout error suggests is accepted as given."""
+    from tests.physics.test_layout_advice import suggested
+
+    argv = ["run", "Gpt2DataParallelOneNode", *(w for s in sets for w in ("--set", s))]
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1
+    changes = suggested(err.strip())
+    assert changes
+    for change in changes:
+        again = [*argv, *(w for name, value in change.items() for w in ("--set", f"{name}={value}"))]
+        code, _, err = run(capsys, *again)
+        assert code == 0, (change, err)
+
+
+BASE_RUN = ("run", "Gpt2DataParallelOneNode")
+LINKED = ("--set", "inter_bandwidth=100 Gbps")
+
+
+@pytest.mark.parametrize(
+    ("argv", "suggestion"),
+    [
+        ((*BASE_RUN, "--set", "nodes=4"), '--set "inter_bandwidth=100 Gbps", or a fabric (--set fabric=InfiniBand_NDR)'),
+        ((*BASE_RUN, "--set", "optimizer=adam"), '--set "memory_bandwidth=2.0 TB/s" or --set memory_bandwidth=A100'),
+        ((*BASE_RUN, "--set", "failure_rate=1e-4 failures/hour"), '--set "checkpoint_bandwidth=2 GB/s" (per node)'),
+        ((*BASE_RUN, "--set", "inter_bandwidth=InfiniBand_NDR", "--set", "nodes=2"), "--set fabric=InfiniBand_NDR"),
+        (("plan", "Gpt2DataParallelOneNode", *LINKED, "--set", "node_hour_rate=none", "--axis", "nodes=1,2"),
+         '(e.g. --set "node_hour_rate=32 USD/hour") or use --objective time'),
+        (("plan", "Gpt2DataParallelOneNode", *LINKED, "--axis", "nodes=1,2", "--confidence", "0.8"),
+         "--set assumptions=realistic"),
+        (("sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1,2"), '--set "inter_bandwidth=100 Gbps"'),
+    ],
+)
+def test_suggestions_on_the_command_line_are_in_command_line_syntax(capsys, argv, suggestion):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1
+    assert suggestion in err
+    assert "Q_(" not in err and "objective=" not in err and "=Assumptions" not in err
+
+
+def test_each_suggested_set_runs(capsys):
+    code, _, err = run(capsys, *BASE_RUN, "--set", "nodes=4")
+    assert code == 2
+    for assignment in re.findall(r'--set "?([^")]+)"?', err):
+        assert run(capsys, *BASE_RUN, "--set", "nodes=4", "--set", assignment)[0] == 0, assignment
+
+
+def test_a_note_suggests_in_command_line_syntax_too(capsys):
+    from mlsysim import Models, Scenarios
+
+    code, _, err = run(capsys, *BASE_RUN, "--set", "workload=Llama2_7B")
+    assert code == 0
+    assert "derive them: --set step_time=none with mfu and node (or accelerator), --set training_time=none" in err
+    with pytest.warns(UserWarning, match=r"derive them: step_time=None with mfu .* training_time=None"):
+        Scenarios.Gpt2DataParallelOneNode.variant(workload=Models.Language.Llama2_7B)

@@ -83,3 +83,12 @@ def test_each_next_command_runs_as_printed(argv, tmp_path, capsys):
         code = main(words[1:])
         err = capsys.readouterr().err
         assert code == 0, (command, err)
+
+
+def test_the_seed_models_output_says_that_intervals_exist(capsys):
+    assert main(["run", "Gpt2DataParallelFourNodes10GbE"]) == 0
+    out = capsys.readouterr().out
+    assert "mlsysim run Gpt2DataParallelFourNodes10GbE --set assumptions=realistic   (80% intervals" in out
+    assert main(["run", "Gpt2DataParallelFourNodes10GbE", "--set", "assumptions=realistic"]) == 0
+    out = capsys.readouterr().out
+    assert "80% interval" in out and "(80% intervals; the seed model is a bound)" not in out

@@ -53,7 +53,7 @@ def test_run_closes_with_the_next_commands_spelled_for_this_scenario(runner):
         "inter_bandwidth=25 Gbps",
     )
     lines = out.rstrip().splitlines()
-    assert lines[-2] == (
+    assert lines[-3] == (
         'Next: mlsysim explain Gpt2DataParallelOneNode --set nodes=2 --set "inter_bandwidth=25 Gbps"'
         "   (how each figure is derived)"
     )
@@ -177,3 +177,14 @@ def test_readme_shows_the_real_output_of_run(runner):
     assert [line.rstrip() for line in shown.splitlines()] == [
         line.rstrip() for line in out.splitlines()
     ]
+
+
+def test_the_interval_line_writes_fixed_point_figures(runner):
+    """An update of about a minute was written "4.691e+04-1.837e+05 ms" (issue 30)."""
+    import re
+
+    out = invoke(runner, "run", "Gpt2DataParallelOneNode", "--set", "assumptions=realistic", "--set", "nodes=64",
+                 "--set", "inter_bandwidth=1 Gbps", "--set", "accumulation_steps=8")
+    line = next(line for line in out.splitlines() if line.startswith("80% prediction interval"))
+    assert not re.search(r"\de[+-]\d", line), line
+    assert re.search(r"update_time [\d,]+\.\d-[\d,]+\.\d ms", line) and re.search(r"training_time [\d.]+-[\d.]+ min", line)

@@ -91,3 +91,16 @@ def test_a_bad_registry_file_is_one_line_and_exit_2(capsys, tmp_path):
 def test_the_option_is_in_the_help(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "--registry" in out
+
+
+def test_registry_help_names_every_group_it_lists(capsys):
+    from mlsysim.core.registry import CATALOG
+
+    assert main(["registry", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    kinds = {kind for kind, *_ in CATALOG.listing()}
+    assert kinds >= {"grids", "failures"}
+    for kind in kinds:
+        assert kind in help_text, kind
+        assert main(["registry", kind]) == 0
+        assert capsys.readouterr().out.startswith(f"{kind}:\n")

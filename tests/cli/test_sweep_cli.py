@@ -259,3 +259,27 @@ def test_plan_with_workers_top_and_a_layout_limit(capsys):
     assert code == 0 and "Top 3 layouts" in out and "Best:" in out
     code, _, err = run(capsys, *args, "--max-layouts", "50")
     assert code == 2 and "96 layouts would take about" in err and "--max-layouts" in err
+
+
+@pytest.mark.parametrize(
+    ("axis", "shown"),
+    [("nodes=1,2,4,5,8,10", "nodes 1, 2, 4, 5, 8, 10"), ("nodes=1..10", "nodes 1..10"),
+     ("nodes=2..10:2", "nodes 2..10:2"), ("nodes=1,2,3,4,5,6,7,9,12", "nodes 1, 2, 3, ..., 12 (9 values)")],
+)
+def test_the_plan_header_writes_a_list_as_a_list_and_a_range_as_a_range(capsys, axis, shown):
+    assert main(["plan", "Gpt2DataParallelOneNode", "--set", "inter_bandwidth=100 Gbps", "--axis", axis]) == 0
+    out = capsys.readouterr().out
+    assert f"layouts ({shown})" in out
+
+
+def test_piped_plan_output_cuts_no_number(capsys):
+    """A layout plan under a failure model has some twenty columns: piped, each whole (issue 30: "43,958...")."""
+    sets = ["workload=Llama3_70B", "node=DGX_H100", "nodes=8", "fabric=InfiniBand_NDR", "mfu=0.4",
+            "training_tokens=1e12 token", "per_device_batch=1", "tensor_parallel=8", "pipeline_parallel=4", "accumulation_steps=16", "zero_stage=1",
+            "failure_rate=2e-4 failures/h", "restart_time=8 h", "checkpoint_bandwidth=2 GB/s",
+            "node_hour_rate=32 USD/hour", "device_power=H100"]
+    argv = ["plan", *(w for s in sets for w in ("--set", s)), "--axis", "nodes=8,32,128,512"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out and "..." not in out
+    assert "total cost (USD)" in out and "wall clock (h)" in out

@@ -58,3 +58,24 @@ def test_init_runs_writes_the_template(capsys, tmp_path):
     assert path.read_text().startswith("name,workload,precision,step_time")
     code, _, err = run(capsys, "init", "--runs", str(tmp_path / "runs.toml"))
     assert code == 2 and ".csv" in err
+
+
+def test_the_fit_table_writes_readable_figures_when_a_constant_fits_at_zero(capsys, tmp_path):
+    """Runs measured just under the compute: the overhead fits at ~1e-16 s, times are tens of
+    seconds; the table printed "9.36e-14 ms" and "1.199e+04 ms" (issue 30)."""
+    import csv
+    import re
+
+    rows = list(csv.DictReader(EXAMPLE.open()))
+    for row in rows:
+        row["step_time"] = "12 s"
+        row["measured_update_time"] = f"{12_000 * int(row['accumulation_steps']) * 0.999:.1f} ms"
+    path = tmp_path / "runs.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    code, text, err = run(capsys, "validate", "mine", str(path))
+    assert code == 0, err
+    assert not re.search(r"\de[+-]\d", text), text
+    assert "update_overhead       0.00 ms" in text and "11,988.0 ms" in text

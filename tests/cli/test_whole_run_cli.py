@@ -50,3 +50,36 @@ def test_plan_under_an_emissions_limit_and_a_bad_limit(capsys):
     assert f"Best: nodes={expected} " in out and "emissions <= 8 kg CO2e" in out
     code, _, err = run(capsys, "plan", FOUR, "--axis", "nodes=1,2", "--max-emissions", "8 kWh")
     assert code == 2 and "--max-emissions" in err
+
+
+WHOLE_RUN = ("job_mtbf", "checkpoint_size", "checkpoint_time", "checkpoint_interval", "wall_clock_time",
+             "checkpoint_overhead", "rework_time", "restart_overhead", "interruptions", "goodput", "energy")
+LAYOUT = ("tensor_ranks", "pipeline_stages", "data_parallel", "tensor_parallel_time", "pipeline_transfer_time",
+          "sharding_time", "data_parallel_time", "bubble_time", "bubble_fraction", "state_memory",
+          "stage_activation_memory", "gather_buffer_memory")
+
+
+def test_the_whole_run_rows_and_the_pipeline_rows_are_each_in_one_block(capsys):
+    """A failure model with a pipeline: the rows alternated (issue 30), each block now whole."""
+    from mlsysim.engine.results import result_fields
+
+    code, out, err = run(capsys, "run", FOUR, *SETS, "--set", "tensor_parallel=1", "--set", "pipeline_parallel=2",
+                         "--set", "accumulation_steps=2")
+    assert code == 0, err
+    table = out.split("\n\ninput")[0].splitlines()
+
+    def place(name):
+        label = result_fields()[name].layout_label
+        return next(i for i, line in enumerate(table) if line.startswith(label + "  "))
+
+    whole, layout = sorted(place(n) for n in WHOLE_RUN), sorted(place(n) for n in LAYOUT)
+    assert layout == list(range(layout[0], layout[0] + len(layout)))
+    assert whole == list(range(whole[0], whole[0] + len(whole)))
+    assert layout[-1] < whole[0]
+
+
+def test_every_run_row_has_a_place_of_its_own():
+    from mlsysim.engine.results import run_rows
+
+    places = [f.row for f in run_rows()]
+    assert len(places) == len(set(places))

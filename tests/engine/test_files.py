@@ -214,3 +214,22 @@ def test_new_file_gets_ordinary_permissions(tmp_path):
     mask = os.umask(0)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.parametrize(
+    ("suffix", "written", "want"),
+    [(".toml", "true", 1), (".toml", "false", 0), (".toml", '"Yes"', 1), (".toml", '"no"', 0),
+     (".yaml", "true", 1), (".yaml", "FALSE", 0), (".yaml", "yes", 1), (".yaml", "No", 0), (".yaml", "1", 1)],
+)
+def test_a_flag_reads_booleans_in_files(tmp_path, suffix, written, want):
+    path = tmp_path / f"job{suffix}"
+    sep = " = " if suffix == ".toml" else ": "
+    base = '"Gpt2DataParallelOneNode"' if suffix == ".toml" else "Gpt2DataParallelOneNode"
+    path.write_text(f"base{sep}{base}\ntensor_parallel{sep}1\nsequence_parallel{sep}{written}\n")
+    assert load_scenario(path).sequence_parallel == want
+
+
+def test_an_integer_of_5000_digits_names_its_line_and_field_not_pythons_setting(tmp_path):
+    err, _ = _error(tmp_path, GOOD + f"nodes = {'9' * 5000}\n")
+    assert (err.line, err.field) == (7, "nodes")
+    assert "at most 18 digits, got 5,000 digits" in str(err) and "sys." not in str(err)

@@ -76,7 +76,7 @@ def test_a_fabric_wins_over_the_nodes_nics_and_brings_its_latency():
 
 def test_a_fabric_named_as_inter_bandwidth_is_refused_with_the_fix():
     for spelled in (NDR, "InfiniBand_NDR"):
-        with pytest.raises(InputError, match="fabric=InfiniBand_NDR") as info:
+        with pytest.raises(InputError, match="fabric='InfiniBand_NDR'") as info:
             Scenarios.Gpt2DataParallelOneNode.variant(nodes=4, inter_bandwidth=spelled)
         assert info.value.field == "inter_bandwidth"
 

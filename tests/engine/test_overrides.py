@@ -17,15 +17,15 @@ def test_a_fabric_comes_through_fabric_and_brings_its_latency():
 
 @pytest.mark.parametrize("name", ["inter_bandwidth", "inter_latency"])
 def test_a_fabric_named_as_a_link_figure_says_to_give_it_as_fabric(name):
-    with pytest.raises(InputError, match=r"InfiniBand_NDR is a fabric.*fabric=InfiniBand_NDR") as info:
+    with pytest.raises(InputError, match=r"InfiniBand_NDR is a fabric.*fabric='InfiniBand_NDR'") as info:
         coerce_field(name, "InfiniBand_NDR")
     assert info.value.loc == (name,)
-    with pytest.raises(InputError, match="fabric=InfiniBand_NDR"):
+    with pytest.raises(InputError, match="fabric='InfiniBand_NDR'"):
         ONE.variant(nodes=4, inter_bandwidth=Systems.Fabrics.InfiniBand_NDR)
 
 
 def test_a_link_named_as_the_intra_node_figure_is_refused_with_the_fix():
-    with pytest.raises(InputError, match="is a fabric.*node=DGX_H100"):
+    with pytest.raises(InputError, match="is a fabric.*node='DGX_H100'"):
         coerce_field("intra_bandwidth", "NVLink4")
 
 

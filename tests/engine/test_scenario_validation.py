@@ -46,8 +46,9 @@ def test_numpy_integers_are_accepted(base_inputs):
 def test_nodes_above_one_needs_inter_bandwidth(base_inputs, gpt2_one_node):
     with pytest.raises(InputError, match="inter_bandwidth.*nodes > 1"):
         DataParallelScaleOutScenario(**{**base_inputs, "nodes": 2})
-    with pytest.raises(ValueError, match="inter_bandwidth"):
+    with pytest.raises(ValueError, match="inter_bandwidth") as caught:
         gpt2_one_node.variant(nodes=4)
+    assert "e.g. inter_bandwidth=Q_(100, 'Gbps'), or a fabric (fabric='InfiniBand_NDR')" in str(caught.value)
 
 
 QUANTITY_FIELDS = {
@@ -203,3 +204,20 @@ def test_solver_accepts_spec_keywords_and_positions(gpt2_one_node):
 def test_errors_are_value_errors():
     assert issubclass(InputError, ValueError)
     assert issubclass(UnitsError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("nodes", 10**5000, "up to 1e15, got an integer of about 5,000 digits"),
+        ("nodes", -(10**5000), "got a negative integer of about 5,000 digits"),
+        ("nodes", 10**20, "up to 1e15, got 1e+20"),
+        ("zero_stage", -(10**5000), "got a negative integer of about 5,000 digits"),
+        ("sequence_parallel", 10**5000, "got an integer of about 5,000 digits"),
+    ],
+    ids=["huge-nodes", "huge-negative-nodes", "nodes-1e20", "huge-negative-zero-stage", "huge-flag"],
+)
+def test_an_integer_too_long_to_write_is_refused_by_its_size(gpt2_one_node, field, value, words):
+    with pytest.raises(InputError) as caught:
+        gpt2_one_node.variant(**{field: value})
+    assert words in str(caught.value) and "sys." not in str(caught.value)

@@ -144,8 +144,9 @@ def test_bad_plan_arguments_name_themselves(kwargs, needle):
 
 
 def test_cost_objective_needs_a_price():
-    with pytest.raises(InputError, match="node_hour_rate"):
+    with pytest.raises(InputError, match="node_hour_rate") as caught:
         plan(ONE.variant(node_hour_rate=None), nodes=[1])
+    assert "(e.g. node_hour_rate=Q_(32, 'USD/hour')) or use objective='time'" in str(caught.value)
     p = plan(ONE.variant(node_hour_rate=None), objective="time", accumulation_steps=[1, 2])
     assert p.best.accumulation_steps == 2 and len(p.pareto) == 1  # less communication per sample
 
@@ -176,3 +177,14 @@ def test_plan_order_ties_go_to_the_first_layout_in_sweep_order():
     p = plan(ONE, objective="time", per_device_batch=[16, 32])  # same times and costs
     assert p.best.per_device_batch == 16
     assert list(itertools.islice(p.pareto["per_device_batch"], 2)) == [16, 32]
+
+
+def test_plan_top_takes_slices_of_rows():
+    found = plan(ONE.variant(inter_bandwidth=Q_(100, "Gbps")), nodes=[1, 2, 4, 8], top=4)
+    first = found.top[:3]
+    assert len(first) == 3 and first["nodes"].tolist() == found.top["nodes"][:3].tolist()
+    assert first.row(0) == found.top.row(0) and first.scenario(2) == found.top.scenario(2)
+    assert found.top[::-1]["nodes"].tolist() == found.top["nodes"][::-1].tolist()
+    assert len(found.top[10:]) == 0
+    with pytest.raises(KeyError, match=r"table.row\(i\)"):
+        found.top[0]

@@ -70,7 +70,7 @@ def test_a_swept_mfu_replaces_the_measured_step_time_as_variant_does():
 
 
 def test_a_fabric_named_on_the_inter_bandwidth_axis_says_to_sweep_fabric():
-    with pytest.raises(InputError, match="fabric=InfiniBand_NDR"):
+    with pytest.raises(InputError, match="fabric='InfiniBand_NDR'"):
         sweep(LLAMA_JOB, inter_bandwidth=["InfiniBand_NDR", "Ethernet_100G"])
     axes = {"fabric": ["InfiniBand_NDR", "Ethernet_100G"]}
     table = sweep(LLAMA_JOB, **axes)

@@ -68,6 +68,22 @@ def test_post_json_takes_text_numbers_and_quantities(client):
     same_figures(answer.json()["result"], library("nodes=4", "inter_bandwidth=10 Gbps").result)
 
 
+@pytest.mark.parametrize(("value", "want"), [(True, 1), (False, 0), ("Yes", 1), ("no", 0), (1, 1)])
+def test_a_flag_takes_json_booleans_and_words(client, value, want):
+    body = {"scenario": ONE, "set": {"tensor_parallel": 1, "sequence_parallel": value}}
+    answer = client.post("/api/evaluate", json=body)
+    assert answer.status_code == 200, answer.text
+    same_figures(answer.json()["result"], library("tensor_parallel=1", f"sequence_parallel={want}").result)
+    assert answer.json()["values"]["sequence_parallel"] in (str(want), str(bool(want)).lower())
+
+
+def test_a_json_integer_of_5000_digits_is_refused_by_its_size(client):
+    body = json.dumps({"scenario": ONE, "set": {"nodes": 0}}).replace(": 0", ": " + "9" * 5000)
+    answer = client.post("/api/evaluate", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422
+    assert answer.json()["error"] == "expected integers of at most 18 digits, got one of 5,000 digits"
+
+
 def test_registry_names_and_assumptions_go_through_set(client):
     q = f"scenario={ONE}&nodes=8&fabric=InfiniBand_NDR&assumptions=realistic&assumptions.overlap=false&workload=Llama2_7B&device_memory=H100"
     answer = client.get(f"/api/evaluate?{q}")
