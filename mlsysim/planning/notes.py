@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mlsysim.core.suggest import SYNTAX
-from mlsysim.engine.notes import BATCH_SANITY_TOLERANCE, sanity_notes
+from mlsysim.engine.reports.notes import BATCH_SANITY_TOLERANCE, sanity_notes
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -23,7 +23,7 @@ _NUMBER = re.compile(r"\d[\d,.]*(?:e[+-]?\d+)?")
 
 def layout_notes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The warnings of one layout, as ``mlsysim run`` lists them among its notes
-    (:func:`mlsysim.engine.notes.sanity_notes`: MFU, ZeRO-3, global batch, cluster size)."""
+    (:func:`mlsysim.engine.reports.notes.sanity_notes`: MFU, ZeRO-3, global batch, cluster size)."""
     result = scenario.result
     return sanity_notes(result.inputs, result.job)
 

@@ -35,11 +35,11 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.headline import fmt_hours
+from mlsysim.engine.reports.headline import fmt_hours
 
 if TYPE_CHECKING:
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.inputs.fields import Value
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.planning.plan import Plan
     from mlsysim.planning.table import Axis, SweepTable

@@ -191,7 +191,7 @@ def _cluster_network(entry: dict[str, Any]) -> dict[str, float]:
 
 @cache
 def _node_figures(generation: str) -> dict[str, float]:
-    from mlsysim.engine.presets import node_figures
+    from mlsysim.engine.inputs.presets import node_figures
     from mlsysim.hardware.registry import Systems
 
     figures = node_figures(getattr(Systems.Nodes, PLATFORM_OF_GENERATION[generation]), "bf16")

@@ -3,7 +3,7 @@
 import pytest
 
 from mlsysim import Q_, Assumptions, Hardware, Models, Scenarios, plan
-from mlsysim.engine.headline import fmt_hours
+from mlsysim.engine.reports.headline import fmt_hours
 from mlsysim.planning.summary import (
     group_results,
     knee_of,

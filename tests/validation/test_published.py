@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.bands import conformal_band
+from mlsysim.engine.reports.bands import conformal_band
 from mlsysim.validation.published import (
     COVERAGE_RANGE,
     FAMILIES,
@@ -276,7 +276,7 @@ def test_interval_score_prefers_a_band_that_holds_the_measurement(low, width, y,
 def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     """bands' weights are the grid pair of lowest held-out interval score; picked again
     without each family (nested), the bands still cover 75-85% within 14 points."""
-    from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
+    from mlsysim.engine.reports.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
 
     choice = choose_difficulty_weights(Assumptions.realistic())
     assert choice.chosen == (DIFFICULTY_LOSS, DIFFICULTY_NODES)

@@ -1,10 +1,10 @@
 """The whole run in ``explain()`` and the notes: failures, checkpoints, goodput, energy, emissions.
 
 Each step is ``(what, equation in symbols, equation with numbers, value)``, the
-shape of the rows of :mod:`mlsysim.engine.explain`. The symbolic equations are
+shape of the rows of :mod:`mlsysim.engine.reports.explain`. The symbolic equations are
 those of :mod:`mlsysim.physics.reliability` and :mod:`mlsysim.physics.energy`
 (docs/whole_run.md); the values are the figures
-:func:`mlsysim.engine.equations.evaluate` computed, never re-derived here;
+:func:`mlsysim.engine.model.equations.evaluate` computed, never re-derived here;
 ``tests/engine/test_explain.py`` recomputes every printed right-hand side from
 its printed operands. Steps appear only for the parts of the model in use: the
 failure steps where failures are priced, the energy steps where a device power

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import UnknownNameError
 from mlsysim.core.units import quantity, to_canonical
-from mlsysim.engine.derivation import Checked, Job
-from mlsysim.engine.scale import cluster_note
+from mlsysim.engine.inputs.derivation import Checked, Job
+from mlsysim.engine.reports.scale import cluster_note
 from mlsysim.physics.memory import training_state_bytes
 
 if TYPE_CHECKING:

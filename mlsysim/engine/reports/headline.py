@@ -1,6 +1,6 @@
 """The answer of a result in one line, as ``run`` prints it first and ``explain`` heads its derivation.
 
-Apart from :mod:`mlsysim.engine.explain` so that ``mlsysim run`` prints it without
+Apart from :mod:`mlsysim.engine.reports.explain` so that ``mlsysim run`` prints it without
 loading the derivation's steps.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlsysim.core.formatting import fmt_time
-from mlsysim.engine.whole_run_steps import whole_run_headline
+from mlsysim.engine.reports.whole_run_steps import whole_run_headline
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult

@@ -1,6 +1,6 @@
 """What kind of value an input takes, each kind a class with its own schema, text and form.
 
-An :class:`~mlsysim.engine.fields.InputField` names its kind (``"count"``,
+An :class:`~mlsysim.engine.inputs.fields.InputField` names its kind (``"count"``,
 ``"quantity"``, ...); :func:`kind_of` gives the object, and everything that
 used to ask "which kind is it?" asks the object instead: the JSON schema
 (:meth:`InputKind.schema`), how explain and ``run`` write a value
@@ -18,7 +18,7 @@ from mlsysim.core.units import to_canonical
 
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.fields import InputField
+    from mlsysim.engine.inputs.fields import InputField
     from mlsysim.models.types import Workload
 
 
@@ -174,7 +174,7 @@ class AssumptionsKind(InputKind):
 
     def label(self, f: InputField, value: object) -> str:
         """``seed``, ``realistic``, or the options that differ from the seed's."""
-        from mlsysim.engine.assumptions import Assumptions
+        from mlsysim.engine.inputs.assumptions import Assumptions
 
         a = cast(Assumptions, value)
         if a.is_seed():
@@ -200,7 +200,7 @@ class PresetKind(InputKind):
         return {"type": "string", "description": f"a {f.name} registry name"}
 
     def text(self, f: InputField, value: object) -> str:
-        from mlsysim.engine.presets import preset_name
+        from mlsysim.engine.inputs.presets import preset_name
 
         return "none" if value is None else preset_name(f.name, value)
 
@@ -210,7 +210,7 @@ class PresetKind(InputKind):
         return []  # suggestions rather than a closed list: see :meth:`suggestions`
 
     def suggestions(self, f: InputField) -> list[str]:
-        from mlsysim.engine.presets import preset_names
+        from mlsysim.engine.inputs.presets import preset_names
 
         return preset_names(f.name)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, cast
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.equations import LAYOUT_INPUTS
+from mlsysim.engine.model.equations import LAYOUT_INPUTS
 
 
 def _not_given(value: object) -> bool:

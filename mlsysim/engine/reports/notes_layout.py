@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlsysim.engine.notes import origins_notes, sanity_notes
+from mlsysim.engine.reports.notes import origins_notes, sanity_notes
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult

@@ -1,6 +1,6 @@
 """explain() of a parallel layout: the layout's derivation, then the scenario's figures built on it.
 
-The rows of one layout's update come from :func:`mlsysim.engine.layout_steps.layout_steps`
+The rows of one layout's update come from :func:`mlsysim.engine.reports.layout_steps.layout_steps`
 (each term with its numbers, the physics' own figures); this module adds what the
 scenario puts around them: the synchronisation cost, the scenario's update time,
 speedup, efficiency, global batch, training time, cost and the bottleneck.
@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_num, fmt_time
-from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 

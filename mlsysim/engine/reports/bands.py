@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.inputs.assumptions import Assumptions
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
