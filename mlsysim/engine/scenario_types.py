@@ -8,6 +8,7 @@ solver trusts the result.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -15,13 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import pydantic
 from pydantic import WithJsonSchema
 
+from mlsysim.core.exceptions import MlsysimWarning, UnknownNameError
 from mlsysim.core.units import Quantity
 from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.inputs.checking import CheckedInputs, check_layer, checked_inputs
 from mlsysim.engine.inputs.derivation import NO_JOB, Job
 from mlsysim.engine.inputs.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
 from mlsysim.engine.inputs.layers import overlay
-from mlsysim.engine.reports.notes import warn_measured
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
@@ -63,6 +64,42 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
     ),
     **_pydantic_fields(),
 )
+
+
+def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
+    """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
+
+    A measured one-device profile belongs to the workload it was measured
+    on; the figures derived from ``mfu`` or ``training_tokens`` are derived
+    again instead, and need no warning.
+    """
+    new = changes.get("workload")
+    if isinstance(new, str):
+        try:
+            from mlsysim.models.registry import Models
+
+            new = Models.get(new.strip())
+        except UnknownNameError:
+            return  # the check reports it
+    if not isinstance(new, Workload) or new == scenario.workload:
+        return
+    carried = [
+        name
+        for name in ("step_time", "training_time")
+        if name not in changes
+        and not scenario.job.derives(name)
+        and getattr(scenario, name) is not None
+    ]
+    if carried:
+        warnings.warn(
+            MlsysimWarning(
+                f"{' and '.join(carried)} measured for {scenario.workload.name} "
+                f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
+                "give the figures measured for it, or derive them: step_time=none with mfu= "
+                "and node= (or accelerator=), training_time=none with training_tokens="
+            ),
+            stacklevel=3,
+        )
 
 
 def _hashable(value: object) -> object:
