@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.inputs.derivation import Checked
     from mlsysim.engine.model.equations import Figures
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 
 class _Steps:
@@ -67,7 +67,7 @@ class _Steps:
 
 
 def explain_result(
-    result: DataParallelScaleOutResult,
+    result: ResultView,
     *,
     format: str = "text",
     title: str | None = None,
@@ -91,7 +91,7 @@ _GROUP_ORDER = {group: i for i, group in enumerate(GROUPS)}
 
 
 def _heading(
-    r: DataParallelScaleOutResult, i: Checked, title: str | None, description: str | None
+    r: ResultView, i: Checked, title: str | None, description: str | None
 ) -> dict[str, Any]:
     """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
@@ -161,7 +161,7 @@ def _input_text(name: str, value: object) -> str:
 class _Context:
     """The inputs of a derivation as plain floats, shared by its sections."""
 
-    r: DataParallelScaleOutResult
+    r: ResultView
     i: Checked
     a: Assumptions
     d: int
@@ -175,7 +175,7 @@ class _Context:
     buckets_num: str
 
 
-def _context(r: DataParallelScaleOutResult, i: Checked) -> _Context:
+def _context(r: ResultView, i: Checked) -> _Context:
     a = i["assumptions"]
     zero = i.get("zero_stage") or 0
     f = r.figures
@@ -196,7 +196,7 @@ def _context(r: DataParallelScaleOutResult, i: Checked) -> _Context:
     )
 
 
-def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, str, str]]:
+def _derive(r: ResultView, i: Checked) -> list[tuple[str, str, str, str]]:
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
     if r.job is not None:

@@ -17,12 +17,12 @@ from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 if TYPE_CHECKING:
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 Row = tuple[str, str, str, str]
 
 
-def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
+def layout_rows(r: ResultView) -> list[Row]:
     """Every step of a layout scenario's derivation (``r.figures.layout`` is not None)."""
     f = r.figures
     assert f.layout is not None and f.layout_arguments is not None
@@ -79,7 +79,7 @@ def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
     return rows
 
 
-def _synchronization_row(r: DataParallelScaleOutResult, m: float) -> Row:
+def _synchronization_row(r: ResultView, m: float) -> Row:
     """The straggler wait and update overhead, with the micro-batch time t_c in place of T1."""
     f, c, n = r.figures, r.choices, r.n_devices
     assert f.layout is not None
