@@ -17,13 +17,13 @@ import time
 import timeit
 
 from mlsysim import Q_, Models
-from mlsysim.engine import checking
-from mlsysim.engine.checking import checked_inputs
-from mlsysim.engine.derivation import plain_job, resolve, wants_derivation
-from mlsysim.engine.equations import evaluate
-from mlsysim.engine.fields import FIELDS, derived_numbers
+from mlsysim.engine.inputs import checking
+from mlsysim.engine.inputs.checking import checked_inputs
+from mlsysim.engine.inputs.derivation import plain_job, resolve, wants_derivation
+from mlsysim.engine.inputs.fields import FIELDS, derived_numbers
+from mlsysim.engine.inputs.rules import check_together
+from mlsysim.engine.model.equations import evaluate
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.engine.rules import check_together
 from mlsysim.engine.solvers.data_parallel import (
     check_finite,
     choices_of,

@@ -38,14 +38,14 @@ _EXPORTS: dict[str, str] = {
     "Infrastructure": "mlsysim.hardware.registry",
     "load_registry": "mlsysim.core.registry",
     # engine
-    "Assumptions": "mlsysim.engine.assumptions",
+    "Assumptions": "mlsysim.engine.inputs.assumptions",
     "DataParallelScaleOutScenario": "mlsysim.engine.scenario_types",
     "DataParallelScaleOutResult": "mlsysim.engine.results",
     "DataParallelScaleOutModel": "mlsysim.engine.solvers",
     "Scenarios": "mlsysim.engine.scenarios",
     "estimate": "mlsysim.engine.shortcuts",
-    "WholeRun": "mlsysim.engine.whole_run",
-    "WholeRunFigures": "mlsysim.engine.whole_run",
+    "WholeRun": "mlsysim.engine.model.whole_run",
+    "WholeRunFigures": "mlsysim.engine.model.whole_run",
     # planning
     "sweep": "mlsysim.planning.sweep",
     "SweepTable": "mlsysim.planning.table",
@@ -54,8 +54,8 @@ _EXPORTS: dict[str, str] = {
     "PlanInterrupted": "mlsysim.planning.plan",
     "InfeasiblePlanError": "mlsysim.core.exceptions",
     # scenario files
-    "load_scenario": "mlsysim.engine.files",
-    "save_scenario": "mlsysim.engine.files",
+    "load_scenario": "mlsysim.engine.io.files",
+    "save_scenario": "mlsysim.engine.io.files",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -87,14 +87,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from mlsysim.core.registry import load_registry
     from mlsysim.core.units import Q_, Quantity, ureg
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.files import load_scenario, save_scenario
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.io.files import load_scenario, save_scenario
+    from mlsysim.engine.model.whole_run import WholeRun, WholeRunFigures
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.engine.scenarios import Scenarios
     from mlsysim.engine.shortcuts import estimate
     from mlsysim.engine.solvers import DataParallelScaleOutModel
-    from mlsysim.engine.whole_run import WholeRun, WholeRunFigures
     from mlsysim.hardware.registry import Hardware, Infrastructure, Systems
     from mlsysim.models.registry import Models
     from mlsysim.models.types import TransformerWorkload, Workload

@@ -1,8 +1,11 @@
-"""The package's import graph: no circles, and arrows that point one way.
+"""The package's import graph: no circles between modules, and arrows that point one way.
 
-Every ``import`` counts, deferred ones inside functions included; only imports
-under ``if TYPE_CHECKING:`` (which never run) are left out. The graph is read
-with ``ast``, so the test sees what the code says, not what one run imported.
+Every ``import`` counts: deferred ones inside functions, and those under
+``if TYPE_CHECKING:`` too. A type named in a signature is a dependency as real
+as a call (the four circles of issue 29 each closed through one), so a module
+that a lower one must name declares what it reads as a Protocol below it
+(``engine/reports/view.py``, ``planning/view.py``). The graph is read with
+``ast``, so the test sees what the code says, not what one run imported.
 """
 
 from __future__ import annotations
@@ -23,11 +26,26 @@ LAYERS = {
 }
 """What each layer may import (besides itself); cli, ui and viz sit on top and may import any."""
 
+ENGINE_ROOMS = (
+    "model",  # what are the numbers? the equations (engine/model/)
+    "inputs",  # what was given, and is it valid? fields, checks, presets, derivation
+    "reports",  # how is it told? explain, headline, notes, bands (read a result's view)
+    "results",  # the result type (engine/results.py): calls the reports
+    "solvers",  # checked inputs -> equations -> result
+    "scenario_types",  # the scenario: inputs checked once, solved by a solver
+    "scenario_definitions",  # the named scenarios, built on first use
+    "scenarios",  # mlsysim.Scenarios: the named scenarios by attribute and name
+    "shortcuts",  # mlsysim.estimate and friends
+    "io",  # scenarios as text: files, --set overrides, JSON schemas
+)
+"""The rooms of ``mlsysim.engine`` (sub-packages and top-level modules), lowest first:
+each may import the rooms before it, never one after it."""
 
-def _modules() -> dict[str, Path]:
+
+def _modules(package: Path = PACKAGE) -> dict[str, Path]:
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found[name] = path
     return found
@@ -40,10 +58,6 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                for stmt in child.orelse:
-                    visit(stmt)
-                continue
             targets: list[str] = []
             if isinstance(child, ast.Import):
                 targets = [a.name for a in child.names]
@@ -61,8 +75,8 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return out
 
 
-def _graph() -> dict[str, set[str]]:
-    modules = _modules()
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = _modules(package)
     return {name: _imports(name, path, modules) for name, path in modules.items()}
 
 
@@ -102,12 +116,30 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_there_is_no_import_circle_in_the_package():
+def test_there_is_no_import_circle_between_modules():
     assert _cycles(_graph()) == []
 
 
 def test_a_circle_would_be_found():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_a_planted_module_circle_is_found(tmp_path):
+    """A circle closed by a deferred import and one under TYPE_CHECKING, as issue 29's were."""
+    package = tmp_path / "pkg"
+    (package / "reports").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "reports" / "__init__.py").write_text("")
+    (package / "results.py").write_text(
+        "def explain():\n    from pkg.reports.explain import explain_result\n"
+    )
+    (package / "reports" / "explain.py").write_text(
+        "from typing import TYPE_CHECKING\n\nfrom . import headline\n"
+        "if TYPE_CHECKING:\n    from pkg.results import Result\n"
+    )
+    (package / "reports" / "headline.py").write_text("import math\n")
+    (package / "other.py").write_text("from pkg import results\n")
+    assert _cycles(_graph(package)) == [["pkg.reports.explain", "pkg.results"]]
 
 
 def test_each_layer_imports_only_the_layers_below_it():
@@ -121,4 +153,26 @@ def test_each_layer_imports_only_the_layers_below_it():
             other = target.split(".")[1] if target.count(".") else ""
             if other and other not in allowed:
                 wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def _room(name: str) -> str:
+    """``mlsysim.engine.inputs.fields`` -> ``inputs``; ``mlsysim.engine.results`` -> ``results``."""
+    return name.split(".")[2] if name.startswith("mlsysim.engine.") else ""
+
+
+def test_every_engine_module_sits_in_a_room():
+    """A new engine module is put in a room of :data:`ENGINE_ROOMS` (or a new room is added there)."""
+    rooms = {_room(name) for name in _modules()} - {""}
+    assert rooms - set(ENGINE_ROOMS) == set()
+
+
+def test_each_engine_room_imports_only_the_rooms_below_it():
+    wrong = []
+    for name, targets in _graph().items():
+        room = _room(name)
+        if not room:
+            continue
+        below = set(ENGINE_ROOMS[: ENGINE_ROOMS.index(room)]) | {room}
+        wrong += [f"{name} -> {t}" for t in targets if _room(t) and _room(t) not in below]
     assert wrong == []

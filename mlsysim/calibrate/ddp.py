@@ -316,7 +316,7 @@ def predict(
     """The model's DDP result for ``fit.ranks`` devices on one node, fp32 gradients.
 
     Assumptions: the seed's (full fitted bandwidth) plus ``overlap`` with DDP's
-    default 25 MiB buckets (:data:`mlsysim.engine.assumptions.DEFAULT_BUCKET_SIZE`)
+    default 25 MiB buckets (:data:`mlsysim.engine.inputs.assumptions.DEFAULT_BUCKET_SIZE`)
     and the straggler wait with the measured ``straggler_cv``, and any further
     ``assumptions`` fields (DDP's bucket copies, which also take ``memory_bandwidth``).
     The training time is one step's worth (it does not enter the update time).

@@ -2,7 +2,7 @@
 
 It touches only the two keys of one link, so it also works on a partial file
 (a cluster's link figures kept apart from any job); parsing and the atomic
-write are the shared ones of :mod:`mlsysim.engine.files`.
+write are the shared ones of :mod:`mlsysim.engine.io.files`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.tomlfile import parse_toml
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.files import write_text_atomically
+from mlsysim.engine.io.files import write_text_atomically
 
 LINKS = ("intra", "inter")
 

@@ -276,7 +276,7 @@ def schema(
     Example: mlsysim schema result
     """
     from mlsysim.core.jsonio import dumps
-    from mlsysim.engine.schema import json_schema
+    from mlsysim.engine.io.schema import json_schema
 
     typer.echo(dumps(json_schema(kind), indent=2))
 

@@ -17,7 +17,7 @@ def load(
     name: str | None, file: str | None, sets: list[str] | None
 ) -> DataParallelScaleOutScenario:
     """The scenario named, or read from ``--file``, with ``--set`` overrides."""
-    from mlsysim.engine.overrides import apply_overrides
+    from mlsysim.engine.io.overrides import apply_overrides
 
     if name is None and file is None:
         if not sets:
@@ -25,7 +25,7 @@ def load(
                 "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
                 "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
             )
-        from mlsysim.engine.overrides import scenario_from_assignments
+        from mlsysim.engine.io.overrides import scenario_from_assignments
 
         return ready(scenario_from_assignments(sets))
     if name is not None and file is not None:
@@ -33,7 +33,7 @@ def load(
             f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
         )
     if file is not None:
-        from mlsysim.engine.files import load_scenario
+        from mlsysim.engine.io.files import load_scenario
 
         scenario = load_scenario(file)
     else:

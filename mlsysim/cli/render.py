@@ -10,7 +10,7 @@ from mlsysim.cli.options import REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
-from mlsysim.engine.presets import PRESETS, preset_name
+from mlsysim.engine.inputs.presets import PRESETS, preset_name
 from mlsysim.engine.results import field_unit, run_rows
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.types import Accelerator
@@ -86,7 +86,7 @@ def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> di
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.bands import scores
+    from mlsysim.engine.reports.bands import scores
     from mlsysim.engine.results import INTERVAL_FIELDS
 
     parts = []
@@ -218,7 +218,7 @@ is written on the run table: (value, unit)."""
 
 def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
-    from mlsysim.engine.fields import FIELDS, GROUPS
+    from mlsysim.engine.inputs.fields import FIELDS, GROUPS
 
     values = scenario.fields()
     rows = []
@@ -265,7 +265,7 @@ def print_result(
     scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None
 ) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next."""
-    from mlsysim.engine.headline import headline
+    from mlsysim.engine.reports.headline import headline
 
     result = scenario.result
     results = _three_columns(("result", "value", "unit"), result_rows(scenario))
@@ -377,7 +377,7 @@ def print_validation(
     ``jitter`` the host jitter's held-out check."""
     from rich.table import Table
 
-    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.published import by_family
 
     pt = "{:+.1f} pt".format

@@ -349,7 +349,7 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
 
 def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
     """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
-    from mlsysim.engine.bands import interval_columns
+    from mlsysim.engine.reports.bands import interval_columns
     from mlsysim.engine.results import INTERVAL_FIELDS
 
     values = {name: table[name] for name in INTERVAL_FIELDS if name in table}

@@ -82,8 +82,8 @@ def published(
     checkpoint intervals, and the Llama 3 405B and OPT-175B failure figures.
     """
     from mlsysim.core.jsonio import document, dumps, encode
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.bands import efficiency_interval_of, score_band
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.reports.bands import efficiency_interval_of, score_band
     from mlsysim.validation.published import (
         by_family,
         cases_of,
@@ -177,7 +177,7 @@ def validation_json(
     residuals; ``intervals``: every case's (low, high) 80% efficiency interval;
     ``held_out``: the leave-one-family-out check the headline leads with (``lofo`` when
     not given); ``lofo``: given, its per-case and per-family figures too."""
-    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.published import by_family, summarize
 
     def stats(s: Summary) -> dict[str, float]:
@@ -286,7 +286,7 @@ def mine(
     import numpy as np
 
     from mlsysim.core.fileio import write_text
-    from mlsysim.engine.assumptions import assumptions_of
+    from mlsysim.engine.inputs.assumptions import assumptions_of
     from mlsysim.validation.mine import assumptions_toml, fit_runs, interval_widths, load_runs
 
     base = assumptions_of(preset)

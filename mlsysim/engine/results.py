@@ -2,7 +2,7 @@
 
 Each result field is declared once in the body of
 :class:`DataParallelScaleOutResult`, with the unit it is reported in. The
-figures are held as a :class:`~mlsysim.engine.equations.Figures` of floats in
+figures are held as a :class:`~mlsysim.engine.model.equations.Figures` of floats in
 canonical SI units and turned into Quantities when read (and cached), so a
 solve costs no more pint work than the fields a caller actually reads. The
 sweep's columns use the same declarations (:func:`result_fields`).
@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
-from mlsysim.engine.equations import BOTTLENECKS, Figures
-from mlsysim.engine.fields import MODEL_FIELDS
+from mlsysim.engine.inputs.fields import MODEL_FIELDS
+from mlsysim.engine.model.equations import BOTTLENECKS, Figures
 from mlsysim.physics.collectives import ALGORITHMS
 
 if TYPE_CHECKING:
-    from mlsysim.engine.derivation import Job
+    from mlsysim.engine.inputs.derivation import Job
 
 
 if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
-    from mlsysim.engine.equations import Choices, Inputs
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.fields import Value
+    from mlsysim.engine.model.equations import Choices, Inputs
 
 T = TypeVar("T")
 
@@ -272,7 +272,7 @@ class DataParallelScaleOutResult:
     __slots__ = ("figures", "_values", "_inputs", "choices", "model_inputs", "job", "_cache", "_trace_of")
 
     job: Job
-    """The :class:`mlsysim.engine.derivation.Job` of the scenario: which inputs were derived, and from what."""
+    """The :class:`mlsysim.engine.inputs.derivation.Job` of the scenario: which inputs were derived, and from what."""
 
     _declared: list[str] = []
     figures: Figures
@@ -533,7 +533,7 @@ class DataParallelScaleOutResult:
         set_(self, "_inputs", None)
         set_(self, "choices", choices)
         set_(self, "model_inputs", model_inputs)
-        set_(self, "job", job)  # mlsysim.engine.derivation.Job: what was derived
+        set_(self, "job", job)  # mlsysim.engine.inputs.derivation.Job: what was derived
         set_(self, "_cache", {})
         set_(self, "_trace_of", trace)
 
@@ -601,10 +601,10 @@ class DataParallelScaleOutResult:
         ``update_time``, ``training_time`` or ``cost`` at ``level`` (default 80%).
 
         Conformal, from the model's residuals on the published cases under these
-        same assumptions (:mod:`mlsysim.engine.bands`). The seed model
+        same assumptions (:mod:`mlsysim.engine.reports.bands`). The seed model
         has none: use ``Assumptions.realistic()``.
         """
-        from mlsysim.engine.bands import interval
+        from mlsysim.engine.reports.bands import interval
 
         if name not in INTERVAL_FIELDS:
             raise InputError(
@@ -624,7 +624,7 @@ class DataParallelScaleOutResult:
 
         ``format`` is ``"text"`` or ``"markdown"``.
         """
-        from mlsysim.engine.explain import explain_result
+        from mlsysim.engine.reports.explain import explain_result
 
         return explain_result(self, format=format)
 

@@ -1,13 +1,14 @@
 """Scenario types: validated, immutable bundles of inputs, evaluated by a solver.
 
 The fields of :class:`DataParallelScaleOutScenario` are generated from the
-field table (:mod:`mlsysim.engine.fields`): each input is checked once, at
+field table (:mod:`mlsysim.engine.inputs.fields`): each input is checked once, at
 construction (or, for the changed inputs only, in :meth:`variant`), and the
 solver trusts the result.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -15,13 +16,14 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import pydantic
 from pydantic import WithJsonSchema
 
+from mlsysim.core.exceptions import MlsysimWarning, UnknownNameError
+from mlsysim.core.suggest import setting
 from mlsysim.core.units import Quantity
-from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.checking import CheckedInputs, check_layer, checked_inputs
-from mlsysim.engine.derivation import NO_JOB, Job
-from mlsysim.engine.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
-from mlsysim.engine.layers import overlay
-from mlsysim.engine.notes import warn_measured
+from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.inputs.checking import CheckedInputs, check_layer, checked_inputs
+from mlsysim.engine.inputs.derivation import NO_JOB, Job
+from mlsysim.engine.inputs.fields import FIELDS, GROUPS, MODEL_FIELDS, REQUIRED, InputField, Value
+from mlsysim.engine.inputs.layers import overlay
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.models.types import Workload
 
@@ -65,6 +67,42 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 )
 
 
+def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
+    """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
+
+    A measured one-device profile belongs to the workload it was measured
+    on; the figures derived from ``mfu`` or ``training_tokens`` are derived
+    again instead, and need no warning.
+    """
+    new = changes.get("workload")
+    if isinstance(new, str):
+        try:
+            from mlsysim.models.registry import Models
+
+            new = Models.get(new.strip())
+        except UnknownNameError:
+            return  # the check reports it
+    if not isinstance(new, Workload) or new == scenario.workload:
+        return
+    carried = [
+        name
+        for name in ("step_time", "training_time")
+        if name not in changes
+        and not scenario.job.derives(name)
+        and getattr(scenario, name) is not None
+    ]
+    if carried:
+        warnings.warn(
+            MlsysimWarning(
+                f"{' and '.join(carried)} measured for {scenario.workload.name} "
+                f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
+                f"give the figures measured for it, or derive them: {setting('step_time', None)} with mfu "
+                f"and node (or accelerator), {setting('training_time', None)} with training_tokens"
+            ),
+            stacklevel=3,
+        )
+
+
 def _hashable(value: object) -> object:
     try:
         hash(value)
@@ -93,9 +131,9 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     ``inter_latency`` (per-step startup alpha, default none = 0 s),
     ``assumptions`` (:class:`mlsysim.Assumptions`), ``device_memory`` (a size
     or an accelerator entry), ``zero_stage`` (0-3), ``activation_memory``.
-    The table of every input is :data:`mlsysim.engine.fields.FIELDS`.
+    The table of every input is :data:`mlsysim.engine.inputs.fields.FIELDS`.
 
-    A job from the hardware and the model (:mod:`mlsysim.engine.presets`, :mod:`mlsysim.engine.derivation`):
+    A job from the hardware and the model (:mod:`mlsysim.engine.inputs.presets`, :mod:`mlsysim.engine.inputs.derivation`):
     ``node``, ``fabric`` and ``accelerator`` presets fill the inputs they
     describe (an input given explicitly wins); ``mfu`` derives ``step_time``
     from the workload's FLOPs and the accelerator's peak, ``training_tokens``
@@ -128,7 +166,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
         ``from_layers(a, b)`` is ``DataParallelScaleOutScenario(**a).variant(**b)``
         without building the first scenario (whose layer alone may be incomplete):
-        later words win (:mod:`mlsysim.engine.layers`).
+        later words win (:mod:`mlsysim.engine.inputs.layers`).
         """
         given: dict[str, object] = {}
         for layer in layers:
@@ -196,7 +234,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
         The changes are the newest layer: they win over what this scenario was
         given, and a preset among them (``fabric=``, ``node=``) replaces what
-        this scenario said for the inputs it fills (:mod:`mlsysim.engine.layers`).
+        this scenario said for the inputs it fills (:mod:`mlsysim.engine.inputs.layers`).
         """
         if "workload" in changes:
             warn_measured(self, changes)
@@ -237,7 +275,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def explain(self, format: str = "text") -> str:
         """The derivation of this scenario's result (see :meth:`DataParallelScaleOutResult.explain`)."""
-        from mlsysim.engine.explain import explain_result
+        from mlsysim.engine.reports.explain import explain_result
 
         return explain_result(
             self.result, format=format, title=self.name, description=self.description

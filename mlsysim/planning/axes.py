@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.text import check_text, parse_int
-from mlsysim.engine.assumptions import assumption_from_text
-from mlsysim.engine.overrides import coerce_field
+from mlsysim.engine.inputs.assumptions import assumption_from_text
+from mlsysim.engine.io.overrides import coerce_field
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import DTypeLike
 
-from mlsysim.engine.equations import Figures, Inputs
+from mlsysim.engine.model.equations import Figures, Inputs
 from mlsysim.engine.results import RESULT_NAMES, result_fields, text_labels
 
 RESULT_COLUMNS = tuple(f for f in RESULT_NAMES if f != "constraint_trace")

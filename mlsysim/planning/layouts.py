@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from mlsysim.engine.presets import node_figures
-from mlsysim.engine.workload_figures import SHAPE_FIELDS, workload_shape
+from mlsysim.engine.inputs.presets import node_figures
+from mlsysim.engine.inputs.workload_figures import SHAPE_FIELDS, workload_shape
 from mlsysim.physics.layout import layout_figures, layout_mask
 
 if TYPE_CHECKING:

@@ -11,19 +11,19 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from mlsysim.core.suggest import SYNTAX
-from mlsysim.engine.notes import BATCH_SANITY_TOLERANCE, sanity_notes
+from mlsysim.engine.reports.notes import BATCH_SANITY_TOLERANCE, sanity_notes
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
-    from mlsysim.planning.plan import Plan
     from mlsysim.planning.table import SweepTable
+    from mlsysim.planning.view import PlanView
 
 _NUMBER = re.compile(r"\d[\d,.]*(?:e[+-]?\d+)?")
 
 
 def layout_notes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
     """The warnings of one layout, as ``mlsysim run`` lists them among its notes
-    (:func:`mlsysim.engine.notes.sanity_notes`: MFU, ZeRO-3, global batch, cluster size)."""
+    (:func:`mlsysim.engine.reports.notes.sanity_notes`: MFU, ZeRO-3, global batch, cluster size)."""
     result = scenario.result
     return sanity_notes(result.inputs, result.job)
 
@@ -65,7 +65,7 @@ def batch_limit(scenario: DataParallelScaleOutScenario) -> int | None:
     return max(limit // step * step, step) if limit >= step else limit
 
 
-def plan_notes(plan: Plan, shown: dict[str, Iterable[int]] | None = None) -> list[str]:
+def plan_notes(plan: PlanView, shown: dict[str, Iterable[int]] | None = None) -> list[str]:
     """The best layout's warnings, those of the rows ``shown`` ({what: rows of
     ``plan.pareto``}, default: the whole front) once per kind, and the constraint to add
     when a global batch is beyond the largest reported (in the caller's syntax).

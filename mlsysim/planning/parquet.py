@@ -128,7 +128,7 @@ def write_parquet(
     progress: Progress | None = None,
 ) -> str:
     """Stream every row of ``space`` to the Parquet file ``path``; returns the path."""
-    from mlsysim.engine.files import atomic_writer
+    from mlsysim.engine.io.files import atomic_writer
 
     _, pq = _pyarrow()
     arrow_schema = schema(space, columns)

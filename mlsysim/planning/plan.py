@@ -109,7 +109,7 @@ class Constraints:
         masks = {"memory": table["fits"]}
         slowdown: np.ndarray | float = 1.0
         if self.confidence_z is not None:
-            from mlsysim.engine.bands import slowdown_at_confidence
+            from mlsysim.engine.reports.bands import slowdown_at_confidence
 
             slowdown = slowdown_at_confidence(
                 self.confidence_z,
@@ -354,7 +354,7 @@ def plan(
     (docs/whole_run.md: a layout without them, with no device power or no
     failure inputs, breaks them). With ``confidence`` (in (0.5, 1), e.g.
     0.8) the deadline and budget must hold at the one-sided bound of the prediction
-    interval (:mod:`mlsysim.engine.bands`): a layout is kept only when its
+    interval (:mod:`mlsysim.engine.reports.bands`): a layout is kept only when its
     training time and cost would still meet them were its efficiency as low as
     it is with probability 1 - confidence (non-seed assumptions, the same for
     every layout). Layouts that do not fit in a known
@@ -473,7 +473,7 @@ def _with_confidence(
     """The constraints with the score quantile of ``confidence`` under the scenario's assumptions."""
     from dataclasses import replace
 
-    from mlsysim.engine.bands import confidence_band
+    from mlsysim.engine.reports.bands import confidence_band
 
     if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
         raise InputError(
@@ -554,7 +554,7 @@ def _layout_space(space: Space) -> bool:
 
 def is_layout_space(base: DataParallelScaleOutScenario, axes: Iterable[Axis]) -> bool:
     """Whether a sweep holds parallel layouts (a layout input given, or on an axis): its layouts obey rules."""
-    from mlsysim.engine.rules import LAYOUT_FIELDS
+    from mlsysim.engine.inputs.rules import LAYOUT_FIELDS
 
     given = base.fields()
     return any(a.field in LAYOUT_FIELDS for a in axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)

@@ -52,7 +52,7 @@ class Criteria:
     min_goodput: float | None = None
     confidence_z: float | None = None
     """With a confidence: the score quantile z of the one-sided efficiency bound
-    (:func:`mlsysim.engine.bands.confidence_band`); deadline and budget then hold
+    (:func:`mlsysim.engine.reports.bands.confidence_band`); deadline and budget then hold
     for the training time and cost at that bound."""
     layout_rules: bool = False
     """A space of parallel layouts: those that break a layout rule are excluded (``layout_valid``)."""
@@ -203,7 +203,7 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
     if criteria.max_global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
     if criteria.confidence_z is not None:
-        from mlsysim.engine.bands import slowdown_at_confidence
+        from mlsysim.engine.reports.bands import slowdown_at_confidence
 
         out["slowdown"] = slowdown_at_confidence(
             criteria.confidence_z,

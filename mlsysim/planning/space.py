@@ -8,7 +8,7 @@ the trailing dimensions whole, so a block is described by a few integers and
 can be sent to a worker process or a Dask worker as it is.
 
 Inside a block, each combination of categorical values (workload, precision,
-assumptions, zero_stage) is one :func:`mlsysim.engine.equations.evaluate` call on
+assumptions, zero_stage) is one :func:`mlsysim.engine.model.equations.evaluate` call on
 numpy arrays: the numeric axes enter as arrays along their own dimensions and
 broadcast, so a term that depends on two axes is computed on those two only.
 These are the equations of the scalar solve; nothing here repeats them.
@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.derivation import derive_inputs, sweep_base
-from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate
-from mlsysim.engine.fields import CATEGORICAL_FIELDS, FIELDS
-from mlsysim.engine.rules import RULES
+from mlsysim.engine.inputs.derivation import derive_inputs, sweep_base
+from mlsysim.engine.inputs.fields import CATEGORICAL_FIELDS, FIELDS
+from mlsysim.engine.inputs.rules import RULES
+from mlsysim.engine.model.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.planning.table import Axis
 
 if TYPE_CHECKING:
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.fields import Value
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.physics._array import Num
 
@@ -318,7 +318,7 @@ def _restore_space(payload: bytes) -> Space:
 
 
 def figures(sub: SubBlock) -> Figures:
-    """The figures of a sub-block: :func:`mlsysim.engine.equations.evaluate`, the scalar solve's equations."""
+    """The figures of a sub-block: :func:`mlsysim.engine.model.equations.evaluate`, the scalar solve's equations."""
     return evaluate(sub.inputs, sub.choices)
 
 
@@ -355,7 +355,7 @@ def _given_or(values: np.ndarray, group_value: Num) -> np.ndarray:
 
 
 def derived(x: Inputs) -> Inputs:
-    """:func:`~mlsysim.engine.derivation.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
+    """:func:`~mlsysim.engine.inputs.derivation.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
     derive_inputs(x)
     for name in ("step_time", "training_time"):
         if np.isnan(getattr(x, name)).any():

@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.headline import fmt_hours
+from mlsysim.engine.reports.headline import fmt_hours
 
 if TYPE_CHECKING:
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.inputs.fields import Value
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
-    from mlsysim.planning.plan import Plan
     from mlsysim.planning.table import Axis, SweepTable
+    from mlsysim.planning.view import PlanView
 
 Key: TypeAlias = "tuple[object, ...]"
 """A result's figures as plain Python values, comparable with ``==`` (see :func:`result_key`)."""
@@ -284,7 +284,7 @@ class Knee:
     """The best efficiency any layout reaches at ``next_nodes``."""
 
 
-def knee_of(plan: Plan) -> Knee | None:
+def knee_of(plan: PlanView) -> Knee | None:
     """Classify ``plan.knee`` (None without ``min_efficiency`` or without a ``nodes`` axis).
 
     The bar is crossed inside the range when no layout at the next larger node
@@ -324,7 +324,7 @@ def _figures(scenario: DataParallelScaleOutScenario) -> str:
     )
 
 
-def _runner_up(plan: Plan, groups: list[ResultGroup], best_layout: Layout) -> str | None:
+def _runner_up(plan: PlanView, groups: list[ResultGroup], best_layout: Layout) -> str | None:
     """The best against its neighbour on the front, in one sentence."""
     front = plan.pareto
     best = plan.best
@@ -359,7 +359,7 @@ def _runner_up(plan: Plan, groups: list[ResultGroup], best_layout: Layout) -> st
     return f"{name} finishes {saved} sooner than {other_name} ({fmt_hours(o_time)}), {cost_note}."
 
 
-def _knee_line(plan: Plan) -> str | None:
+def _knee_line(plan: PlanView) -> str | None:
     knee = knee_of(plan)
     if knee is None:
         return None
@@ -389,7 +389,7 @@ def _knee_line(plan: Plan) -> str | None:
     )
 
 
-def _search_line(plan: Plan) -> str:
+def _search_line(plan: PlanView) -> str:
     front = plan.pareto
     size = math.prod(len(a) for a in front.axes)
     axes = " x ".join(_axis_text(a) for a in front.axes) or "the scenario alone"
@@ -425,7 +425,7 @@ def _axis_text(axis: Axis) -> str:
     return f"{axis.field} {'/'.join(fmt_value(v) for v in values)}"
 
 
-def _constraint_line(plan: Plan) -> str:
+def _constraint_line(plan: PlanView) -> str:
     excluded = getattr(plan, "excluded", None) or {}
     drop = ", ".join(f"{n:,} break {k.replace('_', ' ')}" for k, n in excluded.items() if n)
     count = getattr(plan, "feasible_count", None)  # a streamed plan keeps the count, not the mask
@@ -456,7 +456,7 @@ def _front_line(groups: list[ResultGroup], front: SweepTable) -> str:
     return f"Pareto front (training time against cost): {span}, {ends}"
 
 
-def plan_summary(plan: Plan) -> str:
+def plan_summary(plan: PlanView) -> str:
     """The summary of a plan: best, runner-up, knee, front, then the search and its constraints."""
     groups = group_results(plan.pareto)
     best = layout_of(plan.best, plan.pareto.axes)

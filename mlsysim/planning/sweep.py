@@ -2,7 +2,7 @@
 
 The grid of ``len(axis_1) x ... x len(axis_k)`` layouts is never built as
 rows: each numeric axis becomes an array along its own dimension, and
-:func:`mlsysim.engine.equations.evaluate` (the scalar solve's equations) runs on
+:func:`mlsysim.engine.model.equations.evaluate` (the scalar solve's equations) runs on
 them with numpy broadcasting, so a term that depends on two axes is computed
 on those two only. Categorical fields (workload, precision, assumptions,
 zero_stage) take one ``evaluate`` call per combination of their values; large
@@ -23,8 +23,8 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, ureg
-from mlsysim.engine.equations import evaluate
-from mlsysim.engine.fields import FIELDS, MODEL_FIELDS
+from mlsysim.engine.inputs.fields import FIELDS, MODEL_FIELDS
+from mlsysim.engine.model.equations import evaluate
 from mlsysim.engine.results import field_unit
 from mlsysim.planning.columns import (
     RESULT_COLUMNS,
@@ -37,7 +37,7 @@ from mlsysim.planning.space import Space
 from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.fields import Value
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 DEFAULT_CHUNK_ROWS = 1 << 16

@@ -16,7 +16,7 @@ from mlsysim.core.exceptions import InputError, MissingDependencyError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from mlsysim.engine.fields import Value
+    from mlsysim.engine.inputs.fields import Value
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
@@ -259,7 +259,7 @@ class SweepTable:
 
     def to_csv(self, path: str | os.PathLike[str], *, chunk_rows: int = 65536) -> None:
         """Write every row as CSV (header ``name [unit]``); atomic: never a half-written file."""
-        from mlsysim.engine.files import atomic_writer
+        from mlsysim.engine.io.files import atomic_writer
 
         columns = self.columns
         with atomic_writer(path, newline="") as handle:

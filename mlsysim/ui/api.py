@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.exceptions import InfeasiblePlanError, MlsysimError
 from mlsysim.core.jsonio import JSONValue, document
-from mlsysim.engine.fields import FIELDS
+from mlsysim.engine.inputs.fields import FIELDS
 from mlsysim.ui.encoding import SCHEMA_VERSION, json_value
 from mlsysim.ui.state import (
     PAGE_PARAMS,
@@ -380,11 +380,11 @@ def efficiency_band_of(
     table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
-    prediction interval (:func:`mlsysim.engine.bands.efficiency_interval_of`: the
+    prediction interval (:func:`mlsysim.engine.reports.bands.efficiency_interval_of`: the
     score quantiles scaled by each row's difficulty, clipped; a point on one device); ``None``
     under the seed model or when the sweep varies the assumptions.
     """
-    from mlsysim.engine.bands import efficiency_interval_of
+    from mlsysim.engine.reports.bands import efficiency_interval_of
 
     assumptions = scenario.assumptions
     if assumptions.is_seed() or any(a.field == "assumptions" for a in table.axes):
@@ -545,7 +545,7 @@ def explain_payload(request: Request) -> dict[str, JSONValue]:
 def registry_payload() -> dict[str, JSONValue]:
     """What the page needs to draw its form: the fields, the named scenarios, registry names, limits."""
     from mlsysim.core.units import to_canonical
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.scenarios import Scenarios
     from mlsysim.hardware.registry import Hardware, Systems
     from mlsysim.models.registry import Models
@@ -613,7 +613,7 @@ def toml_text(request: Request) -> str:
     """The scenario as a TOML scenario file (what ``mlsysim run --file`` reads)."""
     import tomli_w
 
-    from mlsysim.engine.files import scenario_to_dict
+    from mlsysim.engine.io.files import scenario_to_dict
 
     return str(tomli_w.dumps(scenario_to_dict(scenario_of(request))))
 

@@ -5,7 +5,7 @@ and the API's requests carry a named scenario and ``FIELD=TEXT`` changes to it.
 Every text value is parsed by :func:`apply_text_values`, the one place where the
 UI calls the command line's parser, so the page, the API and ``--set`` accept the
 same spellings and report the same errors. The form's fields come from the
-field table (:data:`mlsysim.engine.fields.FIELDS`) and the fields of
+field table (:data:`mlsysim.engine.inputs.fields.FIELDS`) and the fields of
 :class:`~mlsysim.Assumptions` (:func:`form_fields`), never from a list written here.
 """
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pydantic_core import ErrorDetails
 
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.models.types import Workload
 
@@ -69,7 +69,7 @@ def apply_text_values(
     table replaces it, this is the one line to change. An empty text is the
     ``--set`` spelling ``none`` (clears an optional field).
     """
-    from mlsysim.engine.overrides import apply_overrides
+    from mlsysim.engine.io.overrides import apply_overrides
 
     rest, workload = custom_workload(base, values)
     scenario = apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in rest.items()])
@@ -189,7 +189,7 @@ def _form_names() -> set[str]:
 
 def text_of(value: object) -> str:
     """A field value as ``--set`` spells it (``"450.0 GB/s"``, ``"GPT2"``); ``""`` for none."""
-    from mlsysim.engine.files import quantity_text
+    from mlsysim.engine.io.files import quantity_text
 
     if value is None:
         return ""
@@ -211,7 +211,7 @@ def text_of(value: object) -> str:
 def _quantity_text(magnitude: float, units: pint.Unit) -> str:
     """``quantity_text`` remembered per (magnitude, unit): it parses its text back to check it."""
     from mlsysim.core.units import ureg
-    from mlsysim.engine.files import quantity_text
+    from mlsysim.engine.io.files import quantity_text
 
     return str(quantity_text(ureg.Quantity(magnitude, units)))
 
@@ -240,7 +240,7 @@ def _registry_workload(workload: Workload) -> str | None:
 
 def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
-    from mlsysim.engine.presets import PRESETS, preset_name
+    from mlsysim.engine.inputs.presets import PRESETS, preset_name
 
     derived = scenario.job.origins  # filled by a preset or derived: not the user's to spell
     out = {
@@ -271,8 +271,8 @@ def form_fields() -> tuple[dict[str, object], ...]:
     (may be empty: none), ``choices`` (a select's options), ``suggestions``
     (registry names the field also takes) and ``example`` (a text it accepts).
     """
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.fields import FIELDS, GROUPS
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.inputs.fields import FIELDS, GROUPS
 
     base = base_scenario(None)
     out: list[dict[str, object]] = []

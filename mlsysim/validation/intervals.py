@@ -1,6 +1,6 @@
 """Scores of the published cases for the prediction intervals, computed by running the model.
 
-The band's arithmetic lives in :mod:`mlsysim.engine.bands` (results and explain read
+The band's arithmetic lives in :mod:`mlsysim.engine.reports.bands` (results and explain read
 it there); this module computes what it is built from, the out-of-family residuals of
 the published cases over their difficulty, which needs the engine itself:
 
@@ -20,9 +20,9 @@ import sys
 from functools import cache
 from pathlib import Path
 
-from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.bands import _REGISTERED as _registered
-from mlsysim.engine.bands import (
+from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.reports.bands import _REGISTERED as _registered
+from mlsysim.engine.reports.bands import (
     Scores,
     assumptions_key,
     difficulty,
@@ -76,7 +76,7 @@ def stored_document() -> dict[str, object]:
             "families": list(found.groups or ()),
         }
     return {
-        "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.bands)",
+        "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.reports.bands)",
         "written_by": "python -m mlsysim.validation.intervals",
         "scores": scores,
     }

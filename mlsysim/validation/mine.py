@@ -53,8 +53,8 @@ import numpy as np
 from mlsysim.core.exceptions import InputError, ScenarioFileError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.units import parse_quantity, quantity
-from mlsysim.engine.assumptions import Assumptions, assumptions_of
-from mlsysim.engine.equations import Choices, Inputs, evaluate
+from mlsysim.engine.inputs.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.model.equations import Choices, Inputs, evaluate
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -219,7 +219,7 @@ def _measured(row: dict[str, object], global_batch: int) -> float:
 
 def load_runs(path: str | os.PathLike[str], base: Assumptions | None = None) -> list[Run]:
     """The measured runs of a CSV or JSON file (schema in the module docstring)."""
-    from mlsysim.engine.files import scenario_from_dict
+    from mlsysim.engine.io.files import scenario_from_dict
 
     file = Path(os.path.expanduser(os.fspath(path)))
     runs = []
@@ -377,11 +377,11 @@ def fit_runs(
 
     The normalised residuals z_i = (e_measured - e_i) / s_i (e_i the efficiency
     predicted without run i, e_measured = e_i U_i / U_measured, s_i its
-    difficulty, :func:`mlsysim.engine.bands.difficulty`) are the scores
+    difficulty, :func:`mlsysim.engine.reports.bands.difficulty`) are the scores
     intervals under the fitted assumptions are built from. ``leave_one_out=False``
     skips those refits (``held_out`` and ``scores`` are then NaN).
     """
-    from mlsysim.engine.bands import difficulty
+    from mlsysim.engine.reports.bands import difficulty
 
     a = base if base is not None else runs[0].scenario.assumptions
     runs = [replace(r, scenario=r.scenario.variant(assumptions=a)) for r in runs]
@@ -431,7 +431,7 @@ def interval_widths(
     """Median width of the ``level`` efficiency interval over the runs' layouts (several
     devices only): (from the published residuals under ``base``, from the runs' own
     leave-one-out scores under the fitted assumptions)."""
-    from mlsysim.engine.bands import (
+    from mlsysim.engine.reports.bands import (
         LOWEST_EFFICIENCY,
         conformal_band,
         difficulty,
@@ -464,7 +464,7 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
     fitted constants) and the ``[interval]`` scores, as TOML."""
     import tomli_w
 
-    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
 
     table: dict[str, object] = {"preset": base_name}
     for name, value in fit.fitted.items():
@@ -500,10 +500,10 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     """The assumptions of a file ``mlsysim validate mine`` wrote (or one written by hand):
     its ``[assumptions]`` table; its ``[interval]`` scores, when present, become the source
     of the intervals of results under these assumptions. The scores are residuals over the
-    difficulty of :mod:`mlsysim.engine.bands`; a file that names another difficulty (written
+    difficulty of :mod:`mlsysim.engine.reports.bands`; a file that names another difficulty (written
     by a version that normalised them otherwise) is refused: fit its runs again."""
     from mlsysim.core.tomlfile import parse_toml
-    from mlsysim.engine.bands import DIFFICULTY_FORMULA, register_scores
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA, register_scores
 
     file = Path(os.path.expanduser(os.fspath(path)))
     data, lines = parse_toml(read_text(file), file)

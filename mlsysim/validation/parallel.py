@@ -167,7 +167,7 @@ class ParallelCase:
     generation: str
     source: str
     inputs: Mapping[str, object]
-    """The scenario's inputs as a scenario file holds them (:func:`mlsysim.engine.files.scenario_from_dict`)."""
+    """The scenario's inputs as a scenario file holds them (:func:`mlsysim.engine.io.files.scenario_from_dict`)."""
     measured_time: float
     """Seconds per update, from the source's iteration time or its rate under its own FLOP count."""
     metric: str
@@ -332,7 +332,7 @@ def prediction_inputs(case: ParallelCase, mfu: float, rate: float | None = None)
 
 @cache
 def _base(case_id: str) -> DataParallelScaleOutScenario:
-    from mlsysim.engine.files import scenario_from_dict
+    from mlsysim.engine.io.files import scenario_from_dict
 
     case = next(c for c in load_cases() if c.id == case_id)
     return scenario_from_dict(prediction_inputs(case, 0.5))
@@ -509,7 +509,7 @@ def validation() -> Validation:
 
 def held_out_residuals() -> dict[str, list[float]]:
     """The errors of the runs, each predicted with its family left out, by family: the residuals a
-    layout's prediction interval is built from (:mod:`mlsysim.engine.bands`)."""
+    layout's prediction interval is built from (:mod:`mlsysim.engine.reports.bands`)."""
     out: dict[str, list[float]] = {}
     for r in validation().held_out:
         out.setdefault(r.case.family, []).append(r.error)

@@ -32,7 +32,7 @@ throughputs per device:
               = A_scaled t1_s / update_time(scaled; T1)
 
 Everything is evaluated once for all cases on numpy arrays through
-:func:`mlsysim.engine.equations.evaluate`, the code behind every scenario result
+:func:`mlsysim.engine.model.equations.evaluate`, the code behind every scenario result
 (a test checks it against the scenarios' own results).
 """
 
@@ -50,8 +50,8 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import quantity
-from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.equations import Figures, Inputs, evaluate
+from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.model.equations import Figures, Inputs, evaluate
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload
@@ -77,10 +77,10 @@ MEAN_LIMIT = 0.015
 COVERAGE_FLOOR = 0.80
 """80% prediction intervals must cover at least 80% of the cases of the families left out
 (issue 29: about 80%, whatever width that takes; reached 86%, 85% of the average family:
-each family's band weighs the other families alike, :func:`mlsysim.engine.bands.conformal_band`)."""
+each family's band weighs the other families alike, :func:`mlsysim.engine.reports.bands.conformal_band`)."""
 WIDTH_LIMIT = 0.175
 """... at a median width of at most 17.5 points (reached 17.5 held out, 17.4 in sample with
-the difficulty s = 1 + 2 e (1 - e) of :mod:`mlsysim.engine.bands`; issue 23 asked 14 with
+the difficulty s = 1 + 2 e (1 - e) of :mod:`mlsysim.engine.reports.bands`; issue 23 asked 14 with
 bands that covered 77% of families left out and 55% of families the project had never seen)."""
 NESTED_WIDTH_LIMIT = 0.185
 """... and 18.5 points when the band's weights are picked again without each family (nested,
@@ -560,7 +560,7 @@ def fit_host_jitter(
 
 def nodes_of_cases(cases: tuple[Case, ...] | list[Case] | None = None) -> np.ndarray:
     """The number of nodes of every case's scaled layout: the second input of the difficulty
-    :func:`mlsysim.engine.bands.difficulty` scales the residuals by."""
+    :func:`mlsysim.engine.reports.bands.difficulty` scales the residuals by."""
     chosen = tuple(cases) if cases is not None else load_cases()
     return np.asarray([c.raw["nodes"] for c in chosen], dtype=float)
 
@@ -572,7 +572,7 @@ def refits_host_jitter(assumptions: Assumptions) -> bool:
     prediction refits it without the family predicted. Any other value was given,
     not fitted, and is kept.
     """
-    from mlsysim.engine.assumptions import REALISTIC_HOST_JITTER
+    from mlsysim.engine.inputs.assumptions import REALISTIC_HOST_JITTER
 
     return bool(assumptions.host_jitter == REALISTIC_HOST_JITTER) and not assumptions.is_seed()
 
@@ -680,7 +680,7 @@ def _held_out_bands(
     """(low, high) of each case: the conformal band of the scores residual / scale of the
     *other* families (among the cases ``within``, all by default), times the case's own scale,
     around its prediction, clipped to [0.001, 1]. NaN outside ``within``."""
-    from mlsysim.engine.bands import LOWEST_EFFICIENCY, conformal_band
+    from mlsysim.engine.reports.bands import LOWEST_EFFICIENCY, conformal_band
 
     inside = np.ones(len(predicted), dtype=bool) if within is None else within
     scores = residuals / scale
@@ -706,14 +706,14 @@ def cross_validate(
 
     Each family F is predicted by the model fitted without it
     (:func:`out_of_family`); its interval is the normalised conformal band
-    (:func:`mlsysim.engine.bands.scores`) of the *other* families'
+    (:func:`mlsysim.engine.reports.bands.scores`) of the *other* families'
     out-of-family residuals, scaled by F's own difficulty; the check counts how
     often F's measurement falls inside. The interval a result gets uses all
     families' out-of-family residuals; this check leaves F's out of them too.
     ``weights``: the difficulty's (loss, nodes) weights (those of
-    :mod:`mlsysim.engine.bands` by default); ``subset``: the cases (:data:`CASE_SETS`).
+    :mod:`mlsysim.engine.reports.bands` by default); ``subset``: the cases (:data:`CASE_SETS`).
     """
-    from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES, difficulty
+    from mlsysim.engine.reports.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES, difficulty
 
     a = assumptions or Assumptions.realistic()
     loss, nodes = weights or (DIFFICULTY_LOSS, DIFFICULTY_NODES)
@@ -829,7 +829,7 @@ def choose_difficulty_weights(
     dropped when the MXNet family's input pipeline was corrected: the widths of the grid
     lie within about one point of each other, that rule's pick jumped with one family more
     or less, and its nested check covered 87% at 15.3 points (docs/model.md, section 4.5)."""
-    from mlsysim.engine.bands import difficulty
+    from mlsysim.engine.reports.bands import difficulty
 
     a = assumptions or Assumptions.realistic()
     oof = out_of_family(a)
@@ -881,9 +881,9 @@ def in_sample_coverage(
     cases: tuple[Case, ...] | list[Case] | None = None,
 ) -> tuple[float, float]:
     """(coverage, median width) of the intervals results get, on the cases whose residuals
-    built them (:func:`mlsysim.engine.bands.efficiency_interval_of`; all of them, or
+    built them (:func:`mlsysim.engine.reports.bands.efficiency_interval_of`; all of them, or
     ``cases``): a check of the arithmetic, not of honesty (:func:`cross_validate` is that)."""
-    from mlsysim.engine.bands import efficiency_interval_of
+    from mlsysim.engine.reports.bands import efficiency_interval_of
 
     chosen = tuple(cases) if cases is not None else load_cases()
     predicted = predict_all(assumptions, chosen)

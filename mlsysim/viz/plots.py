@@ -67,7 +67,7 @@ def _figure(width: float = 8.5, height: float = 4.8) -> Figure:
 
 def save(figure: Figure, path: PathLike) -> Path:
     """Write ``figure`` as PNG or SVG (by suffix), atomically."""
-    from mlsysim.engine.files import atomic_writer
+    from mlsysim.engine.io.files import atomic_writer
 
     target = Path(path)
     suffix = target.suffix.lower()
@@ -330,7 +330,7 @@ def _interval_band(
 ) -> None:
     """Shade the 80% prediction interval of a line whose assumptions are not the seed's.
 
-    The band is the normalised conformal one of :mod:`mlsysim.engine.bands`
+    The band is the normalised conformal one of :mod:`mlsysim.engine.reports.bands`
     (efficiency + the score quantiles x the row's difficulty, clipped to [0.001, 1]);
     one device (n = 1) is exact.
     """
@@ -339,7 +339,7 @@ def _interval_band(
     assumptions = table.scenario(int(order[0])).assumptions
     if assumptions.is_seed():
         return
-    from mlsysim.engine.bands import efficiency_interval_of
+    from mlsysim.engine.reports.bands import efficiency_interval_of
 
     lower, upper = efficiency_interval_of(
         assumptions, table["efficiency"][order], table.nodes()[order], 0.8, table["n_devices"][order]

@@ -70,7 +70,7 @@ def test_a_written_link_is_marked_measured_and_not_derated_again(tmp_path):
     from mlsysim import Q_, Assumptions, Scenarios
     from mlsysim.calibrate import write_link
     from mlsysim.calibrate.fit import Link
-    from mlsysim.engine.files import load_scenario
+    from mlsysim.engine.io.files import load_scenario
 
     path = tmp_path / "job.toml"
     path.write_text('base = "Gpt2DataParallelFourNodes10GbE"\nassumptions = "realistic"\n')

@@ -30,7 +30,7 @@ def _json(cli):
 
 
 def test_run_json_is_a_result_document_that_reads_back_as_a_scenario(_json):
-    from mlsysim.engine.files import scenario_from_dict
+    from mlsysim.engine.io.files import scenario_from_dict
 
     doc = _json("run", FOUR, "--json")
     assert (doc["schema_version"], doc["kind"]) == (1, "result")

@@ -51,7 +51,7 @@ def test_json_with_cross_validation(capsys):
 def test_the_issue_set_alone(capsys):
     """--cases issue: the 61 shared cases, held out among themselves (the jitter refitted and
     the bands built from those families only)."""
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.validation.published import cross_validate
 
     code, out, _ = run(capsys, "validate", "published", "--json", "--cv", "--cases", "issue")

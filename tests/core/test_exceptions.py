@@ -3,7 +3,7 @@
 import pytest
 
 from mlsysim import Q_, DataParallelScaleOutScenario, InputError, Scenarios
-from mlsysim.engine.overrides import apply_overrides
+from mlsysim.engine.io.overrides import apply_overrides
 
 ONE = Scenarios.Gpt2DataParallelOneNode
 

@@ -6,7 +6,7 @@ import gc
 import math
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Scenarios, Systems
-from mlsysim.engine.equations import NEUTRAL_INPUTS, Inputs, inputs_of
+from mlsysim.engine.model.equations import NEUTRAL_INPUTS, Inputs, inputs_of
 from mlsysim.solvers import DataParallelScaleOutModel
 
 ONE = Scenarios.Gpt2DataParallelOneNode

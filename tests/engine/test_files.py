@@ -17,7 +17,7 @@ from mlsysim import (
     save_scenario,
 )
 from mlsysim.core import fileio
-from mlsysim.engine import files
+from mlsysim.engine.io import files
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 

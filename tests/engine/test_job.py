@@ -14,9 +14,9 @@ from mlsysim import (
     Models,
     Scenarios,
 )
-from mlsysim.engine.derivation import derive_inputs
-from mlsysim.engine.equations import Inputs
-from mlsysim.engine.workload_figures import flops_per_sample, has_shape
+from mlsysim.engine.inputs.derivation import derive_inputs
+from mlsysim.engine.inputs.workload_figures import flops_per_sample, has_shape
+from mlsysim.engine.model.equations import Inputs
 from mlsysim.hardware.registry import Hardware, Systems
 
 LLAMA = Models.Language.Llama3_8B

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Hardware, Models, Scenarios, Systems, sweep
 from mlsysim.core.exceptions import InputError, MlsysimWarning
-from mlsysim.engine.layers import overlay
-from mlsysim.engine.overrides import apply_overrides
+from mlsysim.engine.inputs.layers import overlay
+from mlsysim.engine.io.overrides import apply_overrides
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 ONE = Scenarios.Gpt2DataParallelOneNode

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.layout import layout_figures
 
 UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,

@@ -3,7 +3,7 @@
 import pytest
 
 from mlsysim import Q_, Assumptions, InputError, Scenarios, Systems
-from mlsysim.engine.overrides import apply_overrides, coerce_field
+from mlsysim.engine.io.overrides import apply_overrides, coerce_field
 
 ONE = Scenarios.Gpt2DataParallelOneNode
 

@@ -1,7 +1,7 @@
 """A layout of more devices than the largest published training run is noted, with the figure and its source."""
 
 from mlsysim import Scenarios
-from mlsysim.engine.scale import LARGEST_PUBLISHED_RUN_DEVICES, cluster_note
+from mlsysim.engine.reports.scale import LARGEST_PUBLISHED_RUN_DEVICES, cluster_note
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE  # 8 devices per node
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Hardware, Infrastructure, InputError
-from mlsysim.engine.whole_run import WHOLE_RUN_FIELDS, WholeRun
+from mlsysim.engine.model.whole_run import WHOLE_RUN_FIELDS, WholeRun
 
 HOUR = 3600.0
 

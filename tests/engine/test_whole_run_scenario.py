@@ -23,7 +23,7 @@ from mlsysim import (
     Workload,
 )
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.assumptions import LLAMA3_FAILURE_RATE
+from mlsysim.engine.inputs.assumptions import LLAMA3_FAILURE_RATE
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 WHOLE_RUN = dict(
@@ -174,7 +174,7 @@ def test_a_zero_rate_needs_nothing_and_prices_no_failure():
     "text", ["pue=0.9", "pue=11", "device_power=-5 W", "carbon_intensity=400 W"]
 )
 def test_bad_whole_run_text_is_refused_naming_the_field(text):
-    from mlsysim.engine.fields import FIELDS
+    from mlsysim.engine.inputs.fields import FIELDS
 
     name, value = text.split("=")
     with pytest.raises(InputError) as info:
@@ -244,7 +244,7 @@ def test_goodput_is_a_share_and_energy_is_proportional_to_pue(
 
 
 def test_result_json_with_and_without_the_whole_run_is_valid_against_its_schema():
-    from mlsysim.engine.schema import _result_model
+    from mlsysim.engine.io.schema import _result_model
 
     model = _result_model()
     for scenario in (FOUR, FOUR.variant(**WHOLE_RUN)):
@@ -270,7 +270,7 @@ def test_idle_power_lowers_the_energy_by_the_update_s_waiting_share():
 
 
 def test_the_failure_rate_leaves_the_prediction_intervals_as_they_are():
-    from mlsysim.engine.bands import assumptions_key
+    from mlsysim.engine.reports.bands import assumptions_key
 
     realistic = Assumptions.realistic()
     assert assumptions_key(realistic) == assumptions_key(

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mlsysim.calibrate import from_nccl_tests
 from mlsysim.calibrate.fit import CollectiveFit
-from mlsysim.engine.files import load_scenario
+from mlsysim.engine.io.files import load_scenario
 from tests.hostile.conftest import FUZZ, ours_or_valid
 
 TOML = """name = "job"

@@ -14,7 +14,7 @@ from mlsysim.calibrate import from_nccl_tests
 from mlsysim.cli import main
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import parse_quantity
-from mlsysim.engine.files import load_scenario
+from mlsysim.engine.io.files import load_scenario
 
 FIXTURE = Path(__file__).parents[1] / "calibrate" / "fixtures" / "h100_8gpu_all_reduce.txt"
 SWEEP = ["sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1..3", "--set", "inter_bandwidth=100 Gbps", "--rows", "0"]  # fmt: skip

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from mlsysim.core.text import parse_float, parse_int, printable
 from mlsysim.core.units import KINDS, Quantity, parse_quantity, to_canonical
-from mlsysim.engine.assumptions import assumption_from_text
-from mlsysim.engine.overrides import coerce_field
+from mlsysim.engine.inputs.assumptions import assumption_from_text
+from mlsysim.engine.io.overrides import coerce_field
 from tests.hostile.conftest import FUZZ, ours_or_valid
 
 # Pieces people (and attackers) type: numbers, units, operators, unicode look-alikes.

@@ -8,7 +8,7 @@ import pytest
 from mlsysim import Q_, Scenarios, plan
 from mlsysim.cli import main
 from mlsysim.core.suggest import caller_syntax
-from mlsysim.engine.notes import BATCH_SANITY_TOLERANCE
+from mlsysim.engine.reports.notes import BATCH_SANITY_TOLERANCE
 from mlsysim.planning.notes import batch_limit, layout_notes, plan_notes
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE

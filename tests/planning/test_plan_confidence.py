@@ -5,7 +5,7 @@ import pytest
 
 from mlsysim import Q_, Assumptions, Scenarios, plan
 from mlsysim.core.exceptions import InfeasiblePlanError, InputError
-from mlsysim.engine.bands import confidence_band, slowdown_at_confidence
+from mlsysim.engine.reports.bands import confidence_band, slowdown_at_confidence
 
 BASE = Scenarios.Gpt2DataParallelOneNode.variant(
     assumptions=Assumptions.realistic(), nics_per_node=8

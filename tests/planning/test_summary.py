@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 from mlsysim import Q_, Assumptions, Hardware, Models, Scenarios, Workload, plan
-from mlsysim.engine.headline import fmt_hours
+from mlsysim.engine.reports.headline import fmt_hours
 from mlsysim.planning.summary import (
     group_results,
     knee_of,

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Hardware, InputError, Models, Scenarios, Workload, sweep
-from mlsysim.engine.fields import MODEL_FIELDS
+from mlsysim.engine.inputs.fields import MODEL_FIELDS
 from mlsysim.engine.results import RESULT_NAMES, field_unit
 from tests.planning.conftest import assert_table_matches_scalar
 

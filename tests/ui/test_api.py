@@ -13,7 +13,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, load_scenario, plan, sweep  # noqa: E402
 from mlsysim.core.suggest import caller_syntax  # noqa: E402
-from mlsysim.engine.overrides import apply_overrides  # noqa: E402
+from mlsysim.engine.io.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402

@@ -28,7 +28,7 @@ from selenium.webdriver.support.select import Select  # noqa: E402
 
 from mlsysim import Q_, MlsysimError, Scenarios, Workload  # noqa: E402
 from mlsysim.core.suggest import caller_syntax  # noqa: E402
-from mlsysim.engine.overrides import apply_overrides  # noqa: E402
+from mlsysim.engine.io.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui.state import form_fields  # noqa: E402
 

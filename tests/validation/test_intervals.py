@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Scenarios
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.bands import (
+from mlsysim.engine.reports.bands import (
     DIFFICULTY_LOSS,
     DIFFICULTY_NODES,
     assumptions_key,

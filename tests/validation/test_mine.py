@@ -201,7 +201,7 @@ def test_slow_links_and_a_large_overhead_are_recovered_too():
 def test_scores_over_another_difficulty_are_refused(tmp_path):
     """A file says which difficulty its scores are over; one written for another is refused,
     naming the line, rather than read on the wrong scale."""
-    from mlsysim.engine.bands import DIFFICULTY_FORMULA
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
     from mlsysim.validation.mine import assumptions_toml
 
     truth = Assumptions.realistic().variant(intra_efficiency=0.7, inter_efficiency=0.6)

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from mlsysim.engine.files import scenario_from_dict
+from mlsysim.engine.io.files import scenario_from_dict
 from mlsysim.validation.parallel import (
     EXCLUDED,
     MEDIAN_TARGET,

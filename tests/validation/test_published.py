@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.bands import conformal_band
+from mlsysim.engine.reports.bands import conformal_band
 from mlsysim.validation.published import (
     COVERAGE_FLOOR,
     FAMILIES,
@@ -141,7 +141,7 @@ def test_leave_one_family_out_errors_and_coverage(lofo):
 def test_the_band_keeps_a_floor_where_the_model_sees_no_loss():
     """Issue 29: the band's width does not go to zero as the predicted efficiency goes to 1
     (the loss no term models); every band reaches at least the floor below its prediction."""
-    from mlsysim.engine.bands import efficiency_interval_of, unmodelled_loss_floor
+    from mlsysim.engine.reports.bands import efficiency_interval_of, unmodelled_loss_floor
 
     a = Assumptions.realistic()
     floor = unmodelled_loss_floor(a)
@@ -343,7 +343,7 @@ def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     """bands' weights are the grid pair of lowest held-out interval score (each family
     weighing alike); picked again without each family (nested), the bands still cover at
     least 80% of the families left out."""
-    from mlsysim.engine.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
+    from mlsysim.engine.reports.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
 
     choice = choose_difficulty_weights(Assumptions.realistic())
     assert choice.chosen == (DIFFICULTY_LOSS, DIFFICULTY_NODES)

@@ -1,4 +1,4 @@
-"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.equations.evaluate` -> result."""
+"""DataParallelScaleOutModel: checked inputs -> :func:`mlsysim.engine.model.equations.evaluate` -> result."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from dataclasses import replace
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
-from mlsysim.engine.assumptions import Assumptions
-from mlsysim.engine.checking import checked_inputs
-from mlsysim.engine.derivation import Job, plain_job
-from mlsysim.engine.equations import Choices, Figures, Inputs, evaluate, inputs_of
-from mlsysim.engine.fields import (
+from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.inputs.checking import checked_inputs
+from mlsysim.engine.inputs.derivation import Job, plain_job
+from mlsysim.engine.inputs.fields import (
     FIELDS,
     MODEL_FIELDS,
     NUMERIC_FIELDS,
@@ -20,19 +19,20 @@ from mlsysim.engine.fields import (
     Value,
     derived_numbers,
 )
-from mlsysim.engine.notes import memory_note, origins_notes, sanity_notes
+from mlsysim.engine.model.equations import Choices, Figures, Inputs, evaluate, inputs_of
+from mlsysim.engine.reports.notes import memory_note, origins_notes, sanity_notes
+from mlsysim.engine.reports.whole_run_steps import whole_run_notes
 from mlsysim.engine.results import DataParallelScaleOutResult
-from mlsysim.engine.whole_run_steps import whole_run_notes
 
 
 class DataParallelScaleOutModel:
     """Data-parallel training over ``nodes`` nodes of ``devices_per_node`` devices.
 
-    Equations: :func:`mlsysim.engine.equations.evaluate` (the seed model, and the
+    Equations: :func:`mlsysim.engine.model.equations.evaluate` (the seed model, and the
     opt-in terms of docs/model.md); the keyword-only inputs and
     ``assumptions`` switch on the opt-in model. With those at their defaults,
     results are the seed's exactly. Each input is checked by its entry in the
-    field table (:mod:`mlsysim.engine.fields`), the same check a scenario runs.
+    field table (:mod:`mlsysim.engine.inputs.fields`), the same check a scenario runs.
     """
 
     def solve(
@@ -56,7 +56,7 @@ class DataParallelScaleOutModel:
         contract's order; every opt-in input of the scenario (``nics_per_node``,
         ``intra_latency``, ``inter_latency``, ``assumptions``, ``device_memory``,
         ``zero_stage``, ``activation_memory``, ...: the field table
-        :data:`mlsysim.engine.fields.FIELDS`) is keyword-only. Each is checked
+        :data:`mlsysim.engine.inputs.fields.FIELDS`) is keyword-only. Each is checked
         as :class:`DataParallelScaleOutScenario` checks it.
         """
         given: dict[str, object] = {
@@ -124,7 +124,7 @@ def solve_checked(
 ) -> DataParallelScaleOutResult:
     """Evaluate checked inputs (a scenario's, or those :meth:`solve` checked): no check again.
 
-    ``job`` says which inputs were derived (:mod:`mlsysim.engine.derivation`), for the notes and explain.
+    ``job`` says which inputs were derived (:mod:`mlsysim.engine.inputs.derivation`), for the notes and explain.
     """
     x = model_inputs(values, numbers)
     c = choices_of(values["assumptions"], values["zero_stage"])  # type: ignore[arg-type]
@@ -161,7 +161,7 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     """Short notes on what limits this layout and which choices applied."""
     v, x, c = r.figures, r.model_inputs, r.choices
     if v.layout is not None:
-        from mlsysim.engine.notes_layout import layout_notes
+        from mlsysim.engine.reports.notes_layout import layout_notes
 
         return layout_notes(r)
     notes = []

@@ -2,7 +2,7 @@
 
 A file holds the scenario's fields at the top level, spelled as on the
 command line (``--set``) because both go through
-:func:`mlsysim.engine.overrides.coerce_field`::
+:func:`mlsysim.engine.io.overrides.coerce_field`::
 
     name = "Llama2On16Nodes"
     base = "Gpt2DataParallelOneNode"   # optional: start from a named scenario
@@ -53,7 +53,7 @@ from mlsysim.core.units import Quantity, parse_quantity
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.models.types import Workload
 
@@ -94,7 +94,7 @@ def scenario_from_dict(data: Mapping[str, object]) -> DataParallelScaleOutScenar
     Each value is read by its field's entry in the field table; errors are
     located at the field (``exc.loc``), the file loader adds file and line.
     """
-    from mlsysim.engine.overrides import coerce_field
+    from mlsysim.engine.io.overrides import coerce_field
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.engine.scenarios import Scenarios
 
@@ -233,8 +233,8 @@ def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object
     """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
     out: dict[str, object] = {}
     tables: dict[str, object] = {}
-    from mlsysim.engine.presets import PRESETS, preset_name
-    from mlsysim.engine.workload_figures import DEFAULT_RECOMPUTE
+    from mlsysim.engine.inputs.presets import PRESETS, preset_name
+    from mlsysim.engine.inputs.workload_figures import DEFAULT_RECOMPUTE
 
     fields = scenario.fields()
     for derived in scenario.job.origins:  # written as what they derive from
@@ -300,7 +300,7 @@ def _workload_table(workload: Workload) -> dict[str, object]:
 
 
 def _assumptions_value(assumptions: Assumptions) -> object:
-    from mlsysim.engine.assumptions import Assumptions
+    from mlsysim.engine.inputs.assumptions import Assumptions
 
     if assumptions.is_seed():
         return "seed"

@@ -15,7 +15,7 @@ written here once and used by all of them:
    is dropped (a newer ``step_time`` replaces an older ``mfu``; a newer node
    with NICs replaces an older fabric);
 4. inside one layer an explicit value wins over a preset
-   (:func:`mlsysim.engine.derivation.resolve`).
+   (:func:`mlsysim.engine.inputs.derivation.resolve`).
 
 ``None`` given for an input clears it (it is then derived, or left out); it
 fills nothing and replaces nothing.
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-from mlsysim.engine.presets import PRESETS, preset_fills
+from mlsysim.engine.inputs.presets import PRESETS, preset_fills
 
 DERIVATION_FILLS: Final[Mapping[str, frozenset[str]]] = {
     "mfu": frozenset({"step_time"}),

@@ -1,10 +1,10 @@
 """The whole run in ``explain()`` and the notes: failures, checkpoints, goodput, energy, emissions.
 
 Each step is ``(what, equation in symbols, equation with numbers, value)``, the
-shape of the rows of :mod:`mlsysim.engine.explain`. The symbolic equations are
+shape of the rows of :mod:`mlsysim.engine.reports.explain`. The symbolic equations are
 those of :mod:`mlsysim.physics.reliability` and :mod:`mlsysim.physics.energy`
 (docs/whole_run.md); the values are the figures
-:func:`mlsysim.engine.equations.evaluate` computed, never re-derived here;
+:func:`mlsysim.engine.model.equations.evaluate` computed, never re-derived here;
 ``tests/engine/test_explain.py`` recomputes every printed right-hand side from
 its printed operands. Steps appear only for the parts of the model in use: the
 failure steps where failures are priced, the energy steps where a device power
@@ -20,7 +20,7 @@ from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.physics import energy, reliability
 
 if TYPE_CHECKING:
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
     from mlsysim.physics._array import Num
 
 Step = tuple[str, str, str, str]
@@ -38,7 +38,7 @@ def _h(seconds: Num) -> str:
     return f"{float(seconds) / SECONDS_PER_HOUR:.6g} h"
 
 
-def failure_rate_in_effect(r: DataParallelScaleOutResult) -> tuple[float, str]:
+def failure_rate_in_effect(r: ResultView) -> tuple[float, str]:
     """(failures per device-second, where it comes from): the scenario's, else the assumptions'."""
     given = float(r.model_inputs.failure_rate)
     if given == given:
@@ -46,7 +46,7 @@ def failure_rate_in_effect(r: DataParallelScaleOutResult) -> tuple[float, str]:
     return r.choices.failure_rate, "the assumptions' failure_rate"
 
 
-def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
+def whole_run_steps(r: ResultView) -> list[Step]:
     """The steps of the whole run of ``r`` (none when neither failures nor energy are modeled)."""
     f, x = r.figures, r.model_inputs
     steps: list[Step] = []
@@ -196,7 +196,7 @@ def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
     return steps
 
 
-def whole_run_headline(r: DataParallelScaleOutResult) -> str:
+def whole_run_headline(r: ResultView) -> str:
     """The whole run on the first line, where modeled: ``; goodput 92.0%, wall-clock 58.7 days,
     17,780 MWh, 6,845 t CO2e`` (empty when neither failures nor energy are modeled)."""
     f = r.figures
@@ -212,7 +212,7 @@ def whole_run_headline(r: DataParallelScaleOutResult) -> str:
     return "; " + ", ".join(parts) if parts else ""
 
 
-def whole_run_notes(r: DataParallelScaleOutResult) -> list[str]:
+def whole_run_notes(r: ResultView) -> list[str]:
     """Notes on the whole run: the failures priced (or why not), and what the energy assumes."""
     f, x = r.figures, r.model_inputs
     notes = []

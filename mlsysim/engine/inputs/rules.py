@@ -17,7 +17,7 @@ from typing import Any, Final, cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.suggest import setting
-from mlsysim.engine.equations import LAYOUT_INPUTS
+from mlsysim.engine.model.equations import LAYOUT_INPUTS
 
 
 def _not_given(value: object) -> bool:

@@ -2,10 +2,10 @@
 
 :func:`checked_inputs` is the one door into the model for a scenario, its
 ``variant`` and ``solve``: each value given is checked by its field
-(:mod:`mlsysim.engine.fields`), the layer is laid over the scenario's older
-inputs by the precedence rule (:mod:`mlsysim.engine.layers`), presets and
-derivations fill the rest (:mod:`mlsysim.engine.derivation`), and the rules
-between inputs run (:mod:`mlsysim.engine.rules`). Every mistake of the layer
+(:mod:`mlsysim.engine.inputs.fields`), the layer is laid over the scenario's older
+inputs by the precedence rule (:mod:`mlsysim.engine.inputs.layers`), presets and
+derivations fill the rest (:mod:`mlsysim.engine.inputs.derivation`), and the rules
+between inputs run (:mod:`mlsysim.engine.inputs.rules`). Every mistake of the layer
 is reported at once, each located at its field.
 """
 
@@ -17,7 +17,7 @@ from typing import Final, NamedTuple, cast
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.suggest import known
 from mlsysim.core.validation import input_error
-from mlsysim.engine.derivation import (
+from mlsysim.engine.inputs.derivation import (
     DERIVABLE,
     DERIVED_TARGETS,
     SOURCES,
@@ -26,17 +26,17 @@ from mlsysim.engine.derivation import (
     resolve,
     wants_derivation,
 )
-from mlsysim.engine.equations import NEUTRAL_INPUTS
-from mlsysim.engine.fields import (
+from mlsysim.engine.inputs.fields import (
     DERIVED_FROM,
     FIELDS,
     Value,
     derived_numbers,
 )
-from mlsysim.engine.layers import overlay
-from mlsysim.engine.presets import PRESETS, preset_fills
-from mlsysim.engine.rules import check_together
-from mlsysim.engine.workload_figures import SHAPE_NUMBERS
+from mlsysim.engine.inputs.layers import overlay
+from mlsysim.engine.inputs.presets import PRESETS, preset_fills
+from mlsysim.engine.inputs.rules import check_together
+from mlsysim.engine.inputs.workload_figures import SHAPE_NUMBERS
+from mlsysim.engine.model.equations import NEUTRAL_INPUTS
 
 DEFAULTS: Final[Mapping[str, Value]] = {
     f.name: None if f.required else cast(Value, f.default) for f in FIELDS.values()
@@ -44,7 +44,7 @@ DEFAULTS: Final[Mapping[str, Value]] = {
 """Every input's default; None for a required one (reported missing unless given or derived)."""
 
 _DEFAULT_NUMBERS: Final[dict[str, float]] = dict(NEUTRAL_INPUTS)
-"""The model numbers of the defaults: every :class:`~mlsysim.engine.equations.Inputs` field,
+"""The model numbers of the defaults: every :class:`~mlsysim.engine.model.equations.Inputs` field,
 in its order (so ``Inputs`` is built by position), at its field's default or neutral value."""
 _DEFAULT_NUMBERS.update(
     (name, FIELDS[name].to_model(value))
@@ -193,13 +193,13 @@ _DERIVATION_READS: Final = frozenset(
         "precision", "flash_attention", "memory_bandwidth",
     }
 )
-"""The inputs :func:`~mlsysim.engine.derivation.resolve` reads (besides what the presets fill)."""
+"""The inputs :func:`~mlsysim.engine.inputs.derivation.resolve` reads (besides what the presets fill)."""
 
 
 def _keeps_derivation(data: Mapping[str, object], values: Mapping[str, Value], job: Job) -> bool:
     """Whether the layer ``data`` leaves every input of the older scenario's derivation as it was.
 
-    Then :func:`~mlsysim.engine.derivation.resolve` would derive the same values
+    Then :func:`~mlsysim.engine.inputs.derivation.resolve` would derive the same values
     (a variant that changes ``nodes`` or a link keeps the activation memory).
     """
     for name in data:

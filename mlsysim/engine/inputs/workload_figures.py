@@ -158,7 +158,7 @@ def workload_shape(workload: Workload) -> dict[str, float]:
 
 
 SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "recompute_code")
-"""The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.equations.Inputs` attributes)."""
+"""The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.model.equations.Inputs` attributes)."""
 
 
 def shape_numbers(workload: object, recompute: str) -> dict[str, float]:

@@ -8,18 +8,11 @@ not be taken at face value.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
-from mlsysim.core.exceptions import UnknownNameError
-from mlsysim.core.suggest import setting
 from mlsysim.core.units import quantity, to_canonical
-from mlsysim.engine.derivation import Checked, Job
-from mlsysim.engine.scale import cluster_note
+from mlsysim.engine.inputs.derivation import Checked, Job
+from mlsysim.engine.reports.scale import cluster_note
 from mlsysim.physics.memory import training_state_bytes
-
-if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 MFU_SANITY_LIMIT = 0.75
 """An MFU above this is flagged: published large training runs report 0.3-0.6
@@ -30,47 +23,6 @@ BATCH_SANITY_TOLERANCE = 1.05
 """A global batch is flagged above this multiple of the workload's largest
 reported batch: sources round their figures (Llama 2's "4M tokens" at 4096
 tokens per sequence is 976.6 sequences; 1024 sequences are 4.19M tokens)."""
-
-
-def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
-    """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
-
-    A measured one-device profile belongs to the workload it was measured
-    on; the figures derived from ``mfu`` or ``training_tokens`` are derived
-    again instead, and need no warning.
-    """
-    import warnings
-
-    from mlsysim.core.exceptions import MlsysimWarning
-    from mlsysim.models.types import Workload
-
-    new = changes.get("workload")
-    if isinstance(new, str):
-        try:
-            from mlsysim.models.registry import Models
-
-            new = Models.get(new.strip())
-        except UnknownNameError:
-            return  # the check reports it
-    if not isinstance(new, Workload) or new == scenario.workload:
-        return
-    carried = [
-        name
-        for name in ("step_time", "training_time")
-        if name not in changes
-        and not scenario.job.derives(name)
-        and getattr(scenario, name) is not None
-    ]
-    if carried:
-        warnings.warn(
-            MlsysimWarning(
-                f"{' and '.join(carried)} measured for {scenario.workload.name} "
-                f"{'are' if len(carried) > 1 else 'is'} carried unchanged to {new.name}; "
-                f"give the figures measured for it, or derive them: {setting('step_time', None)} with mfu "
-                f"and node (or accelerator), {setting('training_time', None)} with training_tokens"
-            ),
-            stacklevel=3,
-        )
 
 
 def memory_note(job: Job, zero_stage: int) -> str:

@@ -6,7 +6,7 @@ its link inside, its NICs, its accelerator and its price; a fabric the
 inter-node link's bandwidth and latency; an accelerator the device's memory,
 memory bandwidth and power (its TDP). Which preset wins where two fill the same input, and
 how an explicit value beats a preset, is the one precedence rule of
-:mod:`mlsysim.engine.layers`.
+:mod:`mlsysim.engine.inputs.layers`.
 
 This module sits below the field table: it imports the registries (lazily)
 and nothing of the engine.

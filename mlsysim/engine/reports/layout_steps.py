@@ -1,7 +1,7 @@
 """The derivation of one parallel layout's update, step by step, for ``explain()`` to print.
 
 Each step is ``(what, equation in symbols, equation with numbers, value)``, the
-shape of the rows of :mod:`mlsysim.engine.explain`. The symbolic equations are
+shape of the rows of :mod:`mlsysim.engine.reports.explain`. The symbolic equations are
 the physics modules' own (``TP_TIME_EQUATION`` beside
 :func:`~mlsysim.physics.tensor_parallel.tp_time_per_micro_batch`, ...), the
 operands are the layout's inputs and the values are the figures

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mlsysim.engine.notes import origins_notes, sanity_notes
+from mlsysim.engine.reports.notes import origins_notes, sanity_notes
 
 if TYPE_CHECKING:
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 
-def layout_notes(r: DataParallelScaleOutResult) -> tuple[str, ...]:
+def layout_notes(r: ResultView) -> tuple[str, ...]:
     """Short notes on a layout: t, p, v, d and sharding; its largest terms; memory; the sanity notes."""
     f, x, c = r.figures, r.model_inputs, r.choices
     layout = f.layout

@@ -226,7 +226,7 @@ class WholeRun:
             wall = solve
         else:
             # the rate is per device-second (a node's rate was divided by its devices);
-            # the same composition as the scenario's (mlsysim.engine.equations)
+            # the same composition as the scenario's (mlsysim.engine.model.equations)
             t = rel.run_terms(
                 solve, c.rate, c.devices, c.size,
                 c.bandwidth if c.bandwidth is not None else math.inf, c.writers, c.restart,

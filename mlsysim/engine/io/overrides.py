@@ -1,7 +1,7 @@
 """``FIELD=VALUE`` texts applied to a scenario: the command line's ``--set``.
 
 Each value is read by its field's entry in the field table
-(:meth:`mlsysim.engine.fields.InputField.from_text`), the same reader that
+(:meth:`mlsysim.engine.inputs.fields.InputField.from_text`), the same reader that
 scenario files use, so both accept the same spellings and report the same
 errors. ``assumptions.FIELD=VALUE`` changes one modeling choice.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.assumptions import Assumptions, assumption_from_text
-from mlsysim.engine.fields import Value, field
+from mlsysim.engine.inputs.assumptions import Assumptions, assumption_from_text
+from mlsysim.engine.inputs.fields import Value, field
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario

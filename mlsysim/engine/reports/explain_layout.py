@@ -1,6 +1,6 @@
 """explain() of a parallel layout: the layout's derivation, then the scenario's figures built on it.
 
-The rows of one layout's update come from :func:`mlsysim.engine.layout_steps.layout_steps`
+The rows of one layout's update come from :func:`mlsysim.engine.reports.layout_steps.layout_steps`
 (each term with its numbers, the physics' own figures); this module adds what the
 scenario puts around them: the synchronisation cost, the scenario's update time,
 speedup, efficiency, global batch, training time, cost and the bottleneck.
@@ -12,17 +12,17 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from mlsysim.core.formatting import fmt_num, fmt_time
-from mlsysim.engine.layout_steps import layout_steps
+from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 if TYPE_CHECKING:
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 Row = tuple[str, str, str, str]
 
 
-def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
+def layout_rows(r: ResultView) -> list[Row]:
     """Every step of a layout scenario's derivation (``r.figures.layout`` is not None)."""
     f = r.figures
     assert f.layout is not None and f.layout_arguments is not None
@@ -79,7 +79,7 @@ def layout_rows(r: DataParallelScaleOutResult) -> list[Row]:
     return rows
 
 
-def _synchronization_row(r: DataParallelScaleOutResult, m: float) -> Row:
+def _synchronization_row(r: ResultView, m: float) -> Row:
     """The straggler wait and update overhead, with the micro-batch time t_c in place of T1."""
     f, c, n = r.figures, r.choices, r.n_devices
     assert f.layout is not None

@@ -22,7 +22,7 @@ from mlsysim.core.validation import (
     check_nonnegative_quantity,
     check_positive_quantity,
 )
-from mlsysim.engine.equations import Choices
+from mlsysim.engine.model.equations import Choices
 
 MIN_EFFICIENCY = 0.01
 """Lowest link efficiency accepted: below 1% of its line rate a link is broken, not modeled."""
@@ -292,9 +292,9 @@ class Assumptions(Validated):
 
     @cached_property
     def choices(self) -> Choices:
-        """These choices as the plain values :func:`mlsysim.engine.equations.evaluate` takes (cached).
+        """These choices as the plain values :func:`mlsysim.engine.model.equations.evaluate` takes (cached).
 
-        Each field of :class:`~mlsysim.engine.equations.Choices` is the assumption of the
+        Each field of :class:`~mlsysim.engine.model.equations.Choices` is the assumption of the
         same name, a Quantity in canonical SI units; a link named in ``measured_links``
         has its efficiency taken as 1 (its bandwidth is an achieved figure already).
         """

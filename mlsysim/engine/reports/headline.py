@@ -1,6 +1,6 @@
 """The answer of a result in one line, as ``run`` prints it first and ``explain`` heads its derivation.
 
-Apart from :mod:`mlsysim.engine.explain` so that ``mlsysim run`` prints it without
+Apart from :mod:`mlsysim.engine.reports.explain` so that ``mlsysim run`` prints it without
 loading the derivation's steps.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mlsysim.core.formatting import fmt_time
-from mlsysim.engine.whole_run_steps import whole_run_headline
+from mlsysim.engine.reports.whole_run_steps import whole_run_headline
 
 if TYPE_CHECKING:
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 __all__ = ["fmt_hours", "headline"]
 
@@ -28,7 +28,7 @@ def fmt_hours(hours: float) -> str:
     return f"{hours * 3600:.1f} s"
 
 
-def headline(result: DataParallelScaleOutResult) -> str:
+def headline(result: ResultView) -> str:
     """The answer in one line: devices, efficiency, update time, training time, cost, bottleneck.
 
     ``32 devices (4 nodes x 8): efficiency 27.9%, update time 6.46 s, training time on

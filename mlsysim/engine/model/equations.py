@@ -51,7 +51,7 @@ class Inputs:
     """Numeric inputs in canonical units; each a float or a numpy array (broadcast together).
 
     Attributes carry the names of the scenario inputs they come from
-    (:mod:`mlsysim.engine.fields`); ``gradient_bytes`` and ``parameters`` are
+    (:mod:`mlsysim.engine.inputs.fields`); ``gradient_bytes`` and ``parameters`` are
     derived from the workload and precision. The default of an optional input
     is the value that leaves the seed model unchanged: ``inter_bandwidth`` inf
     (one node), ``node_hour_rate`` nan (no price), ``nics_per_node`` 1 (the
@@ -84,7 +84,7 @@ class Inputs:
     inter_transport: Num = 1.0
     # share p of the host jitter (the factor of ``input_pipeline``; 1: real data)
     input_pipeline: Num = 1.0
-    # sources of the derived inputs (mlsysim.engine.derivation.derive_inputs); NaN when not given
+    # sources of the derived inputs (mlsysim.engine.inputs.derivation.derive_inputs); NaN when not given
     mfu: Num = math.nan
     training_tokens: Num = math.nan
     training_samples: Num = math.nan
@@ -128,7 +128,7 @@ class Inputs:
     last_stage_layers: Num = math.nan
     flash_attention: Num = math.nan
     reshard_after_forward: Num = math.nan
-    # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.derivation)
+    # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.inputs.derivation)
     recompute_flops_per_sample: Num = 0.0
     elementwise_bytes_per_sample: Num = 0.0
     elementwise_bytes_fused: Num = 0.0
@@ -914,7 +914,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     ``layout_valid`` is False where the layout breaks a rule
     (:func:`~mlsysim.physics.layout.layout_mask`: t p divides the devices, heads by
     t, a layer per chunk, m a multiple of p when interleaved, ...): a plan drops such layouts as infeasible (its
-    ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.rules`).
+    ``layout_rules`` constraint); a single scenario refuses them (:mod:`mlsysim.engine.inputs.rules`).
     The seed's link figures are kept for the record (``intra_bytes``, ``inter_bytes``:
     the gradient AllReduce of the seed); ``intra_time`` and ``inter_time`` split the
     exposed communication by link: each term inside a node when its group fits in one

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.derivation import Checked, Job
+from mlsysim.engine.inputs.derivation import Checked, Job
 
 _ACTIVATION_EQUATIONS = {
     "none": ("L s b h (34 + 5 a s / h)", "{L} x {s} x {b} x {h} x (34 + 5 x {a} x {s} / {h})"),

@@ -4,7 +4,7 @@ Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of
-:class:`~mlsysim.engine.equations.Inputs` of the same name, or a categorical
+:class:`~mlsysim.engine.model.equations.Inputs` of the same name, or a categorical
 choice that selects one model evaluation per value). Everything else reads
 this table: the scenario class (its pydantic fields), the solver, ``--set``,
 scenario files, sweep axes, explain's input section and the JSON schema.
@@ -53,11 +53,16 @@ from mlsysim.core.validation import (
     check_positive_quantity,
     describe,
 )
-from mlsysim.engine.assumptions import Assumptions, assumptions_of
-from mlsysim.engine.input_kinds import InputKind, kind_of
-from mlsysim.engine.presets import CHECKS as PRESET_CHECKS
-from mlsysim.engine.presets import fabric_named
-from mlsysim.engine.workload_figures import check_mfu, parse_mfu, shape_numbers, workload_facts
+from mlsysim.engine.inputs.assumptions import Assumptions, assumptions_of
+from mlsysim.engine.inputs.input_kinds import InputKind, kind_of
+from mlsysim.engine.inputs.presets import CHECKS as PRESET_CHECKS
+from mlsysim.engine.inputs.presets import fabric_named
+from mlsysim.engine.inputs.workload_figures import (
+    check_mfu,
+    parse_mfu,
+    shape_numbers,
+    workload_facts,
+)
 from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
@@ -140,7 +145,7 @@ class InputField:
 
     @property
     def kinds(self) -> InputKind:
-        """The kind of value it takes, as an object (:mod:`mlsysim.engine.input_kinds`)."""
+        """The kind of value it takes, as an object (:mod:`mlsysim.engine.inputs.input_kinds`)."""
         return kind_of(self)
 
     @property
@@ -282,7 +287,7 @@ def _link(dimension: str, name: str, *, allow_zero: bool) -> tuple[Callable, Cal
 
 
 def _registry_key(value: object, fabric: object) -> str:
-    from mlsysim.engine.presets import preset_name
+    from mlsysim.engine.inputs.presets import preset_name
 
     if isinstance(value, str):
         return value.strip().removeprefix("Fabrics.")
@@ -474,7 +479,7 @@ def _quantity(
 
 
 def _derivable(f: InputField) -> InputField:
-    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.derivation`).
+    """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.inputs.derivation`).
 
     It may be left out or cleared (None, ``none`` on the command line); the
     scenario reports it missing only when nothing derives it.
@@ -488,7 +493,7 @@ def _fraction_number(value: Value) -> float:
 
 
 def _preset(name: str, label: str) -> InputField:
-    """A registry entry that fills other inputs (:mod:`mlsysim.engine.presets`), given as itself or by name."""
+    """A registry entry that fills other inputs (:mod:`mlsysim.engine.inputs.presets`), given as itself or by name."""
     check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
     return InputField(
         name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
@@ -1107,7 +1112,7 @@ MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)
-"""Inputs that enter :class:`~mlsysim.engine.equations.Inputs` as numbers (and can be array axes)."""
+"""Inputs that enter :class:`~mlsysim.engine.model.equations.Inputs` as numbers (and can be array axes)."""
 
 CATEGORICAL_FIELDS: Final = tuple(f.name for f in _TABLE if f.categorical)
 """Inputs that select one model evaluation per value."""
@@ -1146,7 +1151,7 @@ def _neutral(name: str) -> float:
 
 @functools.cache
 def _neutrals() -> dict[str, float]:
-    from mlsysim.engine.equations import Inputs
+    from mlsysim.engine.model.equations import Inputs
 
     return {
         f.name: float(f.default)

@@ -1,6 +1,6 @@
 """What kind of value an input takes, each kind a class with its own schema, text and form.
 
-An :class:`~mlsysim.engine.fields.InputField` names its kind (``"count"``,
+An :class:`~mlsysim.engine.inputs.fields.InputField` names its kind (``"count"``,
 ``"quantity"``, ...); :func:`kind_of` gives the object, and everything that
 used to ask "which kind is it?" asks the object instead: the JSON schema
 (:meth:`InputKind.schema`), how explain and ``run`` write a value
@@ -11,15 +11,33 @@ and whether a sweep axis over it holds labels or numbers
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Final, cast
+from typing import TYPE_CHECKING, ClassVar, Final, Protocol, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
 
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.fields import InputField
     from mlsysim.models.types import Workload
+
+
+class FieldFacts(Protocol):
+    """What a kind reads of the field it describes (an :class:`~mlsysim.engine.inputs.fields.InputField`).
+
+    Declared here, below the field table, so the kinds need not import it: the
+    table names each field's kind, and a kind reads only these.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def dimension(self) -> str | None: ...
+    @property
+    def display_unit(self) -> str | None: ...
+    @property
+    def choices(self) -> tuple[str | int, ...]: ...
 
 
 class InputKind:
@@ -31,19 +49,19 @@ class InputKind:
     labelled: ClassVar[bool] = False
     """Whether a sweep axis over it holds labels (one model evaluation per value) or numbers."""
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         """The JSON Schema of the input in the project's JSON encoding (docs/json.md)."""
         return {"type": "string"}
 
-    def text(self, f: InputField, value: object) -> str:
+    def text(self, f: FieldFacts, value: object) -> str:
         """The value as explain and ``run`` write it (None is ``none``)."""
         return "none" if value is None else str(value)
 
-    def label(self, f: InputField, value: object) -> str:
+    def label(self, f: FieldFacts, value: object) -> str:
         """The value as a table's label (a sweep axis of a labelled kind)."""
         return "none" if value is None else str(getattr(value, "name", value))
 
-    def form_choices(self, f: InputField) -> list[str]:
+    def form_choices(self, f: FieldFacts) -> list[str]:
         """The options the page offers (a select's), or none."""
         return [str(c) for c in f.choices]
 
@@ -52,7 +70,7 @@ class Count(InputKind):
     name = "count"
     form = "int"
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {"type": "integer", "minimum": 1}
 
 
@@ -63,7 +81,7 @@ class Index(InputKind):
     form = "choice"
     labelled = True
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {"type": "integer", "minimum": 0, "enum": list(f.choices)}
 
 
@@ -71,7 +89,7 @@ class QuantityKind(InputKind):
     name = "quantity"
     form = "quantity"
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {
             "anyOf": [
                 {
@@ -83,7 +101,7 @@ class QuantityKind(InputKind):
             ]
         }
 
-    def text(self, f: InputField, value: object) -> str:
+    def text(self, f: FieldFacts, value: object) -> str:
         """In the unit the field is shown in: times and sizes scaled, bandwidths also in GB/s."""
         if value is None:
             return "none"
@@ -111,7 +129,7 @@ class Number(InputKind):
     name = "number"
     form = "number"
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
 
 
@@ -121,7 +139,7 @@ class Factor(InputKind):
     name = "factor"
     form = "number"
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         from mlsysim.physics.energy import MAX_PUE
 
         return {"type": "number", "minimum": 1, "maximum": MAX_PUE}
@@ -132,7 +150,7 @@ class Choice(InputKind):
     form = "choice"
     labelled = True
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {"type": "string", "enum": list(f.choices)}
 
 
@@ -141,7 +159,7 @@ class WorkloadKind(InputKind):
     form = "choice"
     labelled = True
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {
             "anyOf": [
                 {"type": "string", "description": "a workload registry name, e.g. 'GPT2'"},
@@ -149,11 +167,11 @@ class WorkloadKind(InputKind):
             ]
         }
 
-    def text(self, f: InputField, value: object) -> str:
+    def text(self, f: FieldFacts, value: object) -> str:
         workload = cast("Workload", value)
         return f"{workload.name} ({workload.parameter_count():.6g} parameters)"
 
-    def form_choices(self, f: InputField) -> list[str]:
+    def form_choices(self, f: FieldFacts) -> list[str]:
         from mlsysim.models.registry import Models
 
         return [path.rsplit(".", 1)[-1] for path, _ in Models.walk()]
@@ -164,7 +182,7 @@ class AssumptionsKind(InputKind):
     form = "choice"
     labelled = True
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {
             "anyOf": [
                 {"type": "string", "enum": ["seed", "realistic"]},
@@ -172,9 +190,9 @@ class AssumptionsKind(InputKind):
             ]
         }
 
-    def label(self, f: InputField, value: object) -> str:
+    def label(self, f: FieldFacts, value: object) -> str:
         """``seed``, ``realistic``, or the options that differ from the seed's."""
-        from mlsysim.engine.assumptions import Assumptions
+        from mlsysim.engine.inputs.assumptions import Assumptions
 
         a = cast(Assumptions, value)
         if a.is_seed():
@@ -185,7 +203,7 @@ class AssumptionsKind(InputKind):
             f"{k}={f'{v:~P}' if hasattr(v, 'units') else v}" for k, v in a.changed().items()
         )
 
-    def form_choices(self, f: InputField) -> list[str]:
+    def form_choices(self, f: FieldFacts) -> list[str]:
         return ["seed", "realistic"]
 
 
@@ -196,21 +214,21 @@ class PresetKind(InputKind):
     form = "text"
     labelled = True
 
-    def schema(self, f: InputField) -> dict[str, object]:
+    def schema(self, f: FieldFacts) -> dict[str, object]:
         return {"type": "string", "description": f"a {f.name} registry name"}
 
-    def text(self, f: InputField, value: object) -> str:
-        from mlsysim.engine.presets import preset_name
+    def text(self, f: FieldFacts, value: object) -> str:
+        from mlsysim.engine.inputs.presets import preset_name
 
         return "none" if value is None else preset_name(f.name, value)
 
     label = text
 
-    def form_choices(self, f: InputField) -> list[str]:
+    def form_choices(self, f: FieldFacts) -> list[str]:
         return []  # suggestions rather than a closed list: see :meth:`suggestions`
 
-    def suggestions(self, f: InputField) -> list[str]:
-        from mlsysim.engine.presets import preset_names
+    def suggestions(self, f: FieldFacts) -> list[str]:
+        from mlsysim.engine.inputs.presets import preset_names
 
         return preset_names(f.name)
 
@@ -231,6 +249,6 @@ KINDS: Final[dict[str, InputKind]] = {
 """Every kind of input value, by the name the field table gives."""
 
 
-def kind_of(f: InputField) -> InputKind:
+def kind_of(f: FieldFacts) -> InputKind:
     """The kind object of a field."""
     return KINDS[f.kind]

@@ -1,11 +1,11 @@
 """A whole job from hardware and the model: presets filled, and the inputs derived from them.
 
 A scenario may name a ``node``, a ``fabric`` or an ``accelerator``
-(:mod:`mlsysim.engine.presets`), and may give the job's size and speed as
+(:mod:`mlsysim.engine.inputs.presets`), and may give the job's size and speed as
 ``training_tokens``/``training_samples`` and ``mfu`` instead of the
 one-device ``training_time`` and ``step_time`` of a profile. :func:`resolve`
 fills the presets' inputs (an explicit value wins inside one layer; across
-layers :mod:`mlsysim.engine.layers` has already applied "later words win"),
+layers :mod:`mlsysim.engine.inputs.layers` has already applied "later words win"),
 checks that the sources agree, and derives the numeric inputs through
 :func:`derive_inputs`: the same function a sweep runs on arrays, so a sweep's
 row and the scalar solve of the same layout share every formula:
@@ -41,8 +41,8 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.formatting import fmt_given
 from mlsysim.core.suggest import setting
 from mlsysim.core.units import quantity, to_canonical
-from mlsysim.engine.presets import PRESETS, preset_figures
-from mlsysim.engine.workload_figures import (
+from mlsysim.engine.inputs.presets import PRESETS, preset_figures
+from mlsysim.engine.inputs.workload_figures import (
     DEFAULT_RECOMPUTE,
     peak_flops,
     shape_numbers,
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 Checked: TypeAlias = Mapping[str, Any]
 """Checked scenario inputs by field name: each value is of its field's kind (see
-:mod:`mlsysim.engine.fields`), which a mapping's type cannot say key by key."""
+:mod:`mlsysim.engine.inputs.fields`), which a mapping's type cannot say key by key."""
 
 DERIVED_ATTRIBUTES: Final = (
     "flops_per_sample",
@@ -108,7 +108,7 @@ class Job(NamedTuple):
     """E with fused attention kernels (``flash_attention``): the attention matrices never stored."""
 
     def model_attributes(self) -> dict[str, float]:
-        """The derived attributes of :class:`~mlsysim.engine.equations.Inputs`."""
+        """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
         return {name: getattr(self, name) for name in DERIVED_ATTRIBUTES}
 
     def derives(self, name: str) -> bool:
@@ -143,7 +143,7 @@ def wants_derivation(values: Checked) -> bool:
 
 
 class Derivable(Protocol):
-    """What :func:`derive_inputs` reads and fills: :class:`~mlsysim.engine.equations.Inputs`
+    """What :func:`derive_inputs` reads and fills: :class:`~mlsysim.engine.model.equations.Inputs`
     (a sweep's block), or :class:`_Scalars` (one layout)."""
 
     step_time: Num
@@ -270,9 +270,9 @@ def resolve(
     """Fill, in place, the inputs a scenario leaves to its presets and derivations; return the :class:`Job`.
 
     ``out`` holds every input, checked (each on its own by its field: the values of
-    :func:`~mlsysim.engine.checking.checked_inputs`); an input that is not None was
+    :func:`~mlsysim.engine.inputs.checking.checked_inputs`); an input that is not None was
     given and is never replaced. ``replaced`` are
-    the values a newer layer's sources took over (:func:`mlsysim.engine.layers.overlay`),
+    the values a newer layer's sources took over (:func:`mlsysim.engine.inputs.layers.overlay`),
     named in the origins; ``numbers`` the model numbers the check computed (canonical
     SI floats of the given inputs), read instead of converting again. Raises an :class:`InputError` located at an input
     when two inputs contradict each other or a derivation lacks a source.

@@ -86,13 +86,13 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.engine.assumptions import Assumptions
+from mlsysim.engine.inputs.assumptions import Assumptions
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.reports.view import ResultView
 
 
 LOWEST_EFFICIENCY = 1e-3
@@ -386,7 +386,7 @@ def interval_columns(
     return out
 
 
-def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assumptions:
+def _check(result: ResultView, name: str, level: object) -> Assumptions:
     # the checked input "assumptions" is an Assumptions (or absent)
     assumptions = (
         cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
@@ -403,13 +403,13 @@ def _check(result: DataParallelScaleOutResult, name: str, level: object) -> Assu
     return assumptions
 
 
-def result_nodes(result: DataParallelScaleOutResult) -> int:
+def result_nodes(result: ResultView) -> int:
     """The number of nodes N of a result's layout (its difficulty's second input)."""
     return result.n_devices // result.devices_per_node
 
 
 def efficiency_interval(
-    result: DataParallelScaleOutResult, level: float = 0.8
+    result: ResultView, level: float = 0.8
 ) -> tuple[float, float]:
     """(low, high) efficiency of ``result`` at a central ``level`` (floats)."""
     assumptions = _check(result, "efficiency", level)
@@ -420,7 +420,7 @@ def efficiency_interval(
 
 
 def interval(
-    result: DataParallelScaleOutResult, name: str, level: float = 0.8
+    result: ResultView, name: str, level: float = 0.8
 ) -> tuple[float, float] | tuple[Quantity, Quantity]:
     """The (low, high) central prediction interval of a result field.
 

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.bands import (
+from mlsysim.engine.inputs.fields import FIELDS, GROUPS
+from mlsysim.engine.model.equations import UPDATE_TERMS
+from mlsysim.engine.reports.bands import (
     DIFFICULTY_FORMULA,
     difficulty,
     known_scores,
@@ -25,11 +27,9 @@ from mlsysim.engine.bands import (
     score_band,
     scores,
 )
-from mlsysim.engine.equations import UPDATE_TERMS
-from mlsysim.engine.explain_job import explain_rows
-from mlsysim.engine.fields import FIELDS, GROUPS
-from mlsysim.engine.headline import headline
-from mlsysim.engine.whole_run_steps import whole_run_steps
+from mlsysim.engine.reports.explain_job import explain_rows
+from mlsysim.engine.reports.headline import headline
+from mlsysim.engine.reports.whole_run_steps import whole_run_steps
 from mlsysim.physics.collectives import (
     BUCKETS_EQUATION,
     INTER_NODE_EQUATIONS,
@@ -52,10 +52,10 @@ from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.assumptions import Assumptions
-    from mlsysim.engine.derivation import Checked
-    from mlsysim.engine.equations import Figures
-    from mlsysim.engine.results import DataParallelScaleOutResult
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.inputs.derivation import Checked
+    from mlsysim.engine.model.equations import Figures
+    from mlsysim.engine.reports.view import ResultView
 
 
 class _Steps:
@@ -67,7 +67,7 @@ class _Steps:
 
 
 def explain_result(
-    result: DataParallelScaleOutResult,
+    result: ResultView,
     *,
     format: str = "text",
     title: str | None = None,
@@ -91,7 +91,7 @@ _GROUP_ORDER = {group: i for i, group in enumerate(GROUPS)}
 
 
 def _heading(
-    r: DataParallelScaleOutResult, i: Checked, title: str | None, description: str | None
+    r: ResultView, i: Checked, title: str | None, description: str | None
 ) -> dict[str, Any]:
     """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
@@ -161,7 +161,7 @@ def _input_text(name: str, value: object) -> str:
 class _Context:
     """The inputs of a derivation as plain floats, shared by its sections."""
 
-    r: DataParallelScaleOutResult
+    r: ResultView
     i: Checked
     a: Assumptions
     d: int
@@ -175,7 +175,7 @@ class _Context:
     buckets_num: str
 
 
-def _context(r: DataParallelScaleOutResult, i: Checked) -> _Context:
+def _context(r: ResultView, i: Checked) -> _Context:
     a = i["assumptions"]
     zero = i.get("zero_stage") or 0
     f = r.figures
@@ -196,13 +196,13 @@ def _context(r: DataParallelScaleOutResult, i: Checked) -> _Context:
     )
 
 
-def _derive(r: DataParallelScaleOutResult, i: Checked) -> list[tuple[str, str, str, str]]:
+def _derive(r: ResultView, i: Checked) -> list[tuple[str, str, str, str]]:
     """Every step of the derivation, section by section."""
     s, c = _Steps(), _context(r, i)
     if r.job is not None:
         s.rows += explain_rows(i, r.job)  # step and training time derived from the model
     if r.figures.layout is not None:  # a parallel layout: its own derivation
-        from mlsysim.engine.explain_layout import layout_rows
+        from mlsysim.engine.reports.explain_layout import layout_rows
 
         return s.rows + layout_rows(r)
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
