@@ -594,12 +594,12 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
         lambda = failure_rate (per device), else the assumptions' rate
         failures modeled where lambda > 0 and checkpoint_bandwidth and restart_time are given
         M = 1 / (lambda n);  S = 14 psi;  delta = S / (w B_ckpt)  (w = N when ZeRO shards
-            the state, else 1: one replica writes it)
+            the state, else min(N, ceil(t p / g)): the nodes of one replica, each its shards)
         tau = checkpoint_interval, else Daly's optimum (delta, M)
         T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau;  G = T_s / T_w
         T_ckpt, T_rework, T_restart, N_f: Daly's terms (physics.reliability.overheads)
         E = PUE n ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle)
-        P_update = (P t_busy + P_idle (t_exposed + t_sync)) / update_time
+        P_update = (P t_busy + P_idle (t_exposed + t_sync + t_bubble)) / update_time
             (P = device_power, P_idle = idle_power; without idle_power every state at P:
             the published convention)
         emissions = E I;  energy_cost = E price
@@ -653,7 +653,12 @@ def _whole_run_figures(
             n,
             size,
             x.checkpoint_bandwidth,
-            x.nodes if c.zero_stage else 1.0,  # a ZeRO-sharded state: every node writes
+            reliability.checkpoint_writers(
+                x.nodes,
+                x.devices_per_node,
+                _or(x.tensor_parallel, 1.0) * _or(x.pipeline_parallel, 1.0),
+                bool(c.zero_stage),
+            ),
             x.restart_time,
             where(on, x.checkpoint_interval, nan),
         )
@@ -675,11 +680,14 @@ def _whole_run_figures(
         idle = x.idle_power
         given_idle = idle == idle
         idle = where(given_idle, idle, power)
-        busy = f.update_time - f.exposed_communication_time - f.synchronization_time
+        # the pipeline's bubble is a wait too (docs/whole_run.md): the device is idle in it
+        bubble = where(f.bubble_time == f.bubble_time, f.bubble_time, 0.0)
+        waits = f.synchronization_time + bubble
+        busy = f.update_time - f.exposed_communication_time - waits
         update_power = where(
             given_idle,
             energy_mod.average_device_power(
-                power, idle, idle, busy, f.exposed_communication_time, f.synchronization_time
+                power, idle, idle, busy, f.exposed_communication_time, waits
             ),
             power,
         )

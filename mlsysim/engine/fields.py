@@ -964,7 +964,7 @@ _TABLE: tuple[InputField, ...] = (
         "cluster",
         _quantity(
             "checkpoint_bandwidth",
-            "checkpoint write bandwidth per node (one node writes a replicated state, "
+            "checkpoint write bandwidth per node (the nodes of one replica write a replicated state, "
             "every node a ZeRO-sharded one)",
             "bandwidth",
             "GB/s",
@@ -1007,7 +1007,7 @@ _TABLE: tuple[InputField, ...] = (
         "cluster",
         _quantity(
             "idle_power",
-            "power of one device while it waits: exposed communication, stragglers, "
+            "power of one device while it waits: exposed communication, stragglers, pipeline bubble, "
             "checkpoints, restarts (None: device_power)",
             "power",
             "W",

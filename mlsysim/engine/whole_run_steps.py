@@ -46,6 +46,12 @@ def failure_rate_in_effect(r: DataParallelScaleOutResult) -> tuple[float, str]:
     return r.choices.failure_rate, "the assumptions' failure_rate"
 
 
+def _given(value: object) -> float:
+    """A layout input as a float, 1 where it is not given (NaN)."""
+    number = float(value)  # type: ignore[arg-type]
+    return number if number == number else 1.0
+
+
 def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
     """The steps of the whole run of ``r`` (none when neither failures nor energy are modeled)."""
     f, x = r.figures, r.model_inputs
@@ -64,17 +70,28 @@ def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
             f"1 / ({rate:.10g} x {n:g})",
             _h(m),
         ))
-        writers = float(x.nodes) if r.choices.zero_stage else 1.0
+        tp = _given(x.tensor_parallel) * _given(x.pipeline_parallel)
+        writers = float(
+            reliability.checkpoint_writers(
+                float(x.nodes), float(x.devices_per_node), tp, bool(r.choices.zero_stage)
+            )
+        )
         add((
             "checkpoint size",
             reliability.EQUATIONS["checkpoint_size"],
             f"{reliability.CHECKPOINT_BYTES_PER_PARAMETER:g} x {float(x.parameters):.10g} B",
             fmt_bytes(f.checkpoint_size),
         ))
-        who = "every node writes its shard (ZeRO)" if writers > 1 else "one replica writes it"
+        if r.choices.zero_stage:
+            who = "every node writes its shard (ZeRO)"
+        elif writers > 1:
+            who = f"the nodes of one replica of t x p = {tp:g} devices, each its shards"
+        else:
+            who = "one replica writes it"
         add((
             "checkpoint write",
-            f"delta = S / (w B_ckpt)  (w = {writers:g}: {who})",
+            f"delta = S / (w B_ckpt)  (w = {writers:g}: {who}; "
+            f"{reliability.EQUATIONS['checkpoint_writers']})",
             f"{fmt_bytes(f.checkpoint_size)} / ({writers:g} x {fmt_rate(x.checkpoint_bandwidth)})",
             fmt_time(delta),
         ))
@@ -136,11 +153,14 @@ def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
         update = float(f.update_power)
         if idle_given:
             exposed, sync = float(f.exposed_communication_time), float(f.synchronization_time)
+            bubble = float(f.bubble_time)
+            sync += bubble if bubble == bubble else 0.0  # the pipeline's bubble is idle too
             busy = float(f.update_time) - exposed - sync
             add((
                 "power over an update",
                 energy.EQUATIONS["average_device_power"]
-                + "  (P_compute = device_power, P_comm = P_idle = idle_power)",
+                + "  (P_compute = device_power, P_comm = P_idle = idle_power; "
+                "t_idle = synchronization + pipeline bubble)",
                 f"({power:.10g} W x {_s(busy)} + {idle:.10g} W x {_s(exposed)} + "
                 f"{idle:.10g} W x {_s(sync)}) / ({_s(busy)} + {_s(exposed)} + {_s(sync)})",
                 f"{update:.10g} W",
