@@ -140,6 +140,7 @@ ureg.define("USD = [currency] = _ = dollar = dollars = usd")
 ureg.define("token = [token] = _ = tokens")
 ureg.define("sample = [sample] = _ = samples")
 ureg.define("failure = [] = _ = failures = interruption = interruptions")
+ureg.define("device = [device] = _ = devices")  # a rate per device: failures/device/hour
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -166,7 +167,8 @@ KINDS: dict[str, tuple[pint.Unit, str]] = {
     "mass": (ureg.kilogram, "a mass, here of CO2-equivalent emissions"),
     "carbon_intensity": (ureg.kilogram / ureg.joule, "a mass of CO2-equivalent per energy"),
     "energy_price": (ureg.USD / ureg.joule, "a price per energy"),
-    "failure_rate": (ureg.failure / ureg.second, "a failure rate per time"),
+    "failure_rate": (ureg.failure / ureg.device / ureg.second, "a failure rate per device"),
+    "event_rate": (ureg.failure / ureg.second, "a rate of failures of a whole job or of one part"),
 }
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -185,7 +187,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "mass": (("552", "t"),),
     "carbon_intensity": (("400", "g/kWh"),),
     "energy_price": (("0.08", "USD/kWh"),),
-    "failure_rate": (("2e-5", "failures/hour"),),
+    "failure_rate": (("2e-5", "failures/device/hour"),),
+    "event_rate": (("8.6", "interruptions/day"),),
 }
 """Example values of each kind (number, unit), written in the caller's syntax by
 :func:`mlsysim.core.suggest.examples` when a message needs one."""
@@ -193,7 +196,6 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
 
 EXAMPLE_NOTES: dict[str, str] = {
     "mass": "tonnes of CO2e",
-    "failure_rate": "per device or per node",
 }
 """What an example of these kinds means, said after it."""
 
@@ -287,7 +289,8 @@ PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
     "mass": (1e-9, 1e12, "1 ug to 1e9 t"),
     "carbon_intensity": (1e-15, 1e-5, "about 4e-6 to 36,000 g/kWh"),
     "energy_price": (1e-15, 1e-3, "about 4e-9 to 3,600 USD/kWh"),
-    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
+    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per device-second"),
+    "event_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
 }
 """Physical range of an input of each kind, canonical units (low, high, said in words).
 
@@ -389,6 +392,10 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "carbon_intensity": ("g/kWh", "kg/kWh", "kg/MWh", "t/MWh", "t/GWh"),
     "energy_price": ("USD/kWh", "USD/MWh"),
     "failure_rate": (
+        "failures/device/hour", "failures/device/h", "failures/device/day",
+        "failures/device/year", "interruptions/device/day", "interruptions/device/hour",
+    ),
+    "event_rate": (
         "failures/hour", "failures/h", "failures/day", "failures/year",
         "interruptions/day", "interruptions/hour",
     ),

@@ -99,6 +99,7 @@ class Inputs:
     # device_power); carbon_intensity kg/J;
     # energy_price USD/J.
     failure_rate: Num = math.nan
+    failure_rate_devices: Num = math.nan  # given: failure_rate is a whole job's (per second)
     restart_time: Num = math.nan
     checkpoint_bandwidth: Num = math.nan
     checkpoint_interval: Num = math.nan
@@ -591,7 +592,8 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
     :mod:`mlsysim.physics.energy` (Patterson et al. 2021). With ``T_s`` the
     failure-free ``training_time``, ``n`` devices on ``N`` nodes, ``psi`` parameters:
 
-        lambda = failure_rate (per device), else the assumptions' rate
+        lambda = failure_rate (per device; a job's rate / failure_rate_devices), else the
+            assumptions' rate
         failures modeled where lambda > 0 and checkpoint_bandwidth and restart_time are given
         M = 1 / (lambda n);  S = 14 psi;  delta = S / (w B_ckpt)  (w = N when ZeRO shards
             the state, else min(N, ceil(t p / g)): the nodes of one replica, each its shards)
@@ -630,6 +632,8 @@ def _whole_run_figures(
     x: Inputs, c: Choices, f: Figures, rate: Num, power: Num, price: Num
 ) -> Figures:
     n, t_s = f.n_devices, f.training_time
+    observed = x.failure_rate_devices  # a job's rate: per device over the devices it was seen on
+    rate = where(observed == observed, rate / observed, rate)
     rate = where(rate == rate, rate, c.failure_rate)
     on = (rate > 0) & (x.checkpoint_bandwidth == x.checkpoint_bandwidth) & (
         x.restart_time == x.restart_time

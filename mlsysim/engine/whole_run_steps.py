@@ -41,6 +41,9 @@ def _h(seconds: Num) -> str:
 def failure_rate_in_effect(r: DataParallelScaleOutResult) -> tuple[float, str]:
     """(failures per device-second, where it comes from): the scenario's, else the assumptions'."""
     given = float(r.model_inputs.failure_rate)
+    observed = float(r.model_inputs.failure_rate_devices)
+    if given == given and observed == observed:
+        return given / observed, "a whole job's failure_rate / failure_rate_devices"
     if given == given:
         return given, "failure_rate"
     return r.choices.failure_rate, "the assumptions' failure_rate"
@@ -63,6 +66,15 @@ def whole_run_steps(r: DataParallelScaleOutResult) -> list[Step]:
         rate, origin = failure_rate_in_effect(r)
         m, delta, tau = float(f.job_mtbf), float(f.checkpoint_time), float(f.checkpoint_interval)
         restart = float(x.restart_time)
+        observed = float(x.failure_rate_devices)
+        if observed == observed:  # a whole job's rate, made one per device
+            job = float(x.failure_rate)
+            add((
+                "failure rate per device",
+                "lambda = lambda_job / n_obs  (a job's rate over the devices it was observed on)",
+                f"{job * 86400.0:.6g} per day / {observed:g} devices",
+                f"{rate * SECONDS_PER_HOUR:.6g} per device-hour",
+            ))
         add((
             "job MTBF",
             f"{reliability.EQUATIONS['job_mtbf']}; lambda = {rate * SECONDS_PER_HOUR:.6g} "

@@ -16,7 +16,7 @@ from mlsysim.models.types import TransformerWorkload
 from mlsysim.physics import reliability
 
 FAILURES = dict(
-    failure_rate=Q_(2e-5, "failures/hour"),
+    failure_rate=Q_(2e-5, "failures/device/hour"),
     restart_time=Q_(10, "min"),
     checkpoint_bandwidth=Q_(2, "GB/s"),
 )

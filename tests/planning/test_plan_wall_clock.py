@@ -21,7 +21,7 @@ LLAMA_70B = DataParallelScaleOutScenario(
     per_device_batch=1, accumulation_steps=32, zero_stage=1, tensor_parallel=8, pipeline_parallel=4,
     sequence_parallel=1, step_time=Q_(0.1798 * 32, "s"), training_time=Q_(2.9e5, "hour"),
     optimizer="adam", memory_bandwidth=Q_(3.35, "TB/s"), assumptions=Assumptions(overlap=True),
-    failure_rate=Q_(2e-4, "failures/hour"), restart_time=Q_(8, "hour"),
+    failure_rate=Q_(2e-4, "failures/device/hour"), restart_time=Q_(8, "hour"),
     checkpoint_bandwidth=Q_(2, "GB/s"),
 )  # fmt: skip
 PRICED = LLAMA_70B.variant(node_hour_rate=Q_(32, "USD/hour"))

@@ -9,7 +9,7 @@ from mlsysim.planning.plan import InfeasiblePlanError
 BASE = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
     device_power=Q_(700, "W"),
     carbon_intensity=Q_(400, "g/kWh"),
-    failure_rate=Q_(1e-3, "failures/hour"),
+    failure_rate=Q_(1e-3, "failures/device/hour"),
     checkpoint_bandwidth=Q_(1, "GB/s"),
     restart_time=Q_(30, "min"),
 )

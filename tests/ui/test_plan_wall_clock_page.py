@@ -13,7 +13,7 @@ def test_the_page_plans_by_the_wall_clock():
     client = TestClient(create_app())
     params = {
         "scenario": "Gpt2DataParallelFourNodes10GbE", "plan_axis": "nodes=1,2,4,8,16,32",
-        "failure_rate": "1e-2 failures/hour", "restart_time": "2 hour",
+        "failure_rate": "1e-2 failures/device/hour", "restart_time": "2 hour",
         "checkpoint_bandwidth": "0.1 GB/s", "objective": "time", "deadline": "50 hour",
     }  # fmt: skip
     body = client.get("/api/plan", params=params).json()
