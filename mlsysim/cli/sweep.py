@@ -527,9 +527,15 @@ def plan_command(
         "cost", "--objective", help="cost (needs node_hour_rate) or time."
     ),
     deadline: str | None = typer.Option(
-        None, "--deadline", help="Longest training time, e.g. '2 day'."
+        None,
+        "--deadline",
+        help="Longest training time, e.g. '2 day' (the wall clock where failures are modeled).",
     ),
-    budget: str | None = typer.Option(None, "--budget", help="Highest cost, e.g. '5000 USD'."),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        help="Highest cost, e.g. '5000 USD' (the whole run's where failures or energy are priced).",
+    ),
     min_efficiency: float | None = typer.Option(
         None, "--min-efficiency", help="Lowest scaling efficiency, e.g. 0.8."
     ),
@@ -574,7 +580,8 @@ def plan_command(
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
-    Prints the plan, then the Pareto front of training time against cost.
+    Prints the plan, then the Pareto front of training time against cost (the wall
+    clock and the whole run's cost where failures are modeled or energy priced).
 
     Example:
 
@@ -626,6 +633,7 @@ def plan_command(
         )
         raise typer.Exit(130) from None
     from mlsysim.planning.notes import plan_notes
+    from mlsysim.planning.reduce import FIGURE_WORDS
     from mlsysim.planning.summary import group_results
 
     if json_:
@@ -633,6 +641,8 @@ def plan_command(
         body: dict[str, JSONValue] = {
             "scenario": scenario.name,
             "objective": objective,
+            "time_figure": result.time_figure,
+            "cost_figure": result.cost_figure,
             "summary": result.summary(),
             "notes": list(plan_notes(result)),
             "best": {**result.best.to_dict(), "result": result.best.result.to_dict()},
@@ -655,7 +665,8 @@ def plan_command(
     _print_table(
         front,
         [g.rows[0] for g in shown],
-        "Pareto front: training time against cost (layouts with equal results on one row)",
+        f"Pareto front: {FIGURE_WORDS[result.time_figure]} against {FIGURE_WORDS[result.cost_figure]} "
+        "(layouts with equal results on one row)",
         axis_text={g.rows[0]: _group_cells(front, g) for g in shown},
     )
     if len(groups) > len(shown):

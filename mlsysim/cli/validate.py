@@ -292,7 +292,7 @@ def mine(
     base = assumptions_of(preset)
     loaded = load_runs(runs, base)
     fit = fit_runs(loaded, base)
-    text = assumptions_toml(fit, runs, preset.strip().lower())
+    text = assumptions_toml(fit, runs, preset.strip().lower(), loaded)
     if out is not None:
         if Path(out).suffix.lower() != ".toml":
             from mlsysim.core.exceptions import InputError

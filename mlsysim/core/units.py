@@ -60,7 +60,8 @@ def _definitions() -> list[str]:
     Networking spellings mean bits, as people write them: ``b`` is the bit's
     symbol (so ``Kb``, ``Mb``, ``Gb``, ``Tb`` are kilo- to terabits, not
     kilobarns or gilberts: barn and gilbert lose their symbols), ``KB`` is a
-    kilobyte and ``Kbps`` a kilobit per second.
+    kilobyte and ``Kbps`` a kilobit per second; ``Bps`` is a byte per second
+    (``GBps`` a gigabyte per second, with pint's prefixes), as B is a byte.
     """
     root = files("pint")
     text = root.joinpath("default_en.txt").read_text(encoding="utf-8")
@@ -73,7 +74,7 @@ def _definitions() -> list[str]:
             "baud = bit / second = Bd = bps",
             "baud = bit / second = Bd\nbps = bit / second\n"
             "kbps = 1e3 * bps = _ = Kbps\nMbps = 1e6 * bps\nGbps = 1e9 * bps\nTbps = 1e12 * bps\n"
-            "Kb = 1e3 * bit\nKB = 1e3 * byte",
+            "Kb = 1e3 * bit\nKB = 1e3 * byte\nBps = byte / second\nKBps = 1e3 * Bps",
         )
         .replace("barn = 1e-28 * meter ** 2 = b\n", "barn = 1e-28 * meter ** 2\n")
         .replace("* biot_turn = Gb\n", "* biot_turn\n")
@@ -83,6 +84,7 @@ def _definitions() -> list[str]:
         or "\nbps = bit / second" not in patched
         or "= Gb\n" in patched
         or "meter ** 2 = b\n" in patched
+        or "\nBps = byte / second" not in patched
     ):
         raise RuntimeError(
             "pint's default definitions changed: cannot make information a dimension"
@@ -138,6 +140,7 @@ ureg.define("USD = [currency] = _ = dollar = dollars = usd")
 ureg.define("token = [token] = _ = tokens")
 ureg.define("sample = [sample] = _ = samples")
 ureg.define("failure = [] = _ = failures = interruption = interruptions")
+ureg.define("device = [device] = _ = devices")  # a rate per device: failures/device/hour
 ureg.formatter.default_format = "~P"
 
 Q_ = ureg.Quantity
@@ -164,7 +167,8 @@ KINDS: dict[str, tuple[pint.Unit, str]] = {
     "mass": (ureg.kilogram, "a mass, here of CO2-equivalent emissions"),
     "carbon_intensity": (ureg.kilogram / ureg.joule, "a mass of CO2-equivalent per energy"),
     "energy_price": (ureg.USD / ureg.joule, "a price per energy"),
-    "failure_rate": (ureg.failure / ureg.second, "a failure rate per time"),
+    "failure_rate": (ureg.failure / ureg.device / ureg.second, "a failure rate per device"),
+    "event_rate": (ureg.failure / ureg.second, "a rate of failures of a whole job or of one part"),
 }
 
 EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
@@ -183,7 +187,8 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
     "mass": (("552", "t"),),
     "carbon_intensity": (("400", "g/kWh"),),
     "energy_price": (("0.08", "USD/kWh"),),
-    "failure_rate": (("2e-5", "failures/hour"),),
+    "failure_rate": (("2e-5", "failures/device/hour"),),
+    "event_rate": (("8.6", "interruptions/day"),),
 }
 """Example values of each kind (number, unit), written in the caller's syntax by
 :func:`mlsysim.core.suggest.examples` when a message needs one."""
@@ -191,7 +196,6 @@ EXAMPLES: dict[str, tuple[tuple[str, str], ...]] = {
 
 EXAMPLE_NOTES: dict[str, str] = {
     "mass": "tonnes of CO2e",
-    "failure_rate": "per device or per node",
 }
 """What an example of these kinds means, said after it."""
 
@@ -285,7 +289,8 @@ PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
     "mass": (1e-9, 1e12, "1 ug to 1e9 t"),
     "carbon_intensity": (1e-15, 1e-5, "about 4e-6 to 36,000 g/kWh"),
     "energy_price": (1e-15, 1e-3, "about 4e-9 to 3,600 USD/kWh"),
-    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
+    "failure_rate": (1e-15, 1.0, "1e-15 to 1 failure per device-second"),
+    "event_rate": (1e-15, 1.0, "1e-15 to 1 failure per second"),
 }
 """Physical range of an input of each kind, canonical units (low, high, said in words).
 
@@ -358,9 +363,10 @@ def float_quantity(magnitude: float, units: UnitsContainer) -> Quantity:
     return q
 
 
-# Spellings accepted for each kind, exactly or (when only one matches) ignoring case;
-# the error for an unknown unit lists them. Every pint unit of the right dimension is
-# accepted too ("furlong / fortnight"), built name by name without evaluating expressions.
+# Spellings accepted for each kind, exactly or by :func:`_fold` (the case of B and b kept:
+# a byte, a bit); the error for an unknown unit lists them. Every pint unit of the right
+# dimension is accepted too ("furlong / fortnight"), built name by name without evaluating
+# expressions, and read as typed: case carries meaning (mW a milliwatt, MW a megawatt).
 SPELLINGS: dict[str, tuple[str, ...]] = {
     "time": ("s", "ms", "us", "µs", "ns", "min", "h", "hour", "day", "week", "second", "minute"),
     "data": (
@@ -369,7 +375,8 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     ),
     "bandwidth": (
         "B/s", "kB/s", "KB/s", "MB/s", "GB/s", "TB/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s",
-        "bps", "Kbps", "Mbps", "Gbps", "Tbps", "Kb/s", "Mb/s", "Gb/s", "Tb/s",
+        "bps", "kbps", "Kbps", "Mbps", "Gbps", "Tbps", "Kb/s", "Mb/s", "Gb/s", "Tb/s",
+        "Bps", "kBps", "KBps", "MBps", "GBps", "TBps",
         "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s", "G", "GbE", "T", "TbE",
     ),
     "money": ("USD", "dollar"),
@@ -379,12 +386,16 @@ SPELLINGS: dict[str, tuple[str, ...]] = {
     "compute": ("flop", "Gflop", "Tflop", "Pflop", "Eflop"),
     "tokens": ("token", "Mtoken", "Gtoken", "Ttoken"),
     "samples": ("sample",),
-    "power": ("W", "kW", "MW", "GW", "watt"),
-    "energy": ("J", "kJ", "MJ", "GJ", "Wh", "kWh", "MWh", "GWh", "joule"),
-    "mass": ("g", "kg", "t", "kt", "tonne"),
+    "power": ("W", "mW", "kW", "MW", "GW", "watt"),
+    "energy": ("J", "mJ", "kJ", "MJ", "GJ", "Wh", "kWh", "MWh", "GWh", "joule"),
+    "mass": ("g", "kg", "t", "tonne", "kilotonne"),  # not kt: pint reads it as a knot
     "carbon_intensity": ("g/kWh", "kg/kWh", "kg/MWh", "t/MWh", "t/GWh"),
     "energy_price": ("USD/kWh", "USD/MWh"),
     "failure_rate": (
+        "failures/device/hour", "failures/device/h", "failures/device/day",
+        "failures/device/year", "interruptions/device/day", "interruptions/device/hour",
+    ),
+    "event_rate": (
         "failures/hour", "failures/h", "failures/day", "failures/year",
         "interruptions/day", "interruptions/hour",
     ),
@@ -458,16 +469,17 @@ def _parse_unit(text: str, kind: str | None) -> pint.Unit:
         return unit(PORT_SPEEDS[compact.lower()])
     if compact in spellings:
         return unit(compact)
-    folded = [s for s in spellings if s.lower() == compact.lower()]
-    if len(folded) == 1:
-        return unit(folded[0])
-    if len(folded) > 1:
-        raise UnitsError(
-            f"the unit {compact!r} is ambiguous: write {' or '.join(folded)} "
-            "(B is a byte, b a bit)"
-        )
     try:
-        return _compound(compact)
+        typed: pint.Unit | None = _compound(compact)
+    except UnitsError as exc:
+        typed, error = None, exc
+    folded = _fold(compact, kind, typed, spellings)
+    if folded is not None:
+        return folded
+    if typed is not None:
+        return typed  # read as typed; a wrong dimension is named by the caller's check
+    try:
+        raise error
     except UnitsError as exc:
         hint = did_you_mean(compact, spellings)
         accepted = nearest_list(compact, spellings)
@@ -477,6 +489,68 @@ def _parse_unit(text: str, kind: str | None) -> pint.Unit:
             f"{exc}; {hint + ' ' if hint else ''}accepted spellings{where}: {accepted}{port}; "
             "other pint units of that kind work too"
         ) from None
+
+
+def _meaning(u: pint.Unit) -> tuple[object, float]:
+    """What a unit means: its dimension and its size in base units (spellings of one unit agree)."""
+    base = ureg.Quantity(1.0, u).to_base_units()
+    return (base.dimensionality, float(f"{base.magnitude:.12g}"))
+
+
+def _of_kind(u: pint.Unit, kind: str | None) -> bool:
+    return kind not in KINDS or u.dimensionality == KINDS[kind][0].dimensionality
+
+
+def _fold(
+    text: str, kind: str | None, typed: pint.Unit | None, spellings: tuple[str, ...]
+) -> pint.Unit | None:
+    """The one reading of ``text`` among the spellings that differ from it by case only, else None.
+
+    A spelling's case carries its meaning: B is a byte and b a bit (IEC 80000-13,
+    IEEE 1541), m milli and M mega (SI). Text that mixes upper and lower case is
+    read as typed where pint knows it (``mW``, ``GBps``), else as the spellings
+    that equal it ignoring the case of every letter but B and b (``gB/s`` is
+    GB/s, ``gbit/s`` Gbit/s). Text all in one case (``GBPS``, ``gbps``, ``kb``)
+    says nothing by its case: it is read only when every spelling it could be
+    (and pint's reading as typed) means the same unit (``usd/hour``, ``MIN``),
+    else refused naming each reading. None: no spelling differs by case only.
+    """
+    lower = text.lower()
+    candidates = [s for s in spellings if s.lower() == lower]
+    typed_ok = typed is not None and _of_kind(typed, kind)
+    one_case = not (any(ch.isupper() for ch in text) and any(ch.islower() for ch in text))
+    if not one_case:
+        if typed_ok:
+            return typed
+        marks = [ch for ch in text if ch in "bB"]
+        candidates = [s for s in candidates if [ch for ch in s if ch in "bB"] == marks]
+    if not candidates:
+        return None
+    readings: dict[tuple[object, float], tuple[str, pint.Unit]] = {}
+    for spelling in candidates:
+        readings.setdefault(_meaning(unit(spelling)), (spelling, unit(spelling)))
+    if one_case and typed_ok and typed is not None:
+        readings.setdefault(_meaning(typed), (text, typed))
+    if len(readings) == 1:
+        return next(iter(readings.values()))[1]
+    named = [f"{s} ({_in_words(s, u, kind)})" for s, u in readings.values()]
+    raise UnitsError(
+        f"the unit {text!r} is ambiguous: write {' or '.join(named)}; "
+        "a unit's case carries its meaning (B a byte, b a bit; M mega, m milli)"
+    )
+
+
+def _in_words(spelling: str, u: pint.Unit, kind: str | None) -> str:
+    """What one ``spelling`` is: ``1 Gbps = 125 MB/s`` in the kind's unit, or its name (``gigabyte``)."""
+    one = ureg.Quantity(1.0, u)
+    if kind not in KINDS:
+        try:
+            kind = kind_of(one)
+        except UnitsError:
+            return f"{u:D}"
+    value = one.to(KINDS[kind][0]).to_compact()
+    words = f"{value.magnitude:.4g} {value.units:~P}"
+    return f"{u:D}" if words == f"1 {spelling}" else f"1 {spelling} = {words}"
 
 
 _POWERS = {"²": 2, "³": 3}

@@ -34,7 +34,7 @@ Power: TypeAlias = Annotated[Quantity, _positive("power")]
 CarbonIntensity: TypeAlias = Annotated[
     Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("carbon_intensity")))
 ]
-FailureRateQ: TypeAlias = Annotated[Quantity, _positive("failure_rate")]
+FailureRateQ: TypeAlias = Annotated[Quantity, _positive("event_rate")]  # per the part `per` names
 
 
 class Sourced(Validated):

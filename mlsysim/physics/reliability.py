@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import Num, is_array, sqrt, where
+from mlsysim.physics._array import Num, ceil, is_array, maximum, minimum, sqrt, where
 from mlsysim.physics.memory import OPTIMIZER_BYTES, WEIGHT_BYTES, ZERO_STAGES
 
 HOUR = 3600.0
@@ -57,6 +57,10 @@ EQUATIONS = {
     "failure_rate": "lambda = k / (n T_obs)  (k interruptions of n parts over T_obs)",
     "job_mtbf": "M = 1 / (lambda n)  (series system: any one of n parts stops the job)",
     "checkpoint_size": "S = b psi  (b = 14 bytes per parameter: 16-bit weights + fp32 Adam state)",
+    "checkpoint_writers": (
+        "w = N when ZeRO shards the state, else min(N, ceil(t p / g))  "
+        "(the nodes one replica spans: each holds a distinct shard)"
+    ),
     "checkpoint_time": "delta = S / min(w B_node, B_storage)  (w nodes write in parallel)",
     "young_interval": "tau = sqrt(2 delta M)  (Young 1974)",
     "daly_interval": (
@@ -134,6 +138,23 @@ def checkpoint_bytes_per_device(parameters: Num, zero_stage: int, n_devices: Num
     if zero_stage == 3:
         return (w + k) * psi / n
     raise ValueError(f"unknown ZeRO stage {zero_stage!r}; expected one of {ZERO_STAGES}")
+
+
+def checkpoint_writers(nodes: Num, devices_per_node: Num, model_parallel: Num, sharded: Num) -> Num:
+    """Nodes that write a checkpoint in parallel: ``w = N`` sharded, else ``min(N, ceil(t p / g))``.
+
+    Every node that holds a distinct part of the training state writes its
+    part. A ZeRO-sharded state (``sharded`` true, stages 1-3) is spread over
+    every data-parallel rank, so all ``nodes`` (N) write. A replicated state
+    (stage 0) is written by one replica; a replica of ``model_parallel`` =
+    t x p devices (tensor x pipeline ranks, each holding 1 / (t p) of the
+    state: Shoeybi et al. 2019, Narayanan et al. 2021) spans ``ceil(t p / g)``
+    nodes of ``devices_per_node`` (g), and each of those nodes writes its own
+    shards (the per-rank files of Megatron-LM's and PyTorch's distributed
+    checkpoints). Example: 405B at t = 8, p = 16 on 8-GPU nodes: 16 writers.
+    """
+    spanned = minimum(nodes, maximum(1.0, ceil(model_parallel / devices_per_node)))
+    return where(sharded, nodes, spanned)
 
 
 def checkpoint_write_time(

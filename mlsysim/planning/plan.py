@@ -4,7 +4,8 @@ The plan walks the sweep's grid block by block, keeps the layouts that fit in
 device memory and meet every constraint given, and answers three questions:
 
 * ``best``: the cheapest (``objective="cost"``) or fastest (``"time"``)
-  feasible layout, ties broken by the other figure, then by sweep order;
+  feasible layout, ties broken by the other figure, then by sweep order (by
+  the wall clock and the whole run's cost where failures are modeled);
 * ``pareto``: the feasible layouts no other feasible layout beats on both
   training time and cost, sorted by training time;
 * ``knee`` (with ``min_efficiency``): the largest feasible layout (most
@@ -36,7 +37,14 @@ from mlsysim.core.exceptions import InfeasiblePlanError, InputError
 from mlsysim.core.suggest import option, setting
 from mlsysim.core.units import Quantity, to_canonical
 from mlsysim.core.validation import check_fraction, check_positive_int, check_positive_quantity
-from mlsysim.planning.reduce import Criteria, Partial, describe_reach, whole_run_masks
+from mlsysim.planning.reduce import (
+    FIGURE_WORDS,
+    Criteria,
+    Partial,
+    describe_reach,
+    ranked_columns,
+    whole_run_masks,
+)
 from mlsysim.planning.run import Outcome, run
 from mlsysim.planning.space import Space
 from mlsysim.planning.sweep import (
@@ -80,6 +88,8 @@ class Constraints:
     min_goodput: float | None = None
     confidence: float | None = None  # deadline and budget met with this probability
     confidence_z: float | None = None  # its score quantile (set by :func:`plan`)
+    time_figure: str = "training_time"  # what the deadline bounds: or wall_clock_time (set by plan)
+    cost_figure: str = "cost"  # what the budget bounds: or total_cost (set by :func:`plan`)
 
     @classmethod
     def checked(cls, **limits: object) -> Constraints:
@@ -119,11 +129,12 @@ class Constraints:
             )
         if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule
             masks["layout_rules"] = table["layout_valid"]
+        time, cost = ranked_columns(self, lambda name: np.asarray(table[name], dtype=float))
         if self.deadline is not None:
             hours = to_canonical(self.deadline, "time") / 3600.0
-            masks["deadline"] = table["training_time"] * slowdown <= hours
+            masks["deadline"] = time * slowdown <= hours
         if self.budget is not None:
-            masks["budget"] = table["cost"] * slowdown <= to_canonical(self.budget, "money")
+            masks["budget"] = cost * slowdown <= to_canonical(self.budget, "money")
         if self.min_efficiency is not None:
             masks["min_efficiency"] = table["efficiency"] >= self.min_efficiency
         if self.max_global_batch is not None:
@@ -153,15 +164,17 @@ class Constraints:
             else to_canonical(self.max_energy, "energy") / 3.6e9,  # MWh, as the table
             min_goodput=self.min_goodput,
             confidence_z=self.confidence_z,
+            time_figure=self.time_figure,
+            cost_figure=self.cost_figure,
         )
 
     def describe(self) -> str:
         parts = []
         sure = "" if self.confidence is None else f" with {self.confidence:.0%} confidence"
         if self.deadline is not None:
-            parts.append(f"training time <= {_q(self.deadline)}{sure}")
+            parts.append(f"{FIGURE_WORDS[self.time_figure]} <= {_q(self.deadline)}{sure}")
         if self.budget is not None:
-            parts.append(f"cost <= {_q(self.budget)}{sure}")
+            parts.append(f"{FIGURE_WORDS[self.cost_figure]} <= {_q(self.budget)}{sure}")
         if self.min_efficiency is not None:
             parts.append(f"efficiency >= {self.min_efficiency:g}")
         if self.max_global_batch is not None:
@@ -215,6 +228,18 @@ class Plan:
     def size(self) -> int:
         """Number of layouts in the sweep."""
         return self.space.size
+
+    @property
+    def time_figure(self) -> str:
+        """The time the objective, the deadline and the front use: ``"training_time"``, or
+        ``"wall_clock_time"`` when failures are modeled (the failure-free time where a layout has none)."""
+        return self.constraints.time_figure
+
+    @property
+    def cost_figure(self) -> str:
+        """The cost they use: ``"cost"``, or ``"total_cost"`` (the whole run's: node-hours over
+        the wall clock plus the energy) when failures or energy are priced."""
+        return self.constraints.cost_figure
 
     @property
     def table(self) -> SweepTable:
@@ -357,7 +382,11 @@ def plan(
     interval (:mod:`mlsysim.engine.reports.bands`): a layout is kept only when its
     training time and cost would still meet them were its efficiency as low as
     it is with probability 1 - confidence (non-seed assumptions, the same for
-    every layout). Layouts that do not fit in a known
+    every layout). Where the space models failures, the objective, the
+    deadline and the Pareto front use the wall-clock time and the whole run's
+    cost (``total_cost``), not the failure-free figures; with energy priced, the
+    cost is the whole run's (``plan.time_figure``, ``plan.cost_figure`` say which;
+    docs/planning.md). Layouts that do not fit in a known
     ``device_memory`` are always excluded. ``top=k`` also keeps the k best
     layouts (``plan.top``).
 
@@ -402,6 +431,8 @@ def plan(
         workers = _count_option("workers", workers, minimum=1)
     check_size(declared_size(axes), max_layouts, what="plan", workers=workers or _cores())
     space = prepare_space(scenario, axes)
+    time_figure, cost_figure = _whole_run_figures(space)
+    constraints = replace(constraints, time_figure=time_figure, cost_figure=cost_figure)
     n_workers = workers or (_cores() if space.size >= PARALLEL_MIN_LAYOUTS else 1)
     check_size(space.size, max_layouts, what="plan", workers=n_workers)
     _require_cost(space, objective, constraints)
@@ -491,6 +522,36 @@ def _with_confidence(
     return replace(constraints, confidence=float(confidence), confidence_z=z)
 
 
+def _whole_run_figures(space: Space) -> tuple[str, str]:
+    """The figures a plan ranks by: the whole run's where the space models it (docs/planning.md).
+
+    With failures modeled (a failure rate, the scenario's or the assumptions', with
+    ``checkpoint_bandwidth`` and ``restart_time``) the time is ``wall_clock_time``
+    and the cost ``total_cost``; with energy priced (``energy_price`` and
+    ``device_power``) the cost is ``total_cost``. A swept input counts as given
+    when any of its values is.
+    """
+    swept = {a.field: a.values for a in space.axes}
+
+    def given(inputs: Mapping[str, object], name: str) -> bool:
+        if name in swept:
+            return any(v is not None for v in swept[name])
+        value = inputs.get(name)
+        return isinstance(value, int | float | np.ndarray) and bool(np.any(value == value))
+
+    assumed = [space.base.assumptions, *swept.get("assumptions", ())]
+    default_rate = any(getattr(a, "failure_rate", 0.0) for a in assumed if a is not None)
+    failures = energy = False
+    for inputs in space.group_inputs():
+        rate = given(inputs, "failure_rate") or default_rate
+        failures |= rate and given(inputs, "checkpoint_bandwidth") and given(inputs, "restart_time")
+        energy |= given(inputs, "energy_price") and given(inputs, "device_power")
+    return (
+        "wall_clock_time" if failures else "training_time",
+        "total_cost" if failures or energy else "cost",
+    )
+
+
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -524,7 +585,7 @@ def _require_cost(space: Space, objective: str, constraints: Constraints) -> Non
 
 def _infeasible_message(space: Space, constraints: Constraints, state: Partial) -> str:
     parts = [f"{n} break {k}" for k, n in state.excluded.items() if n]
-    reach = describe_reach(state.reach)
+    reach = describe_reach(state.reach, state.criteria)
     return (
         f"no layout meets the constraints ({constraints.describe()}): of {space.size} layouts, "
         f"{'; '.join(parts)}. The sweep reaches: {', '.join(reach)}. "

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -56,6 +56,12 @@ class Criteria:
     for the training time and cost at that bound."""
     layout_rules: bool = False
     """A space of parallel layouts: those that break a layout rule are excluded (``layout_valid``)."""
+    time_figure: str = "training_time"
+    """The time the objective, the deadline and the Pareto front use: ``training_time``, or
+    ``wall_clock_time`` when the plan models failures (:func:`ranked_columns`)."""
+    cost_figure: str = "cost"
+    """The cost they use: ``cost`` (node-hours of the training time), or ``total_cost`` (the
+    whole run's, over the wall clock and with the energy) when failures or energy are priced."""
 
     def constraint_names(self) -> tuple[str, ...]:
         """The constraints in force, memory first, in the order a plan reports them."""
@@ -189,9 +195,19 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
     compares exactly the numbers a materialised one does.
     """
     v = figures(sub)
+    fields = result_fields()
+
+    def in_table_units(name: str) -> np.ndarray:
+        if name == "training_time":
+            return np.multiply(figure(v, name), 1.0 / 3600.0)
+        if name == "cost":
+            return np.asarray(figure(v, name), dtype=float)
+        return np.multiply(figure(v, name), fields[name].factor)  # as the sweep table
+
+    time, cost = ranked_columns(criteria, in_table_units)
     out = {
-        "training_time": np.multiply(figure(v, "training_time"), 1.0 / 3600.0),
-        "cost": np.asarray(figure(v, "cost"), dtype=float),
+        "training_time": time,  # the time and cost the plan ranks by (criteria.time_figure, ...)
+        "cost": cost,
         "fits": np.asarray(figure(v, "fits")),  # True where the device memory is unknown
     }
     if criteria.layout_rules:
@@ -218,6 +234,38 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
             column = result_fields()[limit.column]
             out[limit.column] = np.multiply(figure(v, limit.column), column.factor)
     return out
+
+
+def ranked_columns(
+    criteria: object, column: Callable[[str], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The time (hours) and cost (USD) a plan ranks and limits layouts by.
+
+    ``criteria`` names them (``time_figure``, ``cost_figure``); ``column(name)``
+    gives a column in the table's units. The whole run's figures stand where a
+    layout models them and the failure-free ones elsewhere: a layout without
+    failures takes its training time to train (``wall_clock_time`` is NaN there),
+    and a layout with nothing of the whole run priced costs its node-hours.
+    """
+    time, cost = column("training_time"), column("cost")
+    time_figure = getattr(criteria, "time_figure", "training_time")
+    cost_figure = getattr(criteria, "cost_figure", "cost")
+    if time_figure != "training_time":
+        wall = column(time_figure)
+        time = np.where(np.isnan(wall), time, wall)
+    if cost_figure != "cost":
+        whole = column(cost_figure)
+        cost = np.where(np.isnan(whole), cost, whole)
+    return time, cost
+
+
+FIGURE_WORDS = {
+    "training_time": "training time",
+    "wall_clock_time": "wall-clock time",
+    "cost": "cost",
+    "total_cost": "whole-run cost",
+}
+"""How a plan names the figure it ranks by (its summary, its constraints, an infeasible plan)."""
 
 
 class Limit(NamedTuple):
@@ -458,12 +506,22 @@ def _fold_reach(reach: Reach, col: dict[str, np.ndarray], shape: tuple[int, ...]
     )
 
 
-def describe_reach(reach: Reach) -> list[str]:
-    """What the space reaches, as the infeasible-plan message says it."""
+def describe_reach(reach: Reach, criteria: Criteria | None = None) -> list[str]:
+    """What the space reaches, as the infeasible-plan message says it (by the plan's figures)."""
+    time_word = FIGURE_WORDS[criteria.time_figure if criteria else "training_time"]
+    cost_word = FIGURE_WORDS[criteria.cost_figure if criteria else "cost"]
     if reach.fits:
-        out = [f"fastest {reach.fastest:.4g} h"]
+        out = [
+            f"fastest {reach.fastest:.4g} h"
+            if time_word == "training time"
+            else f"shortest {time_word} {reach.fastest:.4g} h"
+        ]
         if not math.isinf(reach.cheapest):
-            out.append(f"cheapest {reach.cheapest:,.2f} USD")
+            out.append(
+                f"cheapest {reach.cheapest:,.2f} USD"
+                if cost_word == "cost"
+                else f"cheapest {cost_word} {reach.cheapest:,.2f} USD"
+            )
         out.append(f"best efficiency {reach.best_efficiency:.3g}")
         out.append(f"smallest global batch {int(reach.smallest_global_batch)}")
         return out

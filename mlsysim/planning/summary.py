@@ -55,6 +55,8 @@ RESULT_FIGURES = (
     "efficiency",
     "global_batch",
     "fits",
+    "wall_clock_time",
+    "total_cost",
 )
 """The figures two layouts must share to count as the same result."""
 
@@ -144,6 +146,10 @@ def result_key(scenario: DataParallelScaleOutScenario) -> Key:
         "efficiency": r.efficiency,
         "global_batch": r.global_batch,
         "fits": r.fits is not False,
+        "wall_clock_time": math.nan
+        if r.wall_clock_time is None
+        else r.wall_clock_time.to("hour").magnitude,
+        "total_cost": math.nan if r.total_cost is None else r.total_cost,
     }
     return _key([figures[f] for f in RESULT_FIGURES])
 
@@ -316,12 +322,53 @@ def knee_of(plan: PlanView) -> Knee | None:
 # -- the summary -----------------------------------------------------------------------------
 
 
-def _figures(scenario: DataParallelScaleOutScenario) -> str:
+def _figures(scenario: DataParallelScaleOutScenario, plan: PlanView | None = None) -> str:
     r = scenario.result
-    return (
-        f"{r.n_devices} devices, {fmt_hours(r.training_time.magnitude)}, "
+    whole_time = plan is not None and plan.time_figure != "training_time"
+    figures = (
+        f"{r.n_devices} devices, {fmt_hours(r.training_time.magnitude)}"
+        f"{' failure-free' if whole_time else ''}, "
         f"{fmt_money(r.cost)}, efficiency {r.efficiency:.3f}"
     )
+    if plan is None or (plan.time_figure, plan.cost_figure) == ("training_time", "cost"):
+        return figures
+    time, cost = _ranked_of(plan, scenario)
+    words = []
+    if plan.time_figure != "training_time" and r.wall_clock_time is not None:
+        goodput = f", goodput {r.goodput:.3g}" if r.goodput is not None else ""
+        words.append(f"wall clock {fmt_hours(time)}{goodput}")
+    if plan.cost_figure != "cost" and r.total_cost is not None:
+        words.append(f"whole-run cost {fmt_money(cost)}")
+    return figures + (f"; {', '.join(words)}" if words else "")
+
+
+def _ranked_of(plan: PlanView, scenario: DataParallelScaleOutScenario) -> tuple[float, float | None]:
+    """The time (hours) and cost a plan ranked ``scenario`` by (:attr:`mlsysim.Plan.time_figure`)."""
+    r = scenario.result
+    time, cost = r.training_time.magnitude, r.cost
+    if plan.time_figure == "wall_clock_time" and r.wall_clock_time is not None:
+        time = r.wall_clock_time.to("hour").magnitude
+    if plan.cost_figure == "total_cost" and r.total_cost is not None:
+        cost = r.total_cost
+    return time, cost
+
+
+def _ranked(plan: PlanView, table: SweepTable) -> tuple[np.ndarray, np.ndarray]:
+    """The time and cost columns a plan ranked the rows of ``table`` by."""
+    from mlsysim.planning.reduce import ranked_columns
+
+    return ranked_columns(plan.constraints, lambda name: np.asarray(table[name], dtype=float))
+
+
+def _by(plan: PlanView) -> str:
+    """What a plan ranks by, said after its goal: empty for the failure-free figures."""
+    from mlsysim.planning.reduce import FIGURE_WORDS
+
+    figure = plan.time_figure if plan.objective == "time" else plan.cost_figure
+    if figure in ("training_time", "cost"):
+        return ""
+    reason = "failures modeled" if plan.time_figure != "training_time" else "energy priced"
+    return f" by {FIGURE_WORDS[figure]} ({reason})"
 
 
 def _runner_up(plan: PlanView, groups: list[ResultGroup], best_layout: Layout) -> str | None:
@@ -337,9 +384,9 @@ def _runner_up(plan: PlanView, groups: list[ResultGroup], best_layout: Layout) -
         return None
     other = groups[at + step]
     i = other.rows[0]
-    b = best.result
-    b_time, b_cost = b.training_time.magnitude, b.cost
-    o_time, o_cost = float(front["training_time"][i]), float(front["cost"][i])
+    b_time, b_cost = _ranked_of(plan, best)
+    times, costs = _ranked(plan, front)
+    o_time, o_cost = float(times[i]), float(costs[i])
     name = best_layout.describe()
     other_name = other.describe()
     if plan.objective == "cost" and b_cost is not None:
@@ -395,7 +442,7 @@ def _search_line(plan: PlanView) -> str:
     axes = " x ".join(_axis_text(a) for a in front.axes) or "the scenario alone"
     name = getattr(front.base, "name", None) or "unnamed scenario"
     goal = "cheapest" if plan.objective == "cost" else "fastest"
-    return f"Plan for {name!r}: the {goal} of {_plural(size, 'layout')} ({axes})"
+    return f"Plan for {name!r}: the {goal}{_by(plan)} of {_plural(size, 'layout')} ({axes})"
 
 
 LISTED = 8
@@ -435,25 +482,27 @@ def _constraint_line(plan: PlanView) -> str:
     return line + (f" ({drop})" if drop else "")
 
 
-def _front_line(groups: list[ResultGroup], front: SweepTable) -> str:
+def _front_line(groups: list[ResultGroup], front: SweepTable, plan: PlanView) -> str:
+    from mlsysim.planning.reduce import FIGURE_WORDS
+
     n = len(front)
     if n == 0:
         return "Pareto front: empty"
+    axes = f"{FIGURE_WORDS[plan.time_figure]} against {FIGURE_WORDS[plan.cost_figure]}"
+    times, costs = _ranked(plan, front)
     first, last = groups[0].rows[0], groups[-1].rows[0]
     if len(groups) == 1:
-        one = _time_and_cost(float(front["training_time"][first]), float(front["cost"][first]))
-        return (
-            f"Pareto front (training time against cost): {_plural(n, 'layout')}, one result: {one}"
-        )
+        one = _time_and_cost(float(times[first]), float(costs[first]))
+        return f"Pareto front ({axes}): {_plural(n, 'layout')}, one result: {one}"
     distinct = f"{len(groups)} distinct result{'s' if len(groups) != 1 else ''}"
     span = (
         f"{n:,} layouts, {distinct}" if n != len(groups) else f"{n:,} layout{'s' if n != 1 else ''}"
     )
     ends = (
-        f"from {_time_and_cost(float(front['training_time'][first]), float(front['cost'][first]))}"
-        f" to {_time_and_cost(float(front['training_time'][last]), float(front['cost'][last]))}"
+        f"from {_time_and_cost(float(times[first]), float(costs[first]))}"
+        f" to {_time_and_cost(float(times[last]), float(costs[last]))}"
     )
-    return f"Pareto front (training time against cost): {span}, {ends}"
+    return f"Pareto front ({axes}): {span}, {ends}"
 
 
 def plan_summary(plan: PlanView) -> str:
@@ -466,7 +515,7 @@ def plan_summary(plan: PlanView) -> str:
             f"PARTIAL: interrupted after {plan.evaluated:,} of {plan.size:,} layouts; "
             "the answers below are the best found so far"
         )
-    lines.append(f"Best: {best.describe()} -> {_figures(plan.best)}{best.free_note()}")
+    lines.append(f"Best: {best.describe()} -> {_figures(plan.best, plan)}{best.free_note()}")
     runner = _runner_up(plan, groups, best)
     if runner:
         lines.append(f"Runner-up: {runner}")
@@ -476,7 +525,7 @@ def plan_summary(plan: PlanView) -> str:
     knee = _knee_line(plan)
     if knee:
         lines.append(knee)
-    lines.append(_front_line(groups, plan.pareto))
+    lines.append(_front_line(groups, plan.pareto, plan))
     lines.append(_search_line(plan))
     lines.append(_constraint_line(plan))
     return "\n".join(lines)

@@ -486,12 +486,24 @@ def plan_payload(request: Request) -> dict[str, JSONValue]:
 def _plan_rows(
     table: SweepTable, found: Plan | None, objective: str, message: str | None
 ) -> dict[str, JSONValue]:
+    from types import SimpleNamespace
+
     import numpy as np
 
     from mlsysim.planning.notes import plan_notes
+    from mlsysim.planning.reduce import FIGURE_WORDS, ranked_columns
 
     labels = _row_labels(table)
     feasible = found.feasible if found is not None else np.zeros(len(table), dtype=bool)
+    if found is not None:
+        figures = SimpleNamespace(time_figure=found.time_figure, cost_figure=found.cost_figure)
+    else:  # an infeasible plan: the whole run's figures where its layouts model them
+        modeled = {c: bool(np.isfinite(np.asarray(table[c], dtype=float)).any()) for c in ("wall_clock_time", "total_cost")}
+        figures = SimpleNamespace(
+            time_figure="wall_clock_time" if modeled["wall_clock_time"] else "training_time",
+            cost_figure="total_cost" if modeled["total_cost"] else "cost",
+        )
+    time, cost = ranked_columns(figures, lambda name: np.asarray(table[name], dtype=float))
     pareto: list[int] = []
     if found is not None:  # the plan's table is the full grid: grid index = row
         pareto = [found.pareto.grid_index(i) for i in range(len(found.pareto))]
@@ -499,6 +511,12 @@ def _plan_rows(
         "plan",
         {
             "objective": objective,
+            # what the objective, deadline and budget used (the whole run's where modeled)
+            "time_figure": figures.time_figure,
+            "cost_figure": figures.cost_figure,
+            "time_label": FIGURE_WORDS[figures.time_figure],
+            "cost_label": FIGURE_WORDS[figures.cost_figure],
+            "ranked": {"time": json_value(time), "cost": json_value(cost)},
             "rows": len(table),
             "columns": _columns(table),
             "labels": labels,

@@ -55,9 +55,15 @@ from mlsysim.core.fileio import read_text
 from mlsysim.core.units import parse_quantity, quantity
 from mlsysim.engine.inputs.assumptions import Assumptions, assumptions_of
 from mlsysim.engine.model.equations import Choices, Inputs, evaluate
+from mlsysim.engine.reports.fit_range import (
+    RANGE_FIGURES,
+    FitRange,
+    range_figures,
+    register_fit_range,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
@@ -459,9 +465,23 @@ def interval_widths(
 # -- the assumptions file --------------------------------------------------------------------
 
 
-def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
+def fit_range(runs: Sequence[Run], source: str) -> FitRange:
+    """The envelope of the runs a fit was made on (:mod:`mlsysim.engine.reports.fit_range`)."""
+    figures = [range_figures(run.scenario.result) for run in runs]
+    bounds = {
+        name: (min(f[name] for f in figures), max(f[name] for f in figures))
+        for name, _ in RANGE_FIGURES
+    }
+    return FitRange(source, len(runs), bounds)
+
+
+def assumptions_toml(
+    fit: Fit, runs_path: str, base_name: str, runs: Sequence[Run] = ()
+) -> str:
     """The assumptions file of a fit: the ``[assumptions]`` table (the base preset and the
-    fitted constants) and the ``[interval]`` scores, as TOML."""
+    fitted constants), the ``[interval]`` scores and, given the ``runs``, their ``[range]``
+    (devices, nodes, parameters, tensor and pipeline ranks: a layout outside it gets a note
+    when the file is loaded), as TOML."""
     import tomli_w
 
     from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
@@ -487,6 +507,11 @@ def assumptions_toml(fit: Fit, runs_path: str, base_name: str) -> str:
             "worst_abs_relative_error": round(float(np.max(np.abs(errors))), 6),
         },
     }
+    if runs:
+        document["range"] = {
+            name: [_whole(low), _whole(high)]
+            for name, (low, high) in fit_range(runs, "").bounds.items()
+        }
     header = (
         f"# Constants of the cluster that ran {Path(runs_path).name}, fitted by\n"
         f"# 'mlsysim validate mine' (leave-one-out errors in [fit]). Load with\n"
@@ -517,6 +542,10 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     except InputError as exc:
         loc = ("assumptions", *exc.loc)
         raise ScenarioFileError(exc.message, path=str(file), line=lines.get(loc), loc=loc) from None
+    fitted = data.get("fit")
+    runs = fitted.get("runs") if isinstance(fitted, dict) else None
+    count = runs if isinstance(runs, int) and not isinstance(runs, bool) else 0
+    _register_range(data.get("range"), count, assumptions, file, lines)
     interval = data.get("interval")
     if isinstance(interval, dict) and "scores" in interval:
         named = interval.get("difficulty", DIFFICULTY_FORMULA)
@@ -547,3 +576,44 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
                 loc=("interval", "scores"),
             ) from None
     return assumptions
+
+
+def _whole(value: float) -> int | float:
+    """An integral figure as an integer in the file (``devices = [2, 64]``)."""
+    return int(value) if value == int(value) and abs(value) < 2**53 else value
+
+
+def _register_range(
+    table: object,
+    runs: int,
+    assumptions: Assumptions,
+    file: Path,
+    lines: Mapping[tuple[str, ...], int],
+) -> None:
+    """A file's ``[range]`` (each figure ``[low, high]``) tied to its assumptions, for the note
+    on layouts outside it; a malformed entry is an error naming its line."""
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        raise ScenarioFileError(
+            "expected a [range] table", path=str(file), line=lines.get(("range",)), loc=("range",)
+        )
+    bounds: dict[str, tuple[float, float]] = {}
+    for name, value in table.items():
+        ok = (
+            name in dict(RANGE_FIGURES)
+            and isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            and 0 < value[0] <= value[1]
+        )
+        if not ok:
+            raise ScenarioFileError(
+                f"expected [low, high] of one of {', '.join(n for n, _ in RANGE_FIGURES)}, "
+                f"got {name} = {value!r}",
+                path=str(file),
+                line=lines.get(("range", name)),
+                loc=("range", name),
+            )
+        bounds[name] = (float(value[0]), float(value[1]))
+    register_fit_range(assumptions, FitRange(file.name, runs, bounds))

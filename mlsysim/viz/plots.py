@@ -411,14 +411,21 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
     edge of the range the marker says "largest layout searched". Plans over
     more than :data:`PARETO_PLOT_MAX_POINTS` layouts draw their front only.
     """
+    from mlsysim.planning.reduce import FIGURE_WORDS, ranked_columns
     from mlsysim.planning.summary import knee_of
 
+    def ranked(rows: SweepTable) -> tuple[np.ndarray, np.ndarray]:
+        """The time and cost the plan ranked by (the whole run's where it models failures)."""
+        return ranked_columns(plan.constraints, lambda c: np.asarray(rows[c], dtype=float))
+
+    time_words = FIGURE_WORDS[plan.constraints.time_figure]
+    cost_words = FIGURE_WORDS[plan.constraints.cost_figure]
     size = getattr(plan, "size", None)
     if size is not None and size <= PARETO_PLOT_MAX_POINTS and not getattr(plan, "partial", False):
         table, ok = plan.table, plan.feasible  # every layout, evaluated again
     else:  # a large or interrupted plan: its front only
         table, ok = plan.pareto, np.ones(len(plan.pareto), dtype=bool)
-    time, cost = table["training_time"], table["cost"]
+    time, cost = ranked(table)
     figure = _figure(9.0, 5.0)
     ax = figure.add_subplot()
     if not ok.all():
@@ -430,17 +437,17 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
         _scatter_by_value(ax, figure, table.take(ok), swept[0], time[ok], cost[ok])
     else:
         ax.scatter(time[ok], cost[ok], s=10, color="tab:blue", label="meets the constraints")
-    front = plan.pareto
+    front_time, front_cost = ranked(plan.pareto)
     ax.plot(
-        front["training_time"],
-        front["cost"],
+        front_time,
+        front_cost,
         color="black",
         linewidth=1.0,
         label="Pareto front",
         zorder=4,
     )
     ax.scatter(
-        *_point(plan.best),
+        *_point(plan.best, plan),
         marker="*",
         s=260,
         color="tab:red",
@@ -453,7 +460,7 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
     if knee is not None:
         label = "knee" if knee.kind == "found" else "largest feasible layout (no knee in range)"
         ax.scatter(
-            *_point(knee.layout),
+            *_point(knee.layout, plan),
             marker="D",
             s=70,
             facecolors="none",
@@ -467,18 +474,23 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_ylim(bottom=0, top=float(np.nanmax(cost)) * 1.08 if np.isfinite(cost).any() else None)
-    ax.set_xlabel("training time (hour, log scale)")
-    ax.set_ylabel("cost (USD, from zero)")
-    ax.set_title(f"{_name(table)}: training time against cost")
+    ax.set_xlabel(f"{time_words} (hour, log scale)")
+    ax.set_ylabel(f"{cost_words} (USD, from zero)")
+    ax.set_title(f"{_name(table)}: {time_words} against {cost_words}")
     ax.grid(True, alpha=0.3, which="both")
     _legend(ax)
     return _finish(figure, path)
 
 
-def _point(scenario: DataParallelScaleOutScenario) -> tuple[list[float], list[float]]:
-    """A layout's (training time, cost) as one-point lists for ``scatter``."""
+def _point(scenario: DataParallelScaleOutScenario, plan: Plan) -> tuple[list[float], list[float]]:
+    """A layout's (time, cost) as the plan ranked it, as one-point lists for ``scatter``."""
     r = scenario.result
-    return [r.training_time.magnitude], [np.nan if r.cost is None else r.cost]
+    time, cost = r.training_time.magnitude, r.cost
+    if plan.constraints.time_figure == "wall_clock_time" and r.wall_clock_time is not None:
+        time = r.wall_clock_time.to("hour").magnitude
+    if plan.constraints.cost_figure == "total_cost" and r.total_cost is not None:
+        cost = r.total_cost
+    return [time], [np.nan if cost is None else cost]
 
 
 def breakdown_plot(table: SweepTable, path: PathLike | None = None, max_bars: int = 24) -> Figure:

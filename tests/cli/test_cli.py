@@ -213,7 +213,7 @@ LINKED = ("--set", "inter_bandwidth=100 Gbps")
     [
         ((*BASE_RUN, "--set", "nodes=4"), '--set "inter_bandwidth=100 Gbps", or a fabric (--set fabric=InfiniBand_NDR)'),
         ((*BASE_RUN, "--set", "optimizer=adam"), '--set "memory_bandwidth=2.0 TB/s" or --set memory_bandwidth=A100'),
-        ((*BASE_RUN, "--set", "failure_rate=1e-4 failures/hour"), '--set "checkpoint_bandwidth=2 GB/s" (per node)'),
+        ((*BASE_RUN, "--set", "failure_rate=1e-4 failures/device/hour"), '--set "checkpoint_bandwidth=2 GB/s" (per node)'),
         ((*BASE_RUN, "--set", "inter_bandwidth=InfiniBand_NDR", "--set", "nodes=2"), "--set fabric=InfiniBand_NDR"),
         (("plan", "Gpt2DataParallelOneNode", *LINKED, "--set", "node_hour_rate=none", "--axis", "nodes=1,2"),
          '(e.g. --set "node_hour_rate=32 USD/hour") or use --objective time'),

@@ -276,7 +276,7 @@ def test_piped_plan_output_cuts_no_number(capsys):
     """A layout plan under a failure model has some twenty columns: piped, each whole (issue 30: "43,958...")."""
     sets = ["workload=Llama3_70B", "node=DGX_H100", "nodes=8", "fabric=InfiniBand_NDR", "mfu=0.4",
             "training_tokens=1e12 token", "per_device_batch=1", "tensor_parallel=8", "pipeline_parallel=4", "accumulation_steps=16", "zero_stage=1",
-            "failure_rate=2e-4 failures/h", "restart_time=8 h", "checkpoint_bandwidth=2 GB/s",
+            "failure_rate=2e-4 failures/device/h", "restart_time=8 h", "checkpoint_bandwidth=2 GB/s",
             "node_hour_rate=32 USD/hour", "device_power=H100"]
     argv = ["plan", *(w for s in sets for w in ("--set", s)), "--axis", "nodes=8,32,128,512"]
     assert main(argv) == 0

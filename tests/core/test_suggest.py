@@ -128,4 +128,7 @@ def test_the_ui_writes_examples_as_a_form_field_takes_them():
 
 
 def test_quantities_still_take_their_spellings():
-    assert parse_quantity("10 gbps", "bandwidth") == Q_(10, "Gbps")
+    assert parse_quantity("10 Gbps", "bandwidth") == Q_(10, "Gbps")
+    assert parse_quantity("10 gbit/s", "bandwidth") == Q_(10, "Gbps")  # no B to mistake: folded
+    with pytest.raises(InputError, match="write Gbps .* or GBps"):  # gbps: Gbps or GBps (issue 30)
+        parse_quantity("10 gbps", "bandwidth")

@@ -119,8 +119,9 @@ def test_fast_float_quantity_is_a_plain_pint_quantity(unit_name):
         ("400 g/kWh", "carbon_intensity", 0.4 / 3.6e6),
         ("0.385 kg/kWh", "carbon_intensity", 0.385 / 3.6e6),
         ("0.08 USD/kWh", "energy_price", 0.08 / 3.6e6),
-        ("2e-5 failures/hour", "failure_rate", 2e-5 / 3600),
-        ("466 interruptions/day", "failure_rate", 466 / 86400),
+        ("2e-5 failures/device/hour", "failure_rate", 2e-5 / 3600),
+        ("2e-5 failures/hour", "event_rate", 2e-5 / 3600),
+        ("466 interruptions/day", "event_rate", 466 / 86400),
     ],
 )
 def test_whole_run_units_parse_to_si(text, kind, expected):

@@ -93,7 +93,7 @@ CASES = {
         assumptions=Assumptions(overlap=True, bucket_size=Q_(8, "GB"))
     ),
     "whole run: failures, energy, emissions, cost": FOUR.variant(
-        failure_rate=Q_(2e-4, "failures/hour"), checkpoint_bandwidth=Q_(1, "GB/s"),
+        failure_rate=Q_(2e-4, "failures/device/hour"), checkpoint_bandwidth=Q_(1, "GB/s"),
         restart_time=Q_(10, "min"), device_power=Q_(700, "W"), pue=1.1,
         carbon_intensity="US_average_LLaMA2023", energy_price=Q_(0.08, "USD/kWh"),
     ),

@@ -27,7 +27,7 @@ from mlsysim.engine.inputs.assumptions import LLAMA3_FAILURE_RATE
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 WHOLE_RUN = dict(
-    failure_rate=Q_(2e-5, "failures/hour"),
+    failure_rate=Q_(2e-5, "failures/device/hour"),
     checkpoint_bandwidth=Q_(2, "GB/s"),
     restart_time=Q_(10, "min"),
     device_power=Q_(700, "W"),
@@ -150,7 +150,7 @@ def test_registry_entries_stand_for_their_figures():
     node_rate = Infrastructure.Reliability.OPT_175B_paper  # per node-hour, 8 devices a node
     s = FOUR.variant(**{**WHOLE_RUN, "failure_rate": node_rate, "carbon_intensity": "France_BLOOM"})
     per_device = node_rate.rate.to("failures/hour").magnitude / 8
-    assert s.failure_rate.to("failures/hour").magnitude == pytest.approx(per_device, rel=1e-12)
+    assert s.failure_rate.to("failures/device/hour").magnitude == pytest.approx(per_device, rel=1e-12)
     assert s.carbon_intensity.to("g/kWh").magnitude == pytest.approx(57)
     assert FOUR.variant(**{**WHOLE_RUN, "failure_rate": "Llama3_405B_all"}).result.job_mtbf.to(
         "hour"
@@ -166,7 +166,7 @@ def test_a_failure_rate_without_what_a_failure_costs_is_refused_at_the_missing_i
 
 
 def test_a_zero_rate_needs_nothing_and_prices_no_failure():
-    r = FOUR.variant(failure_rate=Q_(0, "failures/hour")).result
+    r = FOUR.variant(failure_rate=Q_(0, "failures/device/hour")).result
     assert r.goodput is None
 
 
@@ -183,7 +183,7 @@ def test_bad_whole_run_text_is_refused_naming_the_field(text):
 
 
 def test_realistic_assumptions_price_failures_where_a_checkpoint_and_restart_are_given():
-    assert LLAMA3_FAILURE_RATE.to("failures/hour").magnitude == pytest.approx(
+    assert LLAMA3_FAILURE_RATE.to("failures/device/hour").magnitude == pytest.approx(
         Infrastructure.Reliability.Llama3_405B_all.rate.to("failures/hour").magnitude, rel=1e-4
     )
     realistic = FOUR.variant(assumptions=Assumptions.realistic())
@@ -191,19 +191,19 @@ def test_realistic_assumptions_price_failures_where_a_checkpoint_and_restart_are
     assert any("failures not priced" in note for note in realistic.result.constraint_trace)
     priced = realistic.variant(checkpoint_bandwidth=Q_(2, "GB/s"), restart_time=Q_(10, "min"))
     assert priced.result.goodput < 1.0
-    rate = LLAMA3_FAILURE_RATE.to("failures/s").magnitude
+    rate = LLAMA3_FAILURE_RATE.to("failures/device/s").magnitude
     assert priced.result.job_mtbf.to("s").magnitude == pytest.approx(1 / (rate * 32), rel=1e-12)
     # the update's figures are the realistic ones, untouched
     assert priced.result.efficiency == realistic.result.efficiency
     assert priced.result.training_time == realistic.result.training_time
     # a scenario's own rate wins over the assumptions'
-    own = priced.variant(failure_rate=Q_(1e-3, "failures/hour")).result
+    own = priced.variant(failure_rate=Q_(1e-3, "failures/device/hour")).result
     assert own.job_mtbf < priced.result.job_mtbf
 
 
 def test_a_job_that_cannot_finish_gets_goodput_zero_not_an_exception():
     r = FOUR.variant(
-        **{**WHOLE_RUN, "failure_rate": Q_(0.9, "failures/s"), "restart_time": Q_(1, "day")}
+        **{**WHOLE_RUN, "failure_rate": Q_(0.9, "failures/device/s"), "restart_time": Q_(1, "day")}
     ).result
     assert r.goodput == 0.0
     assert math.isinf(r.wall_clock_time.magnitude)
@@ -222,7 +222,7 @@ def test_goodput_is_a_share_and_energy_is_proportional_to_pue(
     rate, bandwidth, restart, pue, nodes, zero
 ):
     s = FOUR.variant(
-        nodes=nodes, zero_stage=zero, failure_rate=Q_(rate, "failures/hour"),
+        nodes=nodes, zero_stage=zero, failure_rate=Q_(rate, "failures/device/hour"),
         checkpoint_bandwidth=Q_(bandwidth, "GB/s"), restart_time=Q_(restart, "min"),
         device_power=Q_(700, "W"), pue=pue,
     )
@@ -238,7 +238,7 @@ def test_goodput_is_a_share_and_energy_is_proportional_to_pue(
     higher = s.variant(pue=pue + 0.5).result
     assert higher.energy > r.energy
     assert higher.energy.magnitude / r.energy.magnitude == pytest.approx((pue + 0.5) / pue)
-    more_failures = s.variant(failure_rate=Q_(rate * 2, "failures/hour")).result
+    more_failures = s.variant(failure_rate=Q_(rate * 2, "failures/device/hour")).result
     assert more_failures.goodput <= r.goodput
     assert more_failures.energy >= r.energy
 
@@ -274,12 +274,12 @@ def test_the_failure_rate_leaves_the_prediction_intervals_as_they_are():
 
     realistic = Assumptions.realistic()
     assert assumptions_key(realistic) == assumptions_key(
-        realistic.variant(failure_rate=Q_(0, "failures/hour"))
+        realistic.variant(failure_rate=Q_(0, "failures/device/hour"))
     )
     with_failures = FOUR.variant(
         assumptions=realistic, checkpoint_bandwidth=Q_(2, "GB/s"), restart_time=Q_(10, "min")
     ).result
     without = FOUR.variant(
-        assumptions=realistic.variant(failure_rate=Q_(0, "failures/hour"))
+        assumptions=realistic.variant(failure_rate=Q_(0, "failures/device/hour"))
     ).result
     assert with_failures.interval("efficiency") == without.interval("efficiency")

@@ -175,7 +175,7 @@ def test_grid_bounds(path, grid):
 
 @pytest.mark.parametrize("path, failure", FAILURES)
 def test_failure_rate_bounds(path, failure):
-    per_hour = to_canonical(failure.rate, "failure_rate") * 3600
+    per_hour = to_canonical(failure.rate, "event_rate") * 3600
     per_device = per_hour / failure.devices_per_node if failure.per == "node" else per_hour
     assert 1e-6 <= per_device <= 1e-3  # an MTBF per device of 1,000 to 1,000,000 hours
 
@@ -184,7 +184,7 @@ def test_failure_rates_are_the_published_counts():
     """419 and 466 interruptions in 54 days on 16,384 GPUs; 2 of 128 machines a day; 105 in 60
     days on 124 nodes."""
     rel = Infrastructure.Reliability
-    per_hour = {k: to_canonical(e.rate, "failure_rate") * 3600 for k, e in rel.entries().items()}
+    per_hour = {k: to_canonical(e.rate, "event_rate") * 3600 for k, e in rel.entries().items()}
     assert per_hour["Llama3_405B_unexpected"] == pytest.approx(419 / (16_384 * 54 * 24), rel=1e-4)
     assert per_hour["Llama3_405B_all"] == pytest.approx(466 / (16_384 * 54 * 24), rel=1e-4)
     assert per_hour["OPT_175B_chronicles"] == pytest.approx(2 / (128 * 24), rel=1e-4)

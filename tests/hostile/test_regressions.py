@@ -185,7 +185,7 @@ def test_tiny_time_in_a_log_is_refused(tmp_path):
 
 @pytest.mark.parametrize(
     "text, gbps",
-    [("100 Gb/s", 100), ("100 Gbps", 100), ("100 gbps", 100), ("100Gbit/s", 100), ("400G", 400),
+    [("100 Gb/s", 100), ("100 Gbps", 100), ("100 gbit/s", 100), ("100Gbit/s", 100), ("400G", 400),
      ("400 GbE", 400), ("12.5 GB/s", 100), ("1 Tb/s", 1000), ("100000 Mb/s", 100), ("1e8 Kb/s", 100)],
 )  # fmt: skip
 def test_network_spellings_are_bits(text, gbps):
@@ -198,7 +198,7 @@ def test_gb_is_bits_in_python_too():
 
 
 def test_ambiguous_and_unknown_units_list_the_spellings():
-    with pytest.raises(InputError, match="ambiguous: write GB/s or Gb/s"):
+    with pytest.raises(InputError, match=r"ambiguous: write GB/s \(gigabyte / second\) or Gb/s"):
         parse_quantity("100 gb/s", "bandwidth")
     with pytest.raises(InputError, match="accepted spellings for a bandwidth: .*Gbps"):
         parse_quantity("100 blorps", "bandwidth")

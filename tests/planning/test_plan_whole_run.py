@@ -9,7 +9,7 @@ from mlsysim.planning.plan import InfeasiblePlanError
 BASE = Scenarios.Gpt2DataParallelFourNodes10GbE.variant(
     device_power=Q_(700, "W"),
     carbon_intensity=Q_(400, "g/kWh"),
-    failure_rate=Q_(1e-3, "failures/hour"),
+    failure_rate=Q_(1e-3, "failures/device/hour"),
     checkpoint_bandwidth=Q_(1, "GB/s"),
     restart_time=Q_(30, "min"),
 )
@@ -17,8 +17,9 @@ AXES = {"nodes": list(range(1, 33)), "inter_bandwidth": [Q_(25, "Gbps"), Q_(400,
 
 
 def _brute_best(table, mask):
-    cost = np.where(mask, table["cost"], np.inf)
-    time = np.where(mask, table["training_time"], np.inf)
+    # with failures modeled a plan ranks by the whole run: its cost and wall clock (issue 30)
+    cost = np.where(mask, table["total_cost"], np.inf)
+    time = np.where(mask, table["wall_clock_time"], np.inf)
     order = np.lexsort((time, cost))
     return int(order[0])
 

@@ -7,7 +7,7 @@ from .conftest import assert_table_matches_scalar
 
 FOUR = Scenarios.Gpt2DataParallelFourNodes10GbE
 BASE = FOUR.variant(
-    failure_rate=Q_(1e-4, "failures/hour"),
+    failure_rate=Q_(1e-4, "failures/device/hour"),
     checkpoint_bandwidth=Q_(2, "GB/s"),
     restart_time=Q_(10, "min"),
     device_power=Q_(700, "W"),
@@ -20,7 +20,7 @@ def test_sweep_with_failures_and_energy_equals_the_scalar_solve_row_by_row():
     axes = {
         "nodes": [1, 4, 64, 1024],
         "zero_stage": [0, 3],
-        "failure_rate": [Q_(0, "failures/hour"), Q_(2e-5, "failures/hour"), Q_(0.5, "failures/hour")],
+        "failure_rate": [Q_(0, "failures/device/hour"), Q_(2e-5, "failures/device/hour"), Q_(0.5, "failures/device/hour")],
         "pue": [None, 1.4],
         "checkpoint_interval": [None, Q_(20, "min")],
     }

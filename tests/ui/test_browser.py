@@ -438,7 +438,7 @@ def test_a_parallel_layout_shows_t_p_d_and_its_breakdown(server, browser, shots)
 def test_the_whole_run_shows_goodput_energy_and_emissions(server, browser, shots):
     four = "Gpt2DataParallelFourNodes10GbE"
     sets = [
-        "failure_rate=2e-4 failures/hour", "checkpoint_bandwidth=1 GB/s", "restart_time=10 min",
+        "failure_rate=2e-4 failures/device/hour", "checkpoint_bandwidth=1 GB/s", "restart_time=10 min",
         "device_power=700 W", "pue=1.1", "carbon_intensity=400 g/kWh", "energy_price=0.08 USD/kWh",
     ]
     from urllib.parse import quote

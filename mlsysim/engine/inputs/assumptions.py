@@ -75,7 +75,7 @@ def _check_measured_links(value: object) -> tuple[str, ...]:
             return tuple(n for n in LINKS if n in names)
     raise InputError(f"expected link names among intra and inter, got {value!r}")
 
-NO_FAILURES = quantity(0, "failures/hour")
+NO_FAILURES = quantity(0, "failures/device/hour")
 """The seed's failure rate: no failures."""
 
 
@@ -95,7 +95,7 @@ INTERFERENCE = 0.19
 H100, MI210 and MI250 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
 Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114, 2025)."""
 
-LLAMA3_FAILURE_RATE = quantity(466 / (16_384 * 54 * 24), "failures/hour")
+LLAMA3_FAILURE_RATE = quantity(466 / (16_384 * 54 * 24), "failures/device/hour")
 """Failures per device-hour of the realistic preset: 466 interruptions (419 unexpected, 47
 planned) in a 54-day snapshot of Llama 3 405B pre-training on up to 16,384 H100 GPUs (Llama
 Team 2024, "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4): 466 / (16,384 x
@@ -166,7 +166,7 @@ class Assumptions(Validated):
       (DeepSpeed's pipeline engine of 2021, MT-NLG 530B).
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>)
     """
 
     algorithm: Algorithm = "ring"

@@ -34,15 +34,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from mlsysim.core.exceptions import InputError, UnknownNameError
-from mlsysim.core.suggest import known, setting
+from mlsysim.core.suggest import example, known, setting
 from mlsysim.core.text import parse_bool, parse_float, parse_int, parse_name
 from mlsysim.core.units import (
     FACTORS,
+    KINDS,
     PHYSICAL_RANGE,
     Quantity,
     nonnegative_canonical,
     parse_quantity,
     positive_canonical,
+    quantity,
     to_canonical,
 )
 from mlsysim.core.validation import (
@@ -510,6 +512,46 @@ def _pue(value: object) -> float:
     return float(value)
 
 
+def _failure_rate_kind(value: object) -> str:
+    """``"failure_rate"`` for a rate per device (failures/device/hour), ``"event_rate"`` for a
+    rate of a whole job (interruptions/day: with ``failure_rate_devices``); else an error."""
+    if isinstance(value, Quantity):
+        dimensionality = value.dimensionality
+        for kind in ("failure_rate", "event_rate"):
+            if KINDS[kind][0].dimensionality == dimensionality:
+                return kind
+        got = "a dimensionless number" if value.dimensionless else f"units of {value.units:~P}"
+    else:
+        got = f"{value!r} without units"
+    raise InputError(
+        f"expected a failure rate per device ({example('2e-5', 'failures/device/hour')}) or a "
+        f"whole job's rate with failure_rate_devices ({example('8.6', 'interruptions/day')}), "
+        f"got {got}"
+    )
+
+
+def _failure_rate_field(f: InputField) -> InputField:
+    """The failure rate: per device, or of a whole job of ``failure_rate_devices`` devices.
+
+    Both are rates in canonical units (per device-second, per second); the job's is
+    divided by its devices where the model uses it (:mod:`mlsysim.engine.model.equations`),
+    and a job's rate without its devices is refused (:mod:`mlsysim.engine.inputs.rules`).
+    """
+
+    def check(value: object) -> Value:
+        if isinstance(value, str):
+            value = parse_quantity(value)
+        checked: Quantity = check_nonnegative_quantity(_failure_rate_kind(value))(value)
+        return checked
+
+    def canonical(value: Value) -> float:
+        return nonnegative_canonical(value, _failure_rate_kind(value))
+
+    return dataclasses.replace(
+        f, check=check, parse=parse_quantity, canonical=canonical, checked_canonical=canonical
+    )
+
+
 def _failure_rate_entry(value: object) -> object:
     """A run of ``Infrastructure.Reliability`` (or its name) as a rate per device-hour, else None.
 
@@ -525,7 +567,8 @@ def _failure_rate_entry(value: object) -> object:
             return None
     if not isinstance(value, FailureRate):
         return None
-    return value.rate if value.per == "device" else value.rate / value.devices_per_node
+    per_device = value.rate if value.per == "device" else value.rate / value.devices_per_node
+    return per_device / quantity(1, "device")
 
 
 def _device_power_entry(value: object) -> object:
@@ -962,19 +1005,38 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "cluster",
         _registry_quantity(
-            _quantity(
-                "failure_rate",
-                "failures per device-hour (or a run of Infrastructure.Reliability); "
-                "None: the assumptions' (none in the seed)",
-                "failure_rate",
-                "failures/hour",
-                "lambda",
-                default=None,
-                optional=True,
-                allow_zero=True,
-                seed=False,
+            _failure_rate_field(
+                _quantity(
+                    "failure_rate",
+                    "failures per device (failures/device/hour), a whole job's rate with "
+                    "failure_rate_devices (interruptions/day), or a run of "
+                    "Infrastructure.Reliability; None: the assumptions' (none in the seed)",
+                    "failure_rate",
+                    "failures/device/hour",
+                    "lambda",
+                    default=None,
+                    optional=True,
+                    allow_zero=True,
+                    seed=False,
+                )
             ),
             _failure_rate_entry,
+        ),
+    ),
+    _in(
+        "cluster",
+        InputField(
+            "failure_rate_devices",
+            "devices of the job a failure_rate of a whole job was observed on (Llama 3: "
+            "16384); the rate per device is failure_rate / failure_rate_devices",
+            "count",
+            check_positive_int,
+            parse_int,
+            default=None,
+            optional=True,
+            symbol="n_obs",
+            numeric=True,
+            canonical=_count_number,
         ),
     ),
     _in(
@@ -995,7 +1057,7 @@ _TABLE: tuple[InputField, ...] = (
         "cluster",
         _quantity(
             "checkpoint_bandwidth",
-            "checkpoint write bandwidth per node (one node writes a replicated state, "
+            "checkpoint write bandwidth per node (the nodes of one replica write a replicated state, "
             "every node a ZeRO-sharded one)",
             "bandwidth",
             "GB/s",
@@ -1038,7 +1100,7 @@ _TABLE: tuple[InputField, ...] = (
         "cluster",
         _quantity(
             "idle_power",
-            "power of one device while it waits: exposed communication, stragglers, "
+            "power of one device while it waits: exposed communication, stragglers, pipeline bubble, "
             "checkpoints, restarts (None: device_power)",
             "power",
             "W",

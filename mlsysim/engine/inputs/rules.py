@@ -50,6 +50,44 @@ def _count(value: object) -> object:
     return value
 
 
+def _job_rate(value: object) -> object:
+    """A failure rate of a whole job (interruptions/day), not one per device."""
+    from mlsysim.core.units import KINDS, Quantity
+
+    return isinstance(value, Quantity) and (
+        value.dimensionality == KINDS["event_rate"][0].dimensionality
+    )
+
+
+def _per_device_rate(value: object) -> object:
+    from mlsysim.core.units import KINDS, Quantity
+
+    return isinstance(value, Quantity) and (
+        value.dimensionality == KINDS["failure_rate"][0].dimensionality
+    )
+
+
+def _bare_rate(values: Mapping[str, object]) -> str:
+    """The message of a failure rate that could be per device or of a whole job."""
+    from mlsysim.core.suggest import example
+    from mlsysim.core.units import SPELLINGS, Quantity, ureg
+
+    rate = values.get("failure_rate")
+    unit, number = "interruptions/day", "8.6"
+    if isinstance(rate, Quantity):  # in the spelling it came in where one is, else per hour
+        unit = next(
+            (u for u in SPELLINGS["event_rate"] if ureg.Unit(u) == rate.units), "failures/hour"
+        )
+        number = f"{rate.to(unit).magnitude:g}"
+    per_device = unit.replace("/", "/device/", 1)
+    return (
+        f"{number} {unit} does not say whether it is per device or of a whole job: for a rate "
+        f"per device write {example(number, per_device)}; for a whole job's rate give the "
+        "devices it was observed on, failure_rate_devices=N (Llama 3: 466 interruptions in 54 "
+        "days on 16,384 GPUs is 8.6 interruptions/day with failure_rate_devices=16384)"
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     """A rule between inputs.
@@ -125,6 +163,28 @@ RULES: Final = (
         ),
         "reshard_after_forward without zero_stage 3",
         when="reshard_after_forward",
+    ),
+    Rule(
+        ("failure_rate", "failure_rate_devices"),
+        (_job_rate, _not_given),
+        lambda job, missing: job & missing,
+        "failure_rate",
+        _bare_rate,
+        "a failure_rate without 'per device' and no failure_rate_devices",
+        when="failure_rate",
+    ),
+    Rule(
+        ("failure_rate", "failure_rate_devices"),
+        (_per_device_rate, _given),
+        lambda per_device, given: per_device & given,
+        "failure_rate_devices",
+        lambda v: (
+            f"failure_rate ({v.get('failure_rate'):~P}) is already per device; "
+            "failure_rate_devices is for the rate of a whole job (interruptions/day): "
+            "give one or the other"
+        ),
+        "a failure_rate per device and failure_rate_devices",
+        when="failure_rate_devices",
     ),
     *(
         Rule(

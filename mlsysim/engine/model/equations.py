@@ -98,6 +98,7 @@ class Inputs:
     # device_power); carbon_intensity kg/J;
     # energy_price USD/J.
     failure_rate: Num = math.nan
+    failure_rate_devices: Num = math.nan  # given: failure_rate is a whole job's (per second)
     restart_time: Num = math.nan
     checkpoint_bandwidth: Num = math.nan
     checkpoint_interval: Num = math.nan
@@ -637,15 +638,16 @@ def _whole_run(x: Inputs, c: Choices, f: Figures) -> Figures:
     :mod:`mlsysim.physics.energy` (Patterson et al. 2021). With ``T_s`` the
     failure-free ``training_time``, ``n`` devices on ``N`` nodes, ``psi`` parameters:
 
-        lambda = failure_rate (per device), else the assumptions' rate
+        lambda = failure_rate (per device; a job's rate / failure_rate_devices), else the
+            assumptions' rate
         failures modeled where lambda > 0 and checkpoint_bandwidth and restart_time are given
         M = 1 / (lambda n);  S = 14 psi;  delta = S / (w B_ckpt)  (w = N when ZeRO shards
-            the state, else 1: one replica writes it)
+            the state, else min(N, ceil(t p / g)): the nodes of one replica, each its shards)
         tau = checkpoint_interval, else Daly's optimum (delta, M)
         T_w = M e^(R/M) (e^((tau + delta)/M) - 1) T_s / tau;  G = T_s / T_w
         T_ckpt, T_rework, T_restart, N_f: Daly's terms (physics.reliability.overheads)
         E = PUE n ((T_s + T_rework) P_update + (T_ckpt + T_restart) P_idle)
-        P_update = (P t_busy + P_idle (t_exposed + t_sync)) / update_time
+        P_update = (P t_busy + P_idle (t_exposed + t_sync + t_bubble)) / update_time
             (P = device_power, P_idle = idle_power; without idle_power every state at P:
             the published convention)
         emissions = E I;  energy_cost = E price
@@ -676,6 +678,8 @@ def _whole_run_figures(
     x: Inputs, c: Choices, f: Figures, rate: Num, power: Num, price: Num
 ) -> Figures:
     n, t_s = f.n_devices, f.training_time
+    observed = x.failure_rate_devices  # a job's rate: per device over the devices it was seen on
+    rate = where(observed == observed, rate / observed, rate)
     rate = where(rate == rate, rate, c.failure_rate)
     on = (rate > 0) & (x.checkpoint_bandwidth == x.checkpoint_bandwidth) & (
         x.restart_time == x.restart_time
@@ -699,7 +703,12 @@ def _whole_run_figures(
             n,
             size,
             x.checkpoint_bandwidth,
-            x.nodes if c.zero_stage else 1.0,  # a ZeRO-sharded state: every node writes
+            reliability.checkpoint_writers(
+                x.nodes,
+                x.devices_per_node,
+                _or(x.tensor_parallel, 1.0) * _or(x.pipeline_parallel, 1.0),
+                bool(c.zero_stage),
+            ),
             x.restart_time,
             where(on, x.checkpoint_interval, nan),
         )
@@ -721,11 +730,14 @@ def _whole_run_figures(
         idle = x.idle_power
         given_idle = idle == idle
         idle = where(given_idle, idle, power)
-        busy = f.update_time - f.exposed_communication_time - f.synchronization_time
+        # the pipeline's bubble is a wait too (docs/whole_run.md): the device is idle in it
+        bubble = where(f.bubble_time == f.bubble_time, f.bubble_time, 0.0)
+        waits = f.synchronization_time + bubble
+        busy = f.update_time - f.exposed_communication_time - waits
         update_power = where(
             given_idle,
             energy_mod.average_device_power(
-                power, idle, idle, busy, f.exposed_communication_time, f.synchronization_time
+                power, idle, idle, busy, f.exposed_communication_time, waits
             ),
             power,
         )

@@ -12,7 +12,7 @@ prints each term with its equation.
 
 >>> from mlsysim import Q_
 >>> run = WholeRun(devices=16_384, training_time=Q_(54, "day"),
-...                failure_rate=Q_(466 / (16_384 * 54 * 24), "failures/hour"),
+...                failure_rate=Q_(466 / (16_384 * 54 * 24), "failures/device/hour"),
 ...                restart_time=Q_(10, "min"), checkpoint_size=Q_(5.67, "TB"),
 ...                checkpoint_bandwidth=Q_(2, "TB/s"), checkpoint_writers=1)
 >>> round(run.figures().job_mtbf.to("hour").magnitude, 2)
@@ -56,6 +56,25 @@ def _nonnegative(owner: WholeRun, name: str, kind: str) -> float | None:
         raise InputError(exc.message, loc=(name,), owner="WholeRun") from None
 
 
+def _rate_kind(owner: WholeRun) -> str:
+    """``failure_rate``'s unit kind: per device (``failures/device/hour``), or per the part
+    ``failure_rate_per`` names (``failures/hour``, a rate of one device or one node)."""
+    from mlsysim.core.units import KINDS, Quantity
+
+    value = owner.failure_rate
+    per_device = isinstance(value, Quantity) and (
+        value.dimensionality == KINDS["failure_rate"][0].dimensionality
+    )
+    if per_device and owner.failure_rate_per != "device":
+        raise InputError(
+            f"failure_rate ({value:~P}) is per device, but failure_rate_per is "
+            f"{owner.failure_rate_per!r}: give failures/hour per {owner.failure_rate_per}",
+            loc=("failure_rate",),
+            owner="WholeRun",
+        )
+    return "failure_rate" if per_device else "event_rate"
+
+
 def _count(owner: WholeRun, name: str, *, low: int = 1) -> int:
     value = getattr(owner, name)
     if type(value) is not int or not low <= value <= 10**15:
@@ -84,7 +103,8 @@ class WholeRun:
 
     Reliability (all or none of ``failure_rate``, ``restart_time`` and a checkpoint):
 
-    * ``failure_rate`` per ``failure_rate_per`` (``"device"`` or ``"node"``) and hour,
+    * ``failure_rate`` per device (``failures/device/hour``), or per ``failure_rate_per``
+      (``"device"`` or ``"node"``) and hour when written without it (``failures/hour``),
       e.g. ``Q_(1.97e-5, "failures/hour")`` per device (Llama 3 405B, registry
       ``Infrastructure.Reliability``);
     * ``restart_time``: from a failure to training again (detect, reschedule, load);
@@ -150,7 +170,7 @@ class WholeRun:
             raise InputError(
                 "required: the failure-free training time", loc=("training_time",), owner="WholeRun"
             )
-        rate = _positive(self, "failure_rate", "failure_rate")
+        rate = _positive(self, "failure_rate", _rate_kind(self))
         if self.failure_rate_per not in FAILURE_PARTS:
             raise InputError(
                 f"expected one of {', '.join(FAILURE_PARTS)}, got {self.failure_rate_per!r}",

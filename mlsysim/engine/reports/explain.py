@@ -204,7 +204,7 @@ def _derive(r: ResultView, i: Checked) -> list[tuple[str, str, str, str]]:
     if r.figures.layout is not None:  # a parallel layout: its own derivation
         from mlsysim.engine.reports.explain_layout import layout_rows
 
-        return s.rows + layout_rows(r)
+        return s.rows + layout_rows(r) + whole_run_steps(r)  # the whole run too, where modeled
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
     if r.job is not None:  # the activations, just before the memory they are part of

@@ -41,9 +41,18 @@ def _h(seconds: Num) -> str:
 def failure_rate_in_effect(r: ResultView) -> tuple[float, str]:
     """(failures per device-second, where it comes from): the scenario's, else the assumptions'."""
     given = float(r.model_inputs.failure_rate)
+    observed = float(r.model_inputs.failure_rate_devices)
+    if given == given and observed == observed:
+        return given / observed, "a whole job's failure_rate / failure_rate_devices"
     if given == given:
         return given, "failure_rate"
     return r.choices.failure_rate, "the assumptions' failure_rate"
+
+
+def _given(value: object) -> float:
+    """A layout input as a float, 1 where it is not given (NaN)."""
+    number = float(value)  # type: ignore[arg-type]
+    return number if number == number else 1.0
 
 
 def whole_run_steps(r: ResultView) -> list[Step]:
@@ -57,6 +66,15 @@ def whole_run_steps(r: ResultView) -> list[Step]:
         rate, origin = failure_rate_in_effect(r)
         m, delta, tau = float(f.job_mtbf), float(f.checkpoint_time), float(f.checkpoint_interval)
         restart = float(x.restart_time)
+        observed = float(x.failure_rate_devices)
+        if observed == observed:  # a whole job's rate, made one per device
+            job = float(x.failure_rate)
+            add((
+                "failure rate per device",
+                "lambda = lambda_job / n_obs  (a job's rate over the devices it was observed on)",
+                f"{job * 86400.0:.6g} per day / {observed:g} devices",
+                f"{rate * SECONDS_PER_HOUR:.6g} per device-hour",
+            ))
         add((
             "job MTBF",
             f"{reliability.EQUATIONS['job_mtbf']}; lambda = {rate * SECONDS_PER_HOUR:.6g} "
@@ -64,17 +82,28 @@ def whole_run_steps(r: ResultView) -> list[Step]:
             f"1 / ({rate:.10g} x {n:g})",
             _h(m),
         ))
-        writers = float(x.nodes) if r.choices.zero_stage else 1.0
+        tp = _given(x.tensor_parallel) * _given(x.pipeline_parallel)
+        writers = float(
+            reliability.checkpoint_writers(
+                float(x.nodes), float(x.devices_per_node), tp, bool(r.choices.zero_stage)
+            )
+        )
         add((
             "checkpoint size",
             reliability.EQUATIONS["checkpoint_size"],
             f"{reliability.CHECKPOINT_BYTES_PER_PARAMETER:g} x {float(x.parameters):.10g} B",
             fmt_bytes(f.checkpoint_size),
         ))
-        who = "every node writes its shard (ZeRO)" if writers > 1 else "one replica writes it"
+        if r.choices.zero_stage:
+            who = "every node writes its shard (ZeRO)"
+        elif writers > 1:
+            who = f"the nodes of one replica of t x p = {tp:g} devices, each its shards"
+        else:
+            who = "one replica writes it"
         add((
             "checkpoint write",
-            f"delta = S / (w B_ckpt)  (w = {writers:g}: {who})",
+            f"delta = S / (w B_ckpt)  (w = {writers:g}: {who}; "
+            f"{reliability.EQUATIONS['checkpoint_writers']})",
             f"{fmt_bytes(f.checkpoint_size)} / ({writers:g} x {fmt_rate(x.checkpoint_bandwidth)})",
             fmt_time(delta),
         ))
@@ -136,11 +165,14 @@ def whole_run_steps(r: ResultView) -> list[Step]:
         update = float(f.update_power)
         if idle_given:
             exposed, sync = float(f.exposed_communication_time), float(f.synchronization_time)
+            bubble = float(f.bubble_time)
+            sync += bubble if bubble == bubble else 0.0  # the pipeline's bubble is idle too
             busy = float(f.update_time) - exposed - sync
             add((
                 "power over an update",
                 energy.EQUATIONS["average_device_power"]
-                + "  (P_compute = device_power, P_comm = P_idle = idle_power)",
+                + "  (P_compute = device_power, P_comm = P_idle = idle_power; "
+                "t_idle = synchronization + pipeline bubble)",
                 f"({power:.10g} W x {_s(busy)} + {idle:.10g} W x {_s(exposed)} + "
                 f"{idle:.10g} W x {_s(sync)}) / ({_s(busy)} + {_s(exposed)} + {_s(sync)})",
                 f"{update:.10g} W",

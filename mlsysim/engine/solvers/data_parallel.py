@@ -159,11 +159,14 @@ def check_finite(figures: Figures) -> None:
 
 def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     """Short notes on what limits this layout and which choices applied."""
+    from mlsysim.engine.reports.fit_range import fit_range_notes
+
     v, x, c = r.figures, r.model_inputs, r.choices
+    fitted = fit_range_notes(r, r.inputs["assumptions"])  # type: ignore[arg-type]
     if v.layout is not None:
         from mlsysim.engine.reports.notes_layout import layout_notes
 
-        return layout_notes(r)
+        return layout_notes(r) + fitted
     notes = []
     if x.nodes == 1:
         notes.append("one node: no inter-node traffic")
@@ -206,4 +209,5 @@ def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
         notes.append(
             f"efficiency {v.efficiency:.1%}: communication dominates; consider accumulation, a faster link or fewer nodes"
         )
+    notes.extend(fitted)
     return tuple(notes)

@@ -583,11 +583,14 @@ function renderBreakdown(sweep, current) {
 
 function renderPlan(plan, current) {
   const c = plan.columns;
-  const t = c.training_time.values, cost = c.cost.values;
+  // the figures the plan ranked by: the wall clock and the whole run's cost where modeled
+  const t = plan.ranked ? plan.ranked.time : c.training_time.values;
+  const cost = plan.ranked ? plan.ranked.cost : c.cost.values;
+  const timeLabel = plan.time_label || "training time", costLabel = plan.cost_label || "cost";
   const el_ = $('[data-plot="plan"]');
   if (cost.every((v) => v === null)) {
     Plotly.react(el_, [{ x: t, y: c.n_devices.values, mode: "markers", text: plan.labels, name: "layouts", marker: { color: COLORS.feasible }, hovertemplate: "%{text}<br>%{x:.3g} h<extra></extra>" }],
-      { ...LAYOUT, hovermode: "closest", xaxis: { title: { text: "training time (h)" }, type: "log" }, yaxis: { title: { text: "devices" } } }, PLOT_CONFIG);
+      { ...LAYOUT, hovermode: "closest", xaxis: { title: { text: `${timeLabel} (h)` }, type: "log" }, yaxis: { title: { text: "devices" } } }, PLOT_CONFIG);
     $("#plan-summary").textContent = "No node_hour_rate: give a price per node-hour to see cost. " + (plan.summary || "");
     return;
   }
@@ -601,14 +604,15 @@ function renderPlan(plan, current) {
   ];
   if (plan.best !== null) traces.push({ x: [t[plan.best]], y: [cost[plan.best]], text: [plan.labels[plan.best]], mode: "markers", name: `best (${plan.objective})`, marker: { color: "#1e293b", size: 15, symbol: "star" }, hovertemplate: "best: %{text}<br>%{x:.3g} h, $%{y:,.2f}<extra></extra>" });
   const r = current.result;
-  if (r.cost) traces.push({ x: [r.training_time.value], y: [r.cost.value], mode: "markers", name: "this layout", marker: { color: COLORS.now, size: 13, symbol: "diamond", line: { color: "white", width: 2 } }, hovertemplate: "this layout<br>%{x:.3g} h, $%{y:,.2f}<extra></extra>" });
+  const whole = (name, plain) => (r[name] && (name === plan.time_figure || name === plan.cost_figure) ? r[name] : r[plain]);
+  if (r.cost) traces.push({ x: [whole("wall_clock_time", "training_time").value], y: [whole("total_cost", "cost").value], mode: "markers", name: "this layout", marker: { color: COLORS.now, size: 13, symbol: "diamond", line: { color: "white", width: 2 } }, hovertemplate: "this layout<br>%{x:.3g} h, $%{y:,.2f}<extra></extra>" });
   const shapes = [];
   const deadline = hours($("#deadline").value), budget = dollars($("#budget").value);
   if (deadline) shapes.push({ type: "line", x0: deadline, x1: deadline, y0: 0, y1: 1, yref: "paper", line: { color: "#64748b", dash: "dash" } });
   if (budget) shapes.push({ type: "line", y0: budget, y1: budget, x0: 0, x1: 1, xref: "paper", line: { color: "#64748b", dash: "dash" } });
   const layout = { ...LAYOUT, hovermode: "closest", shapes,
-    xaxis: { title: { text: "training time (hours, log scale)" }, type: "log", gridcolor: "#e2e8f0" },
-    yaxis: { title: { text: "cost (USD, log scale)" }, type: "log", gridcolor: "#e2e8f0" } };
+    xaxis: { title: { text: `${timeLabel} (hours, log scale)` }, type: "log", gridcolor: "#e2e8f0" },
+    yaxis: { title: { text: `${costLabel} (USD, log scale)` }, type: "log", gridcolor: "#e2e8f0" } };
   Plotly.react(el_, traces, layout, PLOT_CONFIG);
   const text = plan.infeasible ? plan.infeasible : plan.summary.split("\n").slice(1).join(" · ");
   $("#plan-summary").textContent = text.replace(/<=/g, "≤").replace(/>=/g, "≥");
