@@ -502,12 +502,25 @@ def by_family(comparisons: list[Comparison]) -> dict[str, Summary]:
 # --- the one fitted constant, and leave-one-family-out cross-validation -------------------
 
 
+def jitter_shares(cases: tuple[Case, ...] | list[Case]) -> np.ndarray:
+    """Each case's share p of the host jitter: the model number ``input_pipeline`` of its
+    scenario under non-seed assumptions, which the case's input pipeline sets (1 for real
+    data read on the host, 0 for inputs made or decoded on the device)."""
+    ids = tuple(c.id for c in cases)
+    every = tuple(c.id for c in load_cases())
+    position = _positions(every)
+    if all(i in position for i in ids):  # rows of the stack of every case (built once)
+        rows = np.asarray([position[i] for i in ids], dtype=np.intp)
+        return _stacked(False, "scaled", every)["input_pipeline"][rows]
+    return _stacked(False, "scaled", ids)["input_pipeline"]
+
+
 def fit_host_jitter(
     assumptions: Assumptions, cases: tuple[Case, ...] | list[Case] | None = None
 ) -> float:
     """The host jitter (seconds) at which the mean signed error over the ``cases`` it applies
-    to is zero: those whose inputs are prepared on the host (``input_pipeline`` share p > 0,
-    :data:`~mlsysim.physics.synchronization.INPUT_PIPELINE_JITTER`). A case the jitter does
+    to is zero: those whose inputs are prepared on the host (the share p of the jitter their
+    scenario's ``input_pipeline`` brings is above 0: :func:`jitter_shares`). A case the jitter does
     not touch (inputs on the device, or synthetic) cannot inform it, and counting its errors
     would make the jitter absorb misses of other terms.
 
@@ -518,13 +531,9 @@ def fit_host_jitter(
     computing the root of an equation"), to 1e-10 s; 0 when the model is
     already pessimistic at 0, or when no case prepares its inputs on the host.
     """
-    from mlsysim.physics.synchronization import INPUT_PIPELINE_JITTER
-
-    chosen = tuple(
-        c
-        for c in (cases if cases is not None else load_cases())
-        if INPUT_PIPELINE_JITTER[family_of(c.id).input_pipeline] > 0
-    )
+    candidates = tuple(cases if cases is not None else load_cases())
+    shares = jitter_shares(candidates)
+    chosen = tuple(c for c, share in zip(candidates, shares, strict=True) if share > 0)
     if not chosen:
         return 0.0
     measured = np.asarray([c.measured_eff for c in chosen])
