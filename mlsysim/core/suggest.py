@@ -125,7 +125,12 @@ def closest(word: str, candidates: Iterable[str], *, n: int = 3, cutoff: float =
     folded = word.lower()
     scored = []
     for i, name in enumerate(dict.fromkeys(candidates)):
-        ratio = difflib.SequenceMatcher(None, folded, name.lower()).ratio()
+        matcher = difflib.SequenceMatcher(None, folded, name.lower())
+        # the two quick ratios are upper bounds of ratio() (as get_close_matches filters): a long
+        # word against short names is dismissed without the quadratic match
+        if matcher.real_quick_ratio() < cutoff or matcher.quick_ratio() < cutoff:
+            continue
+        ratio = matcher.ratio()
         if ratio >= cutoff:
             exact = difflib.SequenceMatcher(None, word, name).ratio()  # case breaks ties
             scored.append((-ratio, -exact, i, name))
