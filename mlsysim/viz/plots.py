@@ -606,7 +606,8 @@ KIND_COLORS: dict[str, str] = {
     "synchronization": SYNC,
     "idle": "#e5e7eb",
 }
-"""The colour of each kind of :data:`~mlsysim.engine.reports.timeline.KINDS` (the page uses the same)."""
+"""The colour of each kind of :data:`~mlsysim.engine.reports.timeline.KINDS` (the page's
+``KIND_COLORS`` in ``app.js`` are the same): a new kind needs one here and there (tests check both)."""
 
 
 def timeline_plot(

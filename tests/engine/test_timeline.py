@@ -7,7 +7,7 @@ import pytest
 
 from mlsysim import Scenarios
 from mlsysim.engine.io.overrides import apply_overrides
-from mlsysim.engine.reports.timeline import KINDS, MAX_UNITS, figure_of, timeline
+from mlsysim.engine.reports.timeline import KINDS, MAX_UNITS, figure_of, schedule, timeline, unit_of
 
 LLAMA = [
     "workload=Llama3_70B", "node=DGX_H100", "fabric=InfiniBand_NDR", "nodes=64", "mfu=0.5",
@@ -160,7 +160,7 @@ def test_a_long_update_is_drawn_with_its_phases_collapsed_and_still_tiles():
         assert len(row.segments) < 12 * MAX_UNITS
         assert math.fsum(seg.duration for seg in row.segments) == pytest.approx(update, rel=1e-9)
     assert {seg.label for seg in line.rows[0].segments if seg.kind == "compute"} >= {
-        "forward (steady 1F1B: 508 micro-batches)", "backward (steady 1F1B: 508 micro-batches)"}
+        "forward (steady 1F1B: 509 micro-batches)", "backward (steady 1F1B: 509 micro-batches)"}
     full = timeline(r, max_units=10_000)
     assert len(full.rows[0].segments) > 4 * 512
 
@@ -170,3 +170,39 @@ def test_max_rows_keeps_the_first_and_the_last_stage():
     line = timeline(r, max_rows=3)
     assert [row.label for row in line.rows] == ["stage 1", "stage 5", "stage 8"]
     assert line.stages == 8
+
+
+@pytest.mark.parametrize(("p", "v", "m"), [(4, 1, 8), (4, 1, 2), (8, 1, 3), (1, 1, 4), (4, 2, 8), (4, 2, 4),
+                                            (2, 4, 4), (8, 2, 16), (4, 3, 8), (5, 3, 10)])
+@pytest.mark.parametrize(("f", "b"), [(1.0, 2.0), (1.0, 1.0), (1.0, 0.3), (0.7, 3.1)])
+def test_the_schedule_keeps_its_dependencies_and_takes_the_models_time(p, v, m, f, b):
+    """Megatron's 1F1B and interleaved schedules with uniform units: (M + p - 1)(f + b) in all, each stage
+    idle (p - 1)(f + b), whatever the ratio of forward to backward; no unit before the one it needs."""
+    rows = schedule(p, v, m, f, b)
+    units = v * m
+    ends = {}
+    for s, ops in enumerate(rows):
+        assert sorted(op.k for op in ops if not op.backward) == list(range(units))
+        assert sorted(op.k for op in ops if op.backward) == list(range(units))
+        for before, after in zip(ops, ops[1:], strict=False):
+            assert after.start >= before.start + (b if before.backward else f) - 1e-12
+        for op in ops:
+            mb, chunk = unit_of(op.k, p, v, op.backward)
+            ends[(op.backward, mb, chunk, s)] = (op.start, op.start + (b if op.backward else f))
+    for (backward, mb, chunk, s), (start, _) in ends.items():
+        if not backward:
+            need = (False, mb, chunk, s - 1) if s else (False, mb, chunk - 1, p - 1) if chunk else None
+        elif s < p - 1:
+            need = (True, mb, chunk, s + 1)
+        else:
+            need = (True, mb, chunk + 1, 0) if chunk < v - 1 else (False, mb, chunk, s)
+        assert need is None or start >= ends[need][1] - 1e-12, (backward, mb, chunk, s)
+    span = max(end for _, end in ends.values())
+    assert span == pytest.approx((units + p - 1) * (f + b), rel=1e-12)
+    for s, ops in enumerate(rows):
+        assert ops[0].start == pytest.approx(s * f, rel=1e-12, abs=0)  # s forwards late
+
+
+def test_the_interleaved_units_are_megatrons_order():
+    assert [unit_of(k, 2, 2) for k in range(8)] == [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1)]
+    assert [unit_of(k, 2, 2, backward=True) for k in range(4)] == [(0, 1), (1, 1), (0, 0), (1, 0)]

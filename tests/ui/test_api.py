@@ -274,6 +274,20 @@ def test_the_timeline_is_the_librarys_per_stage_and_sums_to_the_update_time(clie
     assert body["rows"][0]["label"] == "stage 1" and body["rows"][-1]["label"] == "stage 32"
 
 
+def test_the_page_draws_every_kind_of_segment_in_the_plots_colour():
+    import re
+    from importlib import resources
+
+    from mlsysim.engine.reports.timeline import KINDS
+    from mlsysim.viz.plots import KIND_COLORS
+
+    script = resources.files("mlsysim.ui").joinpath("static/app.js").read_text(encoding="utf-8")
+    table = re.search(r"const KIND_COLORS = \{(.*?)\};", script, re.S)
+    assert table is not None
+    colours = dict(re.findall(r'(\w+): "(#[0-9a-f]{6})"', table[1]))
+    assert colours == {kind: KIND_COLORS[kind] for kind in KINDS}
+
+
 def test_the_timeline_of_the_data_parallel_model_is_one_row_and_a_bad_value_is_422(client):
     body = client.get(FOUR_10G.replace("evaluate", "timeline")).json()
     (row,) = body["rows"]

@@ -201,3 +201,9 @@ def test_a_short_update_is_drawn_in_milliseconds():
     figure = plots.timeline_plot(Scenarios.get("Gpt2DataParallelOneNode").variant(step_time=Q_(20, "ms")))
     assert figure.axes[0].get_xlabel() == "time in the update (millisecond)"
     assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["device"]
+
+
+def test_every_kind_of_segment_has_a_colour():
+    from mlsysim.engine.reports.timeline import KINDS
+
+    assert list(plots.KIND_COLORS) == list(KINDS)

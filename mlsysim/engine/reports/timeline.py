@@ -21,17 +21,16 @@ one stage-to-stage transfer:
   exposed gathers c_ag + (L_s - 1) max(0, c_ag - t_f) come before the forward,
   the rest of T_zero3 after the backward; each forward and backward ends with
   one transfer S;
-* the stages run the 1F1B schedule (Narayanan et al. 2021, section 2.2.1,
-  Figure 4): stage s (from 0) waits s forwards for its first micro-batch,
-  runs k = min(M, p - s) forwards, waits (p - s - k) forwards and (p - 1 - s)
-  backwards for the first backward, alternates backward and forward through
-  the steady state, drains its last k - 1 backwards one forward apart, and
-  ends s backwards before the update's pipeline part does. Each stage waits
-  (p - 1) forwards and (p - 1) backwards in all: the model's bubble
-  (p - 1)/v (t_c + t_tp), with the 2 (p - 1) transfers of the critical path
-  those waits include (so each row carries T_p2p = 2 (M + p - 1) S). The
-  interleaved schedule is drawn as 1F1B over the M chunk-units: its bubble and
-  transfers are the model's, the order of its warm-up simplified;
+* the stages run Megatron-LM's schedule (:func:`schedule`; Narayanan et al.
+  2021, section 2.2, Figure 4): 1F1B, or interleaved over the v chunks, each
+  forward and backward starting when the unit it needs has ended on the
+  neighbouring stage. Stage s waits s forwards for its first micro-batch and
+  every stage waits (p - 1) forwards and (p - 1) backwards in all: the model's
+  bubble (p - 1)/v (t_c + t_tp) and, in proportion, the 2 (p - 1) transfers of
+  the critical path (so each row carries T_p2p = 2 (M + p - 1) S). ZeRO-3's
+  exposed part lengthens each unit after the schedule is laid out (the model
+  adds m T_zero3 outside the bubble, so a row's ops keep their order, not
+  their alignment with the other stages');
 * then the data-parallel reduction that is not hidden under the last backward
   (the hidden part is drawn apart, in ``hidden``: it adds nothing), the
   optimizer step, ZeRO-1/2's all-gather of the updated parameters, and the
@@ -129,8 +128,7 @@ def timeline(result: ResultView, *, max_units: int = MAX_UNITS, max_rows: int | 
         stages = 1
     else:
         stages = int(float(f.layout_arguments["pipeline_parallel"])) if f.layout_arguments else 1
-        shown = _shown_stages(stages, max_rows)
-        rows = [_stage_row(result, s, stages, max_units) for s in shown]
+        rows = _layout_rows(result, _shown_stages(stages, max_rows), max_units)
     return Timeline(tuple(rows), float(f.update_time), stages)
 
 
@@ -205,11 +203,11 @@ def _data_parallel_row(r: ResultView, max_units: int) -> Row:
 
 
 class _Unit(NamedTuple):
-    """The pieces of one chunk-unit's forward and backward, and the idle slots between them."""
+    """One chunk-unit's forward and backward: their pieces, and the durations the schedule runs on."""
 
-    forward: float  # compute + tensor of a forward (the bubble's unit)
+    forward: float  # compute + tensor collectives + one transfer (ZeRO-3's exposed part is added after)
     backward: float
-    send: float
+    wait_share: float  # of a wait, the share that is bubble (the rest: transfers of the critical path)
     pieces_f: tuple[Piece, ...]
     pieces_b: tuple[Piece, ...]
 
@@ -244,51 +242,137 @@ def _unit(r: ResultView) -> tuple[_Unit, int, int, int]:
         (zero3_b, "sharding", "ZeRO-3 gathers and reduce-scatters not hidden (backward)", "sharding_time"),
         (send, "pipeline", "send gradients to the previous stage", "pipeline_transfer_time"),
     )
-    return _Unit(compute_f + tensor_f, compute_b + tensor_b, send, pieces_f, pieces_b), p, v, m
+    slot = t_c / v + t_tp / v
+    unit = _Unit(compute_f + tensor_f + send, compute_b + tensor_b + send,
+                 slot / (slot + 2.0 * send) if slot > 0 else 1.0, pieces_f, pieces_b)
+    return unit, p, v, m
 
 
-def _unit_name(u: int, p: int, v: int) -> str:
-    """Megatron's interleaved order: p micro-batches on chunk 1, the same p on chunk 2, ..."""
-    if v == 1:
-        return f"micro-batch {u + 1}"
-    group, within = divmod(u, p * v)
-    chunk, offset = divmod(within, p)
-    return f"micro-batch {group * p + offset + 1}, chunk {chunk + 1}"
+class _Op(NamedTuple):
+    backward: bool
+    k: int  # the k-th forward (or backward) of the stage
+    start: float
 
 
-def _op(unit: _Unit, pieces: tuple[Piece, ...], name: str) -> list[Piece]:
+def schedule(stages: int, chunks: int, micro_batches: int, forward: float, backward: float) -> list[list[_Op]]:
+    """Megatron-LM's pipeline schedule with every forward taking ``forward`` and every backward ``backward``.
+
+    1F1B (``chunks`` = 1) and interleaved: stage s runs w = min(M, p - s - 1) forwards of its
+    M = v m units first (interleaved: (p - s - 1) 2 + (v - 1) p), then one forward and one
+    backward in turn, then the last w backwards; the k-th forward is micro-batch
+    (k // (p v)) p + k % p on chunk (k % (p v)) // p, the backwards in the same order with the
+    chunks reversed (Narayanan et al. 2021, section 2.2; ``forward_backward_pipelining_with(out)_interleaving``).
+    A unit's forward starts when the previous stage's (the last stage's, for the next chunk) has
+    ended, its backward when the next stage's has; the last stage's last chunk turns the
+    forward into the backward. Every stage then ends within (M + p - 1)(forward + backward), and
+    each is idle (p - 1)(forward + backward) in all (``tests/engine/test_timeline.py``).
+    """
+    p, v, units = stages, chunks, chunks * micro_batches
+    forwards = [unit_of(k, p, v) for k in range(units)]
+    backwards = [unit_of(k, p, v, backward=True) for k in range(units)]
+    orders: list[list[tuple[bool, int]]] = []
+    for s in range(p):
+        warm = min(units, p - s - 1 if v == 1 else (p - s - 1) * 2 + (v - 1) * p)
+        order = [(False, k) for k in range(warm)]
+        for i in range(units - warm):
+            order += [(False, warm + i), (True, i)]
+        orders.append(order + [(True, k) for k in range(units - warm, units)])
+    ends: dict[tuple[bool, int, int, int], float] = {}  # (backward, micro-batch, chunk, stage) -> end
+    waiting: dict[tuple[bool, int, int, int], int] = {}  # an op not yet ended -> the stage waiting for it
+    rows: list[list[_Op]] = [[] for _ in range(p)]
+    clock = [0.0] * p
+    ready = list(range(p - 1, -1, -1))
+    while ready:
+        s = ready.pop()
+        order, row = orders[s], rows[s]
+        while len(row) < len(order):
+            backward_op, k = order[len(row)]
+            mb, chunk = backwards[k] if backward_op else forwards[k]
+            if not backward_op:
+                dep = (False, mb, chunk, s - 1) if s > 0 else (False, mb, chunk - 1, p - 1) if chunk else None
+            elif s < p - 1:
+                dep = (True, mb, chunk, s + 1)
+            else:
+                dep = (True, mb, chunk + 1, 0) if chunk < v - 1 else (False, mb, chunk, s)
+            start = clock[s]
+            if dep is not None:
+                end = ends.get(dep)
+                if end is None:
+                    waiting[dep] = s  # resumed when dep ends
+                    break
+                start = max(start, end)
+            clock[s] = start + (backward if backward_op else forward)
+            key = (backward_op, mb, chunk, s)
+            ends[key] = clock[s]
+            row.append(_Op(backward_op, k, start))
+            resumed = waiting.pop(key, None)
+            if resumed is not None and resumed != s:
+                ready.append(resumed)
+    if any(len(rows[s]) < len(orders[s]) for s in range(p)):  # pragma: no cover - cannot deadlock
+        raise RuntimeError(f"pipeline schedule stuck: p={p} v={v} m={micro_batches}")
+    return rows
+
+
+def unit_of(k: int, stages: int, chunks: int, backward: bool = False) -> tuple[int, int]:
+    """(micro-batch, chunk) of a stage's k-th forward (or backward), both from 0 (see :func:`schedule`)."""
+    group, within = divmod(k, stages * chunks)
+    chunk, offset = divmod(within, stages)
+    return group * stages + offset, (chunks - 1 - chunk if backward else chunk)
+
+
+def _op_name(k: int, p: int, v: int, backward: bool) -> str:
+    mb, chunk = unit_of(k, p, v, backward)
+    return f"micro-batch {mb + 1}" if v == 1 else f"micro-batch {mb + 1}, chunk {chunk + 1}"
+
+
+def _op(pieces: tuple[Piece, ...], name: str) -> list[Piece]:
     return [(d, kind, f"{label}, {name}", figure) for d, kind, label, figure in pieces]
 
 
-def _wait(unit: _Unit, forwards: int, backwards: int, why: str) -> list[Piece]:
-    """Idle while ``forwards`` forwards and ``backwards`` backwards run elsewhere, and their transfers."""
-    return [
-        (forwards * unit.forward + backwards * unit.backward, "idle", why, "bubble_time"),
-        ((forwards + backwards) * unit.send, "pipeline", f"{why}: transfers in flight", "pipeline_transfer_time"),
-    ]
+def _wait(unit: _Unit, length: float, why: str) -> list[Piece]:
+    """Idle for ``length``: the bubble's share, and the stage-to-stage transfers of the critical path
+    in flight meanwhile (each wait holds them in proportion: a stage waits (p - 1) forwards and
+    (p - 1) backwards, each with its transfer)."""
+    if length <= 0:
+        return []
+    idle = length * unit.wait_share
+    return [(idle, "idle", why, "bubble_time"),
+            (length - idle, "pipeline", f"{why}: transfers in flight", "pipeline_transfer_time")]
 
 
-def _stage_row(r: ResultView, s: int, p: int, max_units: int) -> Row:
+def _layout_rows(r: ResultView, shown: list[int], max_units: int) -> list[Row]:
     unit, p, v, m = _unit(r)
-    units = v * m
+    rows = schedule(p, v, m, unit.forward, unit.backward)
+    span = (v * m + p - 1) * (unit.forward + unit.backward)  # the model's m (t_c + t_tp) + bubble + T_p2p
+    return [_stage_row(r, unit, rows[s], s, p, v, span, max_units) for s in shown]
+
+
+def _stage_row(r: ResultView, unit: _Unit, ops: list[_Op], s: int, p: int, v: int, span: float,
+               max_units: int) -> Row:
     noun = "micro-batches" if v == 1 else "micro-batch chunks"
-    k = min(units, p - s)
-    fw = [_op(unit, unit.pieces_f, _unit_name(u, p, v)) for u in range(units)]
-    bw = [_op(unit, unit.pieces_b, _unit_name(u, p, v)) for u in range(units)]
-    pieces: list[Piece] = []
-    pieces += _wait(unit, s, 0, "fill: waiting for the first micro-batch")
-    pieces += _phase(fw[:k], "warm-up", max_units, noun)
-    pieces += _wait(unit, p - s - k, p - 1 - s, "waiting for the first backward")
-    steady = [bw[i] + fw[k + i] for i in range(units - k)]
-    pieces += _phase(steady, "steady 1F1B", max_units, noun)
-    pieces += bw[units - k]
-    drain = [_wait(unit, 1, 0, "drain: waiting for the next backward") + bw[units - k + 1 + i] for i in range(k - 1)]
-    pieces += _phase(drain, "drain", max_units, noun)
-    pieces += _wait(unit, 0, s, "drain: done before the first stage")
-    pipeline_end = sum(d for d, *_ in pieces)
+    steps: list[list[Piece]] = []
+    clock = 0.0
+    last_backward = 0.0
+    for op in ops:
+        why = ("fill: waiting for the first micro-batch" if not steps
+               else f"waiting for the next {'backward' if op.backward else 'forward'}")
+        name = _op_name(op.k, p, v, op.backward)
+        steps.append(_wait(unit, op.start - clock, why)
+                     + _op(unit.pieces_b if op.backward else unit.pieces_f, name))
+        clock = op.start + (unit.backward if op.backward else unit.forward)
+        if op.backward:
+            last_backward = clock - unit.pieces_b[-1][0]  # before its transfer
+    warm = next(i for i, op in enumerate(ops) if op.backward) - 1  # forwards before the first pair
+    cool = warm + 2 * (len(ops) // 2 - warm)  # after the last forward-backward pair
+    pairs = [steps[i] + steps[i + 1] for i in range(warm, cool, 2)]
+    pieces = (_phase(steps[:warm], "warm-up", max_units, noun)
+              + _phase(pairs, "steady 1F1B", max_units, noun)
+              + _phase(steps[cool:], "cool-down", max_units, noun)
+              + _wait(unit, span - clock, "done: waiting for the last stage"))
     f = r.figures
     assert f.layout is not None
     q = f.layout.parts
+    zero3_done = sum(d for d, kind, *_ in pieces if kind == "sharding")  # ZeRO-3's share shifts the row
     gather = float(q.scatter_time)  # ZeRO-1/2: the all-gather after the step, as long as the scatter
     pieces += [
         (float(f.data_parallel_time) - gather, "data", "gradient reduction not hidden", "data_parallel_time"),
@@ -301,12 +385,11 @@ def _stage_row(r: ResultView, s: int, p: int, max_units: int) -> Row:
     hidden: tuple[Segment, ...] = ()
     hide = float(q.hidden_time)
     if hide > 0:
-        last = pipeline_end - s * (unit.backward + unit.send) - unit.send  # the last backward's end
-        length = min(hide, last)
-        hidden = (Segment(last - length, length, "data", "gradient reduction hidden under the last backward",
+        end = last_backward + zero3_done  # the last backward's end, ZeRO-3's pieces before it included
+        length = min(hide, end)
+        hidden = (Segment(end - length, length, "data", "gradient reduction hidden under the last backward",
                           "hidden_time"),)
-    label = f"stage {s + 1}" if p > 1 else "device"
-    return Row(label, segments, hidden)
+    return Row(f"stage {s + 1}" if p > 1 else "device", segments, hidden)
 
 
 def figure_of(result: ResultView, name: str) -> float:
