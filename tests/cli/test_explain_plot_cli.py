@@ -50,3 +50,9 @@ def test_a_bad_plot_path_is_one_line_and_status_2_before_any_work(capsys, path, 
     code, out, err = run(capsys, "explain", "Gpt2GradientAccumulationOneNode", "--plot", path)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("mlsysim: error: --plot") and needle in err
+
+
+def test_a_folder_in_place_of_the_plot_file_is_one_line_and_status_2(capsys, tmp_path):
+    (tmp_path / "update.png").mkdir()
+    code, out, err = run(capsys, "explain", "Gpt2GradientAccumulationOneNode", "--plot", str(tmp_path / "update.png"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "is a folder" in err
