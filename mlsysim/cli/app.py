@@ -254,17 +254,32 @@ def explain(
     assumptions: str | None = typer.Option(
         None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
     ),
+    plot: str | None = typer.Option(
+        None, "--plot", metavar="FILE",
+        help="Also draw one update as a timeline per pipeline stage to this .png or .svg file.",
+    ),
 ) -> None:
     """Print the derivation of every figure, equation by equation with the numbers.
 
     Example: mlsysim explain Gpt2DataParallelFourNodes10GbE --set assumptions=realistic
-    """
-    from mlsysim.core.text import printable_lines
 
+    Example: mlsysim explain Gpt2GradientAccumulationOneNode --plot update.png
+    """
+    from mlsysim.core.text import printable, printable_lines
+
+    if plot is not None:
+        from mlsysim.cli.sweep import check_outputs
+
+        check_outputs(None, plot)
     scenario = _scenario(name, set_, file, assumptions)
     form = "json" if json_ else ("markdown" if markdown else "text")
     text = scenario.explain(format=form)
     typer.echo(text if json_ else printable_lines(text), nl=False)
+    if plot is not None:
+        from mlsysim.viz.plots import timeline_plot
+
+        timeline_plot(scenario, path=plot)
+        typer.echo(f"wrote {printable(plot)}", err=json_)
 
 
 @app.command("schema")

@@ -15,7 +15,8 @@ Lowest first; a room imports only the rooms above it in this list
 ``reports/``
     How is it told? ``explain`` (with ``explain_job``, ``explain_layout``,
     ``layout_steps``, ``whole_run_steps``), ``headline``, ``notes``, ``notes_layout``,
-    ``scale`` and the prediction intervals (``bands``). They read a result through
+    ``scale``, the prediction intervals (``bands``) and the picture of one update
+    (``timeline``). They read a result through
     :class:`~mlsysim.engine.reports.view.ResultView`, never the result type.
 ``results``
     :class:`~mlsysim.engine.results.DataParallelScaleOutResult`, the typed result;

@@ -560,6 +560,38 @@ def explain_payload(request: Request) -> dict[str, JSONValue]:
     return dict(explanation)
 
 
+TIMELINE_ROWS = 16
+"""Most pipeline stages the page's timeline shows (the first, the last, evenly between)."""
+
+
+def timeline_payload(request: Request) -> dict[str, JSONValue]:
+    """One update as a timeline per pipeline stage (:func:`mlsysim.engine.reports.timeline.timeline`):
+    ``rows`` (each ``label``, ``segments`` and ``hidden`` as columns ``start``, ``duration`` in
+    seconds, ``kind``, ``label``, ``figure``), ``update_time`` in seconds, ``stages``, and ``kinds``
+    (each kind's words, in drawing order).
+    """
+    from mlsysim.engine.reports.timeline import KINDS, Segment, timeline
+
+    line = timeline(scenario_of(request).result, max_rows=TIMELINE_ROWS)
+
+    def columns(segments: tuple[Segment, ...]) -> dict[str, JSONValue]:
+        return {name: [getattr(s, name) for s in segments] for name in Segment._fields}
+
+    return _document(
+        "timeline",
+        {
+            "update_time": line.update_time,
+            "unit": "s",
+            "stages": line.stages,
+            "kinds": dict(KINDS),
+            "rows": [
+                {"label": row.label, "segments": columns(row.segments), "hidden": columns(row.hidden)}
+                for row in line.rows
+            ],
+        },
+    )
+
+
 def registry_payload() -> dict[str, JSONValue]:
     """What the page needs to draw its form: the fields, the named scenarios, registry names, limits."""
     from mlsysim.core.units import to_canonical

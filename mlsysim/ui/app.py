@@ -6,7 +6,8 @@ Routes (every API route answers GET with a query string and POST with a JSON bod
   (from the installed ``plotly`` package): read once when the app is made, so no
   request reads or writes a file;
 * ``/api/evaluate``, ``/api/sweep`` (``format=csv`` for CSV), ``/api/plan``,
-  ``/api/explain``, ``/api/scenario.toml``, ``GET /api/registry``.
+  ``/api/explain``, ``/api/timeline`` (one update per pipeline stage), ``/api/scenario.toml``,
+  ``GET /api/registry``.
 
 A bad value is answered with status 422 and ``{"error", "field", "errors"}`` (each
 message at most :data:`mlsysim.ui.api.MAX_MESSAGE` characters); request bodies over
@@ -378,6 +379,7 @@ def create_app(
         Route("/api/sweep", _json_route(_sweep, _is_big_sweep, work), methods=["GET", "POST"]),
         Route("/api/plan", _json_route(api.plan_payload, _is_plan, work), methods=["GET", "POST"]),
         Route("/api/explain", _json_route(api.explain_payload), methods=["GET", "POST"]),
+        Route("/api/timeline", _json_route(api.timeline_payload), methods=["GET", "POST"]),
         Route("/api/scenario.toml", _json_route(_toml), methods=["GET", "POST"]),
     ]
     middleware = [Middleware(SecurityHeaders), Middleware(BodyLimit)]

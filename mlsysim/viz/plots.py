@@ -1,11 +1,14 @@
-"""Four pictures of a sweep or a plan, as matplotlib Figures saved to PNG or SVG.
+"""Pictures of a sweep, a plan or one update, as matplotlib Figures saved to PNG or SVG.
 
 * :func:`speedup_plot`: speedup against device count, with the ideal line;
 * :func:`efficiency_plot`: efficiency against one axis, one line per value of another;
 * :func:`pareto_plot`: training time against cost, the front and the chosen plan marked;
 * :func:`breakdown_plot`: per layout, one update's time: compute, exposed
   communication and synchronisation stacked to the update time, the hidden
-  (overlapped) communication drawn apart, hatched, inside the compute it hides under.
+  (overlapped) communication drawn apart, hatched, inside the compute it hides under;
+* :func:`timeline_plot`: one scenario's update, a row per pipeline stage: compute,
+  tensor collectives, stage transfers, bubble, data-parallel reduction, optimizer
+  step (:func:`mlsysim.engine.reports.timeline.timeline`, the figures explain prints).
 
 Rules every plot follows, so that none can mislead:
 
@@ -19,8 +22,8 @@ Rules every plot follows, so that none can mislead:
 * legends sit outside the data, to the right of the axes;
 * the title names the scenario and any axis held at one value; every axis has its unit.
 
-Each takes a :class:`~mlsysim.SweepTable` (or a :class:`~mlsysim.Plan`) and
-writes ``path`` when given (the format from its suffix, written atomically).
+Each takes a :class:`~mlsysim.SweepTable` (or a :class:`~mlsysim.Plan`, or a
+scenario) and writes ``path`` when given (the format from its suffix, written atomically).
 Figures are built with ``matplotlib.figure.Figure`` directly, so no GUI
 backend or global state is used.
 """
@@ -590,3 +593,100 @@ def _row_label(table: SweepTable, i: int) -> str:
         if len(axis) > 1 or len(table.axes) == 1:
             parts.append(f"{axis.field}={_value_text(table, axis.column, table[axis.column][i])}")
     return ", ".join(parts) or "scenario"
+
+
+KIND_COLORS: dict[str, str] = {
+    "compute": COMPUTE,
+    "tensor": "#2563eb",
+    "pipeline": "#0891b2",
+    "sharding": "#d97706",
+    "data": EXPOSED,
+    "overhead": "#a16207",
+    "optimizer": "#db2777",
+    "synchronization": SYNC,
+    "idle": "#e5e7eb",
+}
+"""The colour of each kind of :data:`~mlsysim.engine.reports.timeline.KINDS` (the page's
+``KIND_COLORS`` in ``app.js`` are the same): a new kind needs one here and there (tests check both)."""
+
+
+def timeline_plot(
+    scenario: DataParallelScaleOutScenario, path: PathLike | None = None, max_rows: int = 16
+) -> Figure:
+    """One update of ``scenario``, a horizontal bar per pipeline stage, a colour per kind of work.
+
+    The segments are :func:`mlsysim.engine.reports.timeline.timeline`'s: each row
+    tiles the update time, idle time (the pipeline's bubble) in light grey;
+    communication hidden under the compute is drawn hatched over it, adding
+    nothing. At most ``max_rows`` stages (the first, the last, evenly between).
+    """
+    from mlsysim.engine.reports.timeline import KINDS, timeline
+
+    line = timeline(scenario.result, max_rows=max_rows)
+    scale, unit = (1.0, "second") if line.update_time >= 2.0 else (1e3, "millisecond")
+    rows = list(reversed(line.rows))  # the first stage on top
+    figure = _figure(10.0, min(2.2 + 0.42 * len(rows), 10.0))
+    ax = figure.add_subplot()
+    used: list[str] = []
+    many = max(len(r.segments) for r in rows) > 200
+    for y, row in enumerate(rows):
+        for kind in KINDS:
+            chosen = [s for s in row.segments if s.kind == kind]
+            if not chosen:
+                continue
+            if kind not in used:
+                used.append(kind)
+            colors = [FORWARD if s.label.startswith("forward") else KIND_COLORS[kind] for s in chosen]
+            ax.broken_barh(
+                [(s.start * scale, s.duration * scale) for s in chosen], (y - 0.38, 0.76), facecolors=colors,
+                edgecolors="white" if not many else colors, linewidth=0.4,
+            )
+        hidden = [(s.start * scale, s.duration * scale) for s in row.hidden]
+        if hidden:
+            ax.broken_barh(hidden, (y - 0.38, 0.3), facecolors="none", edgecolors=EXPOSED, hatch="///",
+                           linewidth=0.8)
+    forwards = any(s.label.startswith("forward") for r in rows for s in r.segments)
+    handles = _timeline_legend(used, any(r.hidden for r in rows), forwards)
+    ax.set_yticks(range(len(rows)), [r.label for r in rows], fontsize="small")
+    ax.set_xlim(0, line.update_time * scale)
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel(f"time in the update ({unit})")
+    shown = "" if len(rows) == line.stages else f" ({len(rows)} of {line.stages} stages shown)"
+    name = scenario.name or "scenario"
+    if " [" in name:  # a named scenario with --set changes: say what runs instead
+        name = f"{scenario.workload.name}, {scenario.result.n_devices} devices"
+    ax.set_title(f"{name}{_layout_words(scenario)}: one update, {line.update_time * scale:,.4g} "
+                 f"{'ms' if scale > 1 else 's'}{shown}", fontsize="medium")
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    return _finish(figure, path)
+
+
+def _layout_words(scenario: DataParallelScaleOutScenario) -> str:
+    """`` (t=8 p=4 v=2 d=16, m=8)`` for a parallel layout, ``""`` on the data-parallel model."""
+    r = scenario.result
+    f = r.figures
+    if f.layout_arguments is None:
+        return ""
+    a = f.layout_arguments
+    v = int(float(a["pipeline_chunks"]))
+    return (f" (t={r.tensor_ranks} p={r.pipeline_stages}{f' v={v}' if v > 1 else ''} d={r.data_parallel},"
+            f" m={int(float(a['micro_batches']))})")
+
+
+FORWARD = "#9fd18b"
+"""Compute of a forward pass: a lighter shade of :data:`COMPUTE` (backward passes)."""
+
+
+def _timeline_legend(kinds: list[str], hidden: bool, forwards: bool) -> list[object]:
+    from matplotlib.patches import Patch
+
+    from mlsysim.engine.reports.timeline import KINDS
+
+    words = {**KINDS, "compute": "compute: backward (forward lighter)"} if forwards else KINDS
+    handles: list[object] = [Patch(facecolor=KIND_COLORS[k], label=words[k]) for k in kinds]
+    if hidden:
+        handles.append(Patch(facecolor="none", edgecolor=EXPOSED, hatch="///",
+                             label="hidden under the backward\n(not added to the update)"))
+    return handles

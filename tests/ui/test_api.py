@@ -245,6 +245,58 @@ def test_explain_has_the_derivation_steps(client):
     assert body["kind"] == "explanation" and body["schema_version"] == 1
 
 
+LAYOUT_QUERY = (
+    f"scenario={ONE}&workload=Llama3_70B&node=DGX_H100&fabric=InfiniBand_NDR&nodes=64&mfu=0.5"
+    "&step_time=none&training_time=none&training_tokens=1e12%20token&tensor_parallel=8"
+    "&pipeline_parallel=32&accumulation_steps=64&zero_stage=1"
+)
+
+
+def test_the_timeline_is_the_librarys_per_stage_and_sums_to_the_update_time(client):
+    from mlsysim.engine.reports.timeline import KINDS, timeline
+
+    answer = client.get(f"/api/timeline?{LAYOUT_QUERY}")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["kind"] == "timeline" and body["schema_version"] == 1 and body["unit"] == "s"
+    result = apply_overrides(Scenarios.get(ONE), LAYOUT_QUERY.replace("%20", " ").split("&")[1:]).result
+    want = timeline(result, max_rows=api.TIMELINE_ROWS)
+    assert body["stages"] == 32 and len(body["rows"]) == api.TIMELINE_ROWS == len(want.rows)
+    assert list(body["kinds"]) == list(KINDS)
+    assert body["update_time"] == pytest.approx(result.update_time.to("s").magnitude, rel=1e-12)
+    for got, row in zip(body["rows"], want.rows, strict=True):
+        assert got["label"] == row.label
+        assert got["segments"]["duration"] == [s.duration for s in row.segments]
+        assert got["segments"]["kind"] == [s.kind for s in row.segments]
+        assert got["segments"]["figure"] == [s.figure for s in row.segments]
+        assert math.fsum(got["segments"]["duration"]) == pytest.approx(body["update_time"], rel=1e-9)
+        assert got["hidden"]["start"] == [s.start for s in row.hidden]
+    assert body["rows"][0]["label"] == "stage 1" and body["rows"][-1]["label"] == "stage 32"
+
+
+def test_the_page_draws_every_kind_of_segment_in_the_plots_colour():
+    import re
+    from importlib import resources
+
+    from mlsysim.engine.reports.timeline import KINDS
+    from mlsysim.viz.plots import KIND_COLORS
+
+    script = resources.files("mlsysim.ui").joinpath("static/app.js").read_text(encoding="utf-8")
+    table = re.search(r"const KIND_COLORS = \{(.*?)\};", script, re.S)
+    assert table is not None
+    colours = dict(re.findall(r'(\w+): "(#[0-9a-f]{6})"', table[1]))
+    assert colours == {kind: KIND_COLORS[kind] for kind in KINDS}
+
+
+def test_the_timeline_of_the_data_parallel_model_is_one_row_and_a_bad_value_is_422(client):
+    body = client.get(FOUR_10G.replace("evaluate", "timeline")).json()
+    (row,) = body["rows"]
+    assert row["label"] == "device" and row["segments"]["kind"] == ["compute", "data", "data"]
+    assert body["stages"] == 1
+    answer = client.get(FOUR_10G.replace("evaluate", "timeline") + "&pipeline_parallel=three")
+    assert answer.status_code == 422 and answer.json()["field"] == "pipeline_parallel"
+
+
 def test_registry_lists_a_form_field_per_scenario_field(client):
     body = client.get("/api/registry").json()
     names = [f["name"] for f in body["fields"]]

@@ -115,7 +115,7 @@ def wait_charts(driver):
     wait(
         driver,
         lambda: driver.execute_script(
-            "return ['scaling','breakdown','plan'].every(n => {"
+            "return ['scaling','breakdown','timeline','plan'].every(n => {"
             "  const d = document.querySelector(`[data-plot=${n}]`);"
             "  return d && d.data && d.data.length > 0 && d.querySelector('.main-svg'); })"
         ),
@@ -220,7 +220,17 @@ def test_every_input_is_named_after_its_field_with_a_place_for_its_error(server,
     plots = browser.execute_script(
         "return [...document.querySelectorAll('[data-plot]')].map(e => e.dataset.plot)"
     )
-    assert plots == ["scaling", "breakdown", "plan"]
+    assert plots == ["scaling", "breakdown", "timeline", "plan"]
+
+
+def test_the_timeline_chart_draws_the_apis_segments(server, browser):
+    """One bar per segment of /api/timeline, a trace per kind: the data-parallel model's one row."""
+    wait_charts(browser)
+    traces = browser.execute_script(
+        "return document.querySelector('[data-plot=timeline]').data.map(t => [t.name, t.x.length, t.y[0]])"
+    )
+    assert [name for name, _, _ in traces] == ["compute (forward and backward)", "data-parallel gradient reduction"]
+    assert all(row == "device" for _, _, row in traces)
 
 
 def test_typing_a_value_updates_the_figures_and_the_url(server, browser):

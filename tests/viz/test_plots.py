@@ -171,3 +171,39 @@ def test_pareto_plot_needs_only_the_plans_front_best_and_knee():
         p.best.result.training_time.magnitude,
         p.best.result.cost,
     ]
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_the_timeline_draws_a_bar_per_stage_and_a_legend_per_kind(tmp_path, suffix):
+    from mlsysim.engine.io.overrides import apply_overrides
+    from mlsysim.engine.reports.timeline import KINDS, timeline
+
+    scenario = apply_overrides(BASE, [
+        "workload=Llama3_70B", "node=DGX_H100", "fabric=InfiniBand_NDR", "nodes=16", "mfu=0.5",
+        "step_time=none", "training_time=none", "training_tokens=1e12 token", "tensor_parallel=8",
+        "pipeline_parallel=4", "accumulation_steps=8", "assumptions.overlap=true",
+    ])
+    figure = plots.timeline_plot(scenario, tmp_path / f"update{suffix}")
+    data = (tmp_path / f"update{suffix}").read_bytes()
+    assert data.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in data[:2000]
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["stage 4", "stage 3", "stage 2", "stage 1"]
+    assert ax.get_xlabel() == "time in the update (second)"
+    assert ax.get_xlim() == pytest.approx((0, scenario.result.update_time.to("s").magnitude))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    kinds = {seg.kind for row in timeline(scenario.result).rows for seg in row.segments}
+    assert len(legend) == len(kinds) + 1  # and the hidden reduction
+    assert KINDS["idle"] in legend and KINDS["tensor"] in legend
+    assert "(t=8 p=4 d=4, m=8)" in ax.get_title()
+
+
+def test_a_short_update_is_drawn_in_milliseconds():
+    figure = plots.timeline_plot(Scenarios.get("Gpt2DataParallelOneNode").variant(step_time=Q_(20, "ms")))
+    assert figure.axes[0].get_xlabel() == "time in the update (millisecond)"
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["device"]
+
+
+def test_every_kind_of_segment_has_a_colour():
+    from mlsysim.engine.reports.timeline import KINDS
+
+    assert list(plots.KIND_COLORS) == list(KINDS)

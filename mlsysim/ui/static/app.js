@@ -372,10 +372,12 @@ async function refresh() {
   state.lastGood = answer.body;
   if ($("#teach").checked) hideForGuess();
   renderResults(answer.body);
-  const [sweep, explain] = await Promise.all([api("/api/sweep", scenarioQ), api("/api/explain", scenarioQ)]);
+  const [sweep, explain, timeline] = await Promise.all(
+    [api("/api/sweep", scenarioQ), api("/api/explain", scenarioQ), api("/api/timeline", scenarioQ)]);
   if (seq !== state.seq) return;
   if (sweep.ok) { renderScaling(sweep.body, answer.body); renderBreakdown(sweep.body, answer.body); }
   if (explain.ok) renderExplain(explain.body);
+  if (timeline.ok) renderTimeline(timeline.body);
   await updatePlan();
 }
 
@@ -579,6 +581,54 @@ function renderBreakdown(sweep, current) {
     yaxis: { title: { text: "seconds per update" }, gridcolor: "#e2e8f0", rangemode: "tozero" },
   };
   Plotly.react($('[data-plot="breakdown"]'), traces, layout, PLOT_CONFIG);
+}
+
+// One update as a bar per pipeline stage (/api/timeline): a trace per kind of work, each segment a
+// bar from its start; forwards in a lighter green than backwards. The colours are the CLI plot's.
+const KIND_COLORS = {
+  compute: "#4c9a2a", tensor: "#2563eb", pipeline: "#0891b2", sharding: "#d97706", data: "#c0392b",
+  overhead: "#a16207", optimizer: "#db2777", synchronization: "#7d3c98", idle: "#e5e7eb",
+};
+const FORWARD_COLOR = "#9fd18b";
+
+function renderTimeline(line) {
+  const ms = line.update_time < 2;
+  const scale = ms ? 1000 : 1, unit = ms ? "ms" : "s";
+  const rows = [...line.rows].reverse();  // the first stage on top
+  const traces = [];
+  for (const [kind, words] of Object.entries(line.kinds)) {
+    const x = [], base = [], y = [], text = [], color = [];
+    for (const row of rows) {
+      const s = row.segments;
+      for (let i = 0; i < s.kind.length; i++) {
+        if (s.kind[i] !== kind) continue;
+        x.push(s.duration[i] * scale); base.push(s.start[i] * scale); y.push(row.label); text.push(s.label[i]);
+        color.push(s.label[i].startsWith("forward") ? FORWARD_COLOR : KIND_COLORS[kind]);
+      }
+    }
+    if (!x.length) continue;
+    traces.push({ type: "bar", orientation: "h", x, base, y, text, name: words, marker: { color }, textposition: "none",
+      hovertemplate: `%{text}<br>%{x:.4g} ${unit} from %{base:.4g} ${unit}<extra>${words}</extra>` });
+  }
+  const hx = [], hbase = [], hy = [], htext = [];
+  for (const row of rows) {
+    const h = row.hidden;
+    for (let i = 0; i < h.kind.length; i++) { hx.push(h.duration[i] * scale); hbase.push(h.start[i] * scale); hy.push(row.label); htext.push(h.label[i]); }
+  }
+  if (hx.length) {
+    traces.push({ type: "bar", orientation: "h", x: hx, base: hbase, y: hy, text: htext, name: "hidden under the backward (not added)",
+      width: 0.3, textposition: "none", marker: { color: "rgba(0,0,0,0)", line: { color: KIND_COLORS.data, width: 1.5 }, pattern: { shape: "/", fgcolor: KIND_COLORS.data } },
+      hovertemplate: `%{text}<br>%{x:.4g} ${unit}<extra></extra>` });
+  }
+  const shown = rows.length < line.stages ? ` (${rows.length} of ${line.stages} stages shown)` : "";
+  const layout = {
+    ...LAYOUT, barmode: "overlay", hovermode: "closest", bargap: 0.25,
+    xaxis: { title: { text: `time in the update (${unit})${shown}` }, range: [0, line.update_time * scale], gridcolor: "#e2e8f0" },
+    yaxis: { type: "category", categoryorder: "array", categoryarray: rows.map((r) => r.label), automargin: true },
+  };
+  const holder = $('[data-plot="timeline"]');
+  holder.style.height = `${Math.min(180 + 34 * rows.length, 720)}px`;
+  Plotly.react(holder, traces, layout, PLOT_CONFIG);
 }
 
 function renderPlan(plan, current) {
