@@ -7,7 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from mlsysim.cli.options import REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.results import DataParallelScaleOutResult
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.types import Accelerator
@@ -65,9 +64,10 @@ def inputs_dict(scenario: DataParallelScaleOutScenario) -> dict[str, JSONValue]:
 def result_json(scenario: DataParallelScaleOutScenario) -> str:
     """``run --json``: the scenario's inputs and its result, one JSON document."""
     from mlsysim.core.jsonio import document, dumps
+    from mlsysim.engine.reports.bands import has_interval
 
     body = {**scenario.to_dict(), "result": scenario.result.to_dict()}
-    if not scenario.assumptions.is_seed():
+    if has_interval(scenario.result):
         body["intervals_80"] = intervals_dict(scenario.result)
     return dumps(document("result", body), indent=2)
 
@@ -89,7 +89,7 @@ def intervals_dict(result: DataParallelScaleOutResult, level: float = 0.8) -> di
 def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str:
     """One line: the prediction interval of each field that has one (docs/model.md, 4.5)."""
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.reports.bands import scores
+    from mlsysim.engine.reports.bands import interval_source
     from mlsysim.engine.results import INTERVAL_FIELDS
 
     parts = []
@@ -104,8 +104,8 @@ def interval_line(result: DataParallelScaleOutResult, level: float = 0.8) -> str
             parts.append(f"cost {low:,.2f}-{high:,.2f} USD")
         else:
             parts.append(f"{name} {_plain(float(low))}-{_plain(float(high))}")
-    source = scores(cast("Assumptions", result.inputs["assumptions"])).source
-    return f"{level:.0%} prediction interval (normalised conformal; {source}): " + ", ".join(parts)
+    how = "split conformal" if result.figures.layout is not None else "normalised conformal"
+    return f"{level:.0%} prediction interval ({how}; {interval_source(result)}): " + ", ".join(parts)
 
 
 def fixed_range(low: float, high: float, unit: str) -> str:
@@ -281,10 +281,13 @@ def print_result(
     input_cells = input_rows(scenario)
     title = printable(scenario.name or "scenario")
     first = f"{title}: {headline(result)}"
-    if not scenario.assumptions.is_seed() and result.n_devices > 1:
+    from mlsysim.engine.reports.bands import has_interval
+
+    intervals = has_interval(result)
+    if intervals and result.n_devices > 1:
         low, high = result.interval("efficiency")
         first += f"; 80% interval: efficiency {low:.1%} - {high:.1%}"
-    interval = None if scenario.assumptions.is_seed() else interval_line(result)
+    interval = interval_line(result) if intervals else None
     notes = [f"  - {printable(note)}" for note in (*result.constraint_trace, *rounding_notes(scenario))]
     steps = [printable(step) for step in next_steps or []]
     if not rich_console_needed():
@@ -384,7 +387,9 @@ def next_steps(
     result = scenario.result
     extra = f" {assumptions}" if assumptions else ""
     lines = [f"Next: mlsysim explain {source}{extra}   (how each figure is derived)"]
-    if scenario.assumptions.is_seed() and result.n_devices > 1:  # the seed model gives no interval
+    from mlsysim.engine.reports.bands import has_interval
+
+    if scenario.assumptions.is_seed() and result.n_devices > 1 and not has_interval(result):  # a bound
         lines.append(
             f"      mlsysim run {source} --set assumptions=realistic   (80% intervals; the seed model is a bound)"
         )

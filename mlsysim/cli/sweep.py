@@ -340,7 +340,11 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
             "--intervals: the interval belongs to one set of assumptions; do not sweep them",
             field="intervals",
         )
-    if scenario.assumptions.is_seed():
+    from mlsysim.engine.inputs.rules import LAYOUT_FIELDS
+
+    given = scenario.fields()
+    layouts = any(name in LAYOUT_FIELDS for name in axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)
+    if scenario.assumptions.is_seed() and not layouts:  # a parallel layout has its runs' interval
         raise InputError(
             "--intervals: the seed model has no prediction interval (it is a bound); "
             "give --set assumptions=realistic (or an assumptions file)",
@@ -350,6 +354,8 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
 
 def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
     """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
+    import numpy as np
+
     from mlsysim.engine.reports.bands import interval_columns
     from mlsysim.engine.results import INTERVAL_FIELDS
 
@@ -361,6 +367,7 @@ def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
         table["n_devices"],
         values,
         level,
+        np.isfinite(np.asarray(table["tensor_ranks"], dtype=float)),
     )
     units = {f"{name}_{end}": table.units.get(name) for name in values for end in ("low", "high")}
     return table.with_columns(extra, units)

@@ -126,6 +126,13 @@ def published(
                 "held_out_mean_error_without": jitter.without_it.mean,
                 "kept": jitter.helps,
             }
+        from mlsysim.validation.published import prediction_scenarios
+
+        for preset, assumptions in (("seed", Assumptions()), ("realistic", realistic_assumptions)):
+            for row, inputs in zip(
+                cast("list[dict[str, object]]", body["cases"]), prediction_scenarios(assumptions, chosen), strict=True
+            ):
+                row[f"{preset}_scenario"] = inputs
         body["parallel"] = summary()
         body["whole_run"] = report()
         click.echo(

@@ -8,7 +8,11 @@ Conventions (each entry's ``note`` repeats what applies to it):
 * figures are nominal line rates and peak rates from datasheets and
   standards, not achieved throughput; the achieved fraction is a modeling
   choice (:class:`mlsysim.Assumptions`), calibrated by ``mlsysim calibrate``;
-* peak compute is dense (structured sparsity never counted);
+* peak compute is dense (structured sparsity never counted), per number
+  format, and per GPU: figures a vendor quotes per superchip (GB200, GB300:
+  two GPUs) or per NVL72 rack are divided, and the note shows how;
+* compute units (SMs, CUs) are stored only where a document states the
+  count enabled on the product;
 * latencies are typical small-message figures, order of magnitude, to be
   replaced by a calibration where it matters.
 

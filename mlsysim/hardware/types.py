@@ -15,7 +15,7 @@ from mlsysim.core.validation import (
     check_positive_int,
     check_positive_quantity,
 )
-from mlsysim.physics.precision import check_precision
+from mlsysim.physics.precision import check_compute_format
 
 
 def _positive(kind: str) -> PlainValidator:
@@ -79,29 +79,44 @@ class DevicePower(Sourced):
 
 
 def _check_flops_table(value: object) -> dict[str, Quantity]:
-    """A table of peak compute rates by precision name (``{"bf16": Q_(989.4, "Tflop/s")}``)."""
+    """A table of peak compute rates by number format (``{"bf16": Q_(989.4, "Tflop/s")}``)."""
     if not isinstance(value, dict):
         raise InputError(f"expected a table of compute rates by precision, got {value!r}")
     check = check_positive_quantity("compute_rate")
     out: dict[str, Quantity] = {}
     for key, rate in value.items():
         try:
-            out[check_precision(key)] = check(rate)
+            out[check_compute_format(key)] = check(rate)
         except InputError as exc:
             raise exc.at(str(key)) from None
     return out
 
 
-class Accelerator(Sourced):
-    """One accelerator: memory, scale-up link, and dense peak compute per precision.
+class ComputeUnits(Sourced):
+    """The accelerator's parallel compute units, the count a kernel's thread blocks fill in waves.
 
-    ``dense_flops`` maps a precision (``fp32``, ``tf32``, ``fp16``, ``bf16``,
-    ``fp8``, ``int8``) to the datasheet's peak rate without structured
-    sparsity; :meth:`peak_flops` reads it.
+    ``name`` says which unit: streaming multiprocessors (SMs, NVIDIA) or
+    compute units (CUs, AMD). ``count`` is the number enabled on the product,
+    not on the full die.
+    """
+
+    count: PositiveInt
+
+
+class Accelerator(Sourced):
+    """One accelerator: memory, scale-up link, and dense peak compute per number format.
+
+    ``dense_flops`` maps a number format (``fp32``, ``tf32``, ``fp16``,
+    ``bf16``, ``fp8``, ``int8``; on Blackwell also ``mxfp8``, ``fp6``,
+    ``fp4``, ``nvfp4``) to the datasheet's peak rate without structured
+    sparsity; :meth:`peak_flops` reads it. ``compute_units`` (SMs or CUs) is
+    there where a vendor document states the count.
 
     >>> from mlsysim import Hardware
     >>> Hardware.Cloud.H100.peak_flops("bf16")
     <Quantity(989.4, 'teraflop / second')>
+    >>> Hardware.Cloud.H100.compute_units.count
+    132
     """
 
     memory: Memory
@@ -110,11 +125,12 @@ class Accelerator(Sourced):
         dict[str, Quantity], PlainValidator(as_pydantic(_check_flops_table))
     ] = {}
     power: DevicePower | None = None
+    compute_units: ComputeUnits | None = None
 
     def peak_flops(self, precision: str) -> Quantity:
-        """Dense peak compute rate at ``precision`` (a Quantity in flop/s).
+        """Dense peak compute rate in the number format ``precision`` (a Quantity in flop/s).
 
-        Raises :class:`~mlsysim.InputError` naming the precision and listing
+        Raises :class:`~mlsysim.InputError` naming the format and listing
         those this accelerator has figures for.
         """
         key = precision.lower() if isinstance(precision, str) else precision

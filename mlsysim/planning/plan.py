@@ -88,6 +88,7 @@ class Constraints:
     min_goodput: float | None = None
     confidence: float | None = None  # deadline and budget met with this probability
     confidence_z: float | None = None  # its score quantile (set by :func:`plan`)
+    confidence_rho: float | None = None  # a parallel layout's bound on T_measured / T_predicted
     time_figure: str = "training_time"  # what the deadline bounds: or wall_clock_time (set by plan)
     cost_figure: str = "cost"  # what the budget bounds: or total_cost (set by :func:`plan`)
 
@@ -118,14 +119,16 @@ class Constraints:
         """For each active constraint (and memory), which rows meet it."""
         masks = {"memory": table["fits"]}
         slowdown: np.ndarray | float = 1.0
-        if self.confidence_z is not None:
+        if self.confidence_z is not None or self.confidence_rho is not None:
             from mlsysim.engine.reports.bands import slowdown_at_confidence
 
             slowdown = slowdown_at_confidence(
-                self.confidence_z,
+                0.0 if self.confidence_z is None else self.confidence_z,
                 table["efficiency"],
                 table.nodes(),
                 table["n_devices"],
+                np.isfinite(np.asarray(table["tensor_ranks"], dtype=float)),
+                1.0 if self.confidence_rho is None else self.confidence_rho,
             )
         if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule
             masks["layout_rules"] = table["layout_valid"]
@@ -164,6 +167,7 @@ class Constraints:
             else to_canonical(self.max_energy, "energy") / 3.6e9,  # MWh, as the table
             min_goodput=self.min_goodput,
             confidence_z=self.confidence_z,
+            confidence_rho=self.confidence_rho,
             time_figure=self.time_figure,
             cost_figure=self.cost_figure,
         )
@@ -504,7 +508,8 @@ def _with_confidence(
     """The constraints with the score quantile of ``confidence`` under the scenario's assumptions."""
     from dataclasses import replace
 
-    from mlsysim.engine.reports.bands import confidence_band
+    from mlsysim.engine.reports.bands import confidence_band, layout_confidence
+    from mlsysim.validation.intervals import ensure_scores
 
     if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
         raise InputError(
@@ -512,14 +517,20 @@ def _with_confidence(
             "the assumptions with a confidence",
             field="confidence",
         )
-    if scenario.assumptions.is_seed():
+    from mlsysim.engine.inputs.rules import LAYOUT_FIELDS
+
+    given = scenario.fields()
+    layouts = any(name in LAYOUT_FIELDS for name in axes) or any(given.get(f) is not None for f in LAYOUT_FIELDS)
+    if scenario.assumptions.is_seed() and not layouts:
         raise InputError(
             "plan confidence: the seed model has no prediction interval (it is a bound); give "
             f"non-seed assumptions, e.g. {setting('assumptions', 'realistic')}",
             field="confidence",
         )
-    z = confidence_band(scenario.assumptions, confidence)
-    return replace(constraints, confidence=float(confidence), confidence_z=z)
+    ensure_scores(scenario.assumptions)
+    z = None if scenario.assumptions.is_seed() else confidence_band(scenario.assumptions, confidence)
+    rho = layout_confidence(scenario.assumptions, confidence)
+    return replace(constraints, confidence=float(confidence), confidence_z=z, confidence_rho=rho)
 
 
 def _whole_run_figures(space: Space) -> tuple[str, str]:

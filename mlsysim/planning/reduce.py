@@ -54,6 +54,9 @@ class Criteria:
     """With a confidence: the score quantile z of the one-sided efficiency bound
     (:func:`mlsysim.engine.reports.bands.confidence_band`); deadline and budget then hold
     for the training time and cost at that bound."""
+    confidence_rho: float | None = None
+    """With a confidence: a parallel layout's one-sided bound on T_measured / T_predicted
+    (:func:`mlsysim.engine.reports.bands.layout_confidence`), for the rows that are layouts."""
     layout_rules: bool = False
     """A space of parallel layouts: those that break a layout rule are excluded (``layout_valid``)."""
     time_figure: str = "training_time"
@@ -218,14 +221,16 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         out["n_devices"] = np.asarray(figure(v, "n_devices")).astype(np.int64)
     if criteria.max_global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
-    if criteria.confidence_z is not None:
+    if criteria.confidence_z is not None or criteria.confidence_rho is not None:
         from mlsysim.engine.reports.bands import slowdown_at_confidence
 
         out["slowdown"] = slowdown_at_confidence(
-            criteria.confidence_z,
+            0.0 if criteria.confidence_z is None else criteria.confidence_z,
             figure(v, "efficiency"),
             sub.inputs.nodes,
             figure(v, "n_devices"),
+            np.isfinite(np.asarray(figure(v, "tensor_ranks"), dtype=float)),
+            1.0 if criteria.confidence_rho is None else criteria.confidence_rho,
         )
     if reach:
         out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)

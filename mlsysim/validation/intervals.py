@@ -26,6 +26,8 @@ from mlsysim.engine.reports.bands import (
     Scores,
     assumptions_key,
     difficulty,
+    layout_scores,
+    register_layout_scores,
     register_scores,
     stored_scores,
 )
@@ -50,15 +52,29 @@ def published_scores(assumptions: Assumptions) -> Scores:
 
 def ensure_scores(assumptions: Assumptions) -> None:
     """Make intervals under ``assumptions`` available: a user's registered scores or the
-    package's stored ones are kept; otherwise the published cases are scored and registered."""
+    package's stored ones are kept; otherwise the published cases are scored and registered
+    (the data-parallel cases for non-seed assumptions, the model-parallel runs for any)."""
+    if layout_scores(assumptions) is None:
+        found = model_parallel_scores(assumptions)
+        register_layout_scores(assumptions, found.values, found.source)
     if assumptions.is_seed() or assumptions in _registered or stored_scores(assumptions):
         return
     found = published_scores(assumptions)
     register_scores(assumptions, found.values, found.source, found.groups)
 
 
+def model_parallel_scores(assumptions: Assumptions) -> Scores:
+    """The held-out errors of the published model-parallel runs under ``assumptions`` (cached)."""
+    from mlsysim.validation.parallel import layout_scores as run_scores
+
+    return run_scores(assumptions)
+
+
 STORED_PRESETS = {"realistic": Assumptions.realistic}
 """The assumptions whose published scores are stored with the package."""
+
+STORED_LAYOUT_PRESETS = {"seed": Assumptions, "realistic": Assumptions.realistic}
+"""The assumptions whose model-parallel runs' held-out errors are stored with the package."""
 
 STORE = Path(__file__).parents[1] / "data" / "interval_scores.json"
 
@@ -75,10 +91,21 @@ def stored_document() -> dict[str, object]:
             "scores": [float(z) for z in found.values],
             "families": list(found.groups or ()),
         }
+    layout = {}
+    for name, make in STORED_LAYOUT_PRESETS.items():
+        assumptions = make()
+        found = model_parallel_scores(assumptions)
+        layout[assumptions_key(assumptions)] = {
+            "assumptions": name,
+            "source": found.source,
+            "errors": [float(e) for e in found.values],
+            "families": list(found.groups or ()),
+        }
     return {
         "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.reports.bands)",
         "written_by": "python -m mlsysim.validation.intervals",
         "scores": scores,
+        "layout_scores": layout,
     }
 
 

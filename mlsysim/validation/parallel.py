@@ -55,7 +55,16 @@ from functools import cache
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
 from mlsysim.core.units import quantity
+from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.io.files import assumptions_value
+from mlsysim.engine.reports.bands import Scores
+
+SEED = Assumptions()
+"""The assumptions the published runs are predicted under by default: the links at their
+nominal rate (the kernel efficiency is fitted on them), each run's own overlap."""
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult
@@ -318,38 +327,45 @@ def load_cases() -> tuple[ParallelCase, ...]:
 # -- the public path ----------------------------------------------------------------------------
 
 
-def prediction_inputs(case: ParallelCase, mfu: float, rate: float | None = None) -> dict[str, object]:
-    """The scenario-file inputs of a prediction: the case's, the kernel efficiency, and the
-    implementation rate of its family where it has one (bytes/s)."""
+def prediction_inputs(
+    case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED
+) -> dict[str, object]:
+    """The scenario-file inputs of a prediction: the case's, the kernel efficiency, the
+    implementation rate of its family where it has one (bytes/s), under the ``base``
+    assumptions (the links' efficiencies, the algorithm...; the run's own overlap wins)."""
     inputs = dict(case.inputs)
     inputs["mfu"] = mfu
+    preset = assumptions_value(base)
+    table: dict[str, object] = dict(preset) if isinstance(preset, dict) else {"preset": preset}
+    table.update(cast("Mapping[str, object]", case.inputs["assumptions"]))
     if rate is not None and case.rate is not None:
-        assumptions = dict(cast("Mapping[str, object]", inputs["assumptions"]))
-        assumptions[case.rate] = f"{rate!r} B/s"
-        inputs["assumptions"] = assumptions
+        table[case.rate] = f"{rate!r} B/s"
+    inputs["assumptions"] = table
     return inputs
 
 
 @cache
-def _base(case_id: str) -> DataParallelScaleOutScenario:
+def _base(case: ParallelCase, base: Assumptions) -> DataParallelScaleOutScenario:
     from mlsysim.engine.io.files import scenario_from_dict
 
-    case = next(c for c in load_cases() if c.id == case_id)
-    return scenario_from_dict(prediction_inputs(case, 0.5))
+    return scenario_from_dict(prediction_inputs(case, 0.5, base=base))
 
 
-def scenario_of(case: ParallelCase, mfu: float, rate: float | None = None) -> DataParallelScaleOutScenario:
+def scenario_of(
+    case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED
+) -> DataParallelScaleOutScenario:
     """The public scenario of a run at kernel efficiency ``mfu`` (and implementation ``rate``):
-    the same as ``scenario_from_dict(prediction_inputs(case, mfu, rate))``, built as a variant."""
-    base = _base(case.id)
+    the same as ``scenario_from_dict(prediction_inputs(case, mfu, rate, base))``, built as a variant."""
+    scenario = _base(case, base)
     if rate is None or case.rate is None:
-        return base.variant(mfu=mfu)
-    return base.variant(mfu=mfu, assumptions=base.assumptions.variant(**{case.rate: quantity(rate, "B/s")}))
+        return scenario.variant(mfu=mfu)
+    assumptions = scenario.assumptions.variant(**{case.rate: quantity(rate, "B/s")})
+    return scenario.variant(mfu=mfu, assumptions=assumptions)
 
 
-def predicted_time(case: ParallelCase, mfu: float, rate: float | None = None) -> float:
+def predicted_time(case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED) -> float:
     """Seconds of one update: ``scenario.result.update_time`` of the run's scenario."""
-    return float(scenario_of(case, mfu, rate).result.update_time.to("s").magnitude)
+    return float(scenario_of(case, mfu, rate, base).result.update_time.to("s").magnitude)
 
 
 def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 48) -> float:
@@ -365,28 +381,28 @@ def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 
 
 
 @cache
-def exact_efficiency(case: ParallelCase, rate: float | None = None) -> float:
+def exact_efficiency(case: ParallelCase, base: Assumptions = SEED) -> float:
     """The kernel efficiency at which the prediction equals the measurement (the time falls as u
     grows); the range's end where even it cannot reach it."""
-    return _bisect(lambda u: predicted_time(case, u, rate) > case.measured_time, *U_RANGE)
+    return _bisect(lambda u: predicted_time(case, u, None, base) > case.measured_time, *U_RANGE)
 
 
 @cache
-def implied_rate(case: ParallelCase, mfu: float) -> float:
+def implied_rate(case: ParallelCase, mfu: float, base: Assumptions = SEED) -> float:
     """The implementation rate (bytes/s) at which the run's prediction is exact at ``mfu``; NaN where
     even the highest rate leaves it slower than measured (the miss is not that traffic)."""
-    if predicted_time(case, mfu, RATE_RANGE[1]) > case.measured_time:
+    if predicted_time(case, mfu, RATE_RANGE[1], base) > case.measured_time:
         return math.nan
-    return _bisect(lambda r: predicted_time(case, mfu, r) > case.measured_time, *RATE_RANGE)
+    return _bisect(lambda r: predicted_time(case, mfu, r, base) > case.measured_time, *RATE_RANGE)
 
 
-def fit_efficiency(cases: Iterable[ParallelCase]) -> dict[str, float]:
+def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, float]:
     """One u per GPU generation: the median of the exact u of the runs priced by the links
     (a run whose family has an implementation rate does not inform u)."""
     by_generation: dict[str, list[float]] = {}
     for case in cases:
         if case.rate is None:
-            by_generation.setdefault(case.generation, []).append(exact_efficiency(case))
+            by_generation.setdefault(case.generation, []).append(exact_efficiency(case, base))
     return {g: statistics.median(us) for g, us in by_generation.items()}
 
 
@@ -396,12 +412,16 @@ def _complete(u: Mapping[str, float]) -> dict[str, float]:
     return {g: u.get(g, fallback) for g in NODE_OF_GENERATION}
 
 
-def family_rate(case: ParallelCase, family: Iterable[ParallelCase], mfu: float, *, held_out: bool) -> float | None:
+def family_rate(
+    case: ParallelCase, family: Iterable[ParallelCase], mfu: float, *, held_out: bool, base: Assumptions = SEED
+) -> float | None:
     """The implementation rate a run is predicted with: the median implied rate of its family's runs
     (without the run itself when ``held_out``); None for a family priced by the links."""
     if case.rate is None:
         return None
-    rates = [implied_rate(c, mfu) for c in family if c.family == case.family and (c.id != case.id or not held_out)]
+    rates = [
+        implied_rate(c, mfu, base) for c in family if c.family == case.family and (c.id != case.id or not held_out)
+    ]
     rates = [r for r in rates if not math.isnan(r)]
     return statistics.median(rates) if rates else None
 
@@ -415,6 +435,8 @@ class ParallelResult:
     rate: float | None
     predicted_time: float
     result: DataParallelScaleOutResult = field(repr=False)
+    base: Assumptions = SEED
+    """The assumptions the run was predicted under (its own overlap and rate added)."""
 
     @property
     def error(self) -> float:
@@ -423,33 +445,37 @@ class ParallelResult:
     @property
     def inputs(self) -> dict[str, object]:
         """The scenario-file inputs whose ``result.update_time`` is :attr:`predicted_time`."""
-        return prediction_inputs(self.case, self.efficiency, self.rate)
+        return prediction_inputs(self.case, self.efficiency, self.rate, self.base)
 
 
-def _predict(case: ParallelCase, u: Mapping[str, float], family: Iterable[ParallelCase], held_out: bool) -> ParallelResult:
+def _predict(
+    case: ParallelCase, u: Mapping[str, float], family: Iterable[ParallelCase], held_out: bool, base: Assumptions
+) -> ParallelResult:
     mfu = u[case.generation]
-    rate = family_rate(case, family, mfu, held_out=held_out)
-    scenario = scenario_of(case, mfu, rate)
+    rate = family_rate(case, family, mfu, held_out=held_out, base=base)
+    scenario = scenario_of(case, mfu, rate, base)
     result = scenario.result
-    return ParallelResult(case, mfu, rate, float(result.update_time.to("s").magnitude), result)
+    return ParallelResult(case, mfu, rate, float(result.update_time.to("s").magnitude), result, base)
 
 
-def evaluate_cases(cases: Iterable[ParallelCase], efficiency: Mapping[str, float]) -> list[ParallelResult]:
+def evaluate_cases(
+    cases: Iterable[ParallelCase], efficiency: Mapping[str, float], base: Assumptions = SEED
+) -> list[ParallelResult]:
     """Every run predicted in sample: its generation's u, its family's rate from all its runs."""
     cases = list(cases)
     u = _complete(efficiency)
-    return [_predict(c, u, cases, held_out=False) for c in cases]
+    return [_predict(c, u, cases, False, base) for c in cases]
 
 
-def leave_one_family_out(cases: Iterable[ParallelCase]) -> list[ParallelResult]:
+def leave_one_family_out(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> list[ParallelResult]:
     """Every run predicted with constants fitted without its family: u on the other families (a
     generation left without runs takes the A100's u), an implementation rate from the family's
     other runs (leave one run out)."""
     cases = list(cases)
     out = []
     for family in dict.fromkeys(c.family for c in cases):
-        u = _complete(fit_efficiency(c for c in cases if c.family != family))
-        out += [_predict(c, u, cases, held_out=True) for c in cases if c.family == family]
+        u = _complete(fit_efficiency((c for c in cases if c.family != family), base))
+        out += [_predict(c, u, cases, True, base) for c in cases if c.family == family]
     order = {c.id: i for i, c in enumerate(cases)}
     return sorted(out, key=lambda r: order[r.case.id])
 
@@ -500,20 +526,59 @@ class Validation:
 
 
 @cache
-def validation() -> Validation:
-    """The check of :func:`summary` and :func:`report` (computed once per process)."""
+def validation(base: Assumptions = SEED) -> Validation:
+    """The check of :func:`summary` and :func:`report` under the ``base`` assumptions (the seed's:
+    the links at their nominal rate, the run's own overlap), computed once per process."""
     cases = load_cases()
-    u = fit_efficiency(cases)
-    return Validation(_complete(u), evaluate_cases(cases, u), leave_one_family_out(cases))
+    u = fit_efficiency(cases, base)
+    return Validation(_complete(u), evaluate_cases(cases, u, base), leave_one_family_out(cases, base))
 
 
-def held_out_residuals() -> dict[str, list[float]]:
-    """The errors of the runs, each predicted with its family left out, by family: the residuals a
-    layout's prediction interval is built from (:mod:`mlsysim.engine.reports.bands`)."""
-    out: dict[str, list[float]] = {}
-    for r in validation().held_out:
-        out.setdefault(r.case.family, []).append(r.error)
-    return out
+@cache
+def layout_scores(base: Assumptions = SEED) -> Scores:
+    """The held-out errors of the runs (T_measured / T_predicted - 1, each family predicted with
+    constants fitted without it) under ``base``, with their families: what a layout's prediction
+    interval is built from (:func:`mlsysim.engine.reports.bands.layout_band`)."""
+    held = validation(base).held_out
+    families = tuple(r.case.family for r in held)
+    return Scores(
+        np.asarray([r.error for r in held], dtype=float),
+        f"{len(held)} published model-parallel runs in {len(set(families))} families, each predicted "
+        "with constants fitted without its family (each run weighs alike)",
+        families,
+    )
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How often the ``level`` band of a layout covers runs of a family it was built without."""
+
+    level: float
+    coverage: float
+    median_width: float
+    """Median over the families left out of rho_hi - rho_lo (T_measured / T_predicted)."""
+    band: tuple[float, float]
+    """(rho_lo, rho_hi) from every run."""
+
+
+def layout_coverage(level: float = 0.8, base: Assumptions = SEED) -> Coverage:
+    """The honesty check of a layout's interval: each family left out of the band too (its runs'
+    errors held out, the band built from the other families' held-out errors), the share of its
+    runs the band covers, over all runs; and the band's median width."""
+    from mlsysim.engine.reports.bands import conformal_band
+
+    found = layout_scores(base)
+    errors, families = found.values, np.asarray(found.groups)
+    covered: list[bool] = []
+    widths: list[float] = []
+    for family in dict.fromkeys(found.groups or ()):
+        train = families != family
+        low, high = conformal_band(errors[train], level)
+        held = errors[~train]
+        covered += [bool(x) for x in (held >= low) & (held <= high)]
+        widths.append(high - low)
+    low, high = conformal_band(errors, level)
+    return Coverage(level, statistics.fmean(covered), statistics.median(widths), (1.0 + low, 1.0 + high))
 
 
 def _plain(s: Summary) -> dict[str, float | int]:
@@ -555,9 +620,28 @@ def summary() -> dict[str, object]:
             for f, s in by_family(v.held_out).items()
         },
         "targets": {"median_abs_error_held_out": MEDIAN_TARGET},
+        "layout_interval_80": _coverage_plain(layout_coverage(0.8)),
         "not_predicted": {**{k: f"not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()},
                           **{k: f"not described: {why}" for k, why in EXCLUDED.items()}},
     }
+
+
+def _coverage_plain(c: Coverage) -> dict[str, object]:
+    return {
+        "band_update_time_ratio": list(c.band),
+        "coverage_families_left_out": c.coverage,
+        "median_width_families_left_out": c.median_width,
+    }
+
+
+def coverage_line(level: float = 0.8) -> str:
+    """One line: a layout's interval and how it covers families left out."""
+    c = layout_coverage(level)
+    return (
+        f"a layout's {level:.0%} interval: update time x [{c.band[0]:.3f}, {c.band[1]:.3f}] (split conformal "
+        f"on the held-out errors, each run the unit); each family left out of the band too, it covers "
+        f"{c.coverage:.0%} of its runs at a median width of {c.median_width:.1%} of the update time"
+    )
 
 
 def headline() -> str:
@@ -582,6 +666,7 @@ def summary_lines() -> list[str]:
             f"  {family:46s} n={s.count:2d} held out: median {s.median:5.1%} worst {s.worst:5.1%}; "
             f"in sample: median {sample[family].median:5.1%}"
         )
+    lines.append("  " + coverage_line())
     lines.append("  (every run, its inputs and the constants: mlsysim validate parallel)")
     return lines
 
@@ -632,7 +717,7 @@ def report() -> str:
             f"  {IMPLEMENTATION_RATES[family]} of {family}: {rate / 1e9:.1f} GB/s, fitted on the family alone "
             "(each run held out: from the family's other runs)"
         )
-    lines += ["", "not predicted:"]
+    lines += ["", coverage_line(), "", "not predicted:"]
     lines += [f"  {k}: not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()]
     lines += [f"  {k}: not described: {why}" for k, why in EXCLUDED.items()]
     lines += ["", "each run's scenario (a scenario file's inputs): mlsysim validate parallel --json, runs[].scenario"]

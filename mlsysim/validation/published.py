@@ -464,6 +464,33 @@ def predict_all(
     return np.asarray(a_scaled * t1 / scaled.update_time, dtype=float)
 
 
+PREDICTION = "accumulation_scaled x t1_s / result.update_time"
+"""How a case's predicted scaling efficiency is read off its scenario's result: the useful
+work of the scaled layout (its micro-steps at the baseline's measured step) over its update."""
+
+
+def prediction_scenarios(
+    assumptions: Assumptions | None = None, cases: tuple[Case, ...] | list[Case] | None = None
+) -> list[dict[str, object]]:
+    """Each case's scaled scenario as a scenario file holds it (its step time the calibrated one,
+    :func:`calibrated_step_time`), with the figures the prediction reads beside it: the case's
+    predicted efficiency is ``accumulation_scaled x t1_s / scenario.result.update_time``."""
+    from mlsysim.engine.io.files import scenario_to_dict
+
+    a = assumptions or Assumptions()
+    chosen = tuple(cases) if cases is not None else load_cases()
+    steps = calibrated_step_time(chosen, a)
+    return [
+        {
+            "scenario": scenario_to_dict(scenario_for(case, step_time=float(step), assumptions=a)),
+            "accumulation_scaled": case.raw["accumulation_scaled"],
+            "t1_s": case.raw["t1_s"],
+            "prediction": PREDICTION,
+        }
+        for case, step in zip(chosen, steps, strict=True)
+    ]
+
+
 def predict(case: Case, assumptions: Assumptions | None = None) -> float:
     """Predicted scaling efficiency of one case, relative to its baseline (one GPU or one node)."""
     return float(predict_all(assumptions, [case])[0])

@@ -267,3 +267,31 @@ def test_full_recomputation_costs_compute():
     assert full >= 1.25 * none
     # an mfu keeps its meaning: the model FLOPs, recomputation not counted as useful work
     assert job.variant(recompute="full").result.figures.achieved_mfu < job.result.figures.achieved_mfu
+
+
+def test_two_micro_batches_on_four_stages_evaluate_with_a_note():
+    """Issue 29: fewer micro-batches than stages is a legal schedule (fill and drain dominate)."""
+    from mlsysim import Systems
+
+    r = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=4,
+        mfu=0.5, training_tokens=Q_(1e12, "token"), per_device_batch=1, accumulation_steps=2,
+        tensor_parallel=8, pipeline_parallel=4,
+    ).result
+    assert r.bubble_fraction == pytest.approx(1.5)  # (p - 1) / m
+    stage = r.figures.layout.parts.micro_batch_time + r.figures.layout.parts.tensor_micro_batch_time
+    assert float(r.compute_time.to("s").magnitude + r.tensor_parallel_time.to("s").magnitude
+                 + r.bubble_time.to("s").magnitude) == pytest.approx(5 * stage)  # (m + p - 1) slots
+    assert any("fewer micro-batches (2) than pipeline stages (4)" in n for n in r.constraint_trace)
+
+
+def test_the_notes_say_the_input_mfu_is_a_kernel_efficiency_and_give_the_jobs():
+    from mlsysim import Systems
+
+    r = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=2, mfu=0.45,
+        training_tokens=Q_(1e12, "token"), per_device_batch=1,
+    ).result
+    note = next(n for n in r.constraint_trace if n.startswith("mfu 0.45 is the kernel efficiency"))
+    assert f"the job achieves MFU {r.achieved_mfu:.3f}" in note
+    assert r.achieved_mfu < 0.45

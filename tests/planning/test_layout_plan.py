@@ -56,3 +56,12 @@ def test_a_plan_without_layout_inputs_reads_as_before():
     p = mlsysim.plan(seed, objective="time", nodes=[32, 64])
     assert "layout_rules" not in p.excluded and p.why() is None and p.top is None
     assert math.isnan(p.best.result.figures.bubble_time)
+
+
+def test_a_sweep_of_layouts_with_a_step_from_flops_equals_the_scalar_solve():
+    """Recomputation, fused attention and uneven stages enter a sweep as the scalar solve."""
+    job = BASE.variant(mfu=0.5, recompute="full", tensor_parallel=8, pipeline_parallel=4)
+    axes = {"mfu": [0.4, 0.6], "flash_attention": [0, 1], "pipeline_parallel": [4, 8],
+            "first_stage_layers": [None, 9]}
+    table = mlsysim.sweep(job, **axes)
+    assert_table_matches_scalar(table, job, axes)

@@ -360,3 +360,25 @@ def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     plain_coverage, plain_width, plain_score = choice.grid[(0.0, 0.0)]
     assert plain_score > score + 0.002 and plain_width >= width
     assert set(choice.nested_choices) == {c.family for c in load_cases()}
+
+
+def test_each_case_is_predicted_by_the_scenario_printed_beside_it():
+    """One path: ``validate published --json`` prints each case's scenario; its result gives the
+    reported efficiency (accumulation_scaled x t1_s / update_time), seed and realistic."""
+    import json
+
+    from click.testing import CliRunner
+
+    from mlsysim.cli.app import app
+    from mlsysim.engine.io.files import scenario_from_dict
+
+    out = CliRunner().invoke(app, ["validate", "published", "--json"])
+    assert out.exit_code == 0, out.output
+    cases = json.loads(out.output)["cases"]
+    assert len(cases) == 111
+    for row in cases:
+        for preset in ("seed", "realistic"):
+            printed = row[f"{preset}_scenario"]
+            result = scenario_from_dict(printed["scenario"]).result
+            efficiency = printed["accumulation_scaled"] * printed["t1_s"] / result.update_time.to("s").magnitude
+            assert efficiency == pytest.approx(row[f"{preset}_efficiency"], rel=1e-9), (row["id"], preset)

@@ -258,7 +258,7 @@ def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object
             else:
                 out[key] = name
         elif key == "assumptions":
-            preset = _assumptions_value(cast("Assumptions", value))
+            preset = assumptions_value(cast("Assumptions", value))
             if isinstance(preset, dict):
                 tables[key] = preset
             elif preset != "seed":
@@ -299,7 +299,9 @@ def _workload_table(workload: Workload) -> dict[str, object]:
     return table
 
 
-def _assumptions_value(assumptions: Assumptions) -> object:
+def assumptions_value(assumptions: Assumptions) -> object:
+    """A set of assumptions as a scenario file writes it: ``"seed"``, ``"realistic"``, or the
+    table of the fields that differ from the seed's."""
     from mlsysim.engine.inputs.assumptions import Assumptions
 
     if assumptions.is_seed():

@@ -887,27 +887,30 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "last_stage_layers": x.last_stage_layers,
         "optimizer_bytes": x.optimizer_bytes,
         "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
-        "flash_attention": bool(_scalar_mode(_or(x.flash_attention, 0.0), "flash_attention")),
         "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
     }
 
 
-def _layout_of(arguments: dict[str, Any], sequence_parallel: Num) -> LayoutFigures:
-    """:func:`layout_figures`, with sequence parallelism (a mode) per element where it is an array."""
-    sp = _or(sequence_parallel, 0.0)
-    if not is_array(sp):
-        return layout_figures(**arguments, sequence_parallel=bool(sp))
-    on = layout_figures(**arguments, sequence_parallel=True)
-    off = layout_figures(**arguments, sequence_parallel=False)
-    flag = np.asarray(sp) > 0
+def _layout_of(arguments: dict[str, Any], flags: Mapping[str, Num]) -> LayoutFigures:
+    """:func:`layout_figures`, with its on/off modes (sequence parallelism, fused attention) per
+    element where one is an array: the layout evaluated with the mode on and off, picked row by row."""
+    for name, value in flags.items():
+        flag = _or(value, 0.0)
+        if is_array(flag):
+            rest = {k: v for k, v in flags.items() if k != name}
+            on = _layout_of({**arguments, name: True}, rest)
+            off = _layout_of({**arguments, name: False}, rest)
+            chosen = np.asarray(flag) > 0
 
-    def pick(a: Any, b: Any) -> Any:
-        if isinstance(a, tuple):
-            return type(a)(*(pick(u, v) for u, v in zip(a, b, strict=True)))
-        return np.where(flag, a, b)
+            def pick(a: Any, b: Any, chosen: Any = chosen) -> Any:
+                if isinstance(a, tuple):
+                    return type(a)(*(pick(u, v) for u, v in zip(a, b, strict=True)))
+                return np.where(chosen, a, b)
 
-    picked: LayoutFigures = pick(on, off)
-    return picked
+            picked: LayoutFigures = pick(on, off)
+            return picked
+        arguments = {**arguments, name: bool(flag)}
+    return layout_figures(**arguments)
 
 
 def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
@@ -934,7 +937,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
     """
     arguments = layout_arguments(x, c)
-    f = _layout_of(arguments, x.sequence_parallel)
+    f = _layout_of(arguments, {"sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention})
     q = f.parts
     t, p = arguments["tensor_parallel"], arguments["pipeline_parallel"]
     g, big_n, m = x.devices_per_node, x.nodes, x.accumulation_steps
@@ -1025,7 +1028,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         gather_buffer_memory=f.buffer_bytes,
         layout_valid=valid,
         layout=f,
-        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel},
+        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention},
     )
 
 

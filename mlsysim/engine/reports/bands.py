@@ -284,6 +284,77 @@ def scores(assumptions: Assumptions) -> Scores:
     return found
 
 
+_LAYOUT_REGISTERED: dict[Assumptions, Scores] = {}
+
+
+def register_layout_scores(assumptions: Assumptions, values: ArrayLike, source: str) -> None:
+    """Build the intervals of parallel layouts under ``assumptions`` from ``values``: relative
+    errors of the update time, T_measured / T_predicted - 1, of runs predicted out of family."""
+    z = np.asarray(values, dtype=float)
+    if z.ndim != 1 or z.size < 2 or not np.all(np.isfinite(z)):
+        raise InputError(
+            f"layout scores: expected at least 2 finite numbers, got {z.size}", field="scores"
+        )
+    _LAYOUT_REGISTERED[assumptions] = Scores(z, source)
+
+
+@cache
+def _stored_layout() -> dict[str, Scores]:
+    import json
+    from importlib.resources import files
+
+    path = files("mlsysim").joinpath("data/interval_scores.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        key: Scores(np.asarray(entry["errors"], dtype=float), entry["source"])
+        for key, entry in data.get("layout_scores", {}).items()
+    }
+
+
+def layout_scores(assumptions: Assumptions) -> Scores | None:
+    """The held-out errors parallel layouts under ``assumptions`` get their interval from:
+    registered, else stored with the package (the seed's and the realistic preset's), else None
+    (:func:`mlsysim.validation.intervals.ensure_scores` computes them)."""
+    return _LAYOUT_REGISTERED.get(assumptions) or _stored_layout().get(assumptions_key(assumptions))
+
+
+def layout_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
+    """(rho_lo, rho_hi): the ``level`` band of T_measured / T_predicted of a parallel layout, the
+    split-conformal quantiles of the held-out errors of the published model-parallel runs (each
+    run the unit: with six families, a family as the unit would make every 80% band the whole
+    range; run as the unit, it covers 84% of the runs of each family left out)."""
+    found = layout_scores(assumptions)
+    if found is None:
+        raise InputError(
+            "interval: no model-parallel residuals are known for these assumptions yet; compute them "
+            "with mlsysim.validation.intervals.ensure_scores(assumptions) (the command line and the page "
+            "do it for you)",
+            field="assumptions",
+        )
+    low, high = conformal_band(found.values, level)
+    return 1.0 + low, 1.0 + high
+
+
+def has_interval(result: ResultView) -> bool:
+    """Whether ``result`` gets a prediction interval now: a parallel layout whose assumptions have
+    model-parallel residuals, or a data-parallel result under non-seed assumptions with scores."""
+    assumptions = cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
+    if assumptions is None:
+        return False
+    if result.figures.layout is not None:
+        return layout_scores(assumptions) is not None
+    return not assumptions.is_seed() and known_scores(assumptions)
+
+
+def interval_source(result: ResultView) -> str:
+    """What the interval of ``result`` is built from, in words."""
+    assumptions = cast("Assumptions", result.inputs["assumptions"])
+    if result.figures.layout is not None:
+        found = layout_scores(assumptions)
+        return "" if found is None else found.source
+    return scores(assumptions).source
+
+
 def residuals(assumptions: Assumptions) -> np.ndarray:
     """The normalised out-of-family residuals intervals under ``assumptions`` are built from."""
     return scores(assumptions).values
@@ -320,14 +391,25 @@ def efficiency_interval_of(
     nodes: ArrayLike,
     level: float = 0.8,
     n_devices: ArrayLike | None = None,
+    layout: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) efficiency arrays for many layouts (a sweep's rows, each over ``nodes``
-    nodes): e + z s, clipped to [0.001, 1]; a point where ``n_devices`` is 1."""
-    z_lo, z_hi = score_band(assumptions, level)
+    nodes): e + z s, clipped to [0.001, 1]; a point where ``n_devices`` is 1. Rows where
+    ``layout`` is true are parallel layouts: [e / rho_hi, e / rho_lo] (:func:`layout_band`),
+    clipped to [0.001, max(1, e)]."""
     e = np.asarray(efficiency, dtype=float)
-    s = difficulty(e, nodes)
-    low = np.clip(e + z_lo * s, LOWEST_EFFICIENCY, 1.0)
-    high = np.clip(e + z_hi * s, LOWEST_EFFICIENCY, 1.0)
+    is_layout = np.zeros(e.shape, dtype=bool) if layout is None else np.asarray(layout, dtype=bool)
+    low = high = e
+    if not is_layout.all():
+        z_lo, z_hi = score_band(assumptions, level)
+        s = difficulty(e, nodes)
+        low = np.clip(e + z_lo * s, LOWEST_EFFICIENCY, 1.0)
+        high = np.clip(e + z_hi * s, LOWEST_EFFICIENCY, 1.0)
+    if is_layout.any():
+        rho_lo, rho_hi = layout_band(assumptions, level)
+        top = np.maximum(1.0, e)
+        low = np.where(is_layout, np.clip(e / rho_hi, LOWEST_EFFICIENCY, top), low)
+        high = np.where(is_layout, np.clip(e / rho_lo, LOWEST_EFFICIENCY, top), high)
     if n_devices is not None:
         one = np.asarray(n_devices) == 1
         low, high = np.where(one, e, low), np.where(one, e, high)
@@ -337,27 +419,47 @@ def efficiency_interval_of(
 def confidence_band(assumptions: Assumptions, confidence: float) -> float:
     """z such that efficiency >= e + z s holds with probability ``confidence`` (one-sided):
     the low end of the central band at level 2 confidence - 1 (``confidence`` in (0.5, 1))."""
+    return score_band(assumptions, 2.0 * _checked_confidence(confidence) - 1.0)[0]
+
+
+def _checked_confidence(confidence: object) -> float:
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not (
         0.5 < confidence < 1
     ):
         raise InputError(
             f"confidence: expected a number in (0.5, 1), got {confidence!r}", field="confidence"
         )
-    return score_band(assumptions, 2.0 * float(confidence) - 1.0)[0]
+    return float(confidence)
 
 
 def slowdown_at_confidence(
-    z: float, efficiency: ArrayLike, nodes: ArrayLike, n_devices: ArrayLike
+    z: float,
+    efficiency: ArrayLike,
+    nodes: ArrayLike,
+    n_devices: ArrayLike,
+    layout: ArrayLike | None = None,
+    rho: float = 1.0,
 ) -> np.ndarray:
     """e / e_low: the factor by which training time and cost may grow at the one-sided bound
     e_low = clip(e + z s, 0.001, 1) (``z`` from :func:`confidence_band`); 1 on one device.
+    Rows where ``layout`` is true grow by ``rho``, the one-sided bound of T_measured /
+    T_predicted of a parallel layout (:func:`layout_confidence`).
 
     Training time and cost are inversely proportional to the efficiency at a layout's own
     inputs (section 4.5 of docs/model.md), so the bound on them is the point value times this.
     """
     e = np.asarray(efficiency, dtype=float)
     low = np.clip(e + z * difficulty(e, nodes), LOWEST_EFFICIENCY, 1.0)
-    return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, e / low), dtype=float)
+    grow = e / low
+    if layout is not None:
+        grow = np.where(np.asarray(layout, dtype=bool), max(rho, 1e-12), grow)
+    return np.asarray(np.where(np.asarray(n_devices) == 1, 1.0, grow), dtype=float)
+
+
+def layout_confidence(assumptions: Assumptions, confidence: float) -> float:
+    """rho such that T_measured <= rho T_predicted holds with probability ``confidence`` for a
+    parallel layout: the high end of the central band at level 2 confidence - 1."""
+    return layout_band(assumptions, 2.0 * _checked_confidence(confidence) - 1.0)[1]
 
 
 def interval_columns(
@@ -367,12 +469,13 @@ def interval_columns(
     n_devices: ArrayLike,
     values: dict[str, ArrayLike],
     level: float = 0.8,
+    layout: ArrayLike | None = None,
 ) -> dict[str, np.ndarray]:
     """``<name>_low`` / ``<name>_high`` for each of ``values`` (point columns of a sweep, by
     name from the result fields that have an interval): the same interval :meth:`result.interval` gives,
-    row by row."""
+    row by row (``layout``: the rows that are parallel layouts)."""
     e = np.asarray(efficiency, dtype=float)
-    low, high = efficiency_interval_of(assumptions, e, nodes, level, n_devices)
+    low, high = efficiency_interval_of(assumptions, e, nodes, level, n_devices, layout)
     out: dict[str, np.ndarray] = {}
     for name, value in values.items():
         v = np.asarray(value, dtype=float)
@@ -391,7 +494,9 @@ def _check(result: ResultView, name: str, level: object) -> Assumptions:
     assumptions = (
         cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
     )
-    if assumptions is None or assumptions.is_seed():
+    if assumptions is not None and result.figures.layout is not None:
+        pass  # a parallel layout: the model-parallel runs' residuals (layout_band), seed included
+    elif assumptions is None or assumptions.is_seed():
         raise InputError(
             "interval: the seed model has no prediction interval (it is a bound, not an "
             "estimate); evaluate with assumptions=Assumptions.realistic() (or other non-seed "
@@ -414,7 +519,8 @@ def efficiency_interval(
     """(low, high) efficiency of ``result`` at a central ``level`` (floats)."""
     assumptions = _check(result, "efficiency", level)
     low, high = efficiency_interval_of(
-        assumptions, result.efficiency, result_nodes(result), float(level), result.n_devices
+        assumptions, result.efficiency, result_nodes(result), float(level), result.n_devices,
+        result.figures.layout is not None,
     )
     return float(low), float(high)
 

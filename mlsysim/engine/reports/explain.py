@@ -22,7 +22,9 @@ from mlsysim.engine.model.equations import UPDATE_TERMS
 from mlsysim.engine.reports.bands import (
     DIFFICULTY_FORMULA,
     difficulty,
-    known_scores,
+    has_interval,
+    interval_source,
+    layout_band,
     result_nodes,
     score_band,
     scores,
@@ -204,7 +206,10 @@ def _derive(r: ResultView, i: Checked) -> list[tuple[str, str, str, str]]:
     if r.figures.layout is not None:  # a parallel layout: its own derivation
         from mlsysim.engine.reports.explain_layout import layout_rows
 
-        return s.rows + layout_rows(r) + whole_run_steps(r)  # the whole run too, where modeled
+        s.rows += layout_rows(r) + whole_run_steps(r)  # the whole run too, where modeled
+        if has_interval(r):
+            _interval_steps(s, c)
+        return s.rows
     for section in (_gradient_steps, _intra_steps, _inter_steps, _update_steps, _scaling_steps):
         section(s, c)
     if r.job is not None:  # the activations, just before the memory they are part of
@@ -502,13 +507,33 @@ def _scaling_steps(s: _Steps, c: _Context) -> None:
         "",
         r.bottleneck,
     )
-    if not c.a.is_seed() and known_scores(c.a):
+    if has_interval(c.r):
         _interval_steps(s, c)
 
 
 def _interval_steps(s: _Steps, c: _Context) -> None:
-    """The 80% prediction interval (normalised conformal, from out-of-family residuals)."""
+    """The 80% prediction interval (normalised conformal, from out-of-family residuals; a
+    parallel layout's from the model-parallel runs' held-out errors)."""
     r = c.r
+    if r.figures.layout is not None:
+        rho_lo, rho_hi = layout_band(c.a, 0.8)
+        u_low, u_high = (cast("Quantity", u) for u in r.interval("update_time"))
+        update = r.figures.update_time * 1e3
+        s.add(
+            "80% interval",
+            "update_time x [rho_lo, rho_hi]: split-conformal quantiles of T_measured / T_predicted "
+            f"({interval_source(r)})",
+            f"{update:.6g} ms x [{rho_lo:.4f}, {rho_hi:.4f}]",
+            f"update_time {u_low.to('ms').magnitude:.6g} - {u_high.to('ms').magnitude:.6g} ms",
+        )
+        e_low, e_high = r.interval("efficiency")
+        s.add(
+            "80% interval",
+            "efficiency x T / T_interval (and so speedup, training time, cost)",
+            "",
+            f"efficiency {e_low:.4g} - {e_high:.4g}",
+        )
+        return
     z_lo, z_hi = score_band(c.a, 0.8)
     scale = float(difficulty(r.efficiency, result_nodes(r)))
     e_low, e_high = r.interval("efficiency")

@@ -28,6 +28,7 @@ def layout_rows(r: ResultView) -> list[Row]:
     assert f.layout is not None and f.layout_arguments is not None
     arguments: dict[str, Any] = dict(f.layout_arguments)
     arguments.pop("sequence_parallel", None)
+    arguments.pop("flash_attention", None)
     inputs = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
     rows = [
         row
