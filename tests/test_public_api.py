@@ -77,7 +77,7 @@ def test_spec_module_paths_resolve():
 def test_import_does_not_load_the_cli_plotting_or_torch():
     code = (
         "import sys, mlsysim; "
-        "heavy = [m for m in ('typer', 'rich', 'matplotlib', 'torch', 'pandas', 'mlsysim.cli') if m in sys.modules]; "
+        "heavy = [m for m in ('typer', 'click', 'rich', 'matplotlib', 'torch', 'pandas', 'mlsysim.cli') if m in sys.modules]; "
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -5,55 +5,11 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import typer
-
-    class _Context(Protocol):
-        command_path: str
-
-    class _Group(Protocol):
-        def list_commands(self, ctx: _HelpContext) -> list[str]: ...
-
-    class _HelpContext(_Context, Protocol):
-        parent: object | None
-        command: _Group
-
-        def get_help(self) -> str: ...
-
-        def get_usage(self) -> str: ...
-
-    class _ClickException(Exception):
-        """What :func:`_main` uses of click's ``ClickException``."""
-
-        def format_message(self) -> str: ...
-
-    class _UsageError(_ClickException):
-        """What :func:`_main` uses of click's ``UsageError``."""
-
-        ctx: _Context | None
-
-
-class _Command(Protocol):
-    """What :func:`_main` uses of a click command (click's or typer's vendored one)."""
-
-    def main(
-        self,
-        args: Sequence[str] | None = ...,
-        prog_name: str | None = ...,
-        *,
-        standalone_mode: bool = ...,
-    ) -> object: ...
-
-
-class _ClickExceptions(NamedTuple):
-    Exit: type[typer.Exit]
-    Abort: type[typer.Abort]
-    UsageError: type[_UsageError]
-    ClickException: type[_ClickException]
-
+    import click
 
 class Terminated(BaseException):
     """Raised in the main thread on SIGTERM or SIGHUP, so every ``finally`` and writer cleans up."""
@@ -121,30 +77,29 @@ def _main(argv: list[str] | None) -> int:
 
         print(f"mlsysim {__version__}")
         return 0
+    import click
+
     from mlsysim.cli.app import app
     from mlsysim.core.exceptions import MlsysimError
-
-    click = _click_exceptions()
-    command = _command(app)
     from mlsysim.core.suggest import caller_syntax
 
     try:
         with _notes(), caller_syntax("text"):  # examples in messages as typed: "100 Gbps"
-            code = command.main(args=args, prog_name="mlsysim", standalone_mode=False)
-        if code == 130:  # typer turns KeyboardInterrupt into Exit(130) and returns its code
+            code = app.main(args=args, prog_name="mlsysim", standalone_mode=False)
+        if code == 130:  # a command's Exit(130) (an interrupted plan), returned by click
             print("mlsysim: interrupted", file=sys.stderr)
             return 130
         if isinstance(code, int) and not isinstance(code, bool):
             return code
-    except click.Exit as exc:
+    except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.Abort:
         print("mlsysim: interrupted", file=sys.stderr)
         return 130
+    except click.exceptions.NoArgsIsHelpError as exc:
+        print(_bare_usage(exc.ctx), file=sys.stderr)
+        return 2
     except click.UsageError as exc:
-        if exc.ctx is not None and type(exc).__name__ == "NoArgsIsHelpError":  # click >= 8.2
-            print(_bare_usage(exc), file=sys.stderr)
-            return 2
         hint = (
             f" (see 'mlsysim {exc.ctx.command_path.split(' ', 1)[1]} --help')"
             if exc.ctx and " " in exc.ctx.command_path
@@ -158,14 +113,15 @@ def _main(argv: list[str] | None) -> int:
     except MlsysimError as exc:
         print(f"mlsysim: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
-    return code if isinstance(code, int) else 0  # typer.Exit(n) inside a command returns n
+    return code if isinstance(code, int) else 0  # click.exceptions.Exit(n) in a command returns n
 
 
-def _bare_usage(exc: _UsageError) -> str:
+def _bare_usage(ctx: click.Context) -> str:
     """A command or group run without arguments: its usage on several lines (the top level
     adds the three commands a newcomer wants first, :data:`mlsysim.cli.app.FIRST_COMMANDS`)."""
-    ctx = cast("_HelpContext", exc.ctx)
-    if ctx.parent is not None:
+    import click
+
+    if ctx.parent is not None or not isinstance(ctx.command, click.Group):
         return ctx.get_help()
     from mlsysim.cli.app import first_steps
 
@@ -189,35 +145,11 @@ def _notes() -> Iterator[None]:
                     warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
-def _click_exceptions() -> _ClickExceptions:
-    """click's exception classes, found through typer's public names.
-
-    Recent typer vendors click, earlier typer depends on it; both export
-    ``BadParameter`` (a ``UsageError``, a ``ClickException``), ``Exit`` and ``Abort``.
-    """
-    import typer
-
-    found = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
-    return _ClickExceptions(
-        Exit=typer.Exit,
-        Abort=typer.Abort,
-        # click's own classes, which have the attributes the stubs above declare
-        UsageError=cast("type[_UsageError]", found["UsageError"]),
-        ClickException=cast("type[_ClickException]", found["ClickException"]),
-    )
-
-
 def _one_line(message: str) -> str:
     """The message on one line, control characters from user text escaped."""
     from mlsysim.core.text import printable
 
     return printable(" ".join(message.split()))
-
-
-def _command(app: typer.Typer) -> _Command:
-    import typer.main
-
-    return typer.main.get_command(app)
 
 
 def entry() -> None:

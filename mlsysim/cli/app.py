@@ -1,4 +1,4 @@
-"""The typer application: ``mlsysim list | run | explain | ...``.
+"""The command line application (click): ``mlsysim list | run | explain | ...``.
 
 Heavy imports happen inside the commands so that ``mlsysim --help`` stays fast.
 """
@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-import typer
+import click
 
 from mlsysim.cli.options import FILE_HELP, REGISTRY_GROUP_HELP, SET_HELP
+from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -40,18 +41,6 @@ _SUMMARY: Final = (
     "one-device profile."
 )
 
-app = typer.Typer(
-    name="mlsysim",
-    help=(
-        f"{_SUMMARY}\n\n"
-        "Examples:\n\n"
-        + "\n\n".join(f"  {command}" for command in (*(c for c, _ in FIRST_COMMANDS), *_MORE_EXAMPLES))
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
 
 def first_steps(usage: str, commands: list[str]) -> str:
@@ -74,17 +63,16 @@ def first_steps(usage: str, commands: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _print_version(value: bool) -> None:
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
         from mlsysim import __version__
 
-        typer.echo(f"mlsysim {__version__}")
-        raise typer.Exit()
+        click.echo(f"mlsysim {__version__}")
+        ctx.exit()
 
 
-@app.callback()
 def _global_options(
-    registry: list[str] | None = typer.Option(
+    registry: list[str] | None = Option(
         None,
         "--registry",
         metavar="FILE",
@@ -94,7 +82,7 @@ def _global_options(
             "'mlsysim registry' shows where each entry came from."
         ),
     ),
-    version: bool = typer.Option(
+    version: bool = Option(
         False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
     ),
 ) -> None:
@@ -104,6 +92,17 @@ def _global_options(
 
         for path in registry:
             load_registry(path)
+
+
+app = group(
+    "mlsysim",
+    help=(
+        f"{_SUMMARY}\n\n"
+        "Examples:\n\n"
+        + "\n\n".join(f"  {command}" for command in (*(c for c, _ in FIRST_COMMANDS), *_MORE_EXAMPLES))
+    ),
+    callback=_global_options,
+)
 
 
 ASSUMPTIONS_HELP = (
@@ -125,7 +124,7 @@ def _scenario(
     return scenario
 
 
-@app.command("list")
+@command(app, "list")
 def list_scenarios() -> None:
     """List the named scenarios, one line each."""
     from mlsysim.core.text import printable
@@ -134,15 +133,15 @@ def list_scenarios() -> None:
     names = Scenarios.names()
     width = max(len(n) for n in names)
     for name in names:  # without building the scenarios: no units, no model
-        typer.echo(printable(f"{name.ljust(width)}  {Scenarios.description(name)}"))
+        click.echo(printable(f"{name.ljust(width)}  {Scenarios.description(name)}"))
 
 
-@app.command("registry")
+@command(app, "registry")
 def registry(
-    group: str | None = typer.Argument(
+    group: str | None = Argument(
         None, help=REGISTRY_GROUP_HELP
     ),
-    sources: bool = typer.Option(
+    sources: bool = Option(
         False, "--sources", help="Also print each entry's source and note."
     ),
 ) -> None:
@@ -160,27 +159,27 @@ def registry(
     from mlsysim.cli.render import registry_lines
 
     for line in registry_lines(group, sources=sources):
-        typer.echo(line)
+        click.echo(line)
 
 
-@app.command("run")
+@command(app, "run")
 def run(
-    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
-    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    json_: bool = typer.Option(False, "--json", help="Print the inputs and results as JSON."),
-    assumptions: str | None = typer.Option(
+    name: str | None = Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = Option(None, "--file", "-f", metavar="FILE", help=FILE_HELP),
+    set_: list[str] | None = Option(None, "--set", "-s", metavar="FIELD=VALUE", help=SET_HELP),
+    json_: bool = Option(False, "--json", help="Print the inputs and results as JSON."),
+    assumptions: str | None = Option(
         None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
     ),
-    csv: str | None = typer.Option(
+    csv: str | None = Option(
         None, "--csv", help="Also write the result as one row to this CSV file (as 'sweep --csv')."
     ),
-    parquet: str | None = typer.Option(
+    parquet: str | None = Option(
         None,
         "--parquet",
         help="Also write the result as one row to this Parquet file (pip install 'mlsysim[parquet]').",
     ),
-    force: bool = typer.Option(False, "--force", help="Replace read-only output files."),
+    force: bool = Option(False, "--force", help="Replace read-only output files."),
 ) -> None:
     """Evaluate a scenario and print its inputs and results.
 
@@ -202,7 +201,7 @@ def run(
     check_outputs(csv, None, parquet, force)
     scenario = _scenario(name, set_, file, assumptions)
     if json_:
-        typer.echo(result_json(scenario))
+        click.echo(result_json(scenario))
     else:
         steps = next_steps(
             scenario,
@@ -244,17 +243,17 @@ def _source(
     return " ".join(quoted(w) for w in words)
 
 
-@app.command("explain")
+@command(app, "explain")
 def explain(
-    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
-    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    markdown: bool = typer.Option(False, "--markdown", help="Markdown instead of plain text."),
-    json_: bool = typer.Option(False, "--json", help="The derivation as JSON (steps, notes)."),
-    assumptions: str | None = typer.Option(
+    name: str | None = Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = Option(None, "--file", "-f", metavar="FILE", help=FILE_HELP),
+    set_: list[str] | None = Option(None, "--set", "-s", metavar="FIELD=VALUE", help=SET_HELP),
+    markdown: bool = Option(False, "--markdown", help="Markdown instead of plain text."),
+    json_: bool = Option(False, "--json", help="The derivation as JSON (steps, notes)."),
+    assumptions: str | None = Option(
         None, "--assumptions", metavar="FILE", help=ASSUMPTIONS_HELP
     ),
-    plot: str | None = typer.Option(
+    plot: str | None = Option(
         None, "--plot", metavar="FILE",
         help="Also draw one update as a timeline per pipeline stage to this .png or .svg file.",
     ),
@@ -274,17 +273,17 @@ def explain(
     scenario = _scenario(name, set_, file, assumptions)
     form = "json" if json_ else ("markdown" if markdown else "text")
     text = scenario.explain(format=form)
-    typer.echo(text if json_ else printable_lines(text), nl=False)
+    click.echo(text if json_ else printable_lines(text), nl=False)
     if plot is not None:
         from mlsysim.viz.plots import timeline_plot
 
         timeline_plot(scenario, path=plot)
-        typer.echo(f"wrote {printable(plot)}", err=json_)
+        click.echo(f"wrote {printable(plot)}", err=json_)
 
 
-@app.command("schema")
+@command(app, "schema")
 def schema(
-    kind: str = typer.Argument(..., help="scenario, result, explanation or plan."),
+    kind: str = Argument(..., help="scenario, result, explanation or plan."),
 ) -> None:
     """Print the JSON Schema of the documents the commands write with --json.
 
@@ -293,7 +292,7 @@ def schema(
     from mlsysim.core.jsonio import dumps
     from mlsysim.engine.io.schema import json_schema
 
-    typer.echo(dumps(json_schema(kind), indent=2))
+    click.echo(dumps(json_schema(kind), indent=2))
 
 
 def _register_commands() -> None:
@@ -304,12 +303,12 @@ def _register_commands() -> None:
     from mlsysim.cli.ui import ui_command
     from mlsysim.cli.validate import validate_app
 
-    app.command("sweep")(sweep_command)
-    app.command("plan")(plan_command)
-    app.command("init")(init_command)
-    app.command("ui")(ui_command)
-    app.add_typer(validate_app, name="validate")
-    app.add_typer(calibrate_app, name="calibrate")
+    command(app, "sweep")(sweep_command)
+    command(app, "plan")(plan_command)
+    command(app, "init")(init_command)
+    command(app, "ui")(ui_command)
+    app.add_command(validate_app)
+    app.add_command(calibrate_app)
 
 
 _register_commands()

@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
+import click
+
+from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
     from mlsysim.calibrate.fit import CollectiveFit
 
-calibrate_app = typer.Typer(
-    name="calibrate",
+calibrate_app = group(
+    "calibrate",
     help=(
         "Fit the model's link parameters (bandwidth, latency) and step time from measurements.\n\n"
         "Examples:\n\n"
@@ -21,8 +23,6 @@ calibrate_app = typer.Typer(
         "  mlsysim calibrate torch --nproc 2\n\n"
         "  mlsysim calibrate step --model gpt --batch 8"
     ),
-    no_args_is_help=True,
-    rich_markup_mode=None,
 )
 
 JSON_HELP = "Print the result as JSON."
@@ -33,17 +33,17 @@ THREADS_HELP = "Threads per process (default: the cores shared out, at least 1).
 MODEL_HELP = "Built-in model: mlp or gpt (a small GPT-style transformer)."
 
 
-@calibrate_app.command("nccl-tests")
+@command(calibrate_app, "nccl-tests")
 def nccl_tests(
-    file: Path = typer.Argument(..., help="nccl-tests / rccl-tests output (as pasted)."),
-    ranks: int | None = typer.Option(None, "--ranks", help="Ranks, if the log does not list them."),
-    collective: str | None = typer.Option(
+    file: Path = Argument(..., help="nccl-tests / rccl-tests output (as pasted)."),
+    ranks: int | None = Option(None, "--ranks", help="Ranks, if the log does not list them."),
+    collective: str | None = Option(
         None, "--collective", help="all_reduce, all_gather or reduce_scatter."
     ),
-    in_place: bool = typer.Option(False, "--in-place", help="Fit the in-place columns."),
-    write_scenario: Path | None = typer.Option(None, "--write-scenario", help=WRITE_HELP),
-    link: str | None = typer.Option(None, "--link", help=LINK_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    in_place: bool = Option(False, "--in-place", help="Fit the in-place columns."),
+    write_scenario: Path | None = Option(None, "--write-scenario", help=WRITE_HELP),
+    link: str | None = Option(None, "--link", help=LINK_HELP),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Fit t = alpha + S F(n) / busbw to an nccl-tests log; print the fit and measured vs fitted.
 
@@ -56,23 +56,23 @@ def nccl_tests(
     _report(fit, write_scenario, which, json_)
 
 
-@calibrate_app.command("torch")
+@command(calibrate_app, "torch")
 def torch_allreduce(
-    nproc: int = typer.Option(2, "--nproc", help=NPROC_HELP),
-    nnodes: int = typer.Option(1, "--nnodes", help="Nodes; run the same command on each."),
-    rdzv_endpoint: str | None = typer.Option(
+    nproc: int = Option(2, "--nproc", help=NPROC_HELP),
+    nnodes: int = Option(1, "--nnodes", help="Nodes; run the same command on each."),
+    rdzv_endpoint: str | None = Option(
         None, "--rdzv-endpoint", help="HOST:PORT every node reaches (needed with --nnodes > 1)."
     ),
-    backend: str = typer.Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
-    threads: int | None = typer.Option(None, "--threads", help=THREADS_HELP),
-    min_size: str = typer.Option("1 KiB", "--min-size", "-b", help="Smallest message."),
-    max_size: str = typer.Option("64 MiB", "--max-size", "-e", help="Largest message."),
-    factor: float = typer.Option(2.0, "--factor", "-f", help="Size multiplier between steps."),
-    warmup: int = typer.Option(5, "--warmup", "-w", help="Untimed iterations per size."),
-    iters: int = typer.Option(20, "--iters", "-n", help="Timed iterations per size (median)."),
-    write_scenario: Path | None = typer.Option(None, "--write-scenario", help=WRITE_HELP),
-    link: str | None = typer.Option(None, "--link", help=LINK_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    backend: str = Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
+    threads: int | None = Option(None, "--threads", help=THREADS_HELP),
+    min_size: str = Option("1 KiB", "--min-size", "-b", help="Smallest message."),
+    max_size: str = Option("64 MiB", "--max-size", "-e", help="Largest message."),
+    factor: float = Option(2.0, "--factor", "-f", help="Size multiplier between steps."),
+    warmup: int = Option(5, "--warmup", "-w", help="Untimed iterations per size."),
+    iters: int = Option(20, "--iters", "-n", help="Timed iterations per size (median)."),
+    write_scenario: Path | None = Option(None, "--write-scenario", help=WRITE_HELP),
+    link: str | None = Option(None, "--link", help=LINK_HELP),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Time AllReduce with torch.distributed on this machine (as nccl-tests does) and fit it.
 
@@ -102,19 +102,19 @@ def torch_allreduce(
         _report(fit, write_scenario, which, json_)
 
 
-@calibrate_app.command("step")
+@command(calibrate_app, "step")
 def step(
-    model: str = typer.Option("mlp", "--model", help=MODEL_HELP),
-    batch: int | None = typer.Option(None, "--batch", help="Batch (default: mlp 64, gpt 8)."),
-    layers: int | None = typer.Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
-    width: int | None = typer.Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
-    heads: int | None = typer.Option(None, "--heads", help="Attention heads (gpt 4)."),
-    seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length (gpt 128)."),
-    vocab: int | None = typer.Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
-    steps: int = typer.Option(20, "--steps", help="Timed steps (median)."),
-    warmup: int = typer.Option(3, "--warmup", help="Untimed steps first."),
-    threads: int | None = typer.Option(None, "--threads", help="Threads (default: all cores)."),
-    json_: bool = typer.Option(False, "--json", help=JSON_HELP),
+    model: str = Option("mlp", "--model", help=MODEL_HELP),
+    batch: int | None = Option(None, "--batch", help="Batch (default: mlp 64, gpt 8)."),
+    layers: int | None = Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
+    width: int | None = Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
+    heads: int | None = Option(None, "--heads", help="Attention heads (gpt 4)."),
+    seq_len: int | None = Option(None, "--seq-len", help="Sequence length (gpt 128)."),
+    vocab: int | None = Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
+    steps: int = Option(20, "--steps", help="Timed steps (median)."),
+    warmup: int = Option(3, "--warmup", help="Untimed steps first."),
+    threads: int | None = Option(None, "--threads", help="Threads (default: all cores)."),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Time one training step (forward, backward, SGD update) of a built-in model on one device.
 
@@ -131,7 +131,7 @@ def step(
     timing = measure_step(spec, size, steps=steps, warmup=warmup, threads=threads)
     step_ms = 1e3 * timing.median
     if json_:
-        typer.echo(
+        click.echo(
             json.dumps(
                 {
                     "model": spec.describe(),
@@ -147,11 +147,11 @@ def step(
             )
         )
         return
-    typer.echo(f"model        {spec.describe()}, {timing.parameters:,} parameters")
-    typer.echo(f"batch        {size}, {timing.threads} thread(s)")
-    typer.echo(f"step time    {step_ms:.4g} ms (median of {len(timing.times)} steps)")
-    typer.echo(f"spread       {timing.spread:.1%} (max - min) / median")
-    typer.echo(f'use it as    --set "step_time={step_ms:.4g} ms"')
+    click.echo(f"model        {spec.describe()}, {timing.parameters:,} parameters")
+    click.echo(f"batch        {size}, {timing.threads} thread(s)")
+    click.echo(f"step time    {step_ms:.4g} ms (median of {len(timing.times)} steps)")
+    click.echo(f"spread       {timing.spread:.1%} (max - min) / median")
+    click.echo(f'use it as    --set "step_time={step_ms:.4g} ms"')
 
 
 def _check_link(write_scenario: Path | None, link: str | None) -> str | None:
@@ -197,12 +197,12 @@ def _report(fit: CollectiveFit, write_scenario: Path | None, which: str | None, 
         data = fit.to_dict()
         if written is not None:
             data["written"] = {"file": str(write_scenario), **written}
-        typer.echo(dumps(document("calibration", data), indent=2))
+        click.echo(dumps(document("calibration", data), indent=2))
         return
-    typer.echo(fit_text(fit))
+    click.echo(fit_text(fit))
     if written is not None:
         values = ", ".join(f"{k} = {v!r}" for k, v in written.items())
-        typer.echo(f"wrote {values} to {write_scenario}")
+        click.echo(f"wrote {values} to {write_scenario}")
 
 
 def fit_text(fit: CollectiveFit) -> str:

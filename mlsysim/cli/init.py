@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
+import click
+
+from mlsysim.cli.params import Argument, Option
 
 TEMPLATE = """\
 # A data-parallel training job, planned from the hardware and the model.
@@ -69,9 +71,9 @@ def template(path: str) -> str:
 
 
 def init_command(
-    path: str = typer.Argument(..., help="The scenario file to write (.toml; .csv with --runs)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite the file if it exists."),
-    runs: bool = typer.Option(
+    path: str = Argument(..., help="The scenario file to write (.toml; .csv with --runs)."),
+    force: bool = Option(False, "--force", help="Overwrite the file if it exists."),
+    runs: bool = Option(
         False,
         "--runs",
         help="Write a template of measured runs (.csv) for 'mlsysim validate mine' instead.",
@@ -98,7 +100,7 @@ def init_command(
         if not file.expanduser().resolve().parent.is_dir():
             raise InputError(f"init: the folder of {path!r} does not exist")
         file.write_text(RUNS_TEMPLATE, encoding="utf-8")
-        typer.echo(
+        click.echo(
             f"wrote {path}: one measured run per row (fill in measured_update_time or "
             f"measured_throughput), then run 'mlsysim validate mine {path} --out my_cluster.toml'"
         )
@@ -110,4 +112,4 @@ def init_command(
     if not file.expanduser().resolve().parent.is_dir():
         raise InputError(f"init: the folder of {path!r} does not exist")
     file.write_text(template(path), encoding="utf-8")
-    typer.echo(f"wrote {path}: edit it, then run 'mlsysim run --file {path}'")
+    click.echo(f"wrote {path}: edit it, then run 'mlsysim run --file {path}'")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
@@ -21,7 +21,7 @@ def load(
 
     if name is None and file is None:
         if not sets:
-            raise typer.BadParameter(
+            raise click.BadParameter(
                 "missing the scenario: give its name, --file FILE, or the job's inputs with --set "
                 "(e.g. --set workload=Llama3_8B --set node=DGX_H100 --set mfu=0.4 ...)"
             )
@@ -29,7 +29,7 @@ def load(
 
         return ready(scenario_from_assignments(sets))
     if name is not None and file is not None:
-        raise typer.BadParameter(
+        raise click.BadParameter(
             f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
         )
     if file is not None:

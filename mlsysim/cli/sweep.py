@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from mlsysim.cli.loading import load
 from mlsysim.cli.options import FILE_HELP, SET_HELP
+from mlsysim.cli.params import Argument, Option
 
 if TYPE_CHECKING:
     from rich.progress import Progress, ProgressColumn, Task
@@ -83,11 +84,11 @@ def write_result_row(
     if csv is not None:
         with replacing_read_only(force):
             sweep(scenario, nodes=nodes, devices_per_node=per_node).to_csv(csv)
-        typer.echo(f"wrote {printable(csv)}", err=quiet)
+        click.echo(f"wrote {printable(csv)}", err=quiet)
     if parquet is not None:
         with replacing_read_only(force):
             sweep(scenario, out=parquet, nodes=nodes, devices_per_node=per_node)
-        typer.echo(f"wrote {printable(parquet)}", err=quiet)
+        click.echo(f"wrote {printable(parquet)}", err=quiet)
 
 
 def _axes(
@@ -373,28 +374,28 @@ def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
 
 
 def sweep_command(
-    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
-    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    axis: list[str] | None = typer.Option(None, "--axis", "-a", help=AXIS_HELP),
-    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    csv: str | None = typer.Option(None, "--csv", help="Write every row to this CSV file."),
-    plot: str | None = typer.Option(None, "--plot", help="Draw a plot to this .png or .svg file."),
-    plot_kind: str = typer.Option(
+    name: str | None = Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = Option(None, "--file", "-f", metavar="FILE", help=FILE_HELP),
+    axis: list[str] | None = Option(None, "--axis", "-a", metavar="FIELD=VALUES", help=AXIS_HELP),
+    set_: list[str] | None = Option(None, "--set", "-s", metavar="FIELD=VALUE", help=SET_HELP),
+    csv: str | None = Option(None, "--csv", help="Write every row to this CSV file."),
+    plot: str | None = Option(None, "--plot", help="Draw a plot to this .png or .svg file."),
+    plot_kind: str = Option(
         "efficiency", "--plot-kind", help="efficiency, speedup or breakdown."
     ),
-    rows: int = typer.Option(20, "--rows", help=ROWS_HELP),
-    progress: bool = typer.Option(
+    rows: int = Option(20, "--rows", help=ROWS_HELP),
+    progress: bool = Option(
         False, "--progress", help="Show a progress bar even for short sweeps."
     ),
-    parquet: str | None = typer.Option(
+    parquet: str | None = Option(
         None,
         "--parquet",
         help="Stream every row to this Parquet file in bounded memory (pip install 'mlsysim[parquet]'); for sweeps bigger than memory.",
     ),
-    max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_ROWS_HELP),
-    intervals: float | None = typer.Option(
+    max_layouts: int | None = Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
+    force: bool = Option(False, "--force", help=FORCE_HELP),
+    json_: bool = Option(False, "--json", help=JSON_ROWS_HELP),
+    intervals: float | None = Option(
         None,
         "--intervals",
         metavar="LEVEL",
@@ -428,7 +429,7 @@ def sweep_command(
     axes = _axes(axis, scenario)
     kinds = ("efficiency", "speedup", "breakdown")
     if plot_kind not in kinds:
-        raise typer.BadParameter(
+        raise click.BadParameter(
             f"expected one of {', '.join(kinds)}, got {plot_kind!r}", param_hint="--plot-kind"
         )
     started = time.perf_counter()
@@ -438,7 +439,7 @@ def sweep_command(
         with _ProgressBar(_size(axes), progress) as bar, replacing_read_only(force):
             sweep(scenario, progress=bar, out=parquet, max_layouts=max_layouts, **axes)
         _report_rate(_size(axes), scenario, time.perf_counter() - started)
-        typer.echo(f"wrote {printable(parquet)}")
+        click.echo(f"wrote {printable(parquet)}")
         return
     if intervals is not None and parquet is None:
         _check_intervals(scenario, axes, intervals)
@@ -454,17 +455,17 @@ def sweep_command(
             "units": {c: table.units.get(c) for c in table.columns},
             "rows": _rows_json(table, shown),
         }
-        typer.echo(dumps(document("sweep", body), indent=2))
+        click.echo(dumps(document("sweep", body), indent=2))
     else:
         _report_rate(len(table), scenario, time.perf_counter() - started)
         if len(shown):
             _print_table(table, shown, f"{scenario.name or 'scenario'}: sweep")
         if len(table) > len(shown):
-            typer.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
+            click.echo(f"... {len(table) - len(shown):,} more rows (--rows N, or --csv FILE for all)")
     if csv:
         with replacing_read_only(force):
             table.to_csv(csv)
-        typer.echo(f"wrote {printable(csv)}", err=json_)
+        click.echo(f"wrote {printable(csv)}", err=json_)
     if plot:
         from mlsysim.viz import plots
 
@@ -475,7 +476,7 @@ def sweep_command(
                 plots.speedup_plot(table, path=plot)
             else:
                 plots.breakdown_plot(table, path=plot)
-        typer.echo(f"wrote {printable(plot)}", err=json_)
+        click.echo(f"wrote {printable(plot)}", err=json_)
 
 
 def _rows_json(table: SweepTable, rows: Iterable[int]) -> list[JSONValue]:
@@ -501,7 +502,7 @@ def _report_rate(size: int, scenario: DataParallelScaleOutScenario, elapsed: flo
 
     rate = f", {size / elapsed:,.0f} per second" if elapsed >= RATE_MIN_SECONDS else ""
     name = printable(scenario.name or "the scenario")
-    typer.echo(f"{size:,} layouts of {name} in {elapsed:.2f} s{rate}")
+    click.echo(f"{size:,} layouts of {name} in {elapsed:.2f} s{rate}")
 
 
 def _group_cells(table: SweepTable, group: ResultGroup) -> dict[str, str]:
@@ -526,64 +527,64 @@ def _axis_cell(axis: Axis, value: object, fmt_value: Callable[[object], str]) ->
 
 
 def plan_command(
-    name: str | None = typer.Argument(None, help="Scenario name (see 'mlsysim list')."),
-    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    axis: list[str] | None = typer.Option(None, "--axis", "-a", help=AXIS_HELP),
-    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    objective: str = typer.Option(
+    name: str | None = Argument(None, help="Scenario name (see 'mlsysim list')."),
+    file: str | None = Option(None, "--file", "-f", metavar="FILE", help=FILE_HELP),
+    axis: list[str] | None = Option(None, "--axis", "-a", metavar="FIELD=VALUES", help=AXIS_HELP),
+    set_: list[str] | None = Option(None, "--set", "-s", metavar="FIELD=VALUE", help=SET_HELP),
+    objective: str = Option(
         "cost", "--objective", help="cost (needs node_hour_rate) or time."
     ),
-    deadline: str | None = typer.Option(
+    deadline: str | None = Option(
         None,
         "--deadline",
         help="Longest training time, e.g. '2 day' (the wall clock where failures are modeled).",
     ),
-    budget: str | None = typer.Option(
+    budget: str | None = Option(
         None,
         "--budget",
         help="Highest cost, e.g. '5000 USD' (the whole run's where failures or energy are priced).",
     ),
-    min_efficiency: float | None = typer.Option(
+    min_efficiency: float | None = Option(
         None, "--min-efficiency", help="Lowest scaling efficiency, e.g. 0.8."
     ),
-    max_global_batch: int | None = typer.Option(
+    max_global_batch: int | None = Option(
         None, "--max-global-batch", help="Largest global batch."
     ),
-    max_emissions: str | None = typer.Option(
+    max_emissions: str | None = Option(
         None, "--max-emissions", help="Most CO2e of the run, e.g. '50 t' (needs device_power and carbon_intensity)."
     ),
-    max_energy: str | None = typer.Option(
+    max_energy: str | None = Option(
         None, "--max-energy", help="Most energy of the run, e.g. '500 MWh' (needs device_power)."
     ),
-    min_goodput: float | None = typer.Option(
+    min_goodput: float | None = Option(
         None, "--min-goodput", help="Lowest goodput, e.g. 0.9 (needs failure_rate, checkpoint_bandwidth, restart_time)."
     ),
-    confidence: float | None = typer.Option(
+    confidence: float | None = Option(
         None,
         "--confidence",
         help="Meet --deadline and --budget with this probability (0.5-1, e.g. 0.8), at the "
         "bound of the prediction interval (non-seed assumptions).",
     ),
-    csv: str | None = typer.Option(None, "--csv", help="Write the Pareto front to this CSV file."),
-    plot: str | None = typer.Option(
+    csv: str | None = Option(None, "--csv", help="Write the Pareto front to this CSV file."),
+    plot: str | None = Option(
         None, "--plot", help="Draw time against cost to this .png or .svg file."
     ),
-    rows: int = typer.Option(20, "--rows", help=ROWS_HELP),
-    progress: bool = typer.Option(
+    rows: int = Option(20, "--rows", help=ROWS_HELP),
+    progress: bool = Option(
         False, "--progress", help="Show a progress bar even for short searches."
     ),
-    workers: int | None = typer.Option(
+    workers: int | None = Option(
         None, "--workers", "-j", help="Processes to use (default: every core for large spaces)."
     ),
-    scheduler: str | None = typer.Option(
+    scheduler: str | None = Option(
         None,
         "--scheduler",
         help="Run on a Dask cluster: the scheduler's address, e.g. tcp://10.0.0.1:8786 (pip install 'mlsysim[dask]').",
     ),
-    top: int = typer.Option(0, "--top", help="Also list the K best layouts."),
-    max_layouts: int | None = typer.Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
-    force: bool = typer.Option(False, "--force", help=FORCE_HELP),
-    json_: bool = typer.Option(False, "--json", help=JSON_PLAN_HELP),
+    top: int = Option(0, "--top", help="Also list the K best layouts."),
+    max_layouts: int | None = Option(None, "--max-layouts", help=MAX_LAYOUTS_HELP),
+    force: bool = Option(False, "--force", help=FORCE_HELP),
+    json_: bool = Option(False, "--json", help=JSON_PLAN_HELP),
 ) -> None:
     """Find the cheapest (or fastest) layout that meets a deadline, a budget, an efficiency.
 
@@ -625,20 +626,20 @@ def plan_command(
                 **axes,
             )
     except PlanInterrupted as stop:
-        typer.echo("mlsysim: the workers are stopped", err=True)
+        click.echo("mlsysim: the workers are stopped", err=True)
         if stop.plan is not None:
-            typer.echo(stop.plan.summary())
+            click.echo(stop.plan.summary())
         else:
-            typer.echo(
+            click.echo(
                 f"Interrupted after {stop.evaluated:,} of {stop.size:,} layouts: "
                 "no feasible layout found so far"
             )
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     except KeyboardInterrupt:  # before the first block came back (workers still starting)
-        typer.echo(
+        click.echo(
             f"Interrupted after 0 of {_size(axes):,} layouts: no feasible layout found so far"
         )
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     from mlsysim.planning.notes import plan_notes
     from mlsysim.planning.reduce import FIGURE_WORDS
     from mlsysim.planning.summary import group_results
@@ -658,12 +659,12 @@ def plan_command(
         }
         if result.top is not None:
             body["top"] = _rows_json(result.top, range(len(result.top)))
-        typer.echo(dumps(document("plan", body), indent=2))
+        click.echo(dumps(document("plan", body), indent=2))
         if csv:
             with replacing_read_only(force):
                 front.to_csv(csv)
         return
-    typer.echo(printable_lines(result.summary()))
+    click.echo(printable_lines(result.summary()))
     if result.top is not None and len(result.top):
         _print_table(result.top, range(len(result.top)), f"Top {len(result.top)} layouts")
     front = result.pareto
@@ -677,21 +678,21 @@ def plan_command(
         axis_text={g.rows[0]: _group_cells(front, g) for g in shown},
     )
     if len(groups) > len(shown):
-        typer.echo(
+        click.echo(
             f"... {len(groups) - len(shown)} more results on the front (--rows N, or --csv FILE)"
         )
     notes = plan_notes(result, {"rows of the front shown": [g.rows[0] for g in shown]})
     if notes:
-        typer.echo("Notes (as 'mlsysim run' gives them, once per plan)")
+        click.echo("Notes (as 'mlsysim run' gives them, once per plan)")
         for note in notes:
-            typer.echo(f"  - {printable(note)}")
+            click.echo(f"  - {printable(note)}")
     if csv:
         with replacing_read_only(force):
             front.to_csv(csv)
-        typer.echo(f"wrote {printable(csv)}")
+        click.echo(f"wrote {printable(csv)}")
     if plot:
         from mlsysim.viz.plots import pareto_plot
 
         with replacing_read_only(force):
             pareto_plot(result, path=plot)
-        typer.echo(f"wrote {printable(plot)}")
+        click.echo(f"wrote {printable(plot)}")

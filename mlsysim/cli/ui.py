@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import typer
+import click
 
 from mlsysim.cli.options import FILE_HELP, SET_HELP
+from mlsysim.cli.params import Argument, Option
 
 INSTALL_HINT = 'mlsysim ui needs the optional extra: pip install "mlsysim[ui]"'
 
 
 def ui_command(
-    name: str | None = typer.Argument(
+    name: str | None = Argument(
         None, help="Scenario to open (see 'mlsysim list'; default: the first one)."
     ),
-    file: str | None = typer.Option(None, "--file", "-f", help=FILE_HELP),
-    set_: list[str] | None = typer.Option(None, "--set", "-s", help=SET_HELP),
-    port: int = typer.Option(8765, "--port", help="Port to listen on (0: any free port)."),
-    host: str = typer.Option(
+    file: str | None = Option(None, "--file", "-f", metavar="FILE", help=FILE_HELP),
+    set_: list[str] | None = Option(None, "--set", "-s", metavar="FIELD=VALUE", help=SET_HELP),
+    port: int = Option(8765, "--port", help="Port to listen on (0: any free port)."),
+    host: str = Option(
         "127.0.0.1", "--host", help="Address to listen on; anything but loopback prints a warning."
     ),
-    no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser."),
+    no_browser: bool = Option(False, "--no-browser", help="Do not open a browser."),
 ) -> None:
     """Open the interactive explorer in the browser: inputs, live results, charts, derivation.
 
@@ -38,7 +39,7 @@ def ui_command(
     if any(find_spec(package) is None for package in ("starlette", "uvicorn", "plotly")):
         raise MissingDependencyError(INSTALL_HINT)
     if not 0 <= port <= 65535:
-        raise typer.BadParameter(f"expected a port in 0..65535, got {port}", param_hint="--port")
+        raise click.BadParameter(f"expected a port in 0..65535, got {port}", param_hint="--port")
     from mlsysim.ui.server import query_of, serve
 
     query = ""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-import typer
+import click
+
+from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
     import numpy as np
@@ -12,8 +14,8 @@ if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
-validate_app = typer.Typer(
-    name="validate",
+validate_app = group(
+    "validate",
     help=(
         "Check predictions against published measurements and real runs.\n\n"
         "Examples:\n\n"
@@ -21,14 +23,12 @@ validate_app = typer.Typer(
         "  mlsysim validate parallel\n\n"
         "  mlsysim validate ddp --nproc 2 --model mlp --steps 20"
     ),
-    no_args_is_help=True,
-    rich_markup_mode=None,
 )
 
 
-@validate_app.command("parallel")
+@command(validate_app, "parallel")
 def parallel(
-    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    json_: bool = Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Predict published tensor/pipeline/ZeRO-3 runs (Megatron-LM, MT-NLG, Llama 3, BLOOM).
 
@@ -43,24 +43,24 @@ def parallel(
         from mlsysim.validation.parallel import summary
 
         body = cast("dict[str, JSONValue]", encode(summary()))  # encode() of a dict is a dict
-        typer.echo(dumps(document("parallel_validation", body), indent=2))
+        click.echo(dumps(document("parallel_validation", body), indent=2))
         return
     from mlsysim.validation.parallel import report
 
-    typer.echo(report())
+    click.echo(report())
 
 
-@validate_app.command("published")
+@command(validate_app, "published")
 def published(
-    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-    cv: bool = typer.Option(
+    json_: bool = Option(False, "--json", help="Print the comparison as JSON."),
+    cv: bool = Option(
         False,
         "--cv",
         help="Also print every case and family left out (the host jitter refitted without "
         "it, its 80%% interval from the other families) and whether the fitted host jitter "
         "helps held out.",
     ),
-    cases: str = typer.Option(
+    cases: str = Option(
         "all",
         "--cases",
         help="Which published cases: all (the package's), or issue (the 61 of the shared "
@@ -135,7 +135,7 @@ def published(
                 row[f"{preset}_scenario"] = inputs
         body["parallel"] = summary()
         body["whole_run"] = report()
-        typer.echo(
+        click.echo(
             dumps(
                 document(
                     "validation",
@@ -159,12 +159,12 @@ def published(
         held_out=held_out,
         jitter=jitter,
     )
-    typer.echo("")
+    click.echo("")
     for line in summary_lines():
-        typer.echo(line)
-    typer.echo("")
+        click.echo(line)
+    click.echo("")
     for line in report_lines():
-        typer.echo(line)
+        click.echo(line)
 
 
 def validation_json(
@@ -263,17 +263,17 @@ def validation_json(
     return out
 
 
-@validate_app.command("mine")
+@command(validate_app, "mine")
 def mine(
-    runs: str = typer.Argument(..., help="CSV or JSON file of measured runs (see the help)."),
-    out: str | None = typer.Option(
+    runs: str = Argument(..., help="CSV or JSON file of measured runs (see the help)."),
+    out: str | None = Option(
         None, "--out", "-o", help="Write the fitted assumptions file here (.toml)."
     ),
-    preset: str = typer.Option(
+    preset: str = Option(
         "realistic", "--preset", help="The assumptions the fit starts from: realistic or seed."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
-    json_: bool = typer.Option(False, "--json", help="Print the fit as JSON."),
+    force: bool = Option(False, "--force", help="Overwrite --out if it exists."),
+    json_: bool = Option(False, "--json", help="Print the fit as JSON."),
 ) -> None:
     """Fit your cluster's constants to your measured runs, with leave-one-out errors.
 
@@ -334,77 +334,77 @@ def mine(
     if json_:
         from mlsysim.core.jsonio import document, dumps, encode
 
-        typer.echo(
+        click.echo(
             dumps(document("runs_fit", cast("dict[str, JSONValue]", encode(data))), indent=2)
         )
         return
-    typer.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
+    click.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
     for name, value in fit.fitted.items():
         refit = fit.refits[name]
         shown = (lambda v: f"{v * 1e3:,.2f} ms") if name == "update_overhead" else "{:.3f}".format
-        typer.echo(
+        click.echo(
             f"  {name:18} {shown(value):>10}   (left one out: {shown(min(refit))} .. "
             f"{shown(max(refit))})"
         )
     if not fit.fitted:
-        typer.echo("  nothing: every run is on one device")
-    typer.echo("")
-    typer.echo(f"{'run':24} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
+        click.echo("  nothing: every run is on one device")
+    click.echo("")
+    click.echo(f"{'run':24} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
     for r, m, p, h, e in zip(loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True):
-        typer.echo(
+        click.echo(
             f"{r.name[:24]:24} {r.line:>5} {m * 1e3:>9,.1f} ms {p * 1e3:>9,.1f} ms "
             f"{h * 1e3:>9,.1f} ms {e:>+8.1%}"
         )
-    typer.echo("")
-    typer.echo(
+    click.echo("")
+    click.echo(
         f"update time, each run predicted without it: median |error| "
         f"{np.median(np.abs(errors)):.1%}, worst {np.max(np.abs(errors)):.1%} "
         f"(in sample: median {np.median(np.abs(fit.in_sample_errors)):.1%})"
     )
     if width_published == width_published:  # not NaN: some run has several devices
-        typer.echo(
+        click.echo(
             f"80% efficiency interval on these layouts: median width {width_published:.1%} "
             f"from the published residuals, {width_own:.1%} from these runs' own"
         )
     if out is not None:
-        typer.echo(
+        click.echo(
             f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants, "
             "and its intervals come from these runs' leave-one-out residuals"
         )
 
 
-@validate_app.command("ddp")
+@command(validate_app, "ddp")
 def ddp(
-    nproc: int = typer.Option(
+    nproc: int = Option(
         2, "--nproc", help="Processes (data-parallel ranks) on this machine."
     ),
-    model: str = typer.Option("mlp", "--model", help="Built-in model: mlp or gpt."),
-    batch: int | None = typer.Option(None, "--batch", help="Per-process batch (mlp 64, gpt 8)."),
-    layers: int | None = typer.Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
-    width: int | None = typer.Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
-    heads: int | None = typer.Option(None, "--heads", help="Attention heads (gpt 4)."),
-    seq_len: int | None = typer.Option(None, "--seq-len", help="Sequence length (gpt 128)."),
-    vocab: int | None = typer.Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
-    steps: int = typer.Option(20, "--steps", help="Timed steps, alone and under DDP (median)."),
-    warmup: int = typer.Option(3, "--warmup", help="Untimed steps before each timing."),
-    iters: int = typer.Option(20, "--iters", help="Timed iterations per AllReduce size."),
-    backend: str = typer.Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
-    threads: int | None = typer.Option(
+    model: str = Option("mlp", "--model", help="Built-in model: mlp or gpt."),
+    batch: int | None = Option(None, "--batch", help="Per-process batch (mlp 64, gpt 8)."),
+    layers: int | None = Option(None, "--layers", help="Layers (mlp 4, gpt 2)."),
+    width: int | None = Option(None, "--width", help="Hidden width (mlp 1024, gpt 256)."),
+    heads: int | None = Option(None, "--heads", help="Attention heads (gpt 4)."),
+    seq_len: int | None = Option(None, "--seq-len", help="Sequence length (gpt 128)."),
+    vocab: int | None = Option(None, "--vocab", help="Vocabulary (gpt 4096)."),
+    steps: int = Option(20, "--steps", help="Timed steps, alone and under DDP (median)."),
+    warmup: int = Option(3, "--warmup", help="Untimed steps before each timing."),
+    iters: int = Option(20, "--iters", help="Timed iterations per AllReduce size."),
+    backend: str = Option("gloo", "--backend", help="gloo (CPU) or nccl (CUDA GPUs)."),
+    threads: int | None = Option(
         None, "--threads", help="Threads per process (default: the cores shared out, at least 1)."
     ),
-    overlap: bool | None = typer.Option(
+    overlap: bool | None = Option(
         None,
         "--overlap/--no-overlap",
         help="Let the prediction hide bucket AllReduces under backward "
         "(default: yes with nccl or spare cores, no when the processes fill the cores).",
     ),
-    repeats: int = typer.Option(
+    repeats: int = Option(
         1,
         "--repeats",
         help="Run the whole check this many times and report the run-to-run spread of the "
         "error beside it (a loaded machine moves single runs by tens of percent).",
     ),
-    json_: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    json_: bool = Option(False, "--json", help="Print the comparison as JSON."),
 ) -> None:
     """Predict DDP's update time from measurements on this machine, run real DDP, and compare.
 
@@ -455,52 +455,52 @@ def ddp(
             "median_relative_error": median,
         }
     if json_:
-        typer.echo(dumps(document("ddp_validation", data), indent=2))
+        click.echo(dumps(document("ddp_validation", data), indent=2))
         return
     fit = data["allreduce_fit"]
     ms = "{:.4g} ms".format
-    typer.echo(
+    click.echo(
         f"DDP on {data['nproc']} processes ({data['backend']}, {data['threads_per_process']} "
         f"thread(s) each): {data['model']}, {data['parameters']:,} parameters, batch {data['batch']}"
     )
-    typer.echo(
+    click.echo(
         f"measured inputs    step time {ms(data['step_time']['value'])} (one device, same threads); "
         f"AllReduce {fit['bus_bandwidth']['value']:.4g} GB/s, alpha {fit['latency']['value']:.4g} us "
         f"(worst fit error {fit['worst_relative_error']:.0%})"
     )
-    typer.echo(
+    click.echo(
         f"prediction         overlap={data['overlap']}, communication "
         f"{ms(data['predicted_communication_time']['value'])}, exposed "
         f"{ms(data['predicted_exposed_communication_time']['value'])}"
     )
-    typer.echo("")
-    typer.echo(f"{'':18} {'predicted':>12} {'measured':>12}")
-    typer.echo(
+    click.echo("")
+    click.echo(f"{'':18} {'predicted':>12} {'measured':>12}")
+    click.echo(
         f"{'update time':18} {ms(data['predicted_update_time']['value']):>12} "
         f"{ms(data['measured_update_time']['value']):>12}"
     )
-    typer.echo(
+    click.echo(
         f"{'speedup':18} {data['predicted_speedup']:>12.3f} {data['measured_speedup']:>12.3f}"
     )
-    typer.echo(
+    click.echo(
         f"{'efficiency':18} {data['predicted_efficiency']:>12.1%} "
         f"{data['measured_efficiency']:>12.1%}"
     )
-    typer.echo("")
-    typer.echo(f"{'term (median)':24} {'predicted':>10} {'measured':>10}")
+    click.echo("")
+    click.echo(f"{'term (median)':24} {'predicted':>10} {'measured':>10}")
     for name, pair in cast("dict[str, dict[str, float]]", data["terms_ms"]).items():
-        typer.echo(f"{name:24} {ms(pair['predicted']):>10} {ms(pair['measured']):>10}")
-    typer.echo(
+        click.echo(f"{name:24} {ms(pair['predicted']):>10} {ms(pair['measured']):>10}")
+    click.echo(
         f"(measured: DDP's hooks = the no_sync() step minus T1; the rest = the DDP step minus the "
         f"no_sync() step; predicted wait from the measured step-time variation, cv {data['step_time_cv']:.1%})"
     )
-    typer.echo("")
-    typer.echo(
+    click.echo("")
+    click.echo(
         f"relative error of the update time: {data['relative_error']:+.1%} "
         f"(spread of measured steps {data['update_time_spread']:.0%})"
     )
     if repeats > 1:
-        typer.echo(
+        click.echo(
             f"over {repeats} runs (the run shown is the median's): median {median:+.1%}, "
             f"from {errors[0]:+.1%} to {errors[-1]:+.1%}: a model change is a real "
             "improvement only when it moves the error by more than this spread"

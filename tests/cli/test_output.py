@@ -1,9 +1,9 @@
-"""What the terminal shows, through typer's runner: the answer first, fixed point, no false precision."""
+"""What the terminal shows, through click's runner: the answer first, fixed point, no false precision."""
 
 import re
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from mlsysim import Q_, Scenarios
 from mlsysim.cli.app import app

@@ -19,7 +19,7 @@ def test_parallel_table_leads_with_the_held_out_figure_and_lists_what_is_not_pre
 def test_validate_parallel_json_and_published_report_both_sets():
     import json
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from mlsysim.cli.app import app
 

@@ -367,7 +367,7 @@ def test_each_case_is_predicted_by_the_scenario_printed_beside_it():
     reported efficiency (accumulation_scaled x t1_s / update_time), seed and realistic."""
     import json
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from mlsysim.cli.app import app
     from mlsysim.engine.io.files import scenario_from_dict
