@@ -65,3 +65,12 @@ def test_a_sweep_of_layouts_with_a_step_from_flops_equals_the_scalar_solve():
             "first_stage_layers": [None, 9]}
     table = mlsysim.sweep(job, **axes)
     assert_table_matches_scalar(table, job, axes)
+
+
+def test_a_measured_step_time_on_an_axis_wins_over_mfu_in_a_layout_sweep():
+    job = BASE.variant(mfu=0.5, tensor_parallel=8, pipeline_parallel=4)
+    axes = {"step_time": [Q_(40, "s"), Q_(60, "s")], "nodes": [32, 64]}
+    table = mlsysim.sweep(job, **axes)
+    assert_table_matches_scalar(table, job, axes)
+    slow = job.variant(step_time=Q_(60, "s")).result
+    assert slow.compute_time.to("s").magnitude == pytest.approx(60 * 32 / 32, rel=1e-12)  # m T1 / (t p)
