@@ -623,7 +623,7 @@ function renderTimeline(line) {
   const shown = rows.length < line.stages ? ` (${rows.length} of ${line.stages} stages shown)` : "";
   const layout = {
     ...LAYOUT, barmode: "overlay", hovermode: "closest", bargap: 0.25,
-    xaxis: { title: { text: `time in the update (${unit})${shown}` }, range: [0, line.update_time * scale], gridcolor: "#e2e8f0" },
+    xaxis: { title: { text: `time in the update, ${unit}${shown}` }, range: [0, line.update_time * scale], gridcolor: "#e2e8f0" },
     yaxis: { type: "category", categoryorder: "array", categoryarray: rows.map((r) => r.label), automargin: true },
   };
   const holder = $('[data-plot="timeline"]');
