@@ -159,3 +159,13 @@ def test_every_sweep_row_equals_the_scalar_solve_presets_and_fabrics_included(ba
                     scenario.result  # noqa: B018 - evaluated for its error
             return
         assert_table_matches_scalar(table, base, axes)
+
+
+def test_a_step_from_flops_follows_the_recompute_mode_and_fused_attention_on_axes():
+    """F_re and the element-wise bytes change with the recompute mode and with fused attention:
+    each row derives its own step time, as the scalar solve does."""
+    axes = {"recompute": ["none", "selective", "full"], "flash_attention": [0, 1], "per_device_batch": [1, 2]}
+    table = sweep(FLOPS_JOB, **axes)
+    assert_table_matches_scalar(table, FLOPS_JOB, axes)
+    steps = {m: FLOPS_JOB.variant(recompute=m).step_time.to("s").magnitude for m in ("none", "selective", "full")}
+    assert steps["none"] < steps["selective"] < steps["full"]
