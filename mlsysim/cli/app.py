@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Final
 
 import click
 
-from mlsysim.cli.options import FILE_HELP, REGISTRY_GROUP_HELP, SET_HELP
+from mlsysim.cli.options import FILE_HELP, FORCE_HELP, REGISTRY_GROUP_HELP, SET_HELP
 from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
@@ -257,6 +257,7 @@ def explain(
         None, "--plot", metavar="FILE",
         help="Also draw one update as a timeline per pipeline stage to this .png or .svg file.",
     ),
+    force: bool = Option(False, "--force", help=FORCE_HELP),
 ) -> None:
     """Print the derivation of every figure, equation by equation with the numbers.
 
@@ -269,15 +270,17 @@ def explain(
     if plot is not None:
         from mlsysim.cli.sweep import check_outputs
 
-        check_outputs(None, plot)
+        check_outputs(None, plot, force=force)
     scenario = _scenario(name, set_, file, assumptions)
     form = "json" if json_ else ("markdown" if markdown else "text")
     text = scenario.explain(format=form)
     click.echo(text if json_ else printable_lines(text), nl=False)
     if plot is not None:
+        from mlsysim.core.fileio import replacing_read_only
         from mlsysim.viz.plots import timeline_plot
 
-        timeline_plot(scenario, path=plot)
+        with replacing_read_only(force):
+            timeline_plot(scenario, path=plot)
         click.echo(f"wrote {printable(plot)}", err=json_)
 
 

@@ -10,3 +10,5 @@ SET_HELP = (
 REGISTRY_GROUPS = ("models", "accelerators", "nodes", "fabrics", "prices", "grids", "failures")
 """The groups ``mlsysim registry`` lists, in its order (every kind of the registry's catalog)."""
 REGISTRY_GROUP_HELP = f"{', '.join(REGISTRY_GROUPS[:-1])} or {REGISTRY_GROUPS[-1]} (default: all)."
+
+FORCE_HELP = "Replace read-only output files."

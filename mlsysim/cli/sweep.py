@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mlsysim.cli.loading import load
-from mlsysim.cli.options import FILE_HELP, SET_HELP
+from mlsysim.cli.options import FILE_HELP, FORCE_HELP, SET_HELP
 from mlsysim.cli.params import Argument, Option
 
 if TYPE_CHECKING:
@@ -58,9 +58,6 @@ def check_outputs(
 
     if parquet is not None:
         check_target(parquet, suffixes=(".parquet",), force=force, option="--parquet")
-
-
-FORCE_HELP = "Replace read-only output files."
 
 
 def write_result_row(

@@ -244,7 +244,13 @@ def to_canonical(value: object, kind: str) -> float:
             factor = FACTORS[kind].get(value._units)
             if factor is None:
                 factor = _factor(kind, value._units)
-            return magnitude * factor
+            try:
+                return magnitude * factor
+            except OverflowError:  # an int beyond any float
+                digits = int(int(magnitude).bit_length() * math.log10(2)) + 1
+                raise UnitsError(
+                    f"expected a finite value, got an integer of about {digits} digits"
+                ) from None
     return _to_canonical_slow(value, kind)
 
 

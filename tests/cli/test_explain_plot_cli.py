@@ -56,3 +56,14 @@ def test_a_folder_in_place_of_the_plot_file_is_one_line_and_status_2(capsys, tmp
     (tmp_path / "update.png").mkdir()
     code, out, err = run(capsys, "explain", "Gpt2GradientAccumulationOneNode", "--plot", str(tmp_path / "update.png"))
     assert code == 2 and out == "" and err.count("\n") == 1 and "is a folder" in err
+
+
+def test_a_read_only_plot_file_is_refused_and_replaced_with_force(capsys, tmp_path):
+    target = tmp_path / "update.png"
+    target.write_bytes(b"old")
+    target.chmod(0o444)
+    code, out, err = run(capsys, "explain", "Gpt2DataParallelOneNode", "--plot", str(target))
+    assert code == 2 and out == "" and "pass --force" in err and err.count("\n") == 1
+    code, out, err = run(capsys, "explain", "Gpt2DataParallelOneNode", "--plot", str(target), "--force")
+    assert code == 0, err
+    assert target.read_bytes()[:4] == b"\x89PNG"

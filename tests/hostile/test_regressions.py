@@ -234,3 +234,11 @@ def test_axis_with_a_huge_number_is_one_line(capsys):
                    match="--axis nodes")  # fmt: skip
     one_line_error(capsys, "sweep", "Gpt2DataParallelOneNode", "--axis", "nodes=1.." + "9" * 40,
                    match="at most 18 digits")  # fmt: skip
+
+
+def test_an_integer_beyond_any_float_in_a_quantity_is_refused_at_its_field():
+    """Q_(10**5000, "Gbps") overflowed the conversion to a float: a bare OverflowError."""
+    from mlsysim import Q_, InputError, Scenarios
+
+    with pytest.raises(InputError, match=r"inter_bandwidth: expected a finite value, got an integer of about 5001 digits"):
+        Scenarios.Gpt2DataParallelFourNodes10GbE.variant(inter_bandwidth=Q_(10**5000, "Gbps"))

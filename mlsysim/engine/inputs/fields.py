@@ -192,7 +192,7 @@ class InputField:
         if kind is Quantity and self.checked_canonical is not None:
             q: Quantity = value  # type: ignore[assignment]
             magnitude = q._magnitude
-            if type(magnitude) is float or type(magnitude) is int:
+            if type(magnitude) is float or (type(magnitude) is int and -MAX_INT <= magnitude <= MAX_INT):
                 units, last = self._last
                 factor: float | None = last
                 if q._units is not units:
