@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -79,33 +80,30 @@ STORED_LAYOUT_PRESETS = {"seed": Assumptions, "realistic": Assumptions.realistic
 STORE = Path(__file__).parents[1] / "data" / "interval_scores.json"
 
 
+def _stored(
+    presets: dict[str, Callable[[], Assumptions]], compute: Callable[[Assumptions], Scores], values: str
+) -> dict[str, object]:
+    """Each preset's scores under the key of its assumptions, as the stored file holds them."""
+    out: dict[str, object] = {}
+    for name, make in presets.items():
+        assumptions = make()
+        found = compute(assumptions)
+        out[assumptions_key(assumptions)] = {
+            "assumptions": name,
+            "source": found.source,
+            values: [float(z) for z in found.values],
+            "families": list(found.groups or ()),
+        }
+    return out
+
+
 def stored_document() -> dict[str, object]:
     """The content of ``mlsysim/data/interval_scores.json``, computed now."""
-    scores = {}
-    for name, make in STORED_PRESETS.items():
-        assumptions = make()
-        found = published_scores(assumptions)
-        scores[assumptions_key(assumptions)] = {
-            "assumptions": name,
-            "source": found.source,
-            "scores": [float(z) for z in found.values],
-            "families": list(found.groups or ()),
-        }
-    layout = {}
-    for name, make in STORED_LAYOUT_PRESETS.items():
-        assumptions = make()
-        found = model_parallel_scores(assumptions)
-        layout[assumptions_key(assumptions)] = {
-            "assumptions": name,
-            "source": found.source,
-            "errors": [float(e) for e in found.values],
-            "families": list(found.groups or ()),
-        }
     return {
         "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.reports.bands)",
         "written_by": "python -m mlsysim.validation.intervals",
-        "scores": scores,
-        "layout_scores": layout,
+        "scores": _stored(STORED_PRESETS, published_scores, "scores"),
+        "layout_scores": _stored(STORED_LAYOUT_PRESETS, model_parallel_scores, "errors"),
     }
 
 
