@@ -126,6 +126,9 @@ class Accelerator(Sourced):
     ] = {}
     power: DevicePower | None = None
     compute_units: ComputeUnits | None = None
+    architecture: str | None = None
+    """The vendor's name for the chip generation (``"Hopper"``): the fitted matrix-product ceilings
+    (:mod:`mlsysim.physics.matmul`) are per architecture."""
 
     def peak_flops(self, precision: str) -> Quantity:
         """Dense peak compute rate in the number format ``precision`` (a Quantity in flop/s).

@@ -162,6 +162,22 @@ class TransformerWorkload(Workload):
     heads: Annotated[int | None, _optional(check_positive_int)] = None
     seq_len: Annotated[int | None, _optional(check_positive_int)] = None
     vocab_size: Annotated[int | None, _optional(check_positive_int)] = None
+    kv_heads: Annotated[int | None, _optional(check_positive_int)] = None
+    """Key/value heads of grouped-query attention (Ainslie et al. 2023); None: as many as ``heads``."""
+    ffn_hidden: Annotated[int | None, _optional(check_positive_int)] = None
+    """Inner width of the MLP; None: derived from the parameter count (what the layers hold beyond attention)."""
+    gated_mlp: bool | None = None
+    """A gated MLP (SwiGLU: three matrices h x f; Shazeer 2020); None or False: two matrices."""
+
+    @model_validator(mode="after")
+    def _kv_heads_divide_heads(self) -> TransformerWorkload:
+        if self.kv_heads is not None and self.heads is not None and self.heads % self.kv_heads:
+            raise InputError(
+                f"kv_heads ({self.kv_heads}) must divide heads ({self.heads}): each key/value head "
+                "serves a whole group of query heads",
+                field="kv_heads",
+            )
+        return self
 
 
 def workload_of(value: object) -> Workload:

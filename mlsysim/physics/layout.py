@@ -88,6 +88,11 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.physics._array import Array, Num, is_array, maximum, minimum, where
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.compute import transformer_flops_per_sample
+from mlsysim.physics.operators import (
+    OperatorTimes,
+    elementwise_passes,
+    transformer_operator_times,
+)
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, optimizer_step_time
 from mlsysim.physics.pipeline import (
     bubble_fraction,
@@ -114,13 +119,6 @@ from mlsysim.physics.tensor_parallel import (
 
 UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
 COMPUTE_EQUATION = "t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem"
-
-ELEMENTWISE_PASSES = 4.0
-"""Times each stored activation byte crosses the memory bus per micro-batch (forward write and read,
-backward read, gradient write and read); an order-of-magnitude count, not fitted."""
-
-RECOMPUTE_PASSES = 2.0
-"""Extra passes when full recomputation reruns the forward."""
 
 ADAM_BYTES_PER_PARAMETER = OPTIMIZER_BYTES_PER_PARAMETER["adam"]
 """Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
@@ -189,6 +187,9 @@ class LayoutParts(NamedTuple):
     """Of scatter + replica, the part hidden under the last micro-batch's backward."""
     activation_per_layer: Num
     """Activation bytes one layer keeps per micro-batch (with the recomputation mode)."""
+    operators: OperatorTimes
+    """t_c by operator class (:mod:`~mlsysim.physics.operators`); from FLOPs at u, the products and the
+    element-wise work only; all zero when a device step time is given."""
 
 
 class LayoutFigures(NamedTuple):
@@ -340,11 +341,6 @@ def _stage_counts_fit(layers: Num, p: Num, first: Num, last: Num) -> bool | Arra
     return (given == 0) | ((p > 1) & (others >= 0) & (layers - taken >= others) & ((others > 0) | (layers == taken)))
 
 
-def elementwise_passes(recompute: str) -> float:
-    """n_pass: 4, or 6 when full recomputation runs the forward again."""
-    return ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
-
-
 def elementwise_bytes_per_sample(
     layers: Num, seq_len: Num, hidden: Num, heads: Num, recompute: str, flash_attention: bool = False
 ) -> Num:
@@ -486,6 +482,15 @@ def layout_figures(
     sequence_parallel: bool = False,
     flash_attention: bool = False,
     algorithm: str = "ring",
+    matmul_ceiling: Num = math.nan,
+    matmul_peak: Num = math.nan,
+    attention_ceiling: Num = math.nan,
+    compute_units: Num = math.nan,
+    kv_heads: Num = math.nan,
+    ffn_hidden: Num = math.nan,
+    gated_mlp: Num = 0.0,
+    cast_bytes: Num = 0.0,
+    fused_elementwise: Num = 0.0,
 ) -> LayoutFigures:
     """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
 
@@ -510,6 +515,13 @@ def layout_figures(
     ``pipeline_rate``, when given (not NaN), is an achieved rate in bytes/s of
     one device's stage-to-stage transfers, replacing the links' rate (as
     ``sharding_rate`` does for ZeRO's collectives).
+    ``matmul_ceiling``, when given (not NaN), prices t_c operator by operator
+    (:func:`~mlsysim.physics.operators.transformer_operator_times`: the linear
+    layers' products at ``matmul_peak`` (NaN: ``peak_flops``) and that ceiling, the
+    attention core at ``peak_flops`` and ``attention_ceiling`` (NaN: the same
+    ceiling), the casts of ``cast_bytes`` per operand element, the element-wise
+    work, fused or not by ``fused_elementwise``; ``kv_heads``, ``ffn_hidden``,
+    ``gated_mlp`` the shape, ``compute_units`` the wave count) instead of u.
     ``sharding_rate``, when given (not NaN), is a measured (achieved) rate in
     bytes/s per rank of the shard group's all-gathers and reduce-scatters; it
     replaces the ring rate :func:`~mlsysim.physics.sharding.group_rate`
@@ -532,7 +544,23 @@ def layout_figures(
     )
     passes = elementwise_passes(recompute)
     elementwise = layers_here * passes * stored / memory_bandwidth
-    t_c = where(device_step_time == device_step_time, device_step_time * share / t, matmul + elementwise)
+    if type(matmul_ceiling) is float and matmul_ceiling != matmul_ceiling:
+        zero = 0.0 * matmul
+        ops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / t, zero, zero,
+                            layers_here * passes * stored)
+    else:
+        ops = transformer_operator_times(
+            parameters=parameters, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab,
+            micro_batch=b, matmul_peak=where(matmul_peak == matmul_peak, matmul_peak, peak_flops),
+            matmul_ceiling=matmul_ceiling, attention_peak=peak_flops,
+            attention_ceiling=where(attention_ceiling == attention_ceiling, attention_ceiling, matmul_ceiling),
+            memory_bandwidth=memory_bandwidth, kv_heads=kv_heads, ffn_hidden=ffn_hidden, gated_mlp=gated_mlp,
+            tensor_parallel=t, layers_here=layers_here, compute_units=compute_units, cast_bytes=cast_bytes,
+            fused_elementwise=fused_elementwise, recompute=recompute, flash_attention=flash_attention,
+            sequence_parallel=sequence_parallel,
+        )
+    measured = device_step_time == device_step_time
+    t_c = where(measured, device_step_time * share / t, ops.total)
 
     # tensor parallelism
     tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)
@@ -655,5 +683,6 @@ def layout_figures(
             replica_time=replica,
             hidden_time=hidden_part,
             activation_per_layer=act_layer,
+            operators=ops,
         ),
     )

@@ -361,8 +361,8 @@ def derived(x: Inputs) -> Inputs:
         if np.isnan(getattr(x, name)).any():
             raise InputError(
                 f"sweep: {name}=none on an axis, and the scenario has nothing to derive it from "
-                "(step_time: mfu with a node or accelerator; training_time: training_tokens or "
-                "training_samples)",
+                "(step_time: mfu with a node or accelerator, or no step_time in the scenario itself to "
+                "price it from the operators; training_time: training_tokens or training_samples)",
                 field=name,
             )
     return x

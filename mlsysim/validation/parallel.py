@@ -166,8 +166,13 @@ IMPLEMENTATION_RATES = {ZERO3_FAMILY: "sharding_rate", MTNLG_FAMILY: "pipeline_r
 (:class:`~mlsysim.Assumptions`), fitted on the family alone: DeepSpeed's ZeRO-3 gathers and
 DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
 
-U_RANGE = (0.05, 1.0)
-"""Bisection range of the kernel efficiency."""
+U_RANGE = (0.02, 1.0)
+"""Bisection range of a matrix-product ceiling."""
+
+ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper"}
+"""The registry architecture of each GPU generation (the key of its fitted ceilings)."""
+
+SIXTEEN_BIT = "bf16"
 RATE_RANGE = (1e8, 1e13)
 """Bisection range of an implementation's achieved rate, bytes/s."""
 
@@ -189,6 +194,8 @@ class ParallelCase:
     assumptions: str
     rate: str | None = None
     """The implementation rate this run's family is priced with (None: the links')."""
+    format: str = SIXTEEN_BIT
+    """The linear layers' number format (``matmul_format``): the ceiling the run informs."""
 
 
 def _generation(entry: Mapping[str, Any]) -> str:
@@ -349,17 +356,31 @@ def load_cases() -> tuple[ParallelCase, ...]:
 # -- the public path ----------------------------------------------------------------------------
 
 
+Ceilings = Mapping[str, float]
+"""Fitted ceilings of one architecture by format (``{"bf16": 0.6, "fp8": 0.5}``)."""
+
+
+def ceiling_assumptions(case: ParallelCase, ceilings: Ceilings) -> dict[str, float]:
+    """The assumptions that price a run at ``ceilings``: its format's for the linear layers, and the
+    16-bit one for the attention core and output layer where the format is not 16-bit."""
+    out = {"matmul_ceiling": float(ceilings[case.format])}
+    if case.format != SIXTEEN_BIT:
+        out["attention_ceiling"] = float(ceilings[SIXTEEN_BIT])
+    return out
+
+
 def prediction_inputs(
-    case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED
+    case: ParallelCase, ceilings: Ceilings, rate: float | None = None, base: Assumptions = SEED
 ) -> dict[str, object]:
-    """The scenario-file inputs of a prediction: the case's, the kernel efficiency, the
-    implementation rate of its family where it has one (bytes/s), under the ``base``
-    assumptions (the links' efficiencies, the algorithm...; the run's own overlap wins)."""
+    """The scenario-file inputs of a prediction: the case's, its architecture's matrix-product ceilings
+    (assumptions ``matmul_ceiling``, ``attention_ceiling``), the implementation rate of its family where
+    it has one (bytes/s), under the ``base`` assumptions (the links' efficiencies, the algorithm...;
+    the run's own overlap wins). No ``mfu``, no ``step_time``: the step comes from the operators."""
     inputs = dict(case.inputs)
-    inputs["mfu"] = mfu
     preset = assumptions_value(base)
     table: dict[str, object] = dict(preset) if isinstance(preset, dict) else {"preset": preset}
     table.update(cast("Mapping[str, object]", case.inputs["assumptions"]))
+    table.update(ceiling_assumptions(case, ceilings))
     if rate is not None and case.rate is not None:
         table[case.rate] = f"{rate!r} B/s"
     inputs["assumptions"] = table
@@ -370,27 +391,29 @@ def prediction_inputs(
 def _base(case: ParallelCase, base: Assumptions) -> DataParallelScaleOutScenario:
     from mlsysim.engine.io.files import scenario_from_dict
 
-    return scenario_from_dict(prediction_inputs(case, 0.5, base=base))
+    return scenario_from_dict(prediction_inputs(case, {SIXTEEN_BIT: 0.5, case.format: 0.5}, base=base))
 
 
 def scenario_of(
-    case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED
+    case: ParallelCase, ceilings: Ceilings, rate: float | None = None, base: Assumptions = SEED
 ) -> DataParallelScaleOutScenario:
-    """The public scenario of a run at kernel efficiency ``mfu`` (and implementation ``rate``):
-    the same as ``scenario_from_dict(prediction_inputs(case, mfu, rate, base))``, built as a variant."""
+    """The public scenario of a run at ``ceilings`` (and implementation ``rate``): the same as
+    ``scenario_from_dict(prediction_inputs(case, ceilings, rate, base))``, built as a variant."""
     scenario = _base(case, base)
-    if rate is None or case.rate is None:
-        return scenario.variant(mfu=mfu)
-    assumptions = scenario.assumptions.variant(**{case.rate: quantity(rate, "B/s")})
-    return scenario.variant(mfu=mfu, assumptions=assumptions)
+    changes: dict[str, object] = dict(ceiling_assumptions(case, ceilings))
+    if rate is not None and case.rate is not None:
+        changes[case.rate] = quantity(rate, "B/s")
+    return scenario.variant(assumptions=scenario.assumptions.variant(**changes))
 
 
-def predicted_time(case: ParallelCase, mfu: float, rate: float | None = None, base: Assumptions = SEED) -> float:
+def predicted_time(
+    case: ParallelCase, ceilings: Ceilings, rate: float | None = None, base: Assumptions = SEED
+) -> float:
     """Seconds of one update: ``scenario.result.update_time`` of the run's scenario."""
-    return float(scenario_of(case, mfu, rate, base).result.update_time.to("s").magnitude)
+    return float(scenario_of(case, ceilings, rate, base).result.update_time.to("s").magnitude)
 
 
-def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 48) -> float:
+def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 40) -> float:
     """The boundary in [lo, hi] where ``slower`` turns False (geometric bisection)."""
     a, b = math.log(lo), math.log(hi)
     for _ in range(steps):
@@ -403,46 +426,76 @@ def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 
 
 
 @cache
-def exact_efficiency(case: ParallelCase, base: Assumptions = SEED) -> float:
-    """The kernel efficiency at which the prediction equals the measurement (the time falls as u
-    grows); the range's end where even it cannot reach it."""
-    return _bisect(lambda u: predicted_time(case, u, None, base) > case.measured_time, *U_RANGE)
+def exact_ceiling(case: ParallelCase, sixteen: float = math.nan, base: Assumptions = SEED) -> float:
+    """The ceiling of the run's format at which its prediction equals the measurement (the time falls as
+    the ceiling grows), the 16-bit products at ``sixteen`` where the format is not 16-bit; the range's end
+    where even it cannot reach it."""
+
+    def slower(c: float) -> bool:
+        ceilings = {SIXTEEN_BIT: c if case.format == SIXTEEN_BIT else sixteen, case.format: c}
+        return predicted_time(case, ceilings, None, base) > case.measured_time
+
+    return _bisect(slower, *U_RANGE)
 
 
 @cache
-def implied_rate(case: ParallelCase, mfu: float, base: Assumptions = SEED) -> float:
-    """The implementation rate (bytes/s) at which the run's prediction is exact at ``mfu``; NaN where
+def implied_rate(case: ParallelCase, ceilings: tuple[tuple[str, float], ...], base: Assumptions = SEED) -> float:
+    """The implementation rate (bytes/s) at which the run's prediction is exact at ``ceilings``; NaN where
     even the highest rate leaves it slower than measured (the miss is not that traffic)."""
-    if predicted_time(case, mfu, RATE_RANGE[1], base) > case.measured_time:
+    table = dict(ceilings)
+    if predicted_time(case, table, RATE_RANGE[1], base) > case.measured_time:
         return math.nan
-    return _bisect(lambda r: predicted_time(case, mfu, r, base) > case.measured_time, *RATE_RANGE)
+    return _bisect(lambda r: predicted_time(case, table, r, base) > case.measured_time, *RATE_RANGE)
 
 
-def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, float]:
-    """One u per GPU generation: the median of the exact u of the runs priced by the links
-    (a run whose family has an implementation rate does not inform u)."""
-    by_generation: dict[str, list[float]] = {}
+def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, dict[str, float]]:
+    """The ceilings per GPU generation and format: the 16-bit one the median of the exact ceilings of
+    the 16-bit runs priced by the links (a run whose family has an implementation rate does not inform
+    it); a low-precision format's the median of its runs' exact ceilings with the 16-bit one fitted."""
+    cases = list(cases)
+    sixteen: dict[str, list[float]] = {}
     for case in cases:
-        if case.rate is None:
-            by_generation.setdefault(case.generation, []).append(exact_efficiency(case, base))
-    return {g: statistics.median(us) for g, us in by_generation.items()}
+        if case.rate is None and case.format == SIXTEEN_BIT:
+            sixteen.setdefault(case.generation, []).append(exact_ceiling(case, math.nan, base))
+    fitted = {g: {SIXTEEN_BIT: statistics.median(cs)} for g, cs in sixteen.items()}
+    complete = _complete(fitted)
+    low: dict[tuple[str, str], list[float]] = {}
+    for case in cases:
+        if case.rate is None and case.format != SIXTEEN_BIT:
+            c16 = complete[case.generation][SIXTEEN_BIT]
+            low.setdefault((case.generation, case.format), []).append(exact_ceiling(case, c16, base))
+    for (g, f), cs in low.items():
+        fitted.setdefault(g, {SIXTEEN_BIT: complete[g][SIXTEEN_BIT]})[f] = statistics.median(cs)
+    return fitted
 
 
-def _complete(u: Mapping[str, float]) -> dict[str, float]:
-    """Every generation's u; one fitted on no run takes the A100's."""
+FORMAT_FALLBACK = {"fp8_rowwise": "fp8"}
+"""A format fitted on no run takes this one's ceiling (FP8 with row scales: the tensorwise FP8 one)."""
+
+
+def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """Every generation's ceilings; a generation fitted on no run takes the A100's, a format fitted on
+    no run its fallback's (:data:`FORMAT_FALLBACK`)."""
     fallback = u.get("A100", next(iter(u.values())))
-    return {g: u.get(g, fallback) for g in NODE_OF_GENERATION}
+    out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION}
+    for table in out.values():
+        for f, other in FORMAT_FALLBACK.items():
+            if f not in table and other in table:
+                table[f] = table[other]
+    return out
 
 
 def family_rate(
-    case: ParallelCase, family: Iterable[ParallelCase], mfu: float, *, held_out: bool, base: Assumptions = SEED
+    case: ParallelCase, family: Iterable[ParallelCase], ceilings: Ceilings, *, held_out: bool,
+    base: Assumptions = SEED,
 ) -> float | None:
     """The implementation rate a run is predicted with: the median implied rate of its family's runs
     (without the run itself when ``held_out``); None for a family priced by the links."""
     if case.rate is None:
         return None
+    key = tuple(sorted(ceilings.items()))
     rates = [
-        implied_rate(c, mfu, base) for c in family if c.family == case.family and (c.id != case.id or not held_out)
+        implied_rate(c, key, base) for c in family if c.family == case.family and (c.id != case.id or not held_out)
     ]
     rates = [r for r in rates if not math.isnan(r)]
     return statistics.median(rates) if rates else None
@@ -453,7 +506,7 @@ class ParallelResult:
     """One run's prediction: error = predicted / measured throughput - 1 = T_measured / T_predicted - 1."""
 
     case: ParallelCase
-    efficiency: float
+    ceilings: Ceilings
     rate: float | None
     predicted_time: float
     result: DataParallelScaleOutResult = field(repr=False)
@@ -467,21 +520,21 @@ class ParallelResult:
     @property
     def inputs(self) -> dict[str, object]:
         """The scenario-file inputs whose ``result.update_time`` is :attr:`predicted_time`."""
-        return prediction_inputs(self.case, self.efficiency, self.rate, self.base)
+        return prediction_inputs(self.case, self.ceilings, self.rate, self.base)
 
 
 def _predict(
-    case: ParallelCase, u: Mapping[str, float], family: Iterable[ParallelCase], held_out: bool, base: Assumptions
+    case: ParallelCase, u: Mapping[str, Ceilings], family: Iterable[ParallelCase], held_out: bool, base: Assumptions
 ) -> ParallelResult:
-    mfu = u[case.generation]
-    rate = family_rate(case, family, mfu, held_out=held_out, base=base)
-    scenario = scenario_of(case, mfu, rate, base)
+    ceilings = u[case.generation]
+    rate = family_rate(case, family, ceilings, held_out=held_out, base=base)
+    scenario = scenario_of(case, ceilings, rate, base)
     result = scenario.result
-    return ParallelResult(case, mfu, rate, float(result.update_time.to("s").magnitude), result, base)
+    return ParallelResult(case, ceilings, rate, float(result.update_time.to("s").magnitude), result, base)
 
 
 def evaluate_cases(
-    cases: Iterable[ParallelCase], efficiency: Mapping[str, float], base: Assumptions = SEED
+    cases: Iterable[ParallelCase], efficiency: Mapping[str, Mapping[str, float]], base: Assumptions = SEED
 ) -> list[ParallelResult]:
     """Every run predicted in sample: its generation's u, its family's rate from all its runs."""
     cases = list(cases)
@@ -533,7 +586,8 @@ def worst_of(results: Iterable[ParallelResult]) -> ParallelResult:
 class Validation:
     """The whole check: the fitted constants, every run in sample and held out."""
 
-    efficiency: dict[str, float]
+    efficiency: dict[str, dict[str, float]]
+    """Matrix-product ceilings per GPU generation and format, fitted on all runs."""
     in_sample: list[ParallelResult]
     held_out: list[ParallelResult]
 
@@ -616,7 +670,7 @@ def summary() -> dict[str, object]:
     return {
         "held_out": {**_plain(held_total), "worst_run": worst_of(v.held_out).case.id},
         "in_sample": {**_plain(sample_total), "worst_run": worst_of(v.in_sample).case.id},
-        "math_efficiency": dict(sorted(v.efficiency.items())),
+        "matmul_ceilings": {g: dict(sorted(c.items())) for g, c in sorted(v.efficiency.items())},
         "implementation_rates_bytes_per_s": {
             f: {"input": IMPLEMENTATION_RATES[f], "rate": rate} for f, rate in v.rates.items()
         },
@@ -731,8 +785,11 @@ def report() -> str:
         )
     lines += [
         "",
-        "constants: kernel efficiency u (mfu) per generation, fitted on all runs priced by the links: "
-        + ", ".join(f"{g} {x:.3f}" for g, x in sorted(v.efficiency.items())),
+        "constants: matrix-product ceilings per generation and format (matmul_ceiling), fitted on all runs "
+        "priced by the links: "
+        + "; ".join(
+            f"{g} " + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items())) for g, c in sorted(v.efficiency.items())
+        ),
     ]
     for family, rate in v.rates.items():
         lines.append(

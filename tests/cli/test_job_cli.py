@@ -1,5 +1,7 @@
 """A job from scratch on the command line: run with --set only, init, notes, the 'from' column."""
 
+import json
+
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems, load_scenario
 from mlsysim.cli import main
 
@@ -50,10 +52,22 @@ def test_run_without_a_scenario_or_set_is_one_line_and_exit_2(capsys):
 
 
 def test_a_job_missing_its_speed_says_how_to_derive_it(capsys):
+    # a V100 node: no fitted matrix-product ceiling, so nothing prices the operators
     code, _, err = run(
-        capsys, "run", *JOB[:4], "--set", "training_time=10 hour", "--set", "per_device_batch=1"
+        capsys, "run", *JOB[:2], "--set", "node=DGX1_V100", "--set", "training_time=10 hour",
+        "--set", "per_device_batch=1",
     )
     assert code == 2 and "step_time: required field is missing; or give mfu" in err
+    assert "derives it from its operators" in err
+
+
+def test_a_job_on_a_fitted_accelerator_prices_its_step_from_the_operators(capsys):
+    code, out, err = run(
+        capsys, "run", *JOB[:4], "--set", "training_time=10 hour", "--set", "per_device_batch=1", "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["derived"]["step_time"].startswith("operators (fp16 matrix products, ceiling")
 
 
 def test_a_measured_step_time_carried_to_another_workload_is_a_note(capsys):

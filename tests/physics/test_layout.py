@@ -14,6 +14,7 @@ from mlsysim.physics.layout import (
     layout_figures,
     layout_mask,
 )
+from mlsysim.physics.operators import OperatorTimes
 
 A100_NODE = dict(
     devices_per_node=8.0, peak_flops=312e12, memory_bandwidth=2.039e12, intra_bandwidth=300e9,
@@ -45,18 +46,25 @@ def test_time_terms_add_up_to_the_update(layout):
     assert f.mfu == pytest.approx(f.model_flops / (f.update_time * layout["devices"]) / 312e12)
 
 
-def test_an_array_of_layouts_equals_each_layout_alone():
+@pytest.mark.parametrize("operators", [{}, {"matmul_ceiling": 0.7, "compute_units": 108.0, "ffn_hidden": 49152.0}])
+def test_an_array_of_layouts_equals_each_layout_alone(operators):
     t = np.array([1.0, 2.0, 8.0, 8.0, 8.0])
     p = np.array([1.0, 4.0, 2.0, 12.0, 1.0])
     z = np.array([0.0, 1.0, 3.0, 0.0, 2.0])
     m = np.array([1.0, 8.0, 4.0, 24.0, 2.0])
-    many = _figures(devices=768.0, tensor_parallel=t, pipeline_parallel=p, zero_stage=z, micro_batches=m)
+    many = _figures(devices=768.0, tensor_parallel=t, pipeline_parallel=p, zero_stage=z, micro_batches=m,
+                    **operators)
     for i in range(len(t)):
         one = _figures(devices=768.0, tensor_parallel=float(t[i]), pipeline_parallel=float(p[i]),
-                       zero_stage=float(z[i]), micro_batches=float(m[i]))
+                       zero_stage=float(z[i]), micro_batches=float(m[i]), **operators)
         for name in LayoutFigures._fields[:-1]:
             assert np.asarray(getattr(many, name))[i] == pytest.approx(getattr(one, name), rel=1e-12)
         for name in LayoutParts._fields:
+            if name == "operators":
+                for op, value in zip(OperatorTimes._fields, many.parts.operators, strict=True):
+                    got = np.broadcast_to(value, t.shape)[i]
+                    assert got == pytest.approx(getattr(one.parts.operators, op), rel=1e-12), op
+                continue
             got = np.broadcast_to(getattr(many.parts, name), t.shape)[i]
             assert got == pytest.approx(getattr(one.parts, name), rel=1e-12), name
 

@@ -108,7 +108,7 @@ def test_a_measured_step_time_on_an_axis_wins_over_mfu():
 
 
 def test_a_time_cleared_on_an_axis_needs_something_to_derive_it():
-    with pytest.raises(InputError, match="step_time: required to derive training_time"):
+    with pytest.raises(InputError, match="step_time=none on an axis, and the scenario has nothing to derive"):
         sweep(LLAMA_JOB, step_time=[None, Q_(1, "s")])
 
 

@@ -45,6 +45,15 @@ def _check_straggler_cv(value: object) -> float:
 
 
 Fraction = Annotated[float, PlainValidator(as_pydantic(_check_efficiency))]
+
+
+def _check_ceiling(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0:
+        return float(value)
+    raise InputError(f"expected a fraction of the peak in [0, 1] (0: the fitted ceiling), got {value!r}")
+
+
+Ceiling = Annotated[float, PlainValidator(as_pydantic(_check_ceiling))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(_check_straggler_cv))]
 
 
@@ -164,9 +173,16 @@ class Assumptions(Validated):
     * ``pipeline_rate``: the achieved rate of one device's stage-to-stage
       transfers of an implementation (0: the links' rate), as ``sharding_rate``
       (DeepSpeed's pipeline engine of 2021, MT-NLG 530B).
+    * ``matmul_ceiling``: the fraction of the format's peak the linear layers' large
+      matrix products reach, for a step priced from the operators (0: the ceiling
+      fitted for the accelerator's architecture and format,
+      ``mlsysim/data/matmul_ceilings.json``); ``attention_ceiling`` the same for the
+      16-bit products (the attention core, the output layer; 0: fitted, or
+      ``matmul_ceiling`` when the linear layers run in 16 bits too). What ``mlsysim
+      calibrate --matmuls`` measures on your GPU.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0)
     """
 
     algorithm: Algorithm = "ring"
@@ -203,11 +219,15 @@ class Assumptions(Validated):
     pipeline_rate: Annotated[
         Quantity, PlainValidator(as_pydantic(check_nonnegative_quantity("bandwidth")))
     ] = quantity(0, "GB/s")
+    matmul_ceiling: Ceiling = 0.0
+    attention_ceiling: Ceiling = 0.0
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
     never the update's: the prediction intervals do not depend on them."""
-    IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = ("sharding_rate", "pipeline_rate")
+    IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = (
+        "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling"
+    )
     """Achieved rates of one implementation's collectives: at their default (0, the physics)
     they name no choice, so a stored set of residuals does not depend on them."""
 

@@ -59,7 +59,8 @@ _DERIVED_NUMBERS: Final = (
 )
 
 _MISSING_HINTS: Final = {
-    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs",
+    "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs (a transformer on an "
+    "accelerator with a fitted matrix-product ceiling derives it from its operators)",
     "training_time": "; or give training_tokens or training_samples to derive it",
     "devices_per_node": "; or give node= (e.g. DGX_H100)",
     "intra_bandwidth": "; or give node= (e.g. DGX_H100)",
@@ -190,7 +191,7 @@ _DERIVED_FROM: Final = frozenset(DERIVED_FROM)
 _DERIVATION_READS: Final = frozenset(
     {
         *PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute",
-        "precision", "flash_attention", "memory_bandwidth",
+        "precision", "flash_attention", "memory_bandwidth", "matmul_format", "fused_elementwise", "assumptions",
     }
 )
 """The inputs :func:`~mlsysim.engine.inputs.derivation.resolve` reads (besides what the presets fill)."""

@@ -55,8 +55,17 @@ from mlsysim.physics.compute import (
     step_time_from_flops,
 )
 from mlsysim.physics.layout import elementwise_bytes_per_sample, recompute_flops_per_sample
+from mlsysim.physics.matmul import (
+    MATMUL_FORMATS,
+    SIXTEEN_BIT,
+    cast_bytes_per_element,
+    fitted_ceiling,
+    fitted_formats,
+)
+from mlsysim.physics.operators import OperatorTimes, transformer_operator_times
 
 if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator
     from mlsysim.models.types import Workload
 
 Checked: TypeAlias = Mapping[str, Any]
@@ -71,6 +80,11 @@ DERIVED_ATTRIBUTES: Final = (
     "recompute_flops_per_sample",
     "elementwise_bytes_per_sample",
     "elementwise_bytes_fused",
+    "matmul_ceiling",
+    "matmul_peak",
+    "attention_ceiling",
+    "compute_units",
+    "cast_bytes",
 )
 """Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
 
@@ -106,6 +120,17 @@ class Job(NamedTuple):
     elementwise_bytes_per_sample: float = 0.0
     elementwise_bytes_fused: float = 0.0
     """E with fused attention kernels (``flash_attention``): the attention matrices never stored."""
+    matmul_ceiling: float = math.nan
+    """The linear layers' fitted (or assumed) ceiling when the step comes from the operators; NaN otherwise."""
+    matmul_peak: float = math.nan
+    """The peak of the linear layers' format (flop/s)."""
+    attention_ceiling: float = math.nan
+    """The 16-bit products' ceiling (attention core, output layer)."""
+    compute_units: float = math.nan
+    cast_bytes: float = 0.0
+    operators: OperatorTimes | None = None
+    """The operator classes of one local step of the whole model on one device (a step from the operators)."""
+    matmul_format: str = ""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
@@ -317,7 +342,15 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
 
     mfu = out["mfu"]
     recomputed = elementwise = fused = 0.0
-    if mfu is not None:
+    operators: dict[str, Any] = {}
+    if mfu is None and out["step_time"] is None and batch is not None and facts.shape:
+        operators = _operator_step(out, workload, recompute, float(batch))
+    if operators:
+        x.peak_flops = peak = operators["peak"]
+        x.recompute_flops_per_sample = recomputed = operators["recomputed"]
+        x.mfu = operators["mfu"]
+        origins["step_time"] = operators["origin"]
+    elif mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
@@ -332,7 +365,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
-    if mfu is None and out["accelerator"] is not None:  # the peak of the achieved MFU, where known
+    if mfu is None and not operators and out["accelerator"] is not None:  # the peak of the achieved MFU
         try:
             peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         except InputError:
@@ -341,9 +374,10 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
         samples = _job_samples(out, workload, tokens, given_samples)
-        if mfu is None and out["step_time"] is None and batch is not None:
+        if mfu is None and out["step_time"] is None and batch is not None and not operators:
             raise InputError(
-                "required to derive training_time: give step_time, or mfu with node= or accelerator=",
+                "required to derive training_time: give step_time, or mfu with node= or accelerator= "
+                f"({_no_operator_step(out, facts.shape)})",
                 loc=("step_time",),
             )
         if tokens is not None:
@@ -370,10 +404,110 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         for target in DERIVED_TARGETS:
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
+    figures = {k: operators[k] for k in _OPERATOR_FIGURES} if operators else {}
     return Job(
         origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
-        recomputed, elementwise, fused,
+        recomputed, elementwise, fused, **figures,
     )
+
+
+_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes",
+                     "operators", "matmul_format")
+
+
+def operator_formats(out: Checked) -> tuple[str, str]:
+    """The linear layers' format and the 16-bit format of the attention core and output layer."""
+    precision = out["precision"] or "fp16"
+    sixteen = precision if precision in SIXTEEN_BIT else "bf16"
+    return out["matmul_format"] or (precision if precision in MATMUL_FORMATS else sixteen), sixteen
+
+
+def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> tuple[float | None, float | None, str]:
+    """The linear layers' and the 16-bit products' ceilings (assumed, else fitted), and where they came from."""
+    accelerator: Accelerator = out["accelerator"]
+    assumptions = out["assumptions"]
+    architecture = accelerator.architecture
+    given = assumptions.matmul_ceiling if assumptions is not None else 0.0
+    given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
+    ceiling = given or fitted_ceiling(architecture, matmul_format)
+    if given_attention:
+        attention = given_attention
+    elif matmul_format in SIXTEEN_BIT and given:
+        attention = given
+    else:
+        attention = fitted_ceiling(architecture, sixteen)
+    source = "assumed" if given else f"fitted for {architecture}"
+    return ceiling, attention, source
+
+
+def _no_operator_step(out: Checked, shape: bool) -> str:
+    """Why a step cannot come from the operators (for an error message)."""
+    if not shape:
+        return "the workload has no transformer shape to price operator by operator"
+    if out["accelerator"] is None:
+        return "a step from the operators needs node= or accelerator="
+    matmul_format, sixteen = operator_formats(out)
+    architecture = out["accelerator"].architecture
+    fitted = ", ".join(fitted_formats(architecture)) or "none"
+    return (
+        f"no matrix-product ceiling for {architecture or out['accelerator'].name} in {matmul_format} "
+        f"(fitted: {fitted}); give assumptions matmul_ceiling= to price the step from the operators"
+    )
+
+
+def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> dict[str, Any]:
+    """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`), or {} where
+    the accelerator, a peak or a ceiling is missing.
+
+    The step of one device (the whole model, b samples) is T1 = sum of the operator classes; it enters
+    the data-parallel model as the kernel efficiency it implies, u = b (F + F_re) / (P T1), so that
+    b (F + F_re) / (P u) = T1 (E counted in T1's memory-bound class).
+    """
+    accelerator: Accelerator | None = out["accelerator"]
+    if accelerator is None:
+        return {}
+    matmul_format, sixteen = operator_formats(out)
+    ceiling, attention, source = _ceilings(out, matmul_format, sixteen)
+    if ceiling is None or attention is None:
+        return {}
+    try:
+        matmul_peak = to_canonical(accelerator.peak_flops(MATMUL_FORMATS[matmul_format]), "compute_rate")
+        attention_peak = to_canonical(accelerator.peak_flops(sixteen), "compute_rate")
+        peak = peak_flops(accelerator, out["precision"] or "fp16")
+    except InputError:
+        return {}
+    facts = workload_facts(workload)
+    shape = shape_numbers(workload, recompute)
+    units = float(accelerator.compute_units.count) if accelerator.compute_units is not None else math.nan
+    bandwidth = to_canonical(out["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth")
+    fused = bool(out["fused_elementwise"])
+    cast = cast_bytes_per_element(matmul_format, fused)
+    times = transformer_operator_times(
+        parameters=facts.parameters, layers=shape["layers"], hidden=shape["hidden"], heads=shape["heads"],
+        seq_len=shape["seq_len"], vocab=shape["vocab"], micro_batch=batch, matmul_peak=matmul_peak,
+        matmul_ceiling=ceiling, attention_peak=attention_peak, attention_ceiling=attention,
+        memory_bandwidth=bandwidth, kv_heads=shape["kv_heads"], ffn_hidden=shape["ffn_hidden"],
+        gated_mlp=shape["gated_mlp"], compute_units=units, cast_bytes=cast, fused_elementwise=float(fused),
+        recompute=recompute, flash_attention=bool(out["flash_attention"]),
+    )
+    recomputed = float(recompute_flops_per_sample(
+        facts.parameters, shape["layers"], shape["hidden"], shape["seq_len"], shape["vocab"], recompute
+    ))
+    step = float(times.total)
+    model = facts.flops_per_sample or math.nan
+    return {
+        "peak": peak,
+        "recomputed": recomputed,
+        "mfu": batch * (model + recomputed) / (peak * step),
+        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source})",
+        "matmul_ceiling": float(ceiling),
+        "matmul_peak": matmul_peak,
+        "attention_ceiling": float(attention),
+        "compute_units": units,
+        "cast_bytes": cast,
+        "operators": times,
+        "matmul_format": matmul_format,
+    }
 
 
 def _recomputed_and_elementwise(workload: Workload, recompute: str) -> tuple[float, float, float]:

@@ -69,6 +69,7 @@ from mlsysim.models.types import Workload, workload_of
 from mlsysim.physics.activations import RECOMPUTE_MODES, check_recompute
 from mlsysim.physics.collectives import TRANSPORT_EFFICIENCY
 from mlsysim.physics.energy import MAX_PUE
+from mlsysim.physics.matmul import MATMUL_FORMATS, check_matmul_format
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 from mlsysim.physics.synchronization import INPUT_PIPELINE_JITTER
@@ -827,6 +828,27 @@ _TABLE: tuple[InputField, ...] = (
         ),
     ),
     _in("layout", _switch("flash_attention", "fused attention kernels (FlashAttention): 1 on, 0 off (None: off)")),
+    _in(
+        "layout",
+        _switch(
+            "fused_elementwise",
+            "element-wise kernels fused (torch.compile): 1 on, 0 off (None: off); read by a step from the operators",
+        ),
+    ),
+    _in(
+        "layout",
+        InputField(
+            "matmul_format",
+            "number format of the linear layers' matrix products (None: the precision); "
+            "fp8 scales per tensor, fp8_rowwise per row",
+            "choice",
+            check_matmul_format,
+            lambda text: text.strip(),
+            default=None,
+            optional=True,
+            choices=tuple(MATMUL_FORMATS),
+        ),
+    ),
     _in(
         "layout",
         _switch(

@@ -157,7 +157,8 @@ def workload_shape(workload: Workload) -> dict[str, float]:
     return shape
 
 
-SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "recompute_code")
+SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden", "gated_mlp",
+                 "recompute_code")
 """The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.model.equations.Inputs` attributes)."""
 
 
@@ -175,6 +176,10 @@ def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
     }
     if shape["vocab"] != shape["vocab"]:
         shape["vocab"] = 0.0
+    for name in ("kv_heads", "ffn_hidden"):
+        value = getattr(workload, name, None)
+        shape[name] = math.nan if value is None else float(value)
+    shape["gated_mlp"] = 1.0 if getattr(workload, "gated_mlp", None) else 0.0
     shape["recompute_code"] = float(RECOMPUTE_MODES.index(recompute))
     if len(_SHAPES) > 1024:
         _SHAPES.clear()

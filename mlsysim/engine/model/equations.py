@@ -133,6 +133,17 @@ class Inputs:
     recompute_flops_per_sample: Num = 0.0
     elementwise_bytes_per_sample: Num = 0.0
     elementwise_bytes_fused: Num = 0.0
+    # the operator model (mlsysim.physics.operators): the shape's attention groups and MLP, and, when
+    # the step comes from the operators, the products' peak and fitted ceilings (NaN: priced from u)
+    kv_heads: Num = math.nan
+    ffn_hidden: Num = math.nan
+    gated_mlp: Num = 0.0
+    fused_elementwise: Num = math.nan
+    matmul_ceiling: Num = math.nan
+    matmul_peak: Num = math.nan
+    attention_ceiling: Num = math.nan
+    compute_units: Num = math.nan
+    cast_bytes: Num = 0.0
 
 
 NEUTRAL_INPUTS: Final[Mapping[str, float]] = MappingProxyType(
@@ -888,6 +899,15 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "optimizer_bytes": x.optimizer_bytes,
         "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
         "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
+        "matmul_ceiling": x.matmul_ceiling,
+        "matmul_peak": x.matmul_peak,
+        "attention_ceiling": x.attention_ceiling,
+        "compute_units": x.compute_units,
+        "kv_heads": x.kv_heads,
+        "ffn_hidden": x.ffn_hidden,
+        "gated_mlp": x.gated_mlp,
+        "cast_bytes": x.cast_bytes,
+        "fused_elementwise": _or(x.fused_elementwise, 0.0),
     }
 
 

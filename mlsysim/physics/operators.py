@@ -1,0 +1,208 @@
+"""A transformer's compute, operator by operator: one micro-batch's forward and backward on one device.
+
+The step time of a decoder transformer is built from what its kernels do, in
+four classes, each priced at the bound that limits it (Williams, Waterman and
+Patterson 2009, "Roofline": time >= FLOPs / peak and >= bytes / memory
+bandwidth):
+
+* **matrix products** of the linear layers, per layer: the query/key/value
+  projection (M, N, K) = (b s, (a + 2 a_kv) d / t, h), the attention output
+  projection (b s, h, h / t), the MLP's first (b s, f_in / t, h) and second
+  (b s, h, f / t) matrices (f_in = 2 f for a gated MLP: gate and up), and
+  the output layer (b s, V / t, h) spread over the layers; each priced
+  forward and its two backward products at their own shapes by
+  :func:`mlsysim.physics.matmul.training_matmul_time`, at the peak and
+  fitted ceiling of the matrix products' format;
+* **the attention core** (Q K^T and attention x V), in the 16-bit format:
+  fused (FlashAttention, Dao 2023) it runs the causal half of the products
+  (blocks above the diagonal skipped), the backward 2.5 times the forward
+  (five products against two), at a fraction :data:`FUSED_ATTENTION_SHARE`
+  of the 16-bit ceiling; unfused it is two batched products per head, (s, s,
+  d) and (s, d, s), priced like the linear layers (small K: a low efficiency);
+* **casts** to a low-precision format (FP8 and the block-scaled formats):
+  each linear layer's operands X (M x K), W (K x N) and gradient dY (M x N)
+  are read and written :data:`mlsysim.physics.matmul.CAST_BYTES` times,
+  at the memory bandwidth;
+* **memory-bound element-wise work** (norms, activation functions, dropout,
+  residual adds, the softmax where unfused, rotary embeddings): each byte of
+  a layer's stored activations (Korthikanti et al. 2022, Table 2) crosses the
+  memory bus n_pass times (:func:`elementwise_passes`:
+  4, 6 with full recomputation), half as often with fused element-wise
+  kernels (:data:`FUSED_ELEMENTWISE_SHARE`; torch.compile).
+
+Recomputation reruns what it reruns: full, every layer's forward (products,
+attention, casts); selective, the attention core's forward (Korthikanti et
+al. 2022, section 5). The optimizer step is priced once per update by the
+layout model (:func:`mlsysim.physics.optimizer.optimizer_step_time`).
+
+Without ``ffn_hidden`` the MLP's width is what the parameter count leaves
+after attention and one embedding table: f = ((N - V h) / L - h (a + 2 a_kv) d
+- h^2) / (2 h), two matrices; so the products' FLOPs add up to the model's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from mlsysim.physics._array import Num, maximum, where
+from mlsysim.physics.matmul import training_matmul_time
+from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
+
+FUSED_ATTENTION_SHARE = 0.7
+"""Efficiency of a fused attention kernel relative to the large matrix products' ceiling: FlashAttention-2
+reaches 50-73% of the A100's peak forward and backward (Dao 2023, section 4.1) where the matrix products
+reach about 80-90%; FlashAttention-3 75% of the H100's in the forward (Shah et al. 2024). Not fitted."""
+
+CAUSAL_SHARE = 0.5
+"""Share of the attention matrix a causal fused kernel computes (the blocks on and below the diagonal)."""
+
+ATTENTION_BACKWARD = 2.5
+"""Backward over forward work of fused attention: five products against two (Dao 2023, algorithm 2)."""
+
+FUSED_ELEMENTWISE_SHARE = 0.5
+"""Memory traffic of the element-wise work with fused kernels (torch.compile), over unfused: chains of
+element-wise operations read and write their activations once instead of per operation. Order of
+magnitude, not fitted."""
+
+
+ELEMENTWISE_PASSES = 4.0
+"""Times each stored activation byte crosses the memory bus per micro-batch (forward write and read,
+backward read, gradient write and read); an order-of-magnitude count, not fitted."""
+
+RECOMPUTE_PASSES = 2.0
+"""Extra passes when full recomputation reruns the forward."""
+
+def elementwise_passes(recompute: str) -> float:
+    """n_pass: 4, or 6 when full recomputation runs the forward again."""
+    return ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
+
+
+class OperatorTimes(NamedTuple):
+    """One micro-batch's forward and backward on one device, by operator class (seconds, FLOPs, bytes)."""
+
+    matmul_time: Num
+    """The linear layers' matrix products (and the output layer's share)."""
+    attention_time: Num
+    """The attention core."""
+    cast_time: Num
+    """Scaling and casting the linear layers' operands to a low-precision format."""
+    memory_time: Num
+    """Memory-bound element-wise work."""
+    matmul_flops: Num
+    """FLOPs the linear layers' products execute (recomputation included)."""
+    attention_flops: Num
+    """FLOPs the attention kernels execute (a causal fused kernel: half the matrix)."""
+    cast_bytes: Num
+    memory_bytes: Num
+
+    @property
+    def total(self) -> Num:
+        """t_c: the four classes in sequence (one stream: a kernel waits for the one before)."""
+        return self.matmul_time + self.attention_time + self.cast_time + self.memory_time
+
+
+def mlp_width(parameters: Num, layers: Num, hidden: Num, heads: Num, kv_heads: Num, vocab: Num) -> Num:
+    """f = ((N - V h) / L - h (a + 2 a_kv) d - h^2) / (2 h), d = h / a: the MLP width the parameter count leaves
+    (two matrices; at least 1)."""
+    attention = hidden * (heads + 2.0 * kv_heads) * (hidden / heads) + hidden * hidden
+    per_layer = (parameters - vocab * hidden) / layers
+    return maximum((per_layer - attention) / (2.0 * hidden), 1.0)
+
+
+def transformer_operator_times(
+    *,
+    parameters: Num,
+    layers: Num,
+    hidden: Num,
+    heads: Num,
+    seq_len: Num,
+    vocab: Num,
+    micro_batch: Num,
+    matmul_peak: Num,
+    matmul_ceiling: Num,
+    attention_peak: Num,
+    attention_ceiling: Num,
+    memory_bandwidth: Num,
+    kv_heads: Num = math.nan,
+    ffn_hidden: Num = math.nan,
+    gated_mlp: Num = 0.0,
+    tensor_parallel: Num = 1.0,
+    layers_here: Num = math.nan,
+    compute_units: Num = math.nan,
+    cast_bytes: Num = 0.0,
+    fused_elementwise: Num = 0.0,
+    recompute: str = "none",
+    flash_attention: bool = False,
+    sequence_parallel: bool = False,
+) -> OperatorTimes:
+    """The four operator classes of one micro-batch of b sequences on one device (see the module docstring).
+
+    ``layers_here`` L_s: the layers of the device's pipeline stage (NaN: all L); the
+    output layer is spread over the layers (the share L_s / L of it). ``matmul_peak``
+    and ``matmul_ceiling``: the linear layers' format; ``attention_peak`` and
+    ``attention_ceiling``: the 16-bit format of the attention core. ``cast_bytes``:
+    bytes per operand element of the casts (0 for a 16-bit format).
+    """
+    t, b, s, h, a = tensor_parallel, micro_batch, seq_len, hidden, heads
+    kv = where(kv_heads == kv_heads, kv_heads, a)
+    here = where(layers_here == layers_here, layers_here, layers)
+    share = here / layers
+    tokens = b * s
+    d = h / a
+    given_width = ffn_hidden == ffn_hidden
+    gated = where(given_width, gated_mlp, 0.0) > 0
+    f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
+    f_in = where(gated, 2.0 * f, f)
+    units = compute_units
+
+    # (N, K) of the four products of a layer; M = b s tokens for each
+    shapes = (((a + 2.0 * kv) * d / t, h), (h, h / t), (f_in / t, h), (h, f / t))
+    forward: Num = 0.0
+    backward: Num = 0.0
+    elements: Num = 0.0
+    forward_elements: Num = 0.0
+    for n, k in shapes:
+        fw, bw = training_matmul_time(tokens, n, k, matmul_peak, matmul_ceiling, units)
+        forward, backward = forward + fw, backward + bw
+        forward_elements = forward_elements + tokens * k + k * n
+        elements = elements + tokens * k + k * n + tokens * n
+    layer_flops = 2.0 * tokens * sum(n * k for n, k in shapes)
+    head_fw, head_bw = training_matmul_time(tokens, vocab / t, h, attention_peak, attention_ceiling, units)
+    head_flops = 6.0 * tokens * vocab * h / t
+
+    full = recompute == "full"
+    reruns = 1.0 if full else 0.0
+    matmul = here * (forward * (1.0 + reruns) + backward) + share * (head_fw + head_bw)
+    matmul_flops = here * layer_flops * (3.0 + reruns) + share * head_flops
+
+    # the attention core of a layer: a / t heads of b sequences
+    local_heads = b * a / t
+    counted = 4.0 * b * s * s * h / t  # forward FLOPs of Q K^T and attention x V, the whole matrix
+    attention_reruns = 1.0 if recompute in ("full", "selective") else 0.0
+    if flash_attention:
+        executed_forward = CAUSAL_SHARE * counted
+        executed = executed_forward * (1.0 + ATTENTION_BACKWARD + attention_reruns)
+        attention = here * executed / (attention_peak * attention_ceiling * FUSED_ATTENTION_SHARE)
+    else:
+        qk_fw, qk_bw = training_matmul_time(s, s, d, attention_peak, attention_ceiling, units, local_heads)
+        av_fw, av_bw = training_matmul_time(s, d, s, attention_peak, attention_ceiling, units, local_heads)
+        executed = counted * (3.0 + attention_reruns)
+        attention = here * ((qk_fw + av_fw) * (1.0 + attention_reruns) + qk_bw + av_bw)
+
+    cast = here * cast_bytes * (elements + reruns * forward_elements)
+    stored = tp_activation_bytes_per_layer(
+        s, b, h, a, t, sequence_parallel=sequence_parallel, recompute="none", flash_attention=flash_attention
+    )
+    fusion = where(fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
+    memory = here * elementwise_passes(recompute) * stored * fusion
+    return OperatorTimes(
+        matmul_time=matmul,
+        attention_time=attention,
+        cast_time=cast / memory_bandwidth,
+        memory_time=memory / memory_bandwidth,
+        matmul_flops=matmul_flops,
+        attention_flops=here * executed,
+        cast_bytes=cast,
+        memory_bytes=memory,
+    )
