@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 MEDIAN_TARGET = 0.05
 """Issue 29: median |error| with each family left out at most 5%."""
 
-NODE_OF_GENERATION = {"A100": "DGX_A100", "H100": "DGX_H100"}
+NODE_OF_GENERATION = {"A100": "DGX_A100", "H100": "DGX_H100", "H100 500 W": "DGX_H100"}
 """The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs).
 Llama 3's Grand Teton servers have the same 400 Gb/s per GPU as a DGX H100."""
 
@@ -94,6 +94,20 @@ EXCLUDED: dict[str, str] = {}
 NOT_EXPRESSIBLE = {
     "llama3_405b_16384gpu_seq131072": "context parallelism (16-way): the scenario has no context_parallel input yet",
 }
+
+FRONTIER_FAMILIES = ("TorchTitan",)
+"""Families of ``published_frontier.json`` whose dense runs this validation predicts (the mixtures of experts,
+Blackwell runs and DeepSeek-V3 belong to the frontier's own validation)."""
+
+
+def frontier_not_expressible(entry: Mapping[str, Any]) -> str | None:
+    """What a dense frontier run needs that the scenario lacks (None: expressible)."""
+    layout = entry["layout"]
+    if (layout.get("context_parallel") or 1) > 1:
+        return f"context parallelism ({layout['context_parallel']}-way): no context_parallel input yet"
+    if layout.get("async_tensor_parallel"):
+        return "asynchronous tensor parallelism (collectives overlapped with the matrix products): no input for it yet"
+    return None
 """Runs the scenario cannot express, with what it lacks (never predicted by another formula)."""
 
 ASSUMED: dict[str, dict[str, Any]] = {
@@ -146,6 +160,13 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "fused attention kernels; 126 layers on 16 stages with one layer fewer on the first and the last "
         "(section 3.3.2)",
     },
+    "torchtitan": {
+        "flash_attention": 1,
+        "why": "PyTorch's scaled_dot_product_attention runs fused (FlashAttention or cuDNN) kernels on H100; the "
+        "Grand Teton H100s are a 500 W HBM2e variant whose peak and memory bandwidth are not stated (the DGX "
+        "H100's figures); FSDP2 reshards after the forward (its default); 'selective' is torchtitan's per-op "
+        "selective checkpointing (the attention core recomputed, as Megatron's)",
+    },
     "bloom176b": {
         "recompute": "full",
         "overlap": False,
@@ -169,7 +190,7 @@ DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
 U_RANGE = (0.02, 1.0)
 """Bisection range of a matrix-product ceiling."""
 
-ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper"}
+ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper", "H100 500 W": "Hopper"}
 """The registry architecture of each GPU generation (the key of its fitted ceilings)."""
 
 SIXTEEN_BIT = "bf16"
@@ -199,7 +220,16 @@ class ParallelCase:
 
 
 def _generation(entry: Mapping[str, Any]) -> str:
-    return "H100" if "H100" in entry["hardware"]["gpu"] else "A100"
+    gpu = entry["hardware"]["gpu"]
+    if "H100" in gpu:
+        return POWER_CAPPED_H100 if "500 W" in gpu else "H100"
+    return "A100"
+
+
+POWER_CAPPED_H100 = "H100 500 W"
+"""Meta's Grand Teton H100s of the TorchTitan runs: a 96 GB HBM2e part capped at 500 W, whose peak and memory
+bandwidth the source says are unknown ("between SXM and NVL"). A different operating point from the 700 W
+H100 SXM of a DGX H100: its ceilings are fitted on its own runs (its node's other figures are the DGX H100's)."""
 
 
 def _assumed(case_id: str) -> dict[str, Any]:
@@ -244,6 +274,9 @@ A100_PEAK = 312e12
 
 def _measured_time(entry: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[float, str]:
     measured = entry["measured"]
+    if measured.get("tokens_per_second_per_gpu"):
+        tokens = entry["global_batch"] * model["seq_len"]
+        return tokens / (float(measured["tokens_per_second_per_gpu"]) * entry["gpus"]), "tokens/s per GPU"
     if measured.get("iteration_time_s"):
         return float(measured["iteration_time_s"]), "iteration time"
     if not measured.get("tflops_per_gpu") and measured.get("mfu"):
@@ -297,8 +330,10 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
             "heads": int(model["heads"]),
             "seq_len": int(model["seq_len"]),
             "vocab_size": int(model.get("vocab") or 51200),
+            **_shape_extras(model),
         },
         "precision": "bf16",
+        "matmul_format": _matmul_format(entry),
         "node": NODE_OF_GENERATION[_generation(entry)],
         "nodes": int(entry["gpus"]) // int(entry["hardware"]["gpus_per_node"]),
         **_cluster_network(entry),
@@ -316,10 +351,31 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
     }
     if v > 1:
         inputs["pipeline_chunks"] = int(v)
+    if layout.get("torch_compile"):
+        inputs["fused_elementwise"] = 1
     for name in ("reshard_after_forward", "first_stage_layers", "last_stage_layers"):
         if name in assumed:
             inputs[name] = int(assumed[name])
     return inputs
+
+
+def _matmul_format(entry: Mapping[str, Any]) -> str:
+    """The linear layers' format of a run: bf16, fp8 (tensorwise scales: torchao's Float8 default) or fp8_rowwise."""
+    text = str(entry.get("precision") or "bf16").lower()
+    if not text.startswith("fp8"):
+        return "bf16"
+    return "fp8_rowwise" if "rowwise" in text else "fp8"
+
+
+def _shape_extras(model: Mapping[str, Any]) -> dict[str, object]:
+    """Grouped-query attention, the MLP's width and its gate, where the source states them."""
+    out: dict[str, object] = {}
+    if model.get("kv_heads"):
+        out["kv_heads"] = int(model["kv_heads"])
+    if model.get("ffn_hidden"):
+        out["ffn_hidden"] = int(model["ffn_hidden"])
+        out["gated_mlp"] = "SwiGLU" in str(model.get("arch") or "")
+    return out
 
 
 def case_of(entry: Mapping[str, Any]) -> ParallelCase:
@@ -336,20 +392,38 @@ def case_of(entry: Mapping[str, Any]) -> ParallelCase:
         metric=metric,
         assumptions=str(_assumed(entry["id"]).get("why", "")),
         rate=IMPLEMENTATION_RATES.get(family),
+        format=_matmul_format(entry),
     )
+
+
+def _entries(name: str) -> list[dict[str, Any]]:
+    text = files("mlsysim.data").joinpath(name).read_text(encoding="utf-8")
+    entries: list[dict[str, Any]] = json.loads(text)["entries"]
+    return entries
 
 
 @cache
 def load_entries() -> tuple[dict[str, Any], ...]:
-    """Every entry of ``published_parallel.json``, as stored."""
-    text = files("mlsysim.data").joinpath("published_parallel.json").read_text(encoding="utf-8")
-    return tuple(json.loads(text)["entries"])
+    """Every entry of ``published_parallel.json`` and the dense runs of ``published_frontier.json``
+    (:data:`FRONTIER_FAMILIES`), as stored."""
+    frontier = [e for e in _entries("published_frontier.json") if e["family"].startswith(FRONTIER_FAMILIES)]
+    return tuple(_entries("published_parallel.json") + frontier)
+
+
+def not_expressible() -> dict[str, str]:
+    """Every run the scenario cannot express, with what it lacks."""
+    out = dict(NOT_EXPRESSIBLE)
+    for e in load_entries():
+        why = frontier_not_expressible(e)
+        if why is not None:
+            out[e["id"]] = why
+    return out
 
 
 @cache
 def load_cases() -> tuple[ParallelCase, ...]:
-    """The runs that are predicted (all but :data:`EXCLUDED` and :data:`NOT_EXPRESSIBLE`)."""
-    left_out = EXCLUDED.keys() | NOT_EXPRESSIBLE.keys()
+    """The runs that are predicted (all but :data:`EXCLUDED` and :func:`not_expressible`)."""
+    left_out = EXCLUDED.keys() | not_expressible().keys()
     return tuple(case_of(e) for e in load_entries() if e["id"] not in left_out)
 
 
@@ -697,7 +771,7 @@ def summary() -> dict[str, object]:
         },
         "targets": {"median_abs_error_held_out": MEDIAN_TARGET},
         "layout_interval_80": _coverage_plain(layout_coverage(0.8)),
-        "not_predicted": {**{k: f"not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()},
+        "not_predicted": {**{k: f"not expressible: {why}" for k, why in not_expressible().items()},
                           **{k: f"not described: {why}" for k, why in EXCLUDED.items()}},
     }
 
@@ -797,7 +871,7 @@ def report() -> str:
             "(each run held out: from the family's other runs)"
         )
     lines += ["", coverage_line(), "", "not predicted:"]
-    lines += [f"  {k}: not expressible: {why}" for k, why in NOT_EXPRESSIBLE.items()]
+    lines += [f"  {k}: not expressible: {why}" for k, why in not_expressible().items()]
     lines += [f"  {k}: not described: {why}" for k, why in EXCLUDED.items()]
     lines += ["", "each run's scenario (a scenario file's inputs): mlsysim validate parallel --json, runs[].scenario"]
     return "\n".join(lines)

@@ -10,22 +10,26 @@ from mlsysim.validation.parallel import (
     MEDIAN_TARGET,
     MTNLG_FAMILY,
     NOT_EXPRESSIBLE,
+    POWER_CAPPED_H100,
     ZERO3_FAMILY,
     by_family,
     hardware_flops,
     load_cases,
     load_entries,
+    not_expressible,
     summarize,
     summary,
     validation,
 )
 from tests.validation.limits import hold
 
-HELD_OUT_MEDIAN_LIMIT = 0.060
-"""The held-out median reached (5.9%, above issue 29's target of 5%: the one kernel efficiency
-per GPU generation leaves Korthikanti et al.'s large models 7-13% pessimistic): a regression
-fails, an improvement is noted."""
-IN_SAMPLE_MEDIAN_LIMIT = 0.029
+HELD_OUT_MEDIAN_LIMIT = 0.051
+"""The held-out median reached with the step from the operators (5.0% over 53 runs; issue 31's target
+6%): a regression fails, an improvement is noted."""
+IN_SAMPLE_MEDIAN_LIMIT = 0.033
+RUNS = 53
+"""39 of published_parallel.json's 40 runs and 14 of TorchTitan's dense runs (the others need context
+parallelism or asynchronous tensor parallelism)."""
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +43,13 @@ def plain():
 
 
 def test_every_entry_is_predicted_or_says_what_is_missing():
-    assert len(load_entries()) == 40
-    assert len(load_cases()) + len(EXCLUDED) + len(NOT_EXPRESSIBLE) == 40
-    assert all(why for why in {**EXCLUDED, **NOT_EXPRESSIBLE}.values())
+    entries = load_entries()
+    assert len(entries) == 40 + 30  # published_parallel.json, and TorchTitan's dense runs
+    missing = not_expressible()
+    assert NOT_EXPRESSIBLE.keys() <= missing.keys()
+    assert len(load_cases()) + len(EXCLUDED) + len(missing) == len(entries)
+    assert len(load_cases()) == RUNS
+    assert all(why for why in {**EXCLUDED, **missing}.values())
 
 
 def test_production_layouts_go_through_the_scenario(checked):
@@ -80,15 +88,36 @@ def test_megatrons_count_reproduces_a_quoted_rate():
     assert flops / (104.70 * 384) / 1e12 == pytest.approx(149.77, rel=2e-3)
 
 
-def test_one_kernel_efficiency_per_generation(checked):
-    assert set(checked.efficiency) == {"A100", "H100"}
-    assert checked.efficiency["A100"] == pytest.approx(0.599, abs=3e-3)
-    assert checked.efficiency["H100"] == pytest.approx(0.757, abs=3e-3)
+def test_one_ceiling_per_generation_and_format(checked):
+    u = checked.efficiency
+    assert set(u) == {"A100", "H100", POWER_CAPPED_H100}
+    assert u["A100"]["bf16"] == pytest.approx(0.693, abs=3e-3)
+    assert u["H100"]["bf16"] == pytest.approx(0.778, abs=3e-3)
+    capped = u[POWER_CAPPED_H100]
+    # the 500 W H100s reach less; FP8 products gain over 16 bits but not 2x; row scales cost more
+    assert capped["bf16"] < u["H100"]["bf16"]
+    assert capped["fp8_rowwise"] < capped["fp8"] < capped["bf16"]
+
+
+def test_the_stored_ceilings_are_the_fit():
+    from mlsysim.physics.matmul import fitted_ceiling
+    from mlsysim.validation.ceilings import fitted_table
+
+    for architecture, formats in fitted_table().items():
+        for fmt, value in formats.items():
+            assert fitted_ceiling(architecture, fmt) == value, (architecture, fmt)
+
+
+def test_no_prediction_uses_mfu_or_a_step_time(plain):
+    for run in plain["runs"]:
+        for key in ("scenario", "held_out_scenario"):
+            assert "mfu" not in run[key] and "step_time" not in run[key]
+            assert scenario_from_dict(run[key]).job.origins["step_time"].startswith("operators (")
 
 
 def test_the_headline_is_the_figure_with_each_family_left_out(checked, plain):
     held, sample = summarize(checked.held_out), summarize(checked.in_sample)
-    assert held.count == sample.count == 39
+    assert held.count == sample.count == RUNS
     hold("held-out median |error|", held.median, HELD_OUT_MEDIAN_LIMIT)
     hold("in-sample median |error|", sample.median, IN_SAMPLE_MEDIAN_LIMIT)
     assert plain["targets"]["median_abs_error_held_out"] == MEDIAN_TARGET
@@ -110,14 +139,23 @@ def test_an_implementation_rate_is_fitted_on_its_family_alone_and_reported_leave
 
 def test_families_held_out(checked):
     families = by_family(checked.held_out)
-    hold("PTD-P held-out median", families["Megatron-LM PTD-P"].median, 0.055)
+    hold("PTD-P held-out median", families["Megatron-LM PTD-P"].median, 0.042)
     assert families[MTNLG_FAMILY].worst < 0.05
-    # Korthikanti's sizes trend: the one u per generation leaves the largest models pessimistic
+    # Korthikanti's sizes trend: the largest models stay pessimistic
     seq = families["Megatron-LM seq-parallel + selective recompute"]
-    assert seq.mean < 0 and seq.worst < 0.14
+    assert seq.mean < 0 and seq.worst < 0.09
+    hold("TorchTitan 2024 held-out median", families["TorchTitan Llama 3.1 H100 benchmarks"].median, 0.040)
     # the baseline whose batch the source does not state, predicted with its sibling's (ASSUMED)
     baseline = next(r for r in checked.held_out if r.case.id == "korthikanti2022_530B_dp8_2240gpu_full_recompute")
-    assert baseline.case.metric == "MFU (model FLOPs)" and -0.12 < baseline.error < -0.05
+    assert baseline.case.metric == "MFU (model FLOPs)" and -0.12 < baseline.error < -0.03
+
+
+def test_a_large_model_achieves_more_of_the_peak_than_a_small_one(checked):
+    """Issue 31: on one GPU, a 175B model's achieved MFU at least 3 points above a 1.7B model's."""
+    by_id = {r.case.id: r for r in checked.in_sample}
+    small = by_id["narayanan2021_table1_1.7B"].result.figures.achieved_mfu
+    large = by_id["narayanan2021_table2_ptd_175B_384gpu"].result.figures.achieved_mfu
+    assert large - small >= 0.03
 
 
 def test_full_recomputation_is_priced_as_compute(checked):
@@ -131,8 +169,7 @@ def test_full_recomputation_is_priced_as_compute(checked):
         assert full.result.figures.achieved_mfu < selective.result.figures.achieved_mfu
 
 
-def test_the_ramp_up_point_is_the_worst_and_said_so(checked):
-    held = max(checked.held_out, key=lambda r: abs(r.error))
-    assert held.case.id == "bloom176b_tr11_gbs16_rampup"
+def test_the_ramp_up_point_is_said_so(checked):
+    held = next(r for r in checked.held_out if r.case.id == "bloom176b_tr11_gbs16_rampup")
     assert any("fewer micro-batches" in note for note in held.result.constraint_trace)
     assert not math.isnan(held.error)

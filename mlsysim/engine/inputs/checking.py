@@ -22,6 +22,7 @@ from mlsysim.engine.inputs.derivation import (
     DERIVED_TARGETS,
     SOURCES,
     Job,
+    operator_numbers,
     plain_job,
     resolve,
     wants_derivation,
@@ -168,6 +169,7 @@ def checked_inputs(
         numbers["flops_per_sample"] = job.flops_per_sample
         numbers["peak_flops"] = job.peak_flops
         numbers["activation_memory_per_sample"] = job.activation_memory_per_sample
+        numbers.update(operator_numbers(job))
     if missing:
         still_missing = [_missing(name) for name in missing if values[name] is None]
         if still_missing:  # nothing derived them

@@ -131,6 +131,8 @@ class Job(NamedTuple):
     operators: OperatorTimes | None = None
     """The operator classes of one local step of the whole model on one device (a step from the operators)."""
     matmul_format: str = ""
+    operator_efficiency: float = math.nan
+    """u = b (F + F_re) / (P T1) of a step from the operators: the kernel efficiency it implies (NaN otherwise)."""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
@@ -412,7 +414,20 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
 
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes",
-                     "operators", "matmul_format")
+                     "operators", "matmul_format", "operator_efficiency")
+
+OPERATOR_NUMBERS: Final = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes")
+"""The model numbers of a step from the operators (:class:`~mlsysim.engine.model.equations.Inputs`)."""
+
+
+def operator_numbers(job: Job) -> dict[str, float]:
+    """The model numbers a step from the operators sets: its peaks and ceilings, and ``mfu`` the kernel
+    efficiency its step implies (so the layout model prices t_c operator by operator); {} otherwise."""
+    if job.operator_efficiency != job.operator_efficiency:
+        return {}
+    out = {name: float(getattr(job, name)) for name in OPERATOR_NUMBERS}
+    out["mfu"] = job.operator_efficiency
+    return out
 
 
 def operator_formats(out: Checked) -> tuple[str, str]:
@@ -507,6 +522,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "cast_bytes": cast,
         "operators": times,
         "matmul_format": matmul_format,
+        "operator_efficiency": batch * (model + recomputed) / (peak * step),
     }
 
 
@@ -577,6 +593,7 @@ def _job_samples(out: Checked, workload: Workload, tokens: object, samples: obje
 def sweep_base(job: Job) -> dict[str, float]:
     """Model inputs of a sweep group: the derived figures, and NaN for each target it derives."""
     base = job.model_attributes()
+    base.update(operator_numbers(job))
     for target in DERIVED_TARGETS:
         if job.derives(target):
             base[target] = math.nan

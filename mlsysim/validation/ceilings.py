@@ -1,0 +1,57 @@
+"""Write the operator model's fitted matrix-product ceilings (``mlsysim/data/matmul_ceilings.json``).
+
+The ceilings are those :func:`mlsysim.validation.parallel.validation` fits on the published
+model-parallel runs (each run's exact ceiling found through the public scenario; a generation
+and format's ceiling the median of its runs'), stored per architecture:
+
+* ``Ampere``: the A100 runs' 16-bit ceiling;
+* ``Hopper``: the 700 W H100 SXM runs' 16-bit ceiling (Llama 3 405B); the low-precision
+  formats were measured only on the 500 W Grand Teton H100s of the TorchTitan runs, so the
+  stored FP8 ceilings are the SXM 16-bit ceiling times the ratio FP8 / 16-bit fitted there
+  (the formats' relative speed assumed to carry across the power limit; said in docs/operators.md).
+
+Run ``python -m mlsysim.validation.ceilings`` after a change to the model or the data; the test
+``tests/validation/test_ceilings.py`` fails while the stored file and the fit disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+from mlsysim.validation.parallel import POWER_CAPPED_H100, SIXTEEN_BIT, validation
+
+ABOUT = (
+    "Fitted ceilings of the operator model (mlsysim.physics.matmul): the fraction of a format's dense peak an "
+    "architecture's large matrix products reach in training, fitted on the published model-parallel runs by "
+    "python -m mlsysim.validation.ceilings (Hopper's low-precision formats: the 16-bit ceiling of the H100 SXM "
+    "runs times the FP8/16-bit ratio fitted on the 500 W H100 runs); see docs/operators.md."
+)
+
+
+def fitted_table() -> dict[str, dict[str, float]]:
+    """The ceilings per architecture and format, from the in-sample fit (rounded to 3 digits)."""
+    fit = validation().efficiency
+    hopper = dict(fit["H100"])
+    capped = fit[POWER_CAPPED_H100]
+    for fmt, value in capped.items():
+        if fmt != SIXTEEN_BIT:
+            hopper[fmt] = hopper[SIXTEEN_BIT] * value / capped[SIXTEEN_BIT]
+    table = {"Ampere": {SIXTEEN_BIT: fit["A100"][SIXTEEN_BIT]}, "Hopper": hopper}
+    return {arch: {fmt: round(v, 3) for fmt, v in sorted(formats.items())} for arch, formats in table.items()}
+
+
+def document() -> dict[str, object]:
+    return {"about": ABOUT, "ceilings": fitted_table()}
+
+
+def write(path: Path | None = None) -> Path:
+    """Write the fitted table (to the package's data file by default)."""
+    target = path or Path(str(files("mlsysim.data").joinpath("matmul_ceilings.json")))
+    target.write_text(json.dumps(document(), indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+if __name__ == "__main__":
+    print(write())
