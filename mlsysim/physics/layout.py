@@ -490,6 +490,7 @@ def layout_figures(
     ffn_hidden: Num = math.nan,
     gated_mlp: Num = 0.0,
     cast_bytes: Num = 0.0,
+    matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
 ) -> LayoutFigures:
     """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
@@ -519,7 +520,8 @@ def layout_figures(
     (:func:`~mlsysim.physics.operators.transformer_operator_times`: the linear
     layers' products at ``matmul_peak`` (NaN: ``peak_flops``) and that ceiling, the
     attention core at ``peak_flops`` and ``attention_ceiling`` (NaN: the same
-    ceiling), the casts of ``cast_bytes`` per operand element, the element-wise
+    ceiling), the casts of ``cast_bytes`` per operand element (operands ``matmul_bytes``
+    wide: their K-loop overhead), the element-wise
     work, fused or not by ``fused_elementwise``; ``kv_heads``, ``ffn_hidden``,
     ``gated_mlp`` the shape, ``compute_units`` the wave count) instead of u.
     ``sharding_rate``, when given (not NaN), is a measured (achieved) rate in
@@ -556,6 +558,7 @@ def layout_figures(
             attention_ceiling=where(attention_ceiling == attention_ceiling, attention_ceiling, matmul_ceiling),
             memory_bandwidth=memory_bandwidth, kv_heads=kv_heads, ffn_hidden=ffn_hidden, gated_mlp=gated_mlp,
             tensor_parallel=t, layers_here=layers_here, compute_units=compute_units, cast_bytes=cast_bytes,
+            matmul_bytes=matmul_bytes,
             fused_elementwise=fused_elementwise, recompute=recompute, flash_attention=flash_attention,
             sequence_parallel=sequence_parallel,
         )

@@ -13,7 +13,9 @@ format's dense peak, is modelled as
   tiles leaves compute units idle (wave quantisation; U compute units, 1 when
   the registry does not state the count, which turns it off);
 * K / (K + K_0): each tile's fixed start (loading the pipeline) and end
-  (writing the tile) against its K-loop, worth K_0 of K;
+  (writing the tile) against its K-loop, worth K_0 of K; a K-step loads a
+  fixed number of bytes, so K_0 is 128 for 16-bit operands and 256 for 8-bit
+  ones (:func:`k_overhead`);
 * c_f: what the accelerator's kernels reach on large matrices in format f,
   its achievable ceiling, the one fitted constant per architecture and format
   (:data:`mlsysim/data/matmul_ceilings.json`, fitted on published training
@@ -46,7 +48,16 @@ TILE_N = 256.0
 """Columns of one output tile."""
 
 K_OVERHEAD = 128.0
-"""K_0: a tile's fixed start and end, in units of the K-loop (order of magnitude, not fitted)."""
+"""K_0 of 16-bit operands: a tile's fixed start and end, in units of the K-loop (order of magnitude, not fitted)."""
+
+K_OVERHEAD_BYTES = 2.0 * K_OVERHEAD
+"""The same in bytes of an operand row: a K-step loads a fixed number of bytes (64 16-bit or 128 8-bit
+elements), so K_0 = 256 bytes / element width: 128 for 16-bit operands, 256 for 8-bit ones."""
+
+
+def k_overhead(element_bytes: Num) -> Num:
+    """K_0 of operands ``element_bytes`` wide: K_OVERHEAD_BYTES / width."""
+    return K_OVERHEAD_BYTES / element_bytes
 
 MATMUL_FORMATS: dict[str, str] = {
     "fp32": "fp32",
@@ -115,18 +126,22 @@ def wave_quantization(m: Num, n: Num, compute_units: Num, batch: Num = 1.0) -> N
     return waves / ceil(waves)
 
 
-def matmul_efficiency(m: Num, n: Num, k: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0) -> Num:
+def matmul_efficiency(
+    m: Num, n: Num, k: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0, k0: Num = K_OVERHEAD
+) -> Num:
     """e = c q_tile q_wave K / (K + K_0) of ``batch`` products of (M x K)(K x N) (see the module docstring)."""
-    return ceiling * tile_quantization(m, n) * wave_quantization(m, n, compute_units, batch) * k / (k + K_OVERHEAD)
+    return ceiling * tile_quantization(m, n) * wave_quantization(m, n, compute_units, batch) * k / (k + k0)
 
 
-def matmul_time(m: Num, n: Num, k: Num, peak: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0) -> Num:
+def matmul_time(
+    m: Num, n: Num, k: Num, peak: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0, k0: Num = K_OVERHEAD
+) -> Num:
     """Seconds of ``batch`` products of (M x K)(K x N): 2 M N K batch / (e P)."""
-    return 2.0 * m * n * k * batch / (matmul_efficiency(m, n, k, ceiling, compute_units, batch) * peak)
+    return 2.0 * m * n * k * batch / (matmul_efficiency(m, n, k, ceiling, compute_units, batch, k0) * peak)
 
 
 def training_matmul_time(
-    m: Num, n: Num, k: Num, peak: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0
+    m: Num, n: Num, k: Num, peak: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0, k0: Num = K_OVERHEAD
 ) -> tuple[Num, Num]:
     """Seconds of a linear layer's forward product and of its two backward products.
 
@@ -134,9 +149,9 @@ def training_matmul_time(
     (M x N)(N x K), and the weight gradient dW = X^T dY, (K x M)(M x N); each 2 M N K
     FLOPs, each priced at its own shape.
     """
-    forward = matmul_time(m, n, k, peak, ceiling, compute_units, batch)
-    backward = matmul_time(m, k, n, peak, ceiling, compute_units, batch) + matmul_time(
-        k, n, m, peak, ceiling, compute_units, batch
+    forward = matmul_time(m, n, k, peak, ceiling, compute_units, batch, k0)
+    backward = matmul_time(m, k, n, peak, ceiling, compute_units, batch, k0) + matmul_time(
+        k, n, m, peak, ceiling, compute_units, batch, k0
     )
     return forward, backward
 

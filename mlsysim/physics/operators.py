@@ -46,7 +46,7 @@ import math
 from typing import NamedTuple
 
 from mlsysim.physics._array import Num, maximum, where
-from mlsysim.physics.matmul import training_matmul_time
+from mlsysim.physics.matmul import k_overhead, training_matmul_time
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
 
 FUSED_ATTENTION_SHARE = 0.7
@@ -131,6 +131,7 @@ def transformer_operator_times(
     layers_here: Num = math.nan,
     compute_units: Num = math.nan,
     cast_bytes: Num = 0.0,
+    matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
     recompute: str = "none",
     flash_attention: bool = False,
@@ -142,7 +143,9 @@ def transformer_operator_times(
     output layer is spread over the layers (the share L_s / L of it). ``matmul_peak``
     and ``matmul_ceiling``: the linear layers' format; ``attention_peak`` and
     ``attention_ceiling``: the 16-bit format of the attention core. ``cast_bytes``:
-    bytes per operand element of the casts (0 for a 16-bit format).
+    bytes per operand element of the casts (0 for a 16-bit format); ``matmul_bytes`` the width of the
+    linear layers' operands (2; 1 for FP8), which sets their K-loop overhead
+    (:func:`mlsysim.physics.matmul.k_overhead`).
     """
     t, b, s, h, a = tensor_parallel, micro_batch, seq_len, hidden, heads
     kv = where(kv_heads == kv_heads, kv_heads, a)
@@ -155,6 +158,7 @@ def transformer_operator_times(
     f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
     f_in = where(gated, 2.0 * f, f)
     units = compute_units
+    k0 = k_overhead(matmul_bytes)
 
     # (N, K) of the four products of a layer; M = b s tokens for each
     shapes = (((a + 2.0 * kv) * d / t, h), (h, h / t), (f_in / t, h), (h, f / t))
@@ -163,7 +167,7 @@ def transformer_operator_times(
     elements: Num = 0.0
     forward_elements: Num = 0.0
     for n, k in shapes:
-        fw, bw = training_matmul_time(tokens, n, k, matmul_peak, matmul_ceiling, units)
+        fw, bw = training_matmul_time(tokens, n, k, matmul_peak, matmul_ceiling, units, 1.0, k0)
         forward, backward = forward + fw, backward + bw
         forward_elements = forward_elements + tokens * k + k * n
         elements = elements + tokens * k + k * n + tokens * n

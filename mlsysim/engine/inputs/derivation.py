@@ -63,6 +63,7 @@ from mlsysim.physics.matmul import (
     fitted_formats,
 )
 from mlsysim.physics.operators import OperatorTimes, transformer_operator_times
+from mlsysim.physics.precision import BYTES_PER_ELEMENT
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator
@@ -85,6 +86,7 @@ DERIVED_ATTRIBUTES: Final = (
     "attention_ceiling",
     "compute_units",
     "cast_bytes",
+    "matmul_bytes",
 )
 """Model attributes a scenario derives from its categorical inputs (NaN when unknown)."""
 
@@ -128,6 +130,8 @@ class Job(NamedTuple):
     """The 16-bit products' ceiling (attention core, output layer)."""
     compute_units: float = math.nan
     cast_bytes: float = 0.0
+    matmul_bytes: float = 2.0
+    """Width of the linear layers' operands in bytes (1 for FP8)."""
     operators: OperatorTimes | None = None
     """The operator classes of one local step of the whole model on one device (a step from the operators)."""
     matmul_format: str = ""
@@ -414,9 +418,11 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
 
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes",
-                     "operators", "matmul_format", "operator_efficiency")
+                     "matmul_bytes", "operators", "matmul_format", "operator_efficiency")
 
-OPERATOR_NUMBERS: Final = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes")
+OPERATOR_NUMBERS: Final = (
+    "matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes", "matmul_bytes"
+)
 """The model numbers of a step from the operators (:class:`~mlsysim.engine.model.equations.Inputs`)."""
 
 
@@ -497,12 +503,14 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     bandwidth = to_canonical(out["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth")
     fused = bool(out["fused_elementwise"])
     cast = cast_bytes_per_element(matmul_format, fused)
+    width = BYTES_PER_ELEMENT[MATMUL_FORMATS[matmul_format]]
     times = transformer_operator_times(
         parameters=facts.parameters, layers=shape["layers"], hidden=shape["hidden"], heads=shape["heads"],
         seq_len=shape["seq_len"], vocab=shape["vocab"], micro_batch=batch, matmul_peak=matmul_peak,
         matmul_ceiling=ceiling, attention_peak=attention_peak, attention_ceiling=attention,
         memory_bandwidth=bandwidth, kv_heads=shape["kv_heads"], ffn_hidden=shape["ffn_hidden"],
-        gated_mlp=shape["gated_mlp"], compute_units=units, cast_bytes=cast, fused_elementwise=float(fused),
+        gated_mlp=shape["gated_mlp"], compute_units=units, cast_bytes=cast, matmul_bytes=width,
+        fused_elementwise=float(fused),
         recompute=recompute, flash_attention=bool(out["flash_attention"]),
     )
     recomputed = float(recompute_flops_per_sample(
@@ -520,6 +528,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "attention_ceiling": float(attention),
         "compute_units": units,
         "cast_bytes": cast,
+        "matmul_bytes": width,
         "operators": times,
         "matmul_format": matmul_format,
         "operator_efficiency": batch * (model + recomputed) / (peak * step),

@@ -144,6 +144,7 @@ class Inputs:
     attention_ceiling: Num = math.nan
     compute_units: Num = math.nan
     cast_bytes: Num = 0.0
+    matmul_bytes: Num = 2.0
 
 
 NEUTRAL_INPUTS: Final[Mapping[str, float]] = MappingProxyType(
@@ -907,6 +908,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "ffn_hidden": x.ffn_hidden,
         "gated_mlp": x.gated_mlp,
         "cast_bytes": x.cast_bytes,
+        "matmul_bytes": x.matmul_bytes,
         "fused_elementwise": _or(x.fused_elementwise, 0.0),
     }
 
