@@ -597,6 +597,10 @@ def _row_label(table: SweepTable, i: int) -> str:
 
 KIND_COLORS: dict[str, str] = {
     "compute": COMPUTE,
+    "matmul": "#166534",
+    "attention": "#65a30d",
+    "cast": "#a3e635",
+    "elementwise": "#86efac",
     "tensor": "#2563eb",
     "pipeline": "#0891b2",
     "sharding": "#d97706",

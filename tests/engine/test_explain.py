@@ -118,7 +118,47 @@ CASES = {
         nodes=5, tensor_parallel=5, accumulation_steps=4, zero_stage=3, shard_group=2, recompute="full",
         assumptions=Assumptions.realistic(), nics_per_node=8, optimizer_step_time=Q_(20, "ms"),
     ),
+    "step from the operators, fp8, fused attention, zero-3": DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, node=Systems.Nodes.DGX_H100, nodes=1, per_device_batch=2,
+        training_tokens=Q_(1e9, "token"), zero_stage=3, flash_attention=1, matmul_format="fp8",
+    ),
+    "step from the operators, bf16, unfused attention, full recompute": DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, node=Systems.Nodes.DGX_H100, nodes=2, per_device_batch=1,
+        training_tokens=Q_(1e9, "token"), flash_attention=0, recompute="full", fused_elementwise=1,
+    ),
+    "step from the operators, gpt-2 on the data-parallel model": FOUR.variant(
+        step_time=None, training_time=None, training_tokens=Q_(1e9, "token"), node=Systems.Nodes.DGX_H100,
+        nodes=4,
+    ),
 }
+
+OPERATOR_STEPS = ("matrix products of the linear layers", "attention core", "memory-bound element-wise work", "T1")
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n.startswith("step from the operators")])
+def test_a_step_from_the_operators_prints_each_class_and_their_sum(name):
+    """One step per operator class, each with its figures, then T1 = their sum (the step the model used)."""
+    scenario = CASES[name]
+    job = scenario.result.job
+    assert job.operators is not None
+    printed = {what.split(",")[0].split(" (")[0].split(":")[0]: (operands, value)
+               for what, operands, value in steps(scenario.explain())}
+    for what in OPERATOR_STEPS:
+        assert what in printed, what
+    assert ("casts to " + job.matmul_format in printed) == (float(job.operators.cast_time) > 0)
+    t1 = scenario.result.model_inputs.step_time
+    assert value_of(printed["T1"][1]) == pytest.approx(float(t1), rel=1e-5)
+    assert value_of(printed["T1"][1]) == pytest.approx(float(job.operators.total), rel=1e-5)
+    assert value_of(printed["matrix products of the linear layers"][1]) == pytest.approx(
+        float(job.operators.matmul_time), rel=1e-5)
+    flops = float(printed["matrix products of the linear layers"][0].split(" / ")[0])
+    assert flops == pytest.approx(float(job.operators.matmul_flops), rel=1e-5)
+
+
+def test_a_step_from_mfu_prints_no_operator_classes():
+    text = CASES["job from scratch, no recomputation"].explain()
+    assert "matrix products of the linear layers" not in text
+    assert "T1 = b (F + F_re) / (P u)" in text
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -35,7 +35,16 @@ CASES = {
                                           nic_bandwidth=3.125e9, nics_per_node=1.0, backward_gathers=0.0,
                                           flash_attention=True),
     "given step time, tensor across nodes": dict(tensor_parallel=16.0, micro_batches=2.0, device_step_time=40.0),
+    "operators, fp8 with casts, pipeline": dict(
+        tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, zero_stage=1.0, sequence_parallel=True,
+        flash_attention=True, matmul_ceiling=0.6, matmul_peak=1979e12, attention_ceiling=0.75,
+        compute_units=132.0, kv_heads=8.0, ffn_hidden=28672.0, gated_mlp=1.0, cast_bytes=6.0),
+    "operators, 16-bit, unfused attention, full recompute": dict(
+        tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0, recompute="full", matmul_ceiling=0.75,
+        compute_units=132.0, fused_elementwise=1.0),
 }
+
+OPERATOR_CASES = [name for name in CASES if name.startswith("operators")]
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -47,6 +56,22 @@ def test_every_printed_step_recomputes_from_its_printed_operands(name):
     for what, equation, operands, value in steps:
         assert equation and "\n" not in operands
         assert value_of(operands) == pytest.approx(value_of(value), rel=2e-5, abs=1e-9), (what, operands, value)
+
+
+@pytest.mark.parametrize("name", OPERATOR_CASES)
+def test_operator_classes_are_printed_and_sum_to_the_micro_batch_time(name):
+    """t_c priced operator by operator: a step per class (casts only where there are any), then their sum."""
+    inputs = {**LLAMA, **H100, **CASES[name]}
+    figures = layout_figures(**inputs)
+    ops = figures.parts.operators
+    steps = {s[0].split(" (")[0].split(",")[0].split(":")[0]: s for s in layout_steps(inputs, figures)}
+    assert "matrix products per micro-batch" not in steps  # the u-priced steps are replaced
+    for what, time in (("matrix products of the linear layers", ops.matmul_time), ("attention core", ops.attention_time),
+                       ("memory-bound element-wise work", ops.memory_time), ("t_c", figures.parts.micro_batch_time)):
+        assert value_of(steps[what][3]) == pytest.approx(float(time), rel=1e-5), what
+    casts = [s for s in steps if s.startswith("casts to")]
+    assert bool(casts) == (float(ops.cast_time) > 0)
+    assert value_of(steps["t_c"][3]) == pytest.approx(float(ops.total), rel=1e-5)
 
 
 def test_the_update_step_prints_the_update_time():

@@ -35,6 +35,16 @@ DATA_PARALLEL = {
     "first-bucket": ["nodes=2", "inter_bandwidth=100 Gbps", "assumptions.first_bucket_size=1 MB"],
     "realistic": ["nodes=8", "inter_bandwidth=200 Gbps", "assumptions=realistic"],
 }
+OPERATORS = {  # steps priced operator by operator (no step_time, no mfu)
+    "operators-data-parallel": (["step_time=none", "training_time=none", "training_tokens=1e9 token",
+                                 "node=DGX_H100", "nodes=2", "accumulation_steps=2"], "Gpt2DataParallelFourNodes10GbE"),
+    "operators-1f1b-fp8": ([x for x in LLAMA if not x.startswith("mfu")]
+                           + ["matmul_format=fp8", "tensor_parallel=8", "pipeline_parallel=4", "accumulation_steps=8",
+                              "zero_stage=1", "flash_attention=1"], "Gpt2DataParallelOneNode"),
+    "operators-zero3-unfused": ([x for x in LLAMA if not x.startswith("mfu")]
+                                + ["tensor_parallel=4", "zero_stage=3", "accumulation_steps=4"],
+                                "Gpt2DataParallelOneNode"),
+}
 SEEDS = Scenarios.names()
 
 
@@ -48,7 +58,29 @@ def cases():
     out = [pytest.param(Scenarios.get(name), id=name) for name in SEEDS]
     out += [pytest.param(scenario(sets), id=name) for name, sets in DATA_PARALLEL.items()]
     out += [pytest.param(scenario(LLAMA + sets), id=name) for name, sets in LAYOUTS.items()]
+    out += [pytest.param(scenario(sets, base), id=name) for name, (sets, base) in OPERATORS.items()]
     return out
+
+
+@pytest.mark.parametrize("name", list(OPERATORS))
+def test_a_step_from_the_operators_splits_each_compute_segment_by_operator_class(name):
+    """The compute is drawn as matrix products, attention, casts and element-wise work, in proportion to the
+    operator times of the step, and still adds up to compute_time."""
+    sets, base = OPERATORS[name]
+    r = scenario(sets, base).result
+    ops = r.job.operators
+    assert ops is not None
+    classes = {"matmul": ops.matmul_time, "attention": ops.attention_time, "cast": ops.cast_time,
+               "elementwise": ops.memory_time}
+    total = float(ops.total)
+    for row in timeline(r).rows:
+        assert not any(seg.kind == "compute" for seg in row.segments)
+        drawn = {kind: math.fsum(seg.duration for seg in row.segments if seg.kind == kind) for kind in classes}
+        compute = math.fsum(drawn.values())
+        assert compute == pytest.approx(float(r.figures.compute_time), rel=1e-9)
+        for kind, time in classes.items():
+            assert drawn[kind] == pytest.approx(compute * float(time) / total, rel=1e-9, abs=1e-15), kind
+            assert (drawn[kind] > 0) == (float(time) > 0), kind
 
 
 UPDATE_FIGURES = {  # the terms explain adds up to the update, on each model

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from mlsysim.core.units import to_canonical
-from mlsysim.engine.inputs.derivation import Checked, Job
+from mlsysim.engine.inputs.derivation import Checked, Job, operator_formats
+from mlsysim.engine.reports.operator_steps import operator_rows
 
 _ACTIVATION_EQUATIONS = {
     "none": ("L s b h (34 + 5 a s / h)", "{L} x {s} x {b} x {h} x (34 + 5 x {a} x {s} / {h})"),
@@ -71,7 +72,9 @@ def explain_rows(
                 )
             )
         bandwidth = values["memory_bandwidth"]
-        if moved > 0 and bandwidth is not None:
+        if job.operators is not None:
+            rows += _operator_step_rows(values, job, t1)
+        elif moved > 0 and bandwidth is not None:
             rows.append(
                 (
                     "element-wise bytes per sample (norms, softmax, dropout, activations; "
@@ -85,16 +88,17 @@ def explain_rows(
             elementwise = f" + {b} x {moved:.6g} / {to_canonical(bandwidth, 'bandwidth'):.6g}"
         else:
             elementwise = ""
-        rows.append(
-            (
-                "step_time, one device (u: the math-kernel efficiency of the matrix products, "
-                "not a job's MFU)",
-                "T1 = b (F + F_re) / (P u) + b E / B_mem",
-                f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {values['mfu']:g})"
-                + elementwise,
-                f"{t1:.6g} s",
+        if job.operators is None:
+            rows.append(
+                (
+                    "step_time, one device (u: the math-kernel efficiency of the matrix products, "
+                    "not a job's MFU)",
+                    "T1 = b (F + F_re) / (P u) + b E / B_mem",
+                    f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {values['mfu']:g})"
+                    + elementwise,
+                    f"{t1:.6g} s",
+                )
             )
-        )
     if job.derives("training_time"):
         t1 = to_canonical(values["step_time"], "time")
         if job.origins["training_time"] == "training_tokens":
@@ -116,6 +120,39 @@ def explain_rows(
                 f"{total / 3600:.6g} h",
             )
         )
+    return rows
+
+
+def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str, str, str, str]]:
+    """The step of one device priced operator by operator (``job.operators``), class by class, then T1,
+    then the kernel efficiency it implies (the u of a step from ``mfu`` that would give the same T1)."""
+    assert job.operators is not None
+    accelerator = values["accelerator"]
+    _, sixteen = operator_formats(values)
+    attention_peak = to_canonical(accelerator.peak_flops(sixteen), "compute_rate")
+    b = values["per_device_batch"]
+    rows = operator_rows(
+        job.operators,
+        matmul_format=job.matmul_format,
+        matmul_peak=job.matmul_peak,
+        matmul_ceiling=job.matmul_ceiling,
+        attention_peak=attention_peak,
+        attention_ceiling=job.attention_ceiling,
+        flash_attention=values["flash_attention"] == 1,
+        fmt_time=lambda x: f"{x:.6g} s",
+        total="T1",
+        total_value=t1,
+        scope=f"one step of b = {b} samples on one device",
+    )
+    f, recomputed = job.flops_per_sample, job.recompute_flops_per_sample
+    rows.append(
+        (
+            "kernel efficiency the step implies (the mfu that would give the same T1; not the job's MFU)",
+            "u = b (F + F_re) / (P T1)",
+            f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {t1:.6g})",
+            f"{b * (f + recomputed) / (job.peak_flops * t1):.6g}",
+        )
+    )
     return rows
 
 

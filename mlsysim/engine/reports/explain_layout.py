@@ -28,8 +28,11 @@ def layout_rows(r: ResultView) -> list[Row]:
     assert f.layout is not None and f.layout_arguments is not None
     arguments: dict[str, Any] = dict(f.layout_arguments)
     arguments.pop("sequence_parallel", None)
-    arguments.pop("flash_attention", None)
-    inputs = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
+    flash = arguments.pop("flash_attention", None)
+    inputs: dict[str, Any] = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
+    inputs["flash_attention"] = bool(flash) and flash == flash  # None or NaN: off
+    if r.job is not None and r.job.matmul_format:
+        inputs["matmul_format"] = r.job.matmul_format
     rows = [
         row
         for row in layout_steps(inputs, f.layout)

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
+from mlsysim.engine.reports.operator_steps import operator_rows
 from mlsysim.physics.layout import (
     ADAM_BYTES_PER_PARAMETER,
     COMPUTE_EQUATION,
@@ -69,6 +70,9 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
             else:
                 add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
                      _n(q.recompute_flops_per_sample)))
+    if not given and float(i["matmul_ceiling"]) == float(i["matmul_ceiling"]):  # priced operator by operator
+        steps += _operator_steps(i, q)
+    elif not given:
         add(("matrix products per micro-batch", "b (F + F_re) (L_s / L) / (t u P)",
              f"{_n(b)} x ({_n(q.flops_per_sample)} + {_n(q.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
              f"({_n(t)} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
@@ -129,6 +133,28 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
     return steps
 
 
+def _operator_steps(i: Mapping[str, Any], q: Any) -> list[Step]:
+    """t_c of one micro-batch on the slowest stage, class by class (``LayoutParts.operators``)."""
+    peak = float(i["peak_flops"])
+    matmul_peak, attention = float(i["matmul_peak"]), float(i["attention_ceiling"])
+    ceiling = float(i["matmul_ceiling"])
+    return operator_rows(
+        q.operators,
+        matmul_format=str(i.get("matmul_format") or "at matmul_peak"),
+        matmul_peak=matmul_peak if matmul_peak == matmul_peak else peak,
+        matmul_ceiling=ceiling,
+        attention_peak=peak,
+        attention_ceiling=attention if attention == attention else ceiling,
+        flash_attention=bool(i.get("flash_attention")),
+        fmt_time=fmt_time,
+        total="t_c",
+        total_value=float(q.micro_batch_time),
+        scope=f"one micro-batch of b = {_n(i['micro_batch'])} samples on the slowest stage's {_n(q.stage_layers)} layers, "
+              f"1/{_n(i['tensor_parallel'])} of each",
+        layers="L_s",
+    )
+
+
 def _stage_operands(i: Mapping[str, Any], layers: float, p: float) -> str:
     """The operands of the slowest stage's layers: the given first/last counts, the rest over the other stages."""
     given = [float(i[name]) for name in ("first_stage_layers", "last_stage_layers") if float(i[name]) == float(i[name])]
@@ -141,6 +167,7 @@ _DEFAULTS: dict[str, Any] = {
     "micro_batches": 1.0, "zero_stage": 0.0, "shard_group": 0.0, "backward_gathers": 1.0, "data_overlap": 1.0,
     "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
     "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
-    "optimizer_bytes": ADAM_BYTES_PER_PARAMETER,
+    "optimizer_bytes": ADAM_BYTES_PER_PARAMETER, "matmul_ceiling": float("nan"), "matmul_peak": float("nan"),
+    "attention_ceiling": float("nan"),
 }
 """The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""

@@ -42,9 +42,14 @@ opt-in costs (interference, bucket copies, the optimizer step) and the
 synchronisation cost; with overlap, the hidden AllReduce is drawn under the
 last micro-step's backward.
 
-``kind`` is a field so that splitting the compute into operator classes
-(matrix multiplies, attention, memory-bound work) only adds kinds to
-:data:`KINDS`. Phases longer than ``max_units`` micro-batches are drawn as one
+When the step is priced operator by operator (:mod:`mlsysim.physics.operators`),
+each compute segment is split into the operator classes (kinds ``matmul``,
+``attention``, ``cast``, ``elementwise``) in proportion to their times: the
+layout's ``LayoutParts.operators`` (t_c by class on the slowest stage) where
+the layout prices t_c itself from the operators, else the job's
+``Job.operators`` (T1 by class: t_c = T1 (L_s / L) / t keeps its shares). The
+pieces keep the compute's ``figure`` (``compute_time``), so they still add up
+to it. Phases longer than ``max_units`` micro-batches are drawn as one
 segment per kind, so a 512-micro-batch update stays a few hundred segments.
 """
 
@@ -61,6 +66,10 @@ if TYPE_CHECKING:
 KINDS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "compute": "compute (forward and backward)",
+        "matmul": "compute: matrix products of the linear layers",
+        "attention": "compute: attention core",
+        "cast": "compute: casts to the low-precision format",
+        "elementwise": "compute: memory-bound element-wise work",
         "tensor": "tensor-parallel collectives",
         "pipeline": "stage-to-stage transfers",
         "sharding": "ZeRO-3 gathers and reduce-scatters",
@@ -114,6 +123,53 @@ class Timeline(NamedTuple):
 
 
 Piece = tuple[float, str, str, str]  # duration, kind, label, figure
+
+OPERATOR_KINDS: Final = (
+    ("matmul", "matrix products"), ("attention", "attention core"), ("cast", "casts"),
+    ("elementwise", "element-wise work"),
+)
+"""The kinds of the operator classes, in :class:`~mlsysim.physics.operators.OperatorTimes`' order, with
+the words of their segments' labels."""
+
+
+def operator_shares(result: ResultView) -> tuple[tuple[str, str, float], ...]:
+    """(kind, words, share of the compute) of each operator class with time, or () where the step does not
+    come from the operators (see the module docstring)."""
+    f = result.figures
+    ops = None
+    arguments = f.layout_arguments
+    if f.layout is not None and arguments is not None:
+        ceiling = float(arguments.get("matmul_ceiling", math.nan))
+        given = float(arguments.get("device_step_time", math.nan))
+        if ceiling == ceiling and given != given:  # the layout priced t_c from the operators itself
+            ops = f.layout.parts.operators
+    job = result.job
+    if ops is None and job is not None and job.operators is not None:
+        ops = job.operators
+    if ops is None:
+        return ()
+    times = [float(ops.matmul_time), float(ops.attention_time), float(ops.cast_time), float(ops.memory_time)]
+    total = math.fsum(times)
+    if not total > 0:
+        return ()
+    return tuple((kind, words, t / total) for (kind, words), t in zip(OPERATOR_KINDS, times, strict=True)
+                 if t > 0)
+
+
+def _compute_pieces(duration: float, label: str, shares: tuple[tuple[str, str, float], ...],
+                    figure: str = "compute_time") -> list[Piece]:
+    """One compute piece, or one per operator class in proportion to its share (the last takes the rest, so
+    the pieces add up to ``duration``)."""
+    if not shares:
+        return [(duration, "compute", label, figure)]
+    head, _, tail = label.partition(", ")
+    out: list[Piece] = []
+    left = duration
+    for k, (kind, words, share) in enumerate(shares):
+        piece = left if k == len(shares) - 1 else duration * share
+        left -= piece
+        out.append((piece, kind, f"{words} ({head}){', ' + tail if tail else ''}", figure))
+    return out
 
 
 def timeline(result: ResultView, *, max_units: int = MAX_UNITS, max_rows: int | None = None) -> Timeline:
@@ -170,7 +226,8 @@ def _data_parallel_row(r: ResultView, max_units: int) -> Row:
     f, x, c = r.figures, r.model_inputs, r.choices
     steps = int(round(float(x.accumulation_steps)))
     t1 = float(f.compute_time) / steps  # A x T1, as explain prints it
-    ops = [[(t1, "compute", f"forward and backward, micro-step {j + 1}", "compute_time")] for j in range(steps)]
+    shares = operator_shares(r)
+    ops = [_compute_pieces(t1, f"forward and backward, micro-step {j + 1}", shares) for j in range(steps)]
     pieces = _phase(ops, "all micro-steps", max_units, "micro-steps")
     exposed, total = float(f.exposed_communication_time), float(f.communication_time)
     if c.overlap:
@@ -230,14 +287,15 @@ def _unit(r: ResultView) -> tuple[_Unit, int, int, int]:
     zero3_f = min(zero3, gather + rest * max(0.0, gather - t_f)) / v if zero3 > 0 else 0.0
     zero3_b = zero3 / v - zero3_f
     send = float(f.pipeline_transfer_time) / (2.0 * (units + p - 1))
+    shares = operator_shares(r)
     pieces_f = (
         (zero3_f, "sharding", "ZeRO-3 gathers not hidden (forward)", "sharding_time"),
-        (compute_f, "compute", "forward", "compute_time"),
+        *_compute_pieces(compute_f, "forward", shares),
         (tensor_f, "tensor", "tensor-parallel all-reduces (forward)", "tensor_parallel_time"),
         (send, "pipeline", "send activations to the next stage", "pipeline_transfer_time"),
     )
     pieces_b = (
-        (compute_b, "compute", "backward", "compute_time"),
+        *_compute_pieces(compute_b, "backward", shares),
         (tensor_b, "tensor", "tensor-parallel all-reduces (backward)", "tensor_parallel_time"),
         (zero3_b, "sharding", "ZeRO-3 gathers and reduce-scatters not hidden (backward)", "sharding_time"),
         (send, "pipeline", "send gradients to the previous stage", "pipeline_transfer_time"),

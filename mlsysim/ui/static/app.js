@@ -586,7 +586,7 @@ function renderBreakdown(sweep, current) {
 // One update as a bar per pipeline stage (/api/timeline): a trace per kind of work, each segment a
 // bar from its start; forwards in a lighter green than backwards. The colours are the CLI plot's.
 const KIND_COLORS = {
-  compute: "#4c9a2a", tensor: "#2563eb", pipeline: "#0891b2", sharding: "#d97706", data: "#c0392b",
+  compute: "#4c9a2a", matmul: "#166534", attention: "#65a30d", cast: "#a3e635", elementwise: "#86efac", tensor: "#2563eb", pipeline: "#0891b2", sharding: "#d97706", data: "#c0392b",
   overhead: "#a16207", optimizer: "#db2777", synchronization: "#7d3c98", idle: "#e5e7eb",
 };
 const FORWARD_COLOR = "#9fd18b";
