@@ -311,7 +311,7 @@ def _fit_format(name: str, rows: list[MatmulRow], device: Any, units: float) -> 
         ) from None
     m, n, k = (np.asarray([getattr(r, d) for r in rows], dtype=float) for d in ("m", "n", "k"))
     measured = np.asarray([r.tflops for r in rows])
-    shape = matmul_efficiency(m, n, k, 1.0, units)  # the ceiling 1: q_tile q_wave K / (K + K_0)
+    shape = np.asarray(matmul_efficiency(m, n, k, 1.0, units))  # the ceiling 1: q_tile q_wave K / (K + K_0)
     estimates = measured / (peak * shape)
     ceiling = float(np.median(estimates))
     if ceiling > 1.0:
