@@ -92,3 +92,34 @@ def _inputs_table(data: dict[str, object], which: str) -> dict[str, object]:
         if isinstance(value, dict) and any(key in value for key in markers)
     ]
     return tables[0] if len(tables) == 1 else data
+
+
+def write_assumptions(path: str | Path, values: dict[str, float]) -> dict[str, float]:
+    """Set ``values`` (``matmul_ceiling``, ``attention_ceiling``) in the ``[assumptions]`` of the TOML file
+    at ``path``.
+
+    The keys go into the assumptions of the table that holds the scenario's inputs (the top level, or
+    the one table that gives ``workload``, ``node``, ``accelerator`` or ``devices_per_node``); a preset
+    name given as text becomes ``preset = ...`` in that table; a missing file is created. Written
+    atomically, like :func:`write_link`. Returns the values written.
+    """
+    p = Path(path)
+    data = _read(p)
+    markers = ("workload", "node", "accelerator", "devices_per_node", "assumptions")
+    table = data
+    if not any(key in data for key in markers):
+        tables = [v for v in data.values() if isinstance(v, dict) and any(key in v for key in markers)]
+        table = tables[0] if len(tables) == 1 else data
+    found = table.get("assumptions")
+    current: dict[str, object]
+    if isinstance(found, str):
+        current = {"preset": found}
+    elif isinstance(found, dict):
+        current = found
+    else:
+        current = {}
+    current.update(values)
+    table.pop("assumptions", None)
+    table["assumptions"] = current  # tables last, as TOML requires
+    write_text_atomically(p, tomli_w.dumps(data))
+    return dict(values)

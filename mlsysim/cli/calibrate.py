@@ -21,7 +21,8 @@ calibrate_app = group(
         "  mlsysim calibrate nccl-tests all_reduce.log\n\n"
         "  mlsysim calibrate nccl-tests all_reduce.log --write-scenario my.toml --link intra\n\n"
         "  mlsysim calibrate torch --nproc 2\n\n"
-        "  mlsysim calibrate step --model gpt --batch 8"
+        "  mlsysim calibrate step --model gpt --batch 8\n\n"
+        "  mlsysim calibrate matmuls table.json --accelerator H100"
     ),
 )
 
@@ -152,6 +153,75 @@ def step(
     click.echo(f"step time    {step_ms:.4g} ms (median of {len(timing.times)} steps)")
     click.echo(f"spread       {timing.spread:.1%} (max - min) / median")
     click.echo(f'use it as    --set "step_time={step_ms:.4g} ms"')
+
+
+@command(calibrate_app, "matmuls")
+def matmuls(
+    table: Path = Argument(
+        ..., help="Measured matrix products: CSV or JSON with M, N, K, format, tflops (matmul_script's output)."
+    ),
+    accelerator: str | None = Option(
+        None, "--accelerator", help="Registry name of the accelerator measured (e.g. H100), if the table names none."
+    ),
+    matmul_format: str | None = Option(
+        None, "--matmul-format", help="The format of the linear layers, whose ceiling is matmul_ceiling."
+    ),
+    write_scenario: Path | None = Option(
+        None, "--write-scenario", help="Write the ceilings into this TOML scenario file's [assumptions]."
+    ),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fit the matrix-product ceiling of each format to measured matrix multiplies.
+
+    c_f is the median over a format's rows of measured / (peak_f q_tile q_wave K / (K + K_0));
+    each row is predicted by the other rows' fit (leave one row out). The linear layers'
+    format gives matmul_ceiling, a 16-bit format measured beside a low-precision one
+    attention_ceiling. Measure with: python -m mlsysim.calibrate.matmul_script --out table.json
+
+    Example: mlsysim calibrate matmuls table.json --accelerator H100 --write-scenario my.toml
+    """
+    from mlsysim.calibrate.matmuls import fit_matmul_ceilings, read_matmul_table, table_text
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.jsonio import document, dumps
+
+    if write_scenario is not None:
+        from mlsysim.core.fileio import check_target
+
+        check_target(write_scenario, suffixes=(".toml",), option="--write-scenario")
+    measured = read_matmul_table(table)
+    if accelerator is not None and measured.accelerator is not None and accelerator != measured.accelerator:
+        raise InputError(
+            f"--accelerator: the table names {measured.accelerator!r}, got {accelerator!r}", field="accelerator"
+        )
+    name = accelerator or measured.accelerator
+    if name is None:
+        raise InputError(
+            "--accelerator: the table names no accelerator; expected its registry name (e.g. --accelerator H100)",
+            field="accelerator",
+        )
+    fit = fit_matmul_ceilings(measured.rows, name, source=measured.path)
+    values = fit.assumptions(matmul_format)
+    if write_scenario is not None:
+        from mlsysim.calibrate.scenario_file import write_assumptions
+
+        write_assumptions(write_scenario, values)
+    if json_:
+        data = fit.to_dict(matmul_format)
+        if write_scenario is not None:
+            data["written"] = {"file": str(write_scenario), **values}
+        click.echo(dumps(document("matmul_calibration", data), indent=2))
+        return
+    click.echo(table_text(fit, matmul_format))
+    click.echo("")
+    linear = fit.linear_format(matmul_format)
+    if write_scenario is not None:
+        written = ", ".join(f"{k} = {v!r}" for k, v in values.items())
+        click.echo(f"wrote {written} to {write_scenario} (linear layers in {linear})")
+        return
+    click.echo(f"use it as (the linear layers in {linear}; set matmul_format = \"{linear}\" in the scenario):")
+    click.echo("[assumptions]")
+    for key, value in values.items():
+        click.echo(f"{key} = {value!r}")
 
 
 def _check_link(write_scenario: Path | None, link: str | None) -> str | None:

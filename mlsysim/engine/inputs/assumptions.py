@@ -179,7 +179,7 @@ class Assumptions(Validated):
       ``mlsysim/data/matmul_ceilings.json``); ``attention_ceiling`` the same for the
       16-bit products (the attention core, the output layer; 0: fitted, or
       ``matmul_ceiling`` when the linear layers run in 16 bits too). What ``mlsysim
-      calibrate --matmuls`` measures on your GPU.
+      calibrate matmuls`` fits to products timed on your GPU.
 
     >>> Assumptions()
     Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0)
