@@ -167,7 +167,10 @@ def test_writes_the_ceilings_into_a_scenario_that_then_prices_its_step_with_them
     from mlsysim.engine.io.files import load_scenario
 
     fitted = load_scenario(path)
-    assert fitted.job.origins["step_time"] == "operators (bf16 matrix products, ceiling 0.75 fitted for Hopper)"
+    from mlsysim.physics.matmul import fitted_ceiling
+
+    stored = fitted_ceiling("Hopper", "bf16")
+    assert fitted.job.origins["step_time"] == f"operators (bf16 matrix products, ceiling {stored:.3g} fitted for Hopper)"
     assert write_assumptions(path, {"matmul_ceiling": 0.6}) == {"matmul_ceiling": 0.6}
     data = tomllib.loads(path.read_text())
     assert data["assumptions"] == {"preset": "realistic", "matmul_ceiling": 0.6}

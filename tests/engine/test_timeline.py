@@ -70,6 +70,9 @@ def test_a_step_from_the_operators_splits_each_compute_segment_by_operator_class
     r = scenario(sets, base).result
     ops = r.job.operators
     assert ops is not None
+    if r.figures.layout is not None:  # a layout prices t_c from the operators at its own t, b and stage
+        ops = r.figures.layout.parts.operators
+        assert float(ops.attention_time) > 0
     classes = {"matmul": ops.matmul_time, "attention": ops.attention_time, "cast": ops.cast_time,
                "elementwise": ops.memory_time}
     total = float(ops.total)

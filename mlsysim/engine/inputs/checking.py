@@ -11,6 +11,7 @@ is reported at once, each located at its field.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Final, NamedTuple, cast
 
@@ -20,6 +21,7 @@ from mlsysim.core.validation import input_error
 from mlsysim.engine.inputs.derivation import (
     DERIVABLE,
     DERIVED_TARGETS,
+    OPERATOR_NUMBERS,
     SOURCES,
     Job,
     operator_numbers,
@@ -169,7 +171,13 @@ def checked_inputs(
         numbers["flops_per_sample"] = job.flops_per_sample
         numbers["peak_flops"] = job.peak_flops
         numbers["activation_memory_per_sample"] = job.activation_memory_per_sample
-        numbers.update(operator_numbers(job))
+        operated = operator_numbers(job)
+        if operated:
+            numbers.update(operated)
+        else:  # a variant's new job may no longer price the step from the operators
+            for name in OPERATOR_NUMBERS:
+                numbers[name] = NEUTRAL_INPUTS[name]
+            numbers["mfu"] = math.nan if values["mfu"] is None else float(values["mfu"])  # type: ignore[arg-type]
     if missing:
         still_missing = [_missing(name) for name in missing if values[name] is None]
         if still_missing:  # nothing derived them
