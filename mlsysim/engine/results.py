@@ -409,28 +409,36 @@ class DataParallelScaleOutResult:
         "millisecond", doc="stage-to-stage transfers per update (exposed)", label="  pipeline stage transfers",
         row=33, header="p2p",
     )
+    context_parallel_time = OptionalQuantityField(
+        "millisecond", doc="m t_cp: ring attention's key/value transfers per update beyond the attention they overlap",
+        label="  context-parallel ring (exposed)", row=34, header="context",
+    )
+    expert_parallel_time = OptionalQuantityField(
+        "millisecond", doc="m t_ep: expert parallelism's token all-to-alls per update (exposed)",
+        label="  expert all-to-alls (exposed)", row=35, header="experts",
+    )
     sharding_time = OptionalQuantityField(
         "millisecond", doc="m T_zero3: exposed per-layer ZeRO-3/FSDP gathers and reduce-scatters",
-        label="  ZeRO-3/FSDP gathers (exposed)", row=34, header="sharding",
+        label="  ZeRO-3/FSDP gathers (exposed)", row=36, header="sharding",
     )
     data_parallel_time = OptionalQuantityField(
         "millisecond", doc="exposed gradient synchronisation across data-parallel ranks, once per update",
-        label="  data-parallel gradient sync (exposed)", row=35, header="data",
+        label="  data-parallel gradient sync (exposed)", row=37, header="data",
     )
     bubble_time = OptionalQuantityField(
         "millisecond", doc="(p-1)/v (t_c + t_tp): the pipeline's fill and drain", label="pipeline bubble",
-        row=36, header="bubble",
+        row=38, header="bubble",
     )
     bubble_fraction = OptionalFloatField(
-        doc="(p-1)/(v m)", label="bubble fraction", row=37, display="percent", header="bubble %",
+        doc="(p-1)/(v m)", label="bubble fraction", row=39, display="percent", header="bubble %",
     )
     state_memory = OptionalQuantityField(
         "byte", doc="weights, gradients and optimizer state on one device (sharded)",
-        label="  training state per device", row=38,
+        label="  training state per device", row=40,
     )
     stage_activation_memory = OptionalQuantityField(
         "byte", doc="activations the first pipeline stage holds for its micro-batches in flight",
-        label="  activations (first stage)", row=39,
+        label="  activations (first stage)", row=41,
     )
     layout_valid = ValidField(
         doc="the layout obeys the layout rules (t p divides the devices, heads by t, layers by p v, m >= p); "
@@ -439,7 +447,7 @@ class DataParallelScaleOutResult:
     )
     gather_buffer_memory = OptionalQuantityField(
         "byte", doc="unsharded parameters and gradients of the layers in flight (ZeRO-3)",
-        label="  ZeRO-3 gather buffers", row=40,
+        label="  ZeRO-3 gather buffers", row=42,
     )
     memory_per_device = QuantityField(
         "byte", doc="training state + activations per device", label="memory per device", row=22,
@@ -455,58 +463,58 @@ class DataParallelScaleOutResult:
     # the whole run (docs/whole_run.md): failures, checkpoints, energy; None where not modeled
     job_mtbf = OptionalQuantityField(
         "hour", doc="the job's mean time between failures, M = 1 / (lambda n)",
-        label="job mean time between failures", row=41, header="MTBF",
+        label="job mean time between failures", row=43, header="MTBF",
     )
     checkpoint_size = OptionalQuantityField(
         "byte", doc="one checkpoint of the training state, 14 B per parameter",
-        label="checkpoint size", row=42, header="ckpt size",
+        label="checkpoint size", row=44, header="ckpt size",
     )
     checkpoint_time = OptionalQuantityField(
-        "second", doc="time to write one checkpoint", label="checkpoint write time", row=43,
+        "second", doc="time to write one checkpoint", label="checkpoint write time", row=45,
         header="ckpt write",
     )
     checkpoint_interval = OptionalQuantityField(
         "minute", doc="compute time between checkpoints (given, or Daly's optimum)",
-        label="checkpoint interval", row=44, header="ckpt every",
+        label="checkpoint interval", row=46, header="ckpt every",
     )
     checkpoint_overhead = OptionalQuantityField(
         "hour", doc="time spent writing checkpoints over the run",
-        label="  spent writing checkpoints", row=46,
+        label="  spent writing checkpoints", row=48,
     )
     rework_time = OptionalQuantityField(
         "hour", doc="work lost to failures and recomputed", label="  spent redoing lost work",
-        row=47,
+        row=49,
     )
     restart_overhead = OptionalQuantityField(
-        "hour", doc="time spent restarting after failures", label="  spent restarting", row=48,
+        "hour", doc="time spent restarting after failures", label="  spent restarting", row=50,
     )
     interruptions = OptionalFloatField(
         doc="expected failures over the run, N_f = T_w / M", label="expected interruptions",
-        row=49, header="interrupts",
+        row=51, header="interrupts",
     )
     goodput = OptionalFloatField(
         doc="share of wall-clock time that advances training, training_time / wall_clock_time",
-        label="goodput", row=50, display="percent",
+        label="goodput", row=52, display="percent",
     )
     wall_clock_time = OptionalQuantityField(
         "hour", doc="training_time with checkpoints, restarts and lost work (training_time / goodput)",
-        label="wall-clock time with failures", row=45, header="wall clock",
+        label="wall-clock time with failures", row=47, header="wall clock",
     )
     energy = OptionalQuantityField(
         "megawatt_hour", doc="energy drawn by the facility over the run (PUE included)",
-        label="energy", row=51,
+        label="energy", row=53,
     )
     emissions = OptionalQuantityField(
         "metric_ton", doc="operational emissions, tonnes of CO2e (location-based)",
-        label="emissions (CO2e)", row=52, header="CO2e",
+        label="emissions (CO2e)", row=54, header="CO2e",
     )
     energy_cost = MoneyField(
         "USD", doc="US dollars of the energy, or None without an energy price",
-        label="energy cost", row=53, header="energy cost",
+        label="energy cost", row=55, header="energy cost",
     )
     total_cost = MoneyField(
         "USD", doc="node-hours over the wall-clock time plus the energy, where priced",
-        label="cost of the whole run", row=54, header="total cost",
+        label="cost of the whole run", row=56, header="total cost",
     )
     achieved_mfu = OptionalFloatField(
         doc="the job's model FLOPs utilisation: model FLOPs per second per device over the peak "

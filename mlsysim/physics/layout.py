@@ -88,6 +88,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.physics._array import Array, Num, is_array, maximum, minimum, where
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.compute import transformer_flops_per_sample
+from mlsysim.physics.context_parallel import kv_block_bytes, ring_attention_exposed
 from mlsysim.physics.operators import (
     OperatorTimes,
     elementwise_passes,
@@ -157,6 +158,16 @@ class LayoutParts(NamedTuple):
     """Collectives per layer per micro-batch: 4, or 6 with full recomputation."""
     tensor_micro_batch_time: Num
     """t_tp."""
+    context_rate: Num
+    """B_cp: bytes/s of one step of the context-parallel ring."""
+    context_message: Num
+    """M_kv: keys and values of one block of one layer on one device."""
+    context_micro_batch_time: Num
+    """t_cp: the ring's exposed transfers of one micro-batch (0 without context parallelism)."""
+    expert_micro_batch_time: Num
+    """t_ep: the exposed all-to-alls of one micro-batch (0 without experts)."""
+    domain: Num
+    """D: devices of one scale-up (NVLink) domain, the node's devices unless stated."""
     pipeline_rate: Num
     """B_pp."""
     pipeline_latency: Num
@@ -195,7 +206,7 @@ class LayoutParts(NamedTuple):
 class LayoutFigures(NamedTuple):
     """Figures of one layout's optimizer update (floats, or arrays in a search); SI units.
 
-    The seven time terms add up to ``update_time``.
+    The nine time terms add up to ``update_time``.
     """
 
     update_time: Num
@@ -204,8 +215,12 @@ class LayoutFigures(NamedTuple):
     """m t_c: the device's micro-batches' forward and backward compute."""
     tensor_time: Num
     """m t_tp: tensor-parallel collectives, all on the critical path."""
+    context_time: Num
+    """m t_cp: the context-parallel ring's transfers beyond the attention they overlap."""
+    expert_time: Num
+    """m t_ep: expert parallelism's all-to-alls, exposed."""
     bubble_time: Num
-    """(p-1)/v (t_c + t_tp): the pipeline's fill and drain."""
+    """(p-1)/v (t_c + t_tp + t_cp + t_ep): the pipeline's fill and drain."""
     pipeline_time: Num
     """Exposed stage-to-stage transfers."""
     sharding_time: Num
@@ -236,9 +251,10 @@ class LayoutFigures(NamedTuple):
     """The intermediate figures (for a derivation)."""
 
 
-def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Num) -> Num:
-    """d = devices / (t p) (Narayanan et al. 2021, section 3: n = t p d)."""
-    return devices / (tensor_parallel * pipeline_parallel)
+def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Num, context_parallel: Num = 1.0) -> Num:
+    """d = devices / (t cp p) (Narayanan et al. 2021, section 3: n = t p d; context parallelism cp splits each
+    sequence over cp more devices)."""
+    return devices / (tensor_parallel * context_parallel * pipeline_parallel)
 
 
 def recompute_flops_per_sample(
@@ -316,17 +332,23 @@ def layout_mask(
     shard_group: Num = 0.0,
     first_stage_layers: Num = math.nan,
     last_stage_layers: Num = math.nan,
+    context_parallel: Num = 1.0,
+    seq_len: Num = math.nan,
 ) -> Num:
     """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
     positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
+    positive = positive & (context_parallel >= 1)
     t, p = maximum(tensor_parallel, 1.0), maximum(pipeline_parallel, 1.0)
     v, m = maximum(pipeline_chunks, 1.0), maximum(micro_batches, 1.0)
-    d = data_parallel_size(devices, t, p)
-    ok_d = positive & (_mod(devices, t * p) == 0) & (d >= 1)
+    cp = maximum(context_parallel, 1.0)
+    d = data_parallel_size(devices, t, p, cp)
+    ok_d = positive & (_mod(devices, t * cp * p) == 0) & (d >= 1)
+    # the load-balanced causal split: each sequence cut into 2 cp chunks (seq_len NaN: not checked)
+    ok_d = ok_d & ((cp == 1) | (seq_len != seq_len) | (_mod(where(seq_len == seq_len, seq_len, 0.0), 2.0 * cp) == 0))
     ok_heads = _mod(heads, t) == 0
     ok_layers = layers >= p * v
     ok_inter = (v == 1) | ((p > 1) & (_mod(m, p) == 0))
-    ok_shard = (shard_group == 0) | (_mod(d, maximum(shard_group, 1.0)) == 0)
+    ok_shard = (shard_group == 0) | (_mod(d * cp, maximum(shard_group, 1.0)) == 0)
     ok_stages = _stage_counts_fit(layers, p, first_stage_layers, last_stage_layers)
     return ok_d & ok_heads & ok_layers & ok_inter & ok_shard & ok_stages
 
@@ -370,6 +392,8 @@ def check_layout(
     shard_group: int = 0,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    context_parallel: int = 1,
+    seq_len: int | None = None,
 ) -> None:
     """Raise :class:`InputError` (one line naming both numbers and the fix) for a layout that breaks a rule.
 
@@ -378,9 +402,11 @@ def check_layout(
     first/last stage layer counts that leave every other stage a layer. Fewer
     micro-batches than stages is legal (priced: the bubble dominates).
     """
-    t, p, v, m = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches
+    t, p, v, m, cp = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches, context_parallel
     layout = dict(devices=devices, tensor_parallel=t, pipeline_parallel=p, heads=heads, layers=layers,
-                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group)
+                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group, context_parallel=cp)
+    if seq_len is not None:
+        layout["seq_len"] = seq_len
     for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
         if count is not None:
             layout[name] = count
@@ -391,17 +417,30 @@ def check_layout(
         return advice(layout_mask, layout, names)
 
     for name, value in (("devices", devices), ("tensor_parallel", t), ("pipeline_parallel", p),
-                        ("pipeline_chunks", v), ("accumulation_steps", m)):
+                        ("pipeline_chunks", v), ("accumulation_steps", m), ("context_parallel", cp)):
         if value < 1:
             raise InputError(f"{name} must be a positive integer, got {value}", field=name)
     if shard_group < 0:
         raise InputError(f"shard_group must be 0 (all data-parallel ranks) or a divisor of d, got {shard_group}",
                          field="shard_group")
+    if cp > 1 and devices % (t * cp * p):
+        raise InputError(
+            f"tensor_parallel x context_parallel x pipeline_parallel ({t} x {cp} x {p} = {t * cp * p}) must divide "
+            f"the devices ({devices}); {fix('context_parallel', 'tensor_parallel', 'pipeline_parallel')}",
+            field="context_parallel",
+        )
     if devices % (t * p):
         raise InputError(
             f"tensor_parallel x pipeline_parallel ({t} x {p} = {t * p}) must divide the devices ({devices}); "
             f"{fix('tensor_parallel', 'pipeline_parallel')}",
             field="tensor_parallel",
+        )
+    if cp > 1 and seq_len is not None and seq_len % (2 * cp):
+        raise InputError(
+            f"seq_len ({seq_len}) must be a multiple of 2 x context_parallel = {2 * cp}: each sequence is cut into "
+            f"2 cp chunks, one from each end per device (load-balanced causal attention); "
+            f"{fix('context_parallel')}",
+            field="context_parallel",
         )
     if heads % t:
         raise InputError(
@@ -421,10 +460,11 @@ def check_layout(
             f"a multiple of pipeline_parallel ({p}); {fix('accumulation_steps', 'pipeline_chunks')}",
             field="pipeline_chunks",
         )
-    d = devices // (t * p)
-    if shard_group and d % shard_group:
+    d = devices // (t * cp * p)
+    if shard_group and d * cp % shard_group:
         raise InputError(
-            f"shard_group ({shard_group}) must divide the data-parallel size d = {d}; "
+            f"shard_group ({shard_group}) must divide the data-parallel size d = {d}"
+            + (f" times context_parallel {cp} = {d * cp}" if cp > 1 else "") + "; "
             f"{fix('shard_group')}",
             field="shard_group",
         )
@@ -492,6 +532,8 @@ def layout_figures(
     cast_bytes: Num = 0.0,
     matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
+    context_parallel: Num = 1.0,
+    scale_up_domain: Num = math.nan,
 ) -> LayoutFigures:
     """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
 
@@ -530,26 +572,31 @@ def layout_figures(
     derives from the links (a framework's collectives can run far below what
     the links carry; docs/parallelism.md, the ZeRO-3 runs of 2021).
     """
-    t, p, v = tensor_parallel, pipeline_parallel, pipeline_chunks
-    b, m, g = micro_batch, micro_batches, devices_per_node
-    d = data_parallel_size(devices, t, p)
+    t, p, v, cp = tensor_parallel, pipeline_parallel, pipeline_chunks, context_parallel
+    b, m = micro_batch, micro_batches
+    # a scale-up domain larger than the node (NVL72: 72 GPUs over trays of 4) is priced as one node of D
+    # devices with the NICs of its D / g trays
+    g = where(scale_up_domain == scale_up_domain, scale_up_domain, devices_per_node)
+    nics_per_node = nics_per_node * g / devices_per_node
+    d = data_parallel_size(devices, t, p, cp)
+    s_dev = seq_len / cp  # tokens of each sequence on one device
     layers_here = slowest_stage_layers(layers, p, first_stage_layers, last_stage_layers)
     share = layers_here / layers  # of the model on the slowest stage (1/p when even)
 
     # compute of one micro-batch on one device
     model_per_sample = transformer_flops_per_sample(parameters, layers, hidden, seq_len)
     extra = recompute_flops_per_sample(parameters, layers, hidden, seq_len, vocab, recompute)
-    matmul = b * (model_per_sample + extra) * share / (t * math_efficiency * peak_flops)
+    matmul = b * (model_per_sample + extra) * share / (t * cp * math_efficiency * peak_flops)
     stored = tp_activation_bytes_per_layer(
-        seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
+        s_dev, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
         flash_attention=flash_attention,
     )
     passes = elementwise_passes(recompute)
     elementwise = layers_here * passes * stored / memory_bandwidth
     if type(matmul_ceiling) is float and matmul_ceiling != matmul_ceiling:
         zero = 0.0 * matmul
-        ops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / t, zero, zero,
-                            layers_here * passes * stored)
+        ops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp), zero,
+                            zero, layers_here * passes * stored)
     else:
         ops = transformer_operator_times(
             parameters=parameters, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab,
@@ -558,19 +605,36 @@ def layout_figures(
             attention_ceiling=where(attention_ceiling == attention_ceiling, attention_ceiling, matmul_ceiling),
             memory_bandwidth=memory_bandwidth, kv_heads=kv_heads, ffn_hidden=ffn_hidden, gated_mlp=gated_mlp,
             tensor_parallel=t, layers_here=layers_here, compute_units=compute_units, cast_bytes=cast_bytes,
-            matmul_bytes=matmul_bytes,
+            matmul_bytes=matmul_bytes, context_parallel=cp,
             fused_elementwise=fused_elementwise, recompute=recompute, flash_attention=flash_attention,
             sequence_parallel=sequence_parallel,
         )
     measured = device_step_time == device_step_time
-    t_c = where(measured, device_step_time * share / t, ops.total)
+    t_c = where(measured, device_step_time * share / (t * cp), ops.total)
 
     # tensor parallelism
     tp_rate = tp_link_rate(t, g, intra_bandwidth, nic_bandwidth, nics_per_node)
     tp_latency = where(t <= g, intra_latency, inter_latency)
-    tp_message = tp_message_bytes(b, seq_len, hidden)
+    tp_message = tp_message_bytes(b, s_dev, hidden)
     tp_one = tp_allreduce_time(tp_message, t, tp_rate, tp_latency)
     t_tp = layers_here * tp_collectives_per_layer(recompute) * tp_one  # tp_time_per_micro_batch
+
+    # context parallelism: the ring of cp devices after the t tensor ranks (Megatron-Core's order t, cp, d, p)
+    kv = where(kv_heads == kv_heads, kv_heads, heads)
+    cp_message = kv_block_bytes(b, seq_len, kv, hidden / heads, t, cp)
+    cp_rate = pipeline_link_rate(t, cp, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    cp_latency = where(t * cp <= g, intra_latency, inter_latency)
+    attention_flops_layer = 12.0 * b * seq_len * seq_len * hidden / (t * cp)  # the FLOP model's attention
+    attention_layer = where(
+        ops.attention_time > 0, ops.attention_time / layers_here,
+        attention_flops_layer / (math_efficiency * peak_flops),
+    )
+    t_cp = where(
+        cp > 1, layers_here * ring_attention_exposed(cp_message, cp, cp_rate, cp_latency, attention_layer, recompute),
+        0.0,
+    )
+    t_ep = 0.0 * t_cp
+    t_comm = t_tp + t_cp + t_ep  # collectives on the critical path of each micro-batch
 
     # pipeline
     bubble = bubble_fraction(p, m, v)
@@ -580,16 +644,17 @@ def layout_figures(
         pipeline_link_rate(t, p, g, intra_bandwidth, nic_bandwidth, nics_per_node),
     )
     pp_latency = where(t * p <= g, intra_latency, inter_latency)
-    pp_message = p2p_message_bytes(b, seq_len, hidden, t)
+    pp_message = p2p_message_bytes(b, s_dev, hidden, t)
     t_p2p = p2p_time(pp_message, pp_rate, p, m, v, pp_latency)
 
     # sharding and data parallelism
     psi = parameters * share / t
     grad = gradient_bytes * psi
     sharded = zero_stage >= 1
-    k = where(sharded, where(shard_group > 0, shard_group, d), 1.0)
-    r = d / k
-    per_node = maximum(1.0, g / t)  # data-parallel ranks of one group in a node (Megatron order: t, d, p)
+    d_grad = d * cp  # the devices that hold the same weights: data and context parallel ranks
+    k = where(sharded, where(shard_group > 0, shard_group, d_grad), 1.0)
+    r = d_grad / k
+    per_node = maximum(1.0, g / t)  # ranks of one d x cp group in a node (Megatron order: t, cp, d, p)
     k_node = minimum(k, per_node)
     k_rate = where(
         sharding_rate == sharding_rate,
@@ -623,14 +688,14 @@ def layout_figures(
 
     compute = m * t_c
     tensor = m * t_tp
-    bubble_time = (p - 1.0) / v * (t_c + t_tp)
+    bubble_time = (p - 1.0) / v * (t_c + t_comm)
     sharding = m * t_zero3
-    update = compute + tensor + bubble_time + t_p2p + sharding + t_data + t_opt
+    update = compute + tensor + m * t_cp + m * t_ep + bubble_time + t_p2p + sharding + t_data + t_opt
 
     # memory of the first stage
     state = sharded_state_bytes(psi, zero_stage, k)
     act_layer = tp_activation_bytes_per_layer(
-        seq_len, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute=recompute,
+        s_dev, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute=recompute,
         flash_attention=flash_attention,
     )
     activations = first_stage_activation_bytes(layers_here * p, act_layer, p, m, v)
@@ -642,6 +707,8 @@ def layout_figures(
         update_time=update,
         compute_time=compute,
         tensor_time=tensor,
+        context_time=m * t_cp,
+        expert_time=m * t_ep,
         bubble_time=bubble_time,
         pipeline_time=t_p2p,
         sharding_time=sharding,
@@ -671,6 +738,11 @@ def layout_figures(
             tensor_collective_time=tp_one,
             tensor_collectives=tp_collectives_per_layer(recompute),
             tensor_micro_batch_time=t_tp,
+            context_rate=cp_rate,
+            context_message=cp_message,
+            context_micro_batch_time=t_cp,
+            expert_micro_batch_time=t_ep,
+            domain=g,
             pipeline_rate=pp_rate,
             pipeline_latency=pp_latency,
             pipeline_message=pp_message,

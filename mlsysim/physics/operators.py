@@ -133,6 +133,7 @@ def transformer_operator_times(
     cast_bytes: Num = 0.0,
     matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
+    context_parallel: Num = 1.0,
     recompute: str = "none",
     flash_attention: bool = False,
     sequence_parallel: bool = False,
@@ -143,7 +144,9 @@ def transformer_operator_times(
     output layer is spread over the layers (the share L_s / L of it). ``matmul_peak``
     and ``matmul_ceiling``: the linear layers' format; ``attention_peak`` and
     ``attention_ceiling``: the 16-bit format of the attention core. ``cast_bytes``:
-    bytes per operand element of the casts (0 for a 16-bit format); ``matmul_bytes`` the width of the
+    bytes per operand element of the casts (0 for a 16-bit format); ``context_parallel`` cp: the device
+    holds s / cp tokens of each sequence, its queries attending to all s keys
+    (:mod:`mlsysim.physics.context_parallel`); ``matmul_bytes`` the width of the
     linear layers' operands (2; 1 for FP8), which sets their K-loop overhead
     (:func:`mlsysim.physics.matmul.k_overhead`).
     """
@@ -151,7 +154,8 @@ def transformer_operator_times(
     kv = where(kv_heads == kv_heads, kv_heads, a)
     here = where(layers_here == layers_here, layers_here, layers)
     share = here / layers
-    tokens = b * s
+    cp = context_parallel
+    tokens = b * s / cp  # the device's share of each sequence (context parallelism: s / cp)
     d = h / a
     given_width = ffn_hidden == ffn_hidden
     gated = where(given_width, gated_mlp, 0.0) > 0
@@ -182,21 +186,21 @@ def transformer_operator_times(
 
     # the attention core of a layer: a / t heads of b sequences
     local_heads = b * a / t
-    counted = 4.0 * b * s * s * h / t  # forward FLOPs of Q K^T and attention x V, the whole matrix
+    counted = 4.0 * b * s * s * h / (t * cp)  # forward FLOPs of Q K^T and attention x V, the whole matrix
     attention_reruns = 1.0 if recompute in ("full", "selective") else 0.0
     if flash_attention:
         executed_forward = CAUSAL_SHARE * counted
         executed = executed_forward * (1.0 + ATTENTION_BACKWARD + attention_reruns)
         attention = here * executed / (attention_peak * attention_ceiling * FUSED_ATTENTION_SHARE)
     else:
-        qk_fw, qk_bw = training_matmul_time(s, s, d, attention_peak, attention_ceiling, units, local_heads)
-        av_fw, av_bw = training_matmul_time(s, d, s, attention_peak, attention_ceiling, units, local_heads)
+        qk_fw, qk_bw = training_matmul_time(s / cp, s, d, attention_peak, attention_ceiling, units, local_heads)
+        av_fw, av_bw = training_matmul_time(s / cp, d, s, attention_peak, attention_ceiling, units, local_heads)
         executed = counted * (3.0 + attention_reruns)
         attention = here * ((qk_fw + av_fw) * (1.0 + attention_reruns) + qk_bw + av_bw)
 
     cast = here * cast_bytes * (elements + reruns * forward_elements)
     stored = tp_activation_bytes_per_layer(
-        s, b, h, a, t, sequence_parallel=sequence_parallel, recompute="none", flash_attention=flash_attention
+        s / cp, b, h, a, t, sequence_parallel=sequence_parallel, recompute="none", flash_attention=flash_attention
     )
     fusion = where(fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
     memory = here * elementwise_passes(recompute) * stored * fusion

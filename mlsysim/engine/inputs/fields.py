@@ -735,6 +735,21 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
+        InputField(
+            "scale_up_domain",
+            "devices of one NVLink (scale-up) domain, when larger than a node: an NVL72 rack (None: the node)",
+            "count",
+            check_positive_int,
+            parse_int,
+            default=None,
+            optional=True,
+            symbol="D",
+            numeric=True,
+            canonical=_count_number,
+        ),
+    ),
+    _in(
+        "cluster",
         _quantity(
             "intra_latency",
             "startup time of one ring step inside a node",
@@ -806,6 +821,13 @@ _TABLE: tuple[InputField, ...] = (
     _in("layout", _layout_count("tensor_parallel", "tensor-parallel size (None: 1, the data-parallel model)", "t")),
     _in("layout", _layout_count("pipeline_parallel", "pipeline stages (None: 1)", "p")),
     _in("layout", _layout_count("pipeline_chunks", "layer chunks per device, interleaved schedule (None: 1)", "v")),
+    _in(
+        "layout",
+        _layout_count(
+            "context_parallel", "context-parallel size: devices each sequence is split over, ring attention (None: 1)",
+            "cp",
+        ),
+    ),
     _in(
         "layout",
         _layout_count("shard_group", "HSDP shard group: ranks the ZeRO state is sharded over (None: all of d)", "k"),

@@ -147,6 +147,7 @@ def _preset_values(kind: str, entry: object) -> dict[str, tuple[object, str]]:
         ("intra_bandwidth", node.intra_node_bw),
         ("intra_latency", getattr(node, "intra_latency", None)),
         ("nics_per_node", node.nics_per_node),
+        ("scale_up_domain", getattr(node, "scale_up_domain", None)),
         ("accelerator", node.accelerator),
         ("node_hour_rate", node_hour_rate(node)),
     ):

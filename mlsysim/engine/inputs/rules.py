@@ -284,6 +284,8 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
             shard_group=count("shard_group", 0),
             first_stage_layers=_optional_count(values, "first_stage_layers"),
             last_stage_layers=_optional_count(values, "last_stage_layers"),
+            context_parallel=count("context_parallel", 1),
+            seq_len=int(cast(int, shape["seq_len"])),
         )
     except InputError as exc:
         raise InputError(exc.message, loc=(exc.field or "tensor_parallel",)) from None

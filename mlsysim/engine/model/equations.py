@@ -129,6 +129,9 @@ class Inputs:
     last_stage_layers: Num = math.nan
     flash_attention: Num = math.nan
     reshard_after_forward: Num = math.nan
+    # context parallelism (physics.context_parallel) and a scale-up domain beyond the node (NVL72); NaN: none
+    context_parallel: Num = math.nan
+    scale_up_domain: Num = math.nan
     # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.inputs.derivation)
     recompute_flops_per_sample: Num = 0.0
     elementwise_bytes_per_sample: Num = 0.0
@@ -301,6 +304,8 @@ class Figures(NamedTuple):
     update_power: Num = math.nan  # a device's mean power over an update (W), for explain
     # a parallel layout's terms (:func:`evaluate_layout`); NaN on the data-parallel model
     tensor_parallel_time: Num = math.nan
+    context_parallel_time: Num = math.nan
+    expert_parallel_time: Num = math.nan
     pipeline_transfer_time: Num = math.nan
     sharding_time: Num = math.nan
     data_parallel_time: Num = math.nan
@@ -790,6 +795,7 @@ LAYOUT_INPUTS = (
     "first_stage_layers",
     "last_stage_layers",
     "flash_attention",
+    "context_parallel",
 )
 """The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN);
 a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`)."""
@@ -910,6 +916,8 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "cast_bytes": x.cast_bytes,
         "matmul_bytes": x.matmul_bytes,
         "fused_elementwise": _or(x.fused_elementwise, 0.0),
+        "context_parallel": _or(x.context_parallel, 1.0),
+        "scale_up_domain": x.scale_up_domain,
     }
 
 
@@ -974,7 +982,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     else:
         wait = straggler_delay(q.micro_batch_time, m, n, c.straggler_cv)
     synchronization = wait + update_overhead(n, c.update_overhead)
-    exposed = f.tensor_time + f.pipeline_time + f.sharding_time + f.data_time
+    exposed = f.tensor_time + f.context_time + f.expert_time + f.pipeline_time + f.sharding_time + f.data_time
     optimizer = f.optimizer_time + given_optimizer
     extra = f.bubble_time + optimizer
     update = f.compute_time + exposed + synchronization + extra
@@ -982,12 +990,16 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     speedup = d * (m * x.step_time + one_device_optimizer) / update
     training_time = x.training_time / speedup
 
-    ranks_in_node = maximum(1.0, g / t)  # ranks of a data-parallel group in a node (Megatron order: t, d, p)
-    within_node = (q.shard_group * q.replicas <= ranks_in_node) | (big_n == 1)
-    shard_in_node = (q.shard_group <= ranks_in_node) | (big_n == 1)
+    domain = q.domain  # the scale-up domain: the node, or an NVL72 rack of trays
+    cp = arguments["context_parallel"]
+    ranks_in_node = maximum(1.0, domain / t)  # ranks of a d x cp group in a domain (Megatron order: t, cp, d, p)
+    one_domain = big_n * g <= domain
+    within_node = (q.shard_group * q.replicas <= ranks_in_node) | one_domain
+    shard_in_node = (q.shard_group <= ranks_in_node) | one_domain
     intra = (
-        where(t <= g, f.tensor_time, 0.0)
-        + where(t * p <= g, f.pipeline_time, 0.0)
+        where(t <= domain, f.tensor_time, 0.0)
+        + where(t * cp <= domain, f.context_time, 0.0)
+        + where(t * cp * p <= domain, f.pipeline_time, 0.0)
         + where(shard_in_node, f.sharding_time, 0.0)
         + where(within_node, f.data_time, 0.0)
     )
@@ -995,6 +1007,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
         micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
         first_stage_layers=x.first_stage_layers, last_stage_layers=x.last_stage_layers,
+        context_parallel=cp, seq_len=x.seq_len,
     )
     # a given activation_memory (not derived from the shape) replaces the layout's count
     given = (x.activation_memory_per_sample != x.activation_memory_per_sample) & (x.activation_memory > 0)
@@ -1037,6 +1050,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         first_bucket_time=0.0,
         extra_time=extra,
         tensor_parallel_time=f.tensor_time,
+        context_parallel_time=f.context_time,
+        expert_parallel_time=f.expert_time,
         pipeline_transfer_time=f.pipeline_time,
         sharding_time=f.sharding_time,
         data_parallel_time=f.data_time,
