@@ -58,6 +58,10 @@ _DERIVED_NUMBERS: Final = (
     "gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline", *SHAPE_NUMBERS
 )
 
+OPERATOR_NUMBERS: Final = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes")
+"""The figures of a step from the operators (:class:`~mlsysim.engine.inputs.derivation.Job`) a layout reads:
+NaN (0 for the casts) when the step does not come from them."""
+
 _MISSING_HINTS: Final = {
     "step_time": "; or give mfu with node= or accelerator= to derive it from FLOPs (a transformer on an "
     "accelerator with a fitted matrix-product ceiling derives it from its operators)",
@@ -168,6 +172,8 @@ def checked_inputs(
         numbers["flops_per_sample"] = job.flops_per_sample
         numbers["peak_flops"] = job.peak_flops
         numbers["activation_memory_per_sample"] = job.activation_memory_per_sample
+        for name in OPERATOR_NUMBERS:  # a step from the operators: its layout is priced by them too
+            numbers[name] = getattr(job, name)
     if missing:
         still_missing = [_missing(name) for name in missing if values[name] is None]
         if still_missing:  # nothing derived them

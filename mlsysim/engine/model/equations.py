@@ -858,12 +858,15 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
     ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is
     computed from the FLOPs instead, recomputation and the memory-bound element-wise
     work included: t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
-    (u is the math-kernel efficiency). Optimizer: the scenario's beta bytes per
+    (u is the math-kernel efficiency); a step from the operators (neither given) is priced
+    operator by operator at the layout's own t, b and stage (``matmul_ceiling`` and the
+    operator figures the derivation found; :mod:`~mlsysim.physics.operators`). Optimizer: the scenario's beta bytes per
     parameter at B_mem (none without an optimizer). ``algorithm`` ``auto`` prices the
     replicas' AllReduce as a ring.
     """
     nan = math.nan
-    derived = x.mfu == x.mfu  # the step time comes from FLOPs
+    given_mfu = x.mfu == x.mfu
+    derived = given_mfu | (x.matmul_ceiling == x.matmul_ceiling)  # the step time comes from FLOPs or operators
     return {
         "parameters": x.parameters,
         "layers": x.layers,
@@ -874,7 +877,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "devices": x.devices_per_node * x.nodes,
         "devices_per_node": x.devices_per_node,
         "peak_flops": x.peak_flops,
-        "math_efficiency": where(derived, x.mfu, 1.0),
+        "math_efficiency": where(given_mfu, x.mfu, 1.0),
         "memory_bandwidth": x.memory_bandwidth,
         "intra_bandwidth": x.intra_bandwidth * c.intra_efficiency,
         "nic_bandwidth": x.inter_bandwidth * x.inter_transport * c.inter_efficiency,
