@@ -33,6 +33,7 @@ Every function takes floats or numpy arrays (broadcast together).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache, lru_cache
 from importlib.resources import files
 
@@ -152,7 +153,7 @@ def _training_matmul_time(
     return forward, backward
 
 
-_shape_times = lru_cache(maxsize=4096, typed=True)(_training_matmul_time)
+_shape_times: Callable[..., tuple[Num, Num]] = lru_cache(maxsize=4096, typed=True)(_training_matmul_time)
 """:func:`_training_matmul_time` of one layout, kept per argument tuple (typed: 1 and 1.0 apart)."""
 
 
