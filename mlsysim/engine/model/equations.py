@@ -835,6 +835,8 @@ def _or(value: Num, default: float) -> Num:
 
 def _scalar_mode(value: Num, name: str) -> float:
     """A mode input that must be one value per ``evaluate`` call (a categorical input's number)."""
+    if type(value) is float:  # one layout: the value itself
+        return value
     values = np.unique(np.asarray(value, dtype=float))
     if values.size != 1:
         raise ValueError(f"{name} must be a single value per evaluate call, got {values}")
