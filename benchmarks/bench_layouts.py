@@ -20,7 +20,8 @@ Then (unless ``--no-result``) one layout's ``scenario.result``: Llama-3 70B,
 t 8 p 4, 4 DGX H100 nodes, 32 micro-batches, with the step from the operators
 and from ``mfu`` 0.45: the result evaluated afresh (the scenario's checked
 inputs kept, its kept result dropped) and ``variant(accumulation_steps=m).result``
-(the check of the changed input included). Prints medians of ``--repeats``
+(the check of the changed input included); for the operators, also with
+the per-shape cache of matrix-product times emptied before each result. Prints medians of ``--repeats``
 runs and the machine's load; not a timed test.
 """
 
@@ -33,6 +34,7 @@ import time
 from typing import Any
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
+from mlsysim.physics.matmul import _shape_times
 from mlsysim.planning.layouts import best_layout, grid_size, scenario_search_inputs
 
 LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
@@ -101,10 +103,21 @@ def results(repeats: int) -> None:
             for i in range(number):
                 base.variant(accumulation_steps=16 + 4 * (i % 8)).result  # noqa: B018
             variants.append((time.perf_counter() - start) / number)
+        cold = []
+        if name == "operators":  # the per-shape cache of matmul times emptied before each result
+            for _ in range(max(repeats, 7)):
+                start = time.perf_counter()
+                for _ in range(number):
+                    _shape_times.cache_clear()
+                    private["_result"] = None
+                    base.result  # noqa: B018
+                cold.append((time.perf_counter() - start) / number)
         t_c = base.result.figures.layout.parts.micro_batch_time
         print(f"[{name}] scenario.result (t 8 p 4, 4 nodes; t_c {t_c * 1e3:.2f} ms): median "
               f"{statistics.median(fresh) * 1e6:.1f} us; variant(accumulation_steps).result "
-              f"{statistics.median(variants) * 1e6:.1f} us (load {os.getloadavg()[0]:.1f})")
+              f"{statistics.median(variants) * 1e6:.1f} us"
+              + (f"; with the shape cache emptied {statistics.median(cold) * 1e6:.1f} us" if cold else "")
+              + f" (load {os.getloadavg()[0]:.1f})")
 
 
 def main() -> None:
