@@ -35,11 +35,12 @@ Every function takes floats or numpy arrays (broadcast together).
 from __future__ import annotations
 
 import json
-from functools import cache
+from collections.abc import Callable
+from functools import cache, lru_cache
 from importlib.resources import files
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.physics._array import Num, ceil, where
+from mlsysim.physics._array import Num, ceil, is_array, where
 
 TILE_M = 128.0
 """Rows of one output tile (CUTLASS's large 16/8-bit tiles on Ampere and Hopper: 128 x 256)."""
@@ -148,12 +149,27 @@ def training_matmul_time(
     Forward Y = X W: (M x K)(K x N). Backward: the input gradient dX = dY W^T,
     (M x N)(N x K), and the weight gradient dW = X^T dY, (K x M)(M x N); each 2 M N K
     FLOPs, each priced at its own shape.
+
+    One layout's (scalars) are kept per shape, peak, ceiling and unit count
+    (:func:`_shape_times`): the same numbers, computed once for the layouts that share them.
     """
+    if is_array(m, n, k, peak, ceiling, compute_units, batch, k0):
+        return _training_matmul_time(m, n, k, peak, ceiling, compute_units, batch, k0)
+    return _shape_times(m, n, k, peak, ceiling, compute_units, batch, k0)
+
+
+def _training_matmul_time(
+    m: Num, n: Num, k: Num, peak: Num, ceiling: Num, compute_units: Num, batch: Num, k0: Num
+) -> tuple[Num, Num]:
     forward = matmul_time(m, n, k, peak, ceiling, compute_units, batch, k0)
     backward = matmul_time(m, k, n, peak, ceiling, compute_units, batch, k0) + matmul_time(
         k, n, m, peak, ceiling, compute_units, batch, k0
     )
     return forward, backward
+
+
+_shape_times: Callable[..., tuple[Num, Num]] = lru_cache(maxsize=4096, typed=True)(_training_matmul_time)
+""":func:`_training_matmul_time` of one layout, kept per argument tuple (typed: 1 and 1.0 apart)."""
 
 
 # -- the fitted ceilings ---------------------------------------------------------------------

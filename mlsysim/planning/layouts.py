@@ -16,11 +16,13 @@ FLOP/s), as the physics functions take them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.presets import node_figures
 from mlsysim.engine.inputs.workload_figures import SHAPE_FIELDS, workload_shape
 from mlsysim.physics.layout import layout_figures, layout_mask
@@ -86,7 +88,7 @@ def layout_objective(
     mask = np.ones(n, dtype=bool) if checked else layout_mask(
         devices=values["devices"], tensor_parallel=values["tensor_parallel"],
         pipeline_parallel=values["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
-        micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"],
+        micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"], **_stage_rules(cluster),
     )
     d = values["devices"] / (values["tensor_parallel"] * values["pipeline_parallel"])
     samples = values["micro_batch"] * values["micro_batches"] * d
@@ -110,6 +112,69 @@ def layout_objective(
         memory[kept] = np.asarray(f.memory_bytes)[fits]
         seconds[kept] = update[kept] / samples[kept]
     return seconds, update, memory
+
+
+MODES = ("sequence_parallel", "flash_attention")
+"""The on/off modes of a layout: one value for a whole search (arguments of :func:`best_layout`)."""
+
+WORKLOAD_INPUTS = ("parameters", "layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden",
+                   "gated_mlp")
+"""The ``workload`` keys :func:`scenario_search_inputs` gives (the transformer's shape)."""
+
+
+class SearchInputs(NamedTuple):
+    """The keyword arguments of :func:`best_layout` (and :func:`layout_objective`) for a scenario's layouts."""
+
+    workload: dict[str, Any]
+    cluster: dict[str, Any]
+    memory_capacity: float
+    sequence_parallel: bool
+    flash_attention: bool
+
+
+def scenario_search_inputs(scenario: Any) -> SearchInputs:
+    """What :func:`best_layout` needs to price a scenario's layouts as the scenario prices its own.
+
+    Everything :func:`~mlsysim.engine.model.equations.layout_arguments` gives the
+    scenario's layout but the axes of :data:`AXES` and the modes: the shape (``workload``);
+    the node, links, latencies, optimizer, gradient bytes and, when the step comes from
+    the operators (a transformer on an accelerator with a fitted matrix-product ceiling,
+    neither ``step_time`` nor ``mfu`` given), the operator model's figures
+    (``matmul_ceiling``, ``matmul_peak``, ``attention_ceiling``, ``compute_units``,
+    ``cast_bytes``, ``fused_elementwise``), so each layout's t_c is priced operator by
+    operator at its own t, b and stage (``cluster``). A layout the search keeps then has
+    the figures of ``scenario.variant(**layout).result.figures.layout`` (one rule for
+    one layout and many; ``tests/planning/test_layouts.py``). The scenario must price its
+    layout from FLOPs or the operators (a measured ``step_time`` is one micro-batch size's).
+    """
+    figures = scenario.result.figures
+    arguments = figures.layout_arguments
+    if arguments is None:
+        raise InputError("the scenario has no parallel layout to search around", field="workload")
+    if arguments["device_step_time"] == arguments["device_step_time"]:
+        raise InputError(
+            "a measured step_time prices one micro-batch size; give mfu, or neither, to search layouts",
+            field="step_time",
+        )
+    workload = {name: arguments[name] for name in WORKLOAD_INPUTS}
+    skip = {*AXES, *MODES, *WORKLOAD_INPUTS}
+    cluster = {name: value for name, value in arguments.items() if name not in skip}
+    memory = float(figures.device_memory)
+    return SearchInputs(
+        workload, cluster, memory if memory == memory else math.inf,
+        bool(_flag(arguments["sequence_parallel"])), bool(_flag(arguments["flash_attention"])),
+    )
+
+
+def _flag(value: Any) -> float:
+    number = float(value)
+    return number if number == number else 0.0
+
+
+def _stage_rules(cluster: dict[str, Any]) -> dict[str, Any]:
+    """The rules' inputs a cluster may fix for every layout: the HSDP shard group, uneven stages."""
+    return {name: cluster[name] for name in ("shard_group", "first_stage_layers", "last_stage_layers")
+            if name in cluster}
 
 
 STRUCTURE = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "micro_batches")
@@ -151,6 +216,7 @@ def best_layout(
     best_key: tuple[float, int] = (np.inf, -1)
     best_update, best_memory, kept = np.inf, np.inf, 0
     step = max(1, chunk // max(1, inner_idx[0].size))
+    rules = _stage_rules(cluster)
     for start in range(0, structure_total, step):
         flat = np.arange(start, min(start + step, structure_total))
         sidx = np.unravel_index(flat, structure_shape)
@@ -158,7 +224,7 @@ def best_layout(
         ok = np.flatnonzero(layout_mask(
             devices=svals["devices"], tensor_parallel=svals["tensor_parallel"],
             pipeline_parallel=svals["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
-            micro_batches=svals["micro_batches"], pipeline_chunks=svals["pipeline_chunks"],
+            micro_batches=svals["micro_batches"], pipeline_chunks=svals["pipeline_chunks"], **rules,
         ))
         if ok.size == 0:
             continue
@@ -273,6 +339,7 @@ __all__ = [
     "grid_size",
     "layout_objective",
     "node_figures",
+    "scenario_search_inputs",
     "why_better",
     "workload_shape",
 ]

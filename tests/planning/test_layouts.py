@@ -107,3 +107,58 @@ def test_a_workload_without_a_transformer_shape_is_refused():
 
     with pytest.raises(InputError, match="has no layers"):
         workload_shape(Models.Vision.ResNet50)
+
+
+def test_an_operator_priced_scenarios_planned_layouts_equal_its_variants():
+    """One rule for one layout and many: the search's figures of each layout it keeps are
+    those of ``scenario.variant(**layout).result`` when the step comes from the operators."""
+    from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
+    from mlsysim.planning.layouts import layout_objective, scenario_search_inputs
+
+    scenario = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=2,
+        fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=8,
+        training_tokens=Q_(1e12, "token"), device_memory=Q_(80, "GB"), sequence_parallel=1, flash_attention=1,
+    )
+    assert scenario.job.origins["step_time"].startswith("operators")
+    inputs = scenario_search_inputs(scenario)
+    assert inputs.cluster["matmul_ceiling"] == inputs.cluster["matmul_ceiling"]  # priced by the operators
+    assert inputs.workload["ffn_hidden"] == 14336.0 and inputs.flash_attention and inputs.sequence_parallel
+    axes = {
+        "devices": [8.0, 16.0], "tensor_parallel": [1.0, 2.0, 8.0], "pipeline_parallel": [1.0, 2.0, 4.0],
+        "pipeline_chunks": [1.0, 2.0], "micro_batch": [1.0, 2.0], "micro_batches": [4.0, 8.0],
+        "zero_stage": [0.0, 1.0, 3.0], "recompute": [0.0, 1.0, 2.0],
+    }
+    grid = list(itertools.product(*(axes[name] for name in AXES)))
+    values = {name: np.array([row[k] for row in grid]) for k, name in enumerate(AXES)}
+    seconds, update, memory = layout_objective(values, memory_capacity=inputs.memory_capacity,
+                                               workload=inputs.workload, cluster=inputs.cluster,
+                                               sequence_parallel=inputs.sequence_parallel,
+                                               flash_attention=inputs.flash_attention)
+    kept = np.flatnonzero(np.isfinite(seconds))
+    assert kept.size > 50
+    best = best_layout(axes, **inputs._asdict())
+    assert best.update_time == update[best.grid_index] and best.kept == kept.size
+    for i in sorted({*kept[:: max(1, kept.size // 12)].tolist(), best.grid_index}):
+        n, t, p, v, b, m, z, r = grid[i]
+        variant = scenario.variant(
+            nodes=int(n // 8), tensor_parallel=int(t), pipeline_parallel=int(p), pipeline_chunks=int(v),
+            per_device_batch=int(b), accumulation_steps=int(m), zero_stage=int(z), recompute=RECOMPUTE_CODES[int(r)],
+        )
+        f = variant.result.figures
+        assert f.layout.update_time == pytest.approx(update[i], rel=1e-12), grid[i]
+        assert f.layout.memory_bytes == pytest.approx(memory[i], rel=1e-12), grid[i]
+        assert f.update_time == pytest.approx(update[i], rel=1e-12), grid[i]  # no synchronisation cost here
+
+
+def test_a_measured_step_time_is_not_searched():
+    from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
+    from mlsysim.planning.layouts import scenario_search_inputs
+
+    scenario = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=2,
+        fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=8,
+        step_time=Q_(1, "s"), training_time=Q_(10, "hour"), tensor_parallel=2,
+    )
+    with pytest.raises(InputError, match="measured step_time"):
+        scenario_search_inputs(scenario)

@@ -842,6 +842,8 @@ def _or(value: Num, default: float) -> Num:
 
 def _scalar_mode(value: Num, name: str) -> float:
     """A mode input that must be one value per ``evaluate`` call (a categorical input's number)."""
+    if type(value) is float:  # one layout: the value itself
+        return value
     values = np.unique(np.asarray(value, dtype=float))
     if values.size != 1:
         raise ValueError(f"{name} must be a single value per evaluate call, got {values}")
@@ -865,12 +867,15 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
     ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is
     computed from the FLOPs instead, recomputation and the memory-bound element-wise
     work included: t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
-    (u is the math-kernel efficiency). Optimizer: the scenario's beta bytes per
+    (u is the math-kernel efficiency); a step from the operators (neither given) is priced
+    operator by operator at the layout's own t, b and stage (``matmul_ceiling`` and the
+    operator figures the derivation found; :mod:`~mlsysim.physics.operators`). Optimizer: the scenario's beta bytes per
     parameter at B_mem (none without an optimizer). ``algorithm`` ``auto`` prices the
     replicas' AllReduce as a ring.
     """
     nan = math.nan
-    derived = x.mfu == x.mfu  # the step time comes from FLOPs
+    given_mfu = x.mfu == x.mfu
+    derived = given_mfu | (x.matmul_ceiling == x.matmul_ceiling)  # the step time comes from FLOPs or operators
     return {
         "parameters": x.parameters,
         "layers": x.layers,
@@ -881,7 +886,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "devices": x.devices_per_node * x.nodes,
         "devices_per_node": x.devices_per_node,
         "peak_flops": x.peak_flops,
-        "math_efficiency": where(derived, x.mfu, 1.0),
+        "math_efficiency": where(given_mfu, x.mfu, 1.0),
         "memory_bandwidth": x.memory_bandwidth,
         "intra_bandwidth": x.intra_bandwidth * c.intra_efficiency,
         "nic_bandwidth": x.inter_bandwidth * x.inter_transport * c.inter_efficiency,
@@ -1050,8 +1055,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         first_bucket_time=0.0,
         extra_time=extra,
         tensor_parallel_time=f.tensor_time,
-        context_parallel_time=f.context_time,
-        expert_parallel_time=f.expert_time,
+        context_parallel_time=where(cp > 1, f.context_time, math.nan),  # a row only with context parallelism
+        expert_parallel_time=where(q.expert_micro_batch_time > 0, f.expert_time, math.nan),
         pipeline_transfer_time=f.pipeline_time,
         sharding_time=f.sharding_time,
         data_parallel_time=f.data_time,
