@@ -173,3 +173,13 @@ def test_a_step_from_flops_follows_the_recompute_mode_and_fused_attention_on_axe
     assert_table_matches_scalar(table, FLOPS_JOB, axes)
     steps = {m: FLOPS_JOB.variant(recompute=m).step_time.to("s").magnitude for m in ("none", "selective", "full")}
     assert steps["none"] < steps["selective"] < steps["full"]
+
+
+def test_a_step_from_the_operators_is_priced_at_each_rows_batch():
+    """Wave quantisation makes the operators' step not proportional to the batch: each row is priced at its
+    own batch, as its scalar solve is (the data-parallel model and a layout alike)."""
+    job = LLAMA_JOB.variant(step_time=None)
+    assert job.job.origins["step_time"].startswith("operators (")
+    for base in (job, job.variant(tensor_parallel=2)):
+        axes = {"per_device_batch": [1, 3, 8], "nodes": [1, 2]}
+        assert_table_matches_scalar(sweep(base, **axes), base, axes)

@@ -213,6 +213,9 @@ def derive_inputs(x: Derivable) -> Derivable:
     step = x.step_time
     if (step != step) if type(step) is float else _any_nan(step):
         def derived_step() -> Num:
+            ceiling = getattr(x, "matmul_ceiling", math.nan)  # a sweep's block: every row priced by the operators
+            if (ceiling == ceiling) if type(ceiling) is float else not _all_nan(ceiling):
+                return _operator_step_rows(x)
             fused = x.flash_attention
             if type(fused) is float:
                 elementwise = x.elementwise_bytes_fused if fused > 0 else x.elementwise_bytes_per_sample
@@ -247,6 +250,33 @@ def derive_inputs(x: Derivable) -> Derivable:
     elif type(memory) is not float or memory == memory:  # given: nothing derived per sample
         x.activation_memory_per_sample = memory * np.nan
     return x
+
+
+def _operator_step_rows(x: Any) -> Num:
+    """T1 of each row of a sweep's block whose step comes from the operators, at the row's own batch (the
+    scalar solve prices the scenario's batch the same way; :func:`_operator_step`)."""
+    from mlsysim.physics.activations import RECOMPUTE_MODES
+
+    codes = np.unique(np.asarray(x.recompute_code, dtype=float))
+    recompute = RECOMPUTE_MODES[int(codes[0])]
+
+    def times(flash: bool) -> Num:
+        return transformer_operator_times(
+            parameters=x.parameters, layers=x.layers, hidden=x.hidden, heads=x.heads, seq_len=x.seq_len,
+            vocab=x.vocab, micro_batch=x.per_device_batch, matmul_peak=x.matmul_peak,
+            matmul_ceiling=x.matmul_ceiling, attention_peak=x.peak_flops, attention_ceiling=x.attention_ceiling,
+            memory_bandwidth=x.memory_bandwidth, kv_heads=x.kv_heads, ffn_hidden=x.ffn_hidden,
+            gated_mlp=x.gated_mlp, compute_units=x.compute_units, cast_bytes=x.cast_bytes,
+            matmul_bytes=x.matmul_bytes, fused_elementwise=np.where(np.isnan(x.fused_elementwise), 0.0,
+                                                                    x.fused_elementwise),
+            recompute=recompute, flash_attention=flash,
+        ).total
+
+    fused = np.asarray(x.flash_attention, dtype=float)
+    on = np.where(np.isnan(fused), 0.0, fused) > 0
+    if on.all() or not on.any():
+        return times(bool(on.all()))
+    return np.where(on, times(True), times(False))
 
 
 def _fill(target: Num, formula: Callable[[], Num]) -> Num:
