@@ -78,6 +78,72 @@ def elementwise_passes(recompute: str) -> float:
     return ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
 
 
+class MultiHeadLatent(NamedTuple):
+    """The widths of multi-head latent attention (DeepSeek-AI 2024, "DeepSeek-V2", section 2.1): queries
+    through a rank ``q_rank`` bottleneck, keys and values through a joint rank ``kv_rank`` one, each head's
+    query and key ``nope`` + ``rope`` wide and its value ``value`` wide."""
+
+    q_rank: float
+    kv_rank: float
+    rope: float
+    nope: float
+    value: float
+
+
+class Experts(NamedTuple):
+    """A mixture of experts and where its experts live (Fedus, Zoph and Shazeer 2022, "Switch Transformers";
+    Megatron-Core's expert parallelism).
+
+    ``share`` of the layers are MoE layers; each routes every token to ``top_k`` of ``experts`` routed
+    experts of inner width ``width`` (gated like the dense MLP), beside ``shared`` always-active experts of
+    width ``shared_width``. ``parallel`` (ep) devices hold the experts, E / ep each, and ``tensor``
+    (etp) devices split each expert's matrices; ``imbalance`` rho >= 1 is the busiest device's load over
+    the mean (1: balanced routing).
+
+    Per device and MoE layer, with the device's T tokens split over the t tensor ranks
+    (sequence parallelism, as Megatron-Core requires with experts) into T / t:
+
+    * routed experts: E / ep grouped products of M_e = ep etp (T / t) k rho / E tokens each,
+      (M_e, f_in / etp, h) and (M_e, h, f / etp);
+    * shared experts: (T, S f_s,in / t, h) and (T, h, S f_s / t), tensor-parallel like the dense MLP;
+    * the router: (T / t, E, h).
+    """
+
+    share: Num
+    experts: Num
+    top_k: Num
+    width: Num
+    shared: Num = 0.0
+    shared_width: Num = math.nan
+    parallel: Num = 1.0
+    tensor: Num = 1.0
+    imbalance: Num = 1.0
+
+    def routed_tokens(self, tokens: Num, tensor_parallel: Num) -> Num:
+        """M_e: tokens one local expert computes."""
+        return self.parallel * self.tensor * tokens / tensor_parallel * self.top_k * self.imbalance / self.experts
+
+    def products(self, tokens: Num, hidden: Num, tensor_parallel: Num, gated_mlp: Num) -> list[
+        tuple[Num, Num, Num, Num, Num]
+    ]:
+        """The (M, N, K, batch, weight) products of the MoE layers (weight: their share of the layers)."""
+        t, h, w = tensor_parallel, hidden, self.share
+        gate = where(gated_mlp > 0, 2.0, 1.0)
+        m_e = self.routed_tokens(tokens, t)
+        local = self.experts / self.parallel
+        out: list[tuple[Num, Num, Num, Num, Num]] = [
+            (m_e, gate * self.width / self.tensor, h, local, w),
+            (m_e, h, self.width / self.tensor, local, w),
+            (tokens / t, self.experts, h, 1.0, w),
+        ]
+        shared_width = where(self.shared_width == self.shared_width, self.shared_width, self.width)
+        if not (type(self.shared) is float and self.shared == 0.0):
+            s_w = self.shared * shared_width
+            out += [(tokens, gate * s_w / t, h, 1.0, where(self.shared > 0, w, 0.0)),
+                    (tokens, h, s_w / t, 1.0, where(self.shared > 0, w, 0.0))]
+        return out
+
+
 class OperatorTimes(NamedTuple):
     """One micro-batch's forward and backward on one device, by operator class (seconds, FLOPs, bytes)."""
 
@@ -134,6 +200,9 @@ def transformer_operator_times(
     matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
     context_parallel: Num = 1.0,
+    head_dim: Num = math.nan,
+    mla: MultiHeadLatent | None = None,
+    moe: Experts | None = None,
     recompute: str = "none",
     flash_attention: bool = False,
     sequence_parallel: bool = False,
@@ -148,7 +217,10 @@ def transformer_operator_times(
     holds s / cp tokens of each sequence, its queries attending to all s keys
     (:mod:`mlsysim.physics.context_parallel`); ``matmul_bytes`` the width of the
     linear layers' operands (2; 1 for FP8), which sets their K-loop overhead
-    (:func:`mlsysim.physics.matmul.k_overhead`).
+    (:func:`mlsysim.physics.matmul.k_overhead`). ``mla``: multi-head latent attention's
+    widths (:class:`MultiHeadLatent`; None: multi-head or grouped-query attention of ``head_dim``,
+    h / a when NaN); ``moe``: the mixture of experts of the MoE layers and the layout of its
+    experts (:class:`Experts`; None: a dense model).
     """
     t, b, s, h, a = tensor_parallel, micro_batch, seq_len, hidden, heads
     kv = where(kv_heads == kv_heads, kv_heads, a)
@@ -156,26 +228,46 @@ def transformer_operator_times(
     share = here / layers
     cp = context_parallel
     tokens = b * s / cp  # the device's share of each sequence (context parallelism: s / cp)
-    d = h / a
-    given_width = ffn_hidden == ffn_hidden
-    gated = where(given_width, gated_mlp, 0.0) > 0
-    f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
-    f_in = where(gated, 2.0 * f, f)
+    d = where(head_dim == head_dim, head_dim, h / a)
     units = compute_units
     k0 = k_overhead(matmul_bytes)
 
-    # (N, K) of the four products of a layer; M = b s tokens for each
-    shapes = (((a + 2.0 * kv) * d / t, h), (h, h / t), (f_in / t, h), (h, f / t))
+    # the products of a layer: (M, N, K, batch, weight), weight the share of the layers that run it
+    products: list[tuple[Num, Num, Num, Num, Num]] = []
+    if mla is None:
+        d_qk = d_v = d
+        products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0), (tokens, h, a * d / t, 1.0, 1.0)]
+    else:
+        d_qk, d_v = mla.nope + mla.rope, mla.value
+        products += [
+            (tokens, mla.q_rank, h, 1.0, 1.0),  # the down projections are not split by t
+            (tokens, a * d_qk / t, mla.q_rank, 1.0, 1.0),
+            (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0),
+            (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0),
+            (tokens, h, a * d_v / t, 1.0, 1.0),
+        ]
+    dense = 1.0 if moe is None else 1.0 - moe.share
+    given_width = ffn_hidden == ffn_hidden
+    gated = where(given_width, gated_mlp, 0.0) > 0
+    if moe is None or moe.share < 1.0:
+        f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
+        f_in = where(gated, 2.0 * f, f)
+        products += [(tokens, f_in / t, h, 1.0, dense), (tokens, h, f / t, 1.0, dense)]
+    if moe is not None:
+        products += moe.products(tokens, h, t, gated_mlp)
+
     forward: Num = 0.0
     backward: Num = 0.0
     elements: Num = 0.0
     forward_elements: Num = 0.0
-    for n, k in shapes:
-        fw, bw = training_matmul_time(tokens, n, k, matmul_peak, matmul_ceiling, units, 1.0, k0)
-        forward, backward = forward + fw, backward + bw
-        forward_elements = forward_elements + tokens * k + k * n
-        elements = elements + tokens * k + k * n + tokens * n
-    layer_flops = 2.0 * tokens * sum(n * k for n, k in shapes)
+    layer_flops: Num = 0.0
+    for m, n, k, batch, weight in products:
+        fw, bw = training_matmul_time(m, n, k, matmul_peak, matmul_ceiling, units, batch, k0)
+        forward, backward = forward + weight * fw, backward + weight * bw
+        operands = batch * (m * k + k * n)
+        forward_elements = forward_elements + weight * operands
+        elements = elements + weight * (operands + batch * m * n)
+        layer_flops = layer_flops + weight * 2.0 * m * n * k * batch
     head_fw, head_bw = training_matmul_time(tokens, vocab / t, h, attention_peak, attention_ceiling, units)
     head_flops = 6.0 * tokens * vocab * h / t
 
@@ -184,17 +276,17 @@ def transformer_operator_times(
     matmul = here * (forward * (1.0 + reruns) + backward) + share * (head_fw + head_bw)
     matmul_flops = here * layer_flops * (3.0 + reruns) + share * head_flops
 
-    # the attention core of a layer: a / t heads of b sequences
+    # the attention core of a layer: a / t heads of b sequences; Q K^T of width d_qk, attention x V of d_v
     local_heads = b * a / t
-    counted = 4.0 * b * s * s * h / (t * cp)  # forward FLOPs of Q K^T and attention x V, the whole matrix
+    counted = 2.0 * b * s * s * a * (d_qk + d_v) / (t * cp)  # forward FLOPs, the whole matrix (4 b s^2 h: MHA)
     attention_reruns = 1.0 if recompute in ("full", "selective") else 0.0
     if flash_attention:
         executed_forward = CAUSAL_SHARE * counted
         executed = executed_forward * (1.0 + ATTENTION_BACKWARD + attention_reruns)
         attention = here * executed / (attention_peak * attention_ceiling * FUSED_ATTENTION_SHARE)
     else:
-        qk_fw, qk_bw = training_matmul_time(s / cp, s, d, attention_peak, attention_ceiling, units, local_heads)
-        av_fw, av_bw = training_matmul_time(s / cp, d, s, attention_peak, attention_ceiling, units, local_heads)
+        qk_fw, qk_bw = training_matmul_time(s / cp, s, d_qk, attention_peak, attention_ceiling, units, local_heads)
+        av_fw, av_bw = training_matmul_time(s / cp, d_v, s, attention_peak, attention_ceiling, units, local_heads)
         executed = counted * (3.0 + attention_reruns)
         attention = here * ((qk_fw + av_fw) * (1.0 + attention_reruns) + qk_bw + av_bw)
 
