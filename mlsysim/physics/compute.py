@@ -41,10 +41,16 @@ ATTENTION_FLOPS_COEFFICIENT = 12.0
 """Training FLOPs of the attention matrices per layer: 12 s^2 h per sample (Narayanan et al. 2021, appendix)."""
 
 
-def transformer_flops_per_sample(parameters: Num, layers: Num, hidden: Num, seq_len: Num) -> Num:
+def transformer_flops_per_sample(
+    parameters: Num, layers: Num, hidden: Num, seq_len: Num, attention_width: Num = math.nan
+) -> Num:
     """Training FLOPs of one sample (one sequence) of a decoder transformer.
 
-        F = 6 N s + 12 L h s^2
+        F = 6 N s + 12 L h_att s^2
+
+    (``attention_width`` h_att = a (d_qk + d_v) / 2: h for multi-head attention, the default;
+    multi-head latent attention's heads are wider; N the parameters a token uses: a mixture
+    of experts' active ones.)
 
     N parameters, s tokens per sample (sequence length), L layers, h hidden
     size. The first term is Kaplan et al. 2020 (6 N FLOPs per token, Table 1);
@@ -56,9 +62,10 @@ def transformer_flops_per_sample(parameters: Num, layers: Num, hidden: Num, seq_
     embedding look-up by 6 V h s, a few percent for large vocabularies.
     """
     s = seq_len
+    width = hidden if (type(attention_width) is float and attention_width != attention_width) else attention_width
     return (
         PARAMETER_FLOPS_PER_TOKEN * parameters * s
-        + ATTENTION_FLOPS_COEFFICIENT * layers * hidden * s * s
+        + ATTENTION_FLOPS_COEFFICIENT * layers * width * s * s
     )
 
 

@@ -89,7 +89,15 @@ from mlsysim.physics._array import Array, Num, is_array, maximum, minimum, where
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.compute import transformer_flops_per_sample
 from mlsysim.physics.context_parallel import kv_block_bytes, ring_attention_exposed
+from mlsysim.physics.experts import (
+    all_to_all_bytes,
+    all_to_all_time,
+    all_to_alls_per_layer,
+    ranks_per_domain,
+)
 from mlsysim.physics.operators import (
+    Experts,
+    MultiHeadLatent,
     OperatorTimes,
     elementwise_passes,
     transformer_operator_times,
@@ -534,6 +542,12 @@ def layout_figures(
     fused_elementwise: Num = 0.0,
     context_parallel: Num = 1.0,
     scale_up_domain: Num = math.nan,
+    head_dim: Num = math.nan,
+    mla: MultiHeadLatent | None = None,
+    moe: Experts | None = None,
+    active_parameters: Num = math.nan,
+    expert_parameters: Num = 0.0,
+    expert_overlap: Num = 0.0,
 ) -> LayoutFigures:
     """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
 
@@ -584,8 +598,11 @@ def layout_figures(
     share = layers_here / layers  # of the model on the slowest stage (1/p when even)
 
     # compute of one micro-batch on one device
-    model_per_sample = transformer_flops_per_sample(parameters, layers, hidden, seq_len)
-    extra = recompute_flops_per_sample(parameters, layers, hidden, seq_len, vocab, recompute)
+    # a mixture of experts computes with the parameters a token uses; multi-head latent attention is wider
+    used = where(active_parameters == active_parameters, active_parameters, parameters)
+    width = hidden if mla is None else heads * (mla.nope + mla.rope + mla.value) / 2.0
+    model_per_sample = transformer_flops_per_sample(used, layers, hidden, seq_len, width)
+    extra = recompute_flops_per_sample(used, layers, hidden, seq_len, vocab, recompute)
     matmul = b * (model_per_sample + extra) * share / (t * cp * math_efficiency * peak_flops)
     stored = tp_activation_bytes_per_layer(
         s_dev, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
@@ -605,7 +622,7 @@ def layout_figures(
             attention_ceiling=where(attention_ceiling == attention_ceiling, attention_ceiling, matmul_ceiling),
             memory_bandwidth=memory_bandwidth, kv_heads=kv_heads, ffn_hidden=ffn_hidden, gated_mlp=gated_mlp,
             tensor_parallel=t, layers_here=layers_here, compute_units=compute_units, cast_bytes=cast_bytes,
-            matmul_bytes=matmul_bytes, context_parallel=cp,
+            matmul_bytes=matmul_bytes, context_parallel=cp, head_dim=head_dim, mla=mla, moe=moe,
             fused_elementwise=fused_elementwise, recompute=recompute, flash_attention=flash_attention,
             sequence_parallel=sequence_parallel,
         )
@@ -633,7 +650,19 @@ def layout_figures(
         cp > 1, layers_here * ring_attention_exposed(cp_message, cp, cp_rate, cp_latency, attention_layer, recompute),
         0.0,
     )
-    t_ep = 0.0 * t_cp
+    # expert parallelism: the MoE layers' all-to-alls, over the ep ranks (adjacent after etp)
+    if moe is None:
+        a2a_one = moe_layers_here = t_ep = 0.0 * t_cp
+    else:
+        a2a_message = all_to_all_bytes(b * s_dev, t, moe.top_k, hidden, moe.tensor)
+        nic_per_device = nic_bandwidth * minimum(nics_per_node, g) / g
+        local = ranks_per_domain(moe.parallel, moe.tensor, g)
+        a2a_latency = where(moe.parallel * moe.tensor <= g, intra_latency, inter_latency)
+        a2a_one = all_to_all_time(a2a_message, moe.parallel, local, intra_bandwidth, nic_per_device, a2a_latency)
+        a2a_layer = all_to_alls_per_layer(recompute) * a2a_one
+        moe_layers_here = layers_here * moe.share
+        covered = where(expert_overlap > 0, t_c / layers_here, 0.0)  # DualPipe: another micro-batch's compute
+        t_ep = moe_layers_here * maximum(a2a_layer - covered, 0.0)
     t_comm = t_tp + t_cp + t_ep  # collectives on the critical path of each micro-batch
 
     # pipeline
@@ -648,8 +677,13 @@ def layout_figures(
     t_p2p = p2p_time(pp_message, pp_rate, p, m, v, pp_latency)
 
     # sharding and data parallelism
-    psi = parameters * share / t
-    grad = gradient_bytes * psi
+    # the dense parameters split over t, the routed experts over ep x etp
+    expert_tensor = 1.0 if moe is None else moe.tensor
+    experts_split = 1.0 if moe is None else moe.parallel * expert_tensor
+    psi_experts = expert_parameters * share / experts_split
+    psi_dense = (parameters - expert_parameters) * share / t
+    psi = psi_dense + psi_experts
+    grad = gradient_bytes * psi_dense
     sharded = zero_stage >= 1
     d_grad = d * cp  # the devices that hold the same weights: data and context parallel ranks
     k = where(sharded, where(shard_group > 0, shard_group, d_grad), 1.0)
@@ -679,12 +713,24 @@ def layout_figures(
         shard_bytes, inter_node_cost(algorithm, r_node, r_nodes, nic_bandwidth, r_nics, inter_latency)
     )
     scatter = where(full_shard, 0.0, gather_time(grad, k, k_rate, k_latency))
-    overlappable = scatter + replica
+    # the experts' gradients: reduced over the expert-data-parallel ranks that hold the same experts
+    d_experts = t * cp * d / experts_split
+    k_experts = where(sharded, d_experts, 1.0)
+    per_domain_experts = minimum(d_experts, maximum(1.0, g / experts_split))
+    experts_rate = group_rate(per_domain_experts, d_experts, g, intra_bandwidth, nic_bandwidth, nics_per_node)
+    experts_latency = where(d_experts <= per_domain_experts, intra_latency, inter_latency)
+    experts_sync = where(
+        (d_experts > 1) & (psi_experts > 0),
+        2.0 * gather_time(gradient_bytes * psi_experts, d_experts, experts_rate, experts_latency), 0.0,
+    )
+    overlappable = scatter + replica + experts_sync
     last_backward = backward_layer * layers_here
     hidden_part = where(data_overlap > 0, minimum(overlappable, last_backward), 0.0)
     t_data = overlappable - hidden_part + scatter  # the all-gather after the step: as long as the scatter
 
-    t_opt = optimizer_step_time(where(sharded, psi / k, psi), optimizer_bytes, memory_bandwidth)
+    t_opt = optimizer_step_time(
+        where(sharded, psi_dense / k + psi_experts / k_experts, psi), optimizer_bytes, memory_bandwidth
+    )
 
     compute = m * t_c
     tensor = m * t_tp
@@ -693,7 +739,7 @@ def layout_figures(
     update = compute + tensor + m * t_cp + m * t_ep + bubble_time + t_p2p + sharding + t_data + t_opt
 
     # memory of the first stage
-    state = sharded_state_bytes(psi, zero_stage, k)
+    state = sharded_state_bytes(psi_dense, zero_stage, k) + sharded_state_bytes(psi_experts, zero_stage, k_experts)
     act_layer = tp_activation_bytes_per_layer(
         s_dev, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute=recompute,
         flash_attention=flash_attention,
