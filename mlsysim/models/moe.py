@@ -8,12 +8,84 @@ against these (tests/models/test_moe.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from mlsysim.core.exceptions import InputError
 
-if TYPE_CHECKING:
-    from mlsysim.models.types import TransformerWorkload
+
+class TransformerShape(Protocol):
+    """The fields of :class:`mlsysim.models.types.TransformerWorkload` this module reads (read-only;
+    a protocol, so that the types module can use this one without an import circle)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def layers(self) -> int | None: ...
+
+    @property
+    def hidden_dim(self) -> int | None: ...
+
+    @property
+    def heads(self) -> int | None: ...
+
+    @property
+    def vocab_size(self) -> int | None: ...
+
+    @property
+    def kv_heads(self) -> int | None: ...
+
+    @property
+    def head_dim(self) -> int | None: ...
+
+    @property
+    def ffn_hidden(self) -> int | None: ...
+
+    @property
+    def gated_mlp(self) -> bool | None: ...
+
+    @property
+    def tied_embeddings(self) -> bool | None: ...
+
+    @property
+    def experts(self) -> int | None: ...
+
+    @property
+    def experts_per_token(self) -> int | None: ...
+
+    @property
+    def expert_ffn_hidden(self) -> int | None: ...
+
+    @property
+    def shared_experts(self) -> int | None: ...
+
+    @property
+    def shared_expert_ffn_hidden(self) -> int | None: ...
+
+    @property
+    def dense_layers(self) -> int | None: ...
+
+    @property
+    def moe_layer_frequency(self) -> int | None: ...
+
+    @property
+    def attention(self) -> str: ...
+
+    @property
+    def kv_lora_rank(self) -> int | None: ...
+
+    @property
+    def q_lora_rank(self) -> int | None: ...
+
+    @property
+    def qk_rope_head_dim(self) -> int | None: ...
+
+    @property
+    def qk_nope_head_dim(self) -> int | None: ...
+
+    @property
+    def v_head_dim(self) -> int | None: ...
+
 
 
 def moe_layer_count(layers: int, dense_layers: int | None, frequency: int | None) -> int:
@@ -33,7 +105,7 @@ def moe_layer_count(layers: int, dense_layers: int | None, frequency: int | None
     return -(-remaining // n)
 
 
-def moe_layers(workload: TransformerWorkload) -> int:
+def moe_layers(workload: TransformerShape) -> int:
     """How many of the workload's layers are MoE layers: 0 for a dense model (``experts`` None),
     else :func:`moe_layer_count` of ``layers``, ``dense_layers`` and ``moe_layer_frequency``."""
     if workload.experts is None:
@@ -43,7 +115,7 @@ def moe_layers(workload: TransformerWorkload) -> int:
     )
 
 
-def attention_parameters(workload: TransformerWorkload) -> int:
+def attention_parameters(workload: TransformerShape) -> int:
     """The weight matrices of one attention block (biases and norms not counted).
 
     Multi-head / grouped-query (``attention="mha"``), with d = ``head_dim`` (None: h / heads)
@@ -75,14 +147,14 @@ def attention_parameters(workload: TransformerWorkload) -> int:
     return 2 * h * heads * d + 2 * h * g * d
 
 
-def mlp_parameters(workload: TransformerWorkload, width: int) -> int:
+def mlp_parameters(workload: TransformerShape, width: int) -> int:
     """One MLP (or expert) of inner width ``width``: 3 h width when ``gated_mlp`` (SwiGLU),
     else 2 h width (biases not counted)."""
     matrices = 3 if workload.gated_mlp else 2
     return matrices * _required(workload, "hidden_dim") * width
 
 
-def parameter_counts(workload: TransformerWorkload) -> tuple[float, float]:
+def parameter_counts(workload: TransformerShape) -> tuple[float, float]:
     """(total, active) parameters of a transformer, from its shape.
 
     With L layers, M = :func:`moe_layers` of them MoE, h = ``hidden_dim``, V = ``vocab_size``,
@@ -123,7 +195,7 @@ def parameter_counts(workload: TransformerWorkload) -> tuple[float, float]:
     return float(total), float(active)
 
 
-def _required(workload: TransformerWorkload, name: str) -> int:
+def _required(workload: TransformerShape, name: str) -> int:
     value = getattr(workload, name)
     if value is None:
         raise InputError(

@@ -18,6 +18,7 @@ from mlsysim.core.validation import (
     check_positive_int,
     check_positive_quantity,
 )
+from mlsysim.models.moe import moe_layer_count
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 _check_data = check_positive_quantity("data")
@@ -248,8 +249,6 @@ class TransformerWorkload(Workload):
                 f"dense_layers ({self.dense_layers}) must be below layers ({self.layers}): "
                 "a mixture of experts has at least one MoE layer", field="dense_layers")
         if self.layers is not None and self.ffn_hidden is None:
-            from mlsysim.models.moe import moe_layer_count
-
             dense = self.layers - moe_layer_count(self.layers, self.dense_layers, self.moe_layer_frequency)
             if dense:
                 raise InputError(
