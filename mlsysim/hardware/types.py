@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, TypeAlias
 
-from pydantic import PlainValidator
+from pydantic import PlainValidator, model_validator
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
@@ -169,6 +169,13 @@ class Node(Sourced):
     (NIC), per direction; the node has ``nics_per_node`` of them, of the
     technology ``nic_fabric``. ``price`` is an hourly price of the whole node
     where one is published.
+
+    ``scale_up_domain`` is the number of accelerators that share one scale-up
+    (NVLink) domain, reaching each other at ``intra_node_bw`` through switches:
+    None means the node itself (``accelerators_per_node``, as in a DGX H100);
+    a GB200 NVL72 rack joins 18 nodes (compute trays) of 4 GPUs into one domain
+    of 72. It is a whole number of nodes. :attr:`domain_size` is the effective
+    value.
     """
 
     accelerator: Accelerator
@@ -180,6 +187,31 @@ class Node(Sourced):
     intra_fabric: Fabric | None = None
     intra_latency: Latency | None = None
     price: Price | None = None
+    scale_up_domain: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _domain_is_whole_nodes(self) -> Node:
+        domain, per_node = self.scale_up_domain, self.accelerators_per_node
+        if domain is not None and (domain < per_node or domain % per_node):
+            raise InputError(
+                f"scale_up_domain ({domain}) must be a multiple of accelerators_per_node "
+                f"({per_node}), at least one node: a scale-up domain joins whole nodes",
+                field="scale_up_domain",
+            )
+        return self
+
+    @property
+    def domain_size(self) -> int:
+        """Accelerators in one scale-up (NVLink) domain: ``scale_up_domain``, or the node's own
+        ``accelerators_per_node`` where none is stated."""
+        if self.scale_up_domain is None:
+            return self.accelerators_per_node
+        return self.scale_up_domain
+
+    @property
+    def nodes_per_domain(self) -> int:
+        """Nodes in one scale-up domain (``domain_size / accelerators_per_node``; 18 for an NVL72)."""
+        return self.domain_size // self.accelerators_per_node
 
 
 class GridIntensity(Sourced):

@@ -14,9 +14,11 @@ from mlsysim.core.units import Quantity, quantity, to_canonical
 from mlsysim.core.validation import (
     Validated,
     as_pydantic,
+    check_nonnegative_int,
     check_positive_int,
     check_positive_quantity,
 )
+from mlsysim.models.moe import moe_layer_count
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 _check_data = check_positive_quantity("data")
@@ -168,6 +170,45 @@ class TransformerWorkload(Workload):
     """Inner width of the MLP; None: derived from the parameter count (what the layers hold beyond attention)."""
     gated_mlp: bool | None = None
     """A gated MLP (SwiGLU: three matrices h x f; Shazeer 2020); None or False: two matrices."""
+    head_dim: Annotated[int | None, _optional(check_positive_int)] = None
+    """Width of one attention head; None: hidden_dim / heads. Qwen3 uses 128 at hidden 4096 and
+    64 heads (queries 8192 wide); Mixtral's and Llama's equal hidden_dim / heads."""
+    tied_embeddings: bool | None = None
+    """The output layer shares the input embedding's matrix (GPT-2, BERT); None or False: untied."""
+
+    # -- mixture of experts (Shazeer et al. 2017; Fedus et al. 2022) --------------------------
+    experts: Annotated[int | None, _optional(check_positive_int)] = None
+    """Routed experts per MoE layer; None: a dense model (every layer an MLP of ``ffn_hidden``)."""
+    experts_per_token: Annotated[int | None, _optional(check_positive_int)] = None
+    """Routed experts each token is sent to (top-k), at most ``experts``."""
+    expert_ffn_hidden: Annotated[int | None, _optional(check_positive_int)] = None
+    """Inner width of one routed expert (an MLP, gated like the dense MLP when ``gated_mlp``)."""
+    shared_experts: Annotated[int | None, _optional(check_nonnegative_int)] = None
+    """Always-active shared experts per MoE layer (DeepSeekMoE); None or 0: none."""
+    shared_expert_ffn_hidden: Annotated[int | None, _optional(check_positive_int)] = None
+    """Inner width of ONE shared expert; None: ``expert_ffn_hidden``."""
+    dense_layers: Annotated[int | None, _optional(check_nonnegative_int)] = None
+    """The first k layers are dense (an MLP of ``ffn_hidden``); None: 0 (DeepSeek-V3: 3)."""
+    moe_layer_frequency: Annotated[int | None, _optional(check_positive_int)] = None
+    """Of the layers after ``dense_layers``, every n-th is MoE, counted from the first of them
+    (0, n, 2n, ...); the others are dense. None: 1, all of them (Mixtral, Qwen3, DeepSeek-V3)."""
+    active_parameters: Annotated[Quantity | None, _optional(_check_parameters)] = None
+    """Parameters used per token as the source states them (a count like ``parameters``)."""
+
+    # -- attention: multi-head (with grouped-query) or multi-head latent (DeepSeek-V2) --------
+    attention: str = "mha"
+    """``"mha"``: multi-head attention (grouped-query with ``kv_heads``); ``"mla"``: multi-head
+    latent attention (DeepSeek-AI 2024, DeepSeek-V2), with the five ranks and widths below."""
+    kv_lora_rank: Annotated[int | None, _optional(check_positive_int)] = None
+    """MLA: width of the compressed key/value latent (DeepSeek-V3: 512)."""
+    q_lora_rank: Annotated[int | None, _optional(check_positive_int)] = None
+    """MLA: width of the compressed query latent (DeepSeek-V3: 1536)."""
+    qk_rope_head_dim: Annotated[int | None, _optional(check_positive_int)] = None
+    """MLA: per-head width of the rotary (decoupled) part of queries and keys (DeepSeek-V3: 64)."""
+    qk_nope_head_dim: Annotated[int | None, _optional(check_positive_int)] = None
+    """MLA: per-head width of the non-rotary part of queries and keys (DeepSeek-V3: 128)."""
+    v_head_dim: Annotated[int | None, _optional(check_positive_int)] = None
+    """MLA: per-head width of the values (DeepSeek-V3: 128)."""
 
     @model_validator(mode="after")
     def _kv_heads_divide_heads(self) -> TransformerWorkload:
@@ -178,6 +219,84 @@ class TransformerWorkload(Workload):
                 field="kv_heads",
             )
         return self
+
+    @model_validator(mode="after")
+    def _experts_are_consistent(self) -> TransformerWorkload:
+        moe_fields = ("experts_per_token", "expert_ffn_hidden", "shared_experts",
+                      "shared_expert_ffn_hidden", "dense_layers", "moe_layer_frequency")
+        if self.experts is None:
+            for name in moe_fields:
+                if getattr(self, name) is not None:
+                    raise InputError(
+                        f"{name} describes a mixture of experts; give experts (routed experts per "
+                        "MoE layer) too", field=name)
+            return self
+        for name in ("experts_per_token", "expert_ffn_hidden"):
+            if getattr(self, name) is None:
+                raise InputError(f"a mixture of experts needs {name} (experts is {self.experts})",
+                                 field=name)
+        assert self.experts_per_token is not None
+        if self.experts_per_token > self.experts:
+            raise InputError(
+                f"experts_per_token ({self.experts_per_token}) must be at most experts "
+                f"({self.experts}): a token is sent to k of the routed experts",
+                field="experts_per_token")
+        if self.shared_expert_ffn_hidden is not None and not self.shared_experts:
+            raise InputError("shared_expert_ffn_hidden is the width of a shared expert; "
+                             "give shared_experts (at least 1) too", field="shared_expert_ffn_hidden")
+        if self.layers is not None and (self.dense_layers or 0) >= self.layers:
+            raise InputError(
+                f"dense_layers ({self.dense_layers}) must be below layers ({self.layers}): "
+                "a mixture of experts has at least one MoE layer", field="dense_layers")
+        if self.layers is not None and self.ffn_hidden is None:
+            dense = self.layers - moe_layer_count(self.layers, self.dense_layers, self.moe_layer_frequency)
+            if dense:
+                raise InputError(
+                    f"{dense} of the {self.layers} layers are dense: give ffn_hidden, "
+                    "the width of their MLP", field="ffn_hidden")
+        return self
+
+    @model_validator(mode="after")
+    def _active_parameters_within_the_total(self) -> TransformerWorkload:
+        if self.active_parameters is not None and self.active_parameters > self.parameters:
+            raise InputError(
+                f"active_parameters ({self.active_parameters:~P}) must be at most parameters "
+                f"({self.parameters:~P})", field="active_parameters")
+        return self
+
+    @model_validator(mode="after")
+    def _attention_kind_and_its_widths(self) -> TransformerWorkload:
+        if self.attention not in ATTENTION_KINDS:
+            raise InputError(
+                f"expected one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}",
+                field="attention")
+        given = [name for name in MLA_FIELDS if getattr(self, name) is not None]
+        if self.attention == "mla":
+            missing = [name for name in MLA_FIELDS if getattr(self, name) is None]
+            if missing:
+                raise InputError(
+                    f"multi-head latent attention needs {', '.join(MLA_FIELDS)}; "
+                    f"{', '.join(missing)} missing", field=missing[0])
+            for name in ("kv_heads", "head_dim"):
+                if getattr(self, name) is not None:
+                    raise InputError(
+                        f"{name} is for attention='mha'; multi-head latent attention's widths are "
+                        "qk_nope_head_dim, qk_rope_head_dim and v_head_dim", field=name)
+        elif given:
+            raise InputError(f"{given[0]} is a width of multi-head latent attention; "
+                             "set attention='mla' too", field=given[0])
+        return self
+
+    def is_moe(self) -> bool:
+        """Whether the model is a mixture of experts (``experts`` given)."""
+        return self.experts is not None
+
+
+ATTENTION_KINDS = ("mha", "mla")
+"""Attention kinds: multi-head (grouped-query with kv_heads) and multi-head latent."""
+
+MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+"""The widths multi-head latent attention needs, all together."""
 
 
 def workload_of(value: object) -> Workload:

@@ -20,7 +20,10 @@ def test_registries_have_the_contract_entries():
         "H100", "H800", "H200", "A100", "A100_40GB", "V100", "B200", "GB200", "GB300", "MI300X"
     ):
         assert isinstance(getattr(Hardware.Cloud, name), Accelerator)
-    for name in ("DGX_H100", "DGX_A100", "DGX_B200", "DGX1_V100", "DGX2", "HGX_B200"):
+    for name in (
+        "DGX_H100", "DGX_A100", "DGX_B200", "DGX1_V100", "DGX2", "HGX_B200",
+        "HGX_H800", "GB200_NVL72", "GB300_NVL72",
+    ):
         assert isinstance(getattr(Systems.Nodes, name), Node)
     for name in (
         "Ethernet_10G",
@@ -38,6 +41,7 @@ def test_registries_have_the_contract_entries():
         "NVLink3",
         "NVLink4",
         "NVLink5",
+        "NVLink4_H800",
         "PCIe3_x16",
         "PCIe4_x16",
         "PCIe5_x16",
@@ -105,6 +109,8 @@ def test_memory_bandwidth_is_a_quantity():
 @pytest.mark.parametrize("path, node", NODES)
 def test_node_bounds(path, node):
     assert 1 <= node.accelerators_per_node <= 72
+    assert node.accelerators_per_node <= node.domain_size <= 576
+    assert node.domain_size % node.accelerators_per_node == 0
     assert 1 <= node.nics_per_node <= 64
     assert 10e9 <= to_canonical(node.intra_node_bw, "bandwidth") <= 2e12
     assert 1e9 <= to_canonical(node.nic_bandwidth, "bandwidth") <= 200e9

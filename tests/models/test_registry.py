@@ -49,6 +49,8 @@ def test_every_workload_has_its_shape_or_its_forward_flops(path, workload):
         shape = (workload.layers, workload.hidden_dim, workload.heads, workload.seq_len)
         assert None not in shape and workload.vocab_size is not None
         assert workload.hidden_dim % workload.heads == 0
+        if workload.is_moe():  # a mixture of experts: its shape is recounted in test_moe.py
+            return
         # the shape accounts for the parameter count: 12 L h^2 (blocks) + V h (embedding),
         # within a factor of 1.5 (gated MLPs, grouped-query attention and untied heads differ)
         estimate = 12 * workload.layers * workload.hidden_dim**2
