@@ -183,10 +183,11 @@ def _workload(row: dict[str, object], name: str) -> dict[str, object] | object:
     table: dict[str, object] = {}
     if named is not None:
         from mlsysim.core.exceptions import UnknownNameError
-        from mlsysim.models.types import workload_of
+        from mlsysim.core.text import parse_name
+        from mlsysim.models.registry import Models
 
         try:
-            known = workload_of(str(named))
+            known = Models.get(parse_name(str(named)))
         except (UnknownNameError, InputError):
             known = None
         if known is not None:
