@@ -24,6 +24,10 @@ of objects or ``{"runs": [...]}``):
   (samples per second of the whole job: ``"5120 sample/s"`` or a number).
 * ``name`` (optional): a label for the run.
 
+A row that gives neither ``step_time`` nor ``mfu`` is a model-parallel *layout* priced from
+the operators: it fits the matrix-product ceiling instead (:func:`load_all`,
+:mod:`mlsysim.validation.mine_parallel`).
+
 An empty cell is an absent field. A bad row raises
 :class:`~mlsysim.core.exceptions.ScenarioFileError` naming ``file:line`` and the
 field.

@@ -370,15 +370,21 @@ def linear_format(groups: Sequence[str], matmul_format: str | None = None) -> st
 
 
 def _sixteen_fallback(runs: Sequence[LayoutRun], base: Assumptions) -> float:
-    """The 16-bit ceiling where no row is 16-bit: the base's ``attention_ceiling``, else the fitted one."""
-    from mlsysim.physics.matmul import fitted_ceiling
-
+    """The 16-bit ceiling where no row is 16-bit: the base's ``attention_ceiling``, else the one the
+    scenario takes for the accelerator (fitted, ``mlsysim/data/matmul_ceilings.json``)."""
     if base.attention_ceiling:
         return float(base.attention_ceiling)
-    value = fitted_ceiling(runs[0].case.generation or None, SIXTEEN_BIT)
-    if value is None:
+    run = runs[0]
+    value = math.nan
+    try:
+        scenario = scenario_of(run.case, {SIXTEEN_BIT: 0.5, run.group: 0.5}, None, base)
+        scenario = scenario.variant(assumptions=scenario.assumptions.variant(attention_ceiling=0.0))
+        value = float(scenario.job.attention_ceiling)
+    except InputError:
+        pass
+    if not (value == value and value > 0):
         raise InputError(
-            f"no layout row is 16-bit and {runs[0].case.generation or 'the accelerator'} has no fitted 16-bit "
+            f"no layout row is 16-bit and {run.case.generation or 'the accelerator'} has no fitted 16-bit "
             "ceiling: add a bf16 run, or give the base assumptions an attention_ceiling",
             field="runs",
         )

@@ -251,3 +251,15 @@ def test_init_layouts_writes_the_template(capsys, tmp_path):
     assert "step_time" not in header and "tensor_parallel" in header
     code, _, err = run(capsys, "init", "--layouts", tmp_path / "layouts.toml")
     assert code == 2 and ".csv" in err
+
+
+def test_fp8_rows_alone_take_the_accelerator_s_fitted_16_bit_ceiling(tmp_path):
+    rows = []
+    for spec in [("f8t8", 8, 1, 1, 1, 0, "fp8"), ("f8t4p2", 4, 2, 1, 1, 0, "fp8")]:
+        row = layout_row(*spec)
+        row["measured_update_time"] = f"{update_time(row, {'matmul_ceiling': 0.4})!r} s"
+        rows.append(row)
+    _, layouts = load_all(write(tmp_path / "fp8.csv", rows), REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    assert not fit.sixteen_fitted and fit.assumptions == {"matmul_ceiling": 0.4}
+    assert fit.ceilings == {"fp8": pytest.approx(0.4, rel=1e-9)}
