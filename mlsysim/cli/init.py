@@ -78,6 +78,12 @@ def init_command(
         "--runs",
         help="Write a template of measured runs (.csv) for 'mlsysim validate mine' instead.",
     ),
+    layouts: bool = Option(
+        False,
+        "--layouts",
+        help="Write a template of measured model-parallel runs (.csv: tensor, pipeline, ZeRO "
+        "layouts priced from the operators) for 'mlsysim validate mine' instead.",
+    ),
 ) -> None:
     """Write a commented scenario file to start from (a job from the hardware and the model).
 
@@ -86,10 +92,30 @@ def init_command(
       mlsysim init job.toml && mlsysim run --file job.toml
 
       mlsysim init --runs runs.csv && mlsysim validate mine runs.csv --out my_cluster.toml
+
+      mlsysim init --layouts layouts.csv && mlsysim validate mine layouts.csv --out my_cluster.toml
     """
     from mlsysim.core.exceptions import InputError
 
     file = Path(path)
+    if runs and layouts:
+        raise InputError("init: give --runs or --layouts, not both")
+    if layouts:
+        from mlsysim.validation.mine_parallel import LAYOUTS_TEMPLATE
+
+        if file.suffix.lower() != ".csv":
+            raise InputError(f"init --layouts: expected a .csv file name, got {path!r}")
+        if file.exists() and not force:
+            raise InputError(f"init: {path!r} exists; give --force to overwrite it")
+        if not file.expanduser().resolve().parent.is_dir():
+            raise InputError(f"init: the folder of {path!r} does not exist")
+        file.write_text(LAYOUTS_TEMPLATE, encoding="utf-8")
+        click.echo(
+            f"wrote {path}: one measured model-parallel run per row, no step_time (priced from the "
+            f"operators; fill in measured_update_time or measured_tflops_per_gpu), then run "
+            f"'mlsysim validate mine {path} --out my_cluster.toml'"
+        )
+        return
     if runs:
         from mlsysim.validation.mine import RUNS_TEMPLATE
 

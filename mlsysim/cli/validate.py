@@ -9,9 +9,14 @@ import click
 from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     import numpy as np
 
     from mlsysim.core.jsonio import JSONValue
+    from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.validation.mine import Fit, Run
+    from mlsysim.validation.mine_parallel import LayoutFit, LayoutRun
     from mlsysim.validation.published import Comparison, CrossValidation, Summary
 
 validate_app = group(
@@ -274,6 +279,12 @@ def mine(
     ),
     force: bool = Option(False, "--force", help="Overwrite --out if it exists."),
     json_: bool = Option(False, "--json", help="Print the fit as JSON."),
+    matmul_format: str | None = Option(
+        None,
+        "--matmul-format",
+        help="The format whose fitted ceiling becomes matmul_ceiling, when the layout rows "
+        "run more than one low-precision format.",
+    ),
 ) -> None:
     """Fit your cluster's constants to your measured runs, with leave-one-out errors.
 
@@ -285,30 +296,74 @@ def mine(
     intra_efficiency, inter_efficiency and update_overhead (those the runs can
     tell apart); each run is then predicted by a fit made without it.
 
+    A row without step_time (and mfu) is a model-parallel layout priced from the
+    operators (tensor_parallel, pipeline_parallel, zero_stage, recompute, ... of a
+    transformer on a node; measured_update_time, measured_throughput or
+    measured_tflops_per_gpu): such rows fit the matrix-product ceiling
+    (matmul_ceiling, attention_ceiling), each row predicted with the ceiling fitted
+    on the others. 'mlsysim init --layouts layouts.csv' writes a template.
+
     Example: mlsysim validate mine runs.csv --out my_cluster.toml
     then:    mlsysim run NAME --assumptions my_cluster.toml
     """
     from pathlib import Path
 
-    import numpy as np
-
+    from mlsysim.core.exceptions import InputError
     from mlsysim.core.fileio import write_text
     from mlsysim.engine.inputs.assumptions import assumptions_of
-    from mlsysim.validation.mine import assumptions_toml, fit_runs, interval_widths, load_runs
+    from mlsysim.validation.mine import assumptions_toml, fit_runs, load_all
+    from mlsysim.validation.mine_parallel import fit_layouts
 
+    if out is not None and Path(out).suffix.lower() != ".toml":
+        raise InputError(f"--out: expected a .toml file name, got {out!r}", field="out")
     base = assumptions_of(preset)
-    loaded = load_runs(runs, base)
-    fit = fit_runs(loaded, base)
-    text = assumptions_toml(fit, runs, preset.strip().lower(), loaded)
+    loaded, layouts = load_all(runs, base)
+    fit = fit_runs(loaded, base) if loaded else None
+    layout_fit = (
+        fit_layouts(layouts, fit.assumptions if fit is not None else base, matmul_format)
+        if layouts
+        else None
+    )
+    text = assumptions_toml(fit, runs, preset.strip().lower(), loaded, layout_fit, layouts)
     if out is not None:
-        if Path(out).suffix.lower() != ".toml":
-            from mlsysim.core.exceptions import InputError
-
-            raise InputError(f"--out: expected a .toml file name, got {out!r}", field="out")
         write_text(out, text, force=force)
+    data: dict[str, object] = {}
+    if fit is not None:
+        data.update(_mine_runs(loaded, fit, base, out))
+    if layout_fit is not None:
+        data["layouts"] = _mine_layouts(layouts, layout_fit)
+        data["assumptions_file"] = out
+    if json_:
+        from mlsysim.core.jsonio import document, dumps, encode
+
+        click.echo(
+            dumps(document("runs_fit", cast("dict[str, JSONValue]", encode(data))), indent=2)
+        )
+        return
+    if fit is not None:
+        _echo_mine_runs(loaded, fit, runs, preset, data)
+    if layout_fit is not None:
+        if fit is not None:
+            click.echo("")
+        _echo_mine_layouts(layouts, layout_fit, runs, preset, fitted_links=fit is not None)
+    if out is not None:
+        click.echo(
+            f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants"
+            + (", and its intervals come from these runs' leave-one-out residuals" if fit is not None else "")
+        )
+
+
+def _mine_runs(
+    loaded: Sequence[Run], fit: Fit, base: Assumptions, out: str | None
+) -> dict[str, object]:
+    """The data-parallel runs' fit as plain values (``validate mine --json``)."""
+    import numpy as np
+
+    from mlsysim.validation.mine import interval_widths
+
     errors = fit.relative_errors
     width_published, width_own = interval_widths(loaded, fit, base)
-    data: dict[str, object] = {
+    return {
         "runs": [
             {
                 "name": r.name,
@@ -331,13 +386,16 @@ def mine(
         "median_interval_width_80": {"published": width_published, "runs": width_own},
         "assumptions_file": out,
     }
-    if json_:
-        from mlsysim.core.jsonio import document, dumps, encode
 
-        click.echo(
-            dumps(document("runs_fit", cast("dict[str, JSONValue]", encode(data))), indent=2)
-        )
-        return
+
+def _echo_mine_runs(
+    loaded: Sequence[Run], fit: Fit, runs: str, preset: str, data: Mapping[str, object]
+) -> None:
+    import numpy as np
+
+    errors = fit.relative_errors
+    widths = cast("dict[str, float]", data["median_interval_width_80"])
+    width_published, width_own = widths["published"], widths["runs"]
     click.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
     for name, value in fit.fitted.items():
         refit = fit.refits[name]
@@ -366,10 +424,95 @@ def mine(
             f"80% efficiency interval on these layouts: median width {width_published:.1%} "
             f"from the published residuals, {width_own:.1%} from these runs' own"
         )
-    if out is not None:
+
+
+def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, object]:
+    """The layout rows' ceiling fit as plain values (``validate mine --json``, ``layouts``)."""
+    import statistics
+
+    from mlsysim.validation.mine_parallel import finite, layout_text
+
+    held = [abs(e) for e in finite(fit.relative_errors)]
+    return {
+        "architecture": fit.architecture,
+        "ceilings": fit.ceilings,
+        "linear_format": fit.linear,
+        "sixteen_bit_fitted": fit.sixteen_fitted,
+        "assumptions": fit.assumptions,
+        "runs": [
+            {
+                "name": r.name,
+                "line": r.line,
+                "matmul_format": r.matmul_format,
+                "layout": layout_text(r),
+                "measured_update_time_s": m,
+                "exact_ceiling": c,
+                "exact_ceiling_at_range_end": fit.at_edge(i),
+                "fitted_update_time_s": p,
+                "held_out_ceiling": None if hc != hc else hc,
+                "held_out_update_time_s": None if h != h else h,
+                "held_out_relative_error": None if e != e else e,
+            }
+            for i, (r, m, c, p, hc, h, e) in enumerate(
+                zip(layouts, fit.measured, fit.exact, fit.predicted, fit.held_out_ceiling, fit.held_out,
+                    fit.relative_errors, strict=True)
+            )
+        ],
+        "median_abs_relative_error": statistics.median(held) if held else None,
+        "worst_abs_relative_error": max(held) if held else None,
+        "in_sample_median_abs_relative_error": statistics.median(abs(e) for e in fit.in_sample_errors),
+    }
+
+
+def _echo_mine_layouts(
+    layouts: Sequence[LayoutRun], fit: LayoutFit, runs: str, preset: str, *, fitted_links: bool
+) -> None:
+    import statistics
+
+    from mlsysim.validation.mine_parallel import finite, layout_text
+
+    under = "the links and overhead fitted above" if fitted_links else f"the {preset} preset"
+    click.echo(
+        f"{len(layouts)} model-parallel layouts from {runs} (priced from the operators on {fit.architecture}, "
+        f"under {under}); matrix-product ceiling, the median of the runs' exact ceilings:"
+    )
+    for fmt, ceiling in fit.ceilings.items():
+        n = sum(1 for r in layouts if r.group == fmt)
+        held = [hc for r, hc in zip(layouts, fit.held_out_ceiling, strict=True) if r.group == fmt and hc == hc]
+        spread = f"(left one out: {min(held):.3f} .. {max(held):.3f})" if held else "(one run: not left out)"
+        label = "16-bit" if fmt == "bf16" else fmt
+        click.echo(f"  {label:8} {ceiling:.3f} of its peak, {n} runs  {spread}")
+    click.echo(
+        "  assumptions: " + ", ".join(f"{k} = {v:g}" for k, v in fit.assumptions.items())
+        + ("" if fit.sixteen_fitted else " (16-bit products at the accelerator's fitted ceiling)")
+    )
+    click.echo("")
+    click.echo(
+        f"{'run':20} {'line':>5} {'format':>7} {'layout':18} {'measured':>10} {'exact c':>8} "
+        f"{'fitted':>10} {'left out':>10} {'error':>8}"
+    )
+    for i, (r, m, c, p, h, e) in enumerate(
+        zip(layouts, fit.measured, fit.exact, fit.predicted, fit.held_out, fit.relative_errors, strict=True)
+    ):
+        edge = "*" if fit.at_edge(i) else " "
+        left = f"{h:>8.3f} s" if h == h else f"{'-':>10}"
+        error = f"{e:>+8.1%}" if e == e else f"{'-':>8}"
         click.echo(
-            f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants, "
-            "and its intervals come from these runs' leave-one-out residuals"
+            f"{r.name[:20]:20} {r.line:>5} {r.matmul_format:>7} {layout_text(r)[:18]:18} {m:>8.3f} s "
+            f"{c:>7.3f}{edge} {p:>8.3f} s {left} {error}"
+        )
+    held = [abs(e) for e in finite(fit.relative_errors)]
+    click.echo("")
+    if held:
+        click.echo(
+            f"update time, each layout predicted with the ceiling fitted on the other runs of its format: "
+            f"median |error| {statistics.median(held):.1%}, worst {max(held):.1%} "
+            f"(in sample: median {statistics.median(abs(x) for x in fit.in_sample_errors):.1%})"
+        )
+    if any(fit.at_edge(i) for i in range(len(layouts))):
+        click.echo(
+            "* at the end of the ceiling's range: no ceiling makes this run's prediction exact "
+            "(its time is not the matrix products')"
         )
 
 

@@ -24,6 +24,10 @@ of objects or ``{"runs": [...]}``):
   (samples per second of the whole job: ``"5120 sample/s"`` or a number).
 * ``name`` (optional): a label for the run.
 
+A row that gives neither ``step_time`` nor ``mfu`` is a model-parallel *layout* priced from
+the operators: it fits the matrix-product ceiling instead (:func:`load_all`,
+:mod:`mlsysim.validation.mine_parallel`).
+
 An empty cell is an absent field. A bad row raises
 :class:`~mlsysim.core.exceptions.ScenarioFileError` naming ``file:line`` and the
 field.
@@ -66,6 +70,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.validation.mine_parallel import LayoutFit, LayoutRun
 
 MEASURED_FIELDS = ("measured_update_time", "measured_throughput")
 """The measurement of a run: one of these columns."""
@@ -224,12 +229,40 @@ def _measured(row: dict[str, object], global_batch: int) -> float:
 
 
 def load_runs(path: str | os.PathLike[str], base: Assumptions | None = None) -> list[Run]:
-    """The measured runs of a CSV or JSON file (schema in the module docstring)."""
-    from mlsysim.engine.io.files import scenario_from_dict
+    """The measured data-parallel runs of a CSV or JSON file (schema in the module docstring):
+    every row that gives ``step_time`` or ``mfu``; the others are layouts priced from the
+    operators (:func:`load_all`, :mod:`mlsysim.validation.mine_parallel`)."""
+    file = Path(os.path.expanduser(os.fspath(path)))
+    return _data_parallel_runs(_rows(file), file, base)
+
+
+def load_all(
+    path: str | os.PathLike[str], base: Assumptions
+) -> tuple[list[Run], list[LayoutRun]]:
+    """The data-parallel runs (rows with ``step_time`` or ``mfu``; none, or at least 2) and the
+    layout runs (rows with neither, priced from the operators; none, or at least 2) of a file.
+    The layouts are read under ``base``; :func:`mlsysim.validation.mine_parallel.fit_layouts`
+    takes the assumptions the data-parallel runs fit."""
+    from mlsysim.validation.mine_parallel import is_layout_row, load_layout_runs
 
     file = Path(os.path.expanduser(os.fspath(path)))
+    rows = _rows(file)
+    layouts = load_layout_runs(rows, file, base)
+    if layouts and not any(not is_layout_row(row) for _, row in rows):
+        return [], layouts
+    return _data_parallel_runs(rows, file, base), layouts
+
+
+def _data_parallel_runs(
+    rows: Sequence[tuple[int, dict[str, object]]], file: Path, base: Assumptions | None
+) -> list[Run]:
+    from mlsysim.engine.io.files import scenario_from_dict
+    from mlsysim.validation.mine_parallel import is_layout_row
+
     runs = []
-    for line, row in _rows(file):
+    for line, row in rows:
+        if is_layout_row(row):
+            continue
         data = dict(row)
         name = str(data.pop("name", f"line {line}"))
         measured = {k: data.pop(k) for k in MEASURED_FIELDS if k in data}
@@ -244,7 +277,12 @@ def load_runs(path: str | os.PathLike[str], base: Assumptions | None = None) -> 
             raise ScenarioFileError(exc.message, path=str(file), line=line, loc=exc.loc) from None
         runs.append(Run(name, scenario, seconds, line))
     if len(runs) < 2:
-        raise InputError(f"runs: expected at least 2 runs in {str(file)!r}, got {len(runs)}", field="runs")
+        raise InputError(
+            f"runs: expected at least 2 runs in {str(file)!r}, got {len(runs)}"
+            + (" with step_time (the rows without it are layouts priced from the operators)"
+               if len(runs) < len(rows) else ""),
+            field="runs",
+        )
     return runs
 
 
@@ -465,56 +503,88 @@ def interval_widths(
 # -- the assumptions file --------------------------------------------------------------------
 
 
-def fit_range(runs: Sequence[Run], source: str) -> FitRange:
-    """The envelope of the runs a fit was made on (:mod:`mlsysim.engine.reports.fit_range`)."""
-    figures = [range_figures(run.scenario.result) for run in runs]
+def fit_range(runs: Sequence[Run], source: str, layouts: Sequence[LayoutRun] = ()) -> FitRange:
+    """The envelope of the runs a fit was made on (:mod:`mlsysim.engine.reports.fit_range`),
+    the layout runs' too."""
+    from mlsysim.validation.mine_parallel import layout_scenario
+
+    scenarios = [run.scenario for run in runs] + [layout_scenario(r) for r in layouts]
+    figures = [range_figures(s.result) for s in scenarios]
     bounds = {
         name: (min(f[name] for f in figures), max(f[name] for f in figures))
         for name, _ in RANGE_FIGURES
     }
-    return FitRange(source, len(runs), bounds)
+    return FitRange(source, len(scenarios), bounds)
 
 
 def assumptions_toml(
-    fit: Fit, runs_path: str, base_name: str, runs: Sequence[Run] = ()
+    fit: Fit | None,
+    runs_path: str,
+    base_name: str,
+    runs: Sequence[Run] = (),
+    layouts: LayoutFit | None = None,
+    layout_runs: Sequence[LayoutRun] = (),
 ) -> str:
-    """The assumptions file of a fit: the ``[assumptions]`` table (the base preset and the
-    fitted constants), the ``[interval]`` scores and, given the ``runs``, their ``[range]``
-    (devices, nodes, parameters, tensor and pipeline ranks: a layout outside it gets a note
-    when the file is loaded), as TOML."""
+    """The assumptions file of a fit: the ``[assumptions]`` table (the base preset, the fitted
+    constants and, given the ``layouts`` fit, ``matmul_ceiling`` and ``attention_ceiling``),
+    the ``[interval]`` scores and ``[fit]`` of the data-parallel runs, the ``[layouts]`` fit
+    and, given the runs, their ``[range]`` (devices, nodes, parameters, tensor and pipeline
+    ranks: a layout outside it gets a note when the file is loaded), as TOML."""
     import tomli_w
 
     from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
 
     table: dict[str, object] = {"preset": base_name}
-    for name, value in fit.fitted.items():
+    for name, value in (fit.fitted if fit is not None else {}).items():
         if name == "update_overhead":
             table[name] = f"{value * 1e3:.6g} ms" if value >= 1e-9 else "0 ms"
         else:
             table[name] = round(value, 6)
-    errors = fit.relative_errors
-    document = {
-        "assumptions": table,
-        "interval": {
+    document: dict[str, object] = {"assumptions": table}
+    if fit is not None:
+        errors = fit.relative_errors
+        document["interval"] = {
             "source": f"{len(fit.measured)} runs of {Path(runs_path).name}, each predicted "
             "by a fit made without it (leave one out)",
             "difficulty": DIFFICULTY_FORMULA,
             "scores": [round(float(z), 8) for z in fit.scores],
-        },
-        "fit": {
+        }
+        document["fit"] = {
             "runs": len(fit.measured),
             "median_abs_relative_error": round(float(np.median(np.abs(errors))), 6),
             "worst_abs_relative_error": round(float(np.max(np.abs(errors))), 6),
-        },
-    }
-    if runs:
+        }
+    if layouts is not None:
+        from mlsysim.validation.mine_parallel import finite
+
+        table.update(layouts.assumptions)
+        held = [abs(e) for e in finite(layouts.relative_errors)]
+        document["layouts"] = {
+            "runs": len(layouts.measured),
+            "architecture": layouts.architecture,
+            "linear_format": layouts.linear,
+            "ceilings": {g: round(c, 6) for g, c in layouts.ceilings.items()},
+            "source": f"the median of each format's runs' exact ceilings (rows of "
+            f"{Path(runs_path).name} without step_time, priced from the operators)",
+            **(
+                {
+                    "median_abs_relative_error": round(float(np.median(held)), 6),
+                    "worst_abs_relative_error": round(float(np.max(held)), 6),
+                }
+                if held
+                else {}
+            ),
+        }
+    if runs or layout_runs:
         document["range"] = {
             name: [_whole(low), _whole(high)]
-            for name, (low, high) in fit_range(runs, "").bounds.items()
+            for name, (low, high) in fit_range(runs, "", layout_runs).bounds.items()
         }
     header = (
         f"# Constants of the cluster that ran {Path(runs_path).name}, fitted by\n"
-        f"# 'mlsysim validate mine' (leave-one-out errors in [fit]). Load with\n"
+        f"# 'mlsysim validate mine' (leave-one-out errors in "
+        f"{'[fit] and [layouts]' if fit is not None and layouts is not None else '[layouts]' if fit is None else '[fit]'}"
+        "). Load with\n"
         "#   mlsysim run NAME --assumptions THIS_FILE\n"
         "# The [assumptions] table also works in a scenario file (without the interval).\n"
     )
@@ -545,6 +615,10 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     fitted = data.get("fit")
     runs = fitted.get("runs") if isinstance(fitted, dict) else None
     count = runs if isinstance(runs, int) and not isinstance(runs, bool) else 0
+    layouts = data.get("layouts")
+    layout_runs = layouts.get("runs") if isinstance(layouts, dict) else None
+    if isinstance(layout_runs, int) and not isinstance(layout_runs, bool):
+        count += layout_runs
     _register_range(data.get("range"), count, assumptions, file, lines)
     interval = data.get("interval")
     if isinstance(interval, dict) and "scores" in interval:
