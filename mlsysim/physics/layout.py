@@ -342,6 +342,9 @@ def layout_mask(
     last_stage_layers: Num = math.nan,
     context_parallel: Num = 1.0,
     seq_len: Num = math.nan,
+    experts: Num = 0.0,
+    expert_parallel: Num = 1.0,
+    expert_tensor_parallel: Num = 1.0,
 ) -> Num:
     """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
     positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
@@ -358,7 +361,11 @@ def layout_mask(
     ok_inter = (v == 1) | ((p > 1) & (_mod(m, p) == 0))
     ok_shard = (shard_group == 0) | (_mod(d * cp, maximum(shard_group, 1.0)) == 0)
     ok_stages = _stage_counts_fit(layers, p, first_stage_layers, last_stage_layers)
-    return ok_d & ok_heads & ok_layers & ok_inter & ok_shard & ok_stages
+    ep, etp = maximum(expert_parallel, 1.0), maximum(expert_tensor_parallel, 1.0)
+    ok_experts = ((ep == 1) & (etp == 1)) | (
+        (experts > 0) & (_mod(where(experts > 0, experts, 1.0), ep) == 0) & (_mod(t * cp * d, ep * etp) == 0)
+    )
+    return ok_d & ok_heads & ok_layers & ok_inter & ok_shard & ok_stages & ok_experts
 
 
 def _stage_counts_fit(layers: Num, p: Num, first: Num, last: Num) -> bool | Array:
@@ -402,6 +409,9 @@ def check_layout(
     last_stage_layers: int | None = None,
     context_parallel: int = 1,
     seq_len: int | None = None,
+    experts: int = 0,
+    expert_parallel: int = 1,
+    expert_tensor_parallel: int = 1,
 ) -> None:
     """Raise :class:`InputError` (one line naming both numbers and the fix) for a layout that breaks a rule.
 
@@ -412,7 +422,8 @@ def check_layout(
     """
     t, p, v, m, cp = tensor_parallel, pipeline_parallel, pipeline_chunks, micro_batches, context_parallel
     layout = dict(devices=devices, tensor_parallel=t, pipeline_parallel=p, heads=heads, layers=layers,
-                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group, context_parallel=cp)
+                  micro_batches=m, pipeline_chunks=v, shard_group=shard_group, context_parallel=cp,
+                  experts=experts, expert_parallel=expert_parallel, expert_tensor_parallel=expert_tensor_parallel)
     if seq_len is not None:
         layout["seq_len"] = seq_len
     for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
@@ -479,6 +490,20 @@ def check_layout(
     for name, count in (("first_stage_layers", first_stage_layers), ("last_stage_layers", last_stage_layers)):
         if count is not None and p == 1:
             raise InputError(f"{name} ({count}) needs a pipeline (pipeline_parallel > 1)", field=name)
+    ep, etp = expert_parallel, expert_tensor_parallel
+    for name, value in (("expert_parallel", ep), ("expert_tensor_parallel", etp)):
+        if value > 1 and not experts:
+            raise InputError(f"{name} ({value}) spreads a mixture of experts, but the workload has no experts; "
+                             f"leave {name} out", field=name)
+    if experts and experts % ep:
+        raise InputError(f"expert_parallel ({ep}) must divide the experts ({experts}) of each MoE layer; "
+                         f"{fix('expert_parallel')}", field="expert_parallel")
+    if (ep > 1 or etp > 1) and (t * cp * d) % (ep * etp):
+        raise InputError(
+            f"expert_parallel x expert_tensor_parallel ({ep} x {etp} = {ep * etp}) must divide the devices of one "
+            f"pipeline stage, tensor_parallel x context_parallel x d = {t * cp * d}; {fix('expert_parallel')}",
+            field="expert_parallel",
+        )
     nan = math.nan
     first = nan if first_stage_layers is None else float(first_stage_layers)
     last = nan if last_stage_layers is None else float(last_stage_layers)

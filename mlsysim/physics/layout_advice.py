@@ -27,6 +27,9 @@ ADJUSTABLE: Final = {
     "pipeline_chunks": "pipeline_chunks",
     "accumulation_steps": "micro_batches",
     "shard_group": "shard_group",
+    "context_parallel": "context_parallel",
+    "expert_parallel": "expert_parallel",
+    "expert_tensor_parallel": "expert_tensor_parallel",
 }
 """The layout inputs a suggestion may change: the scenario's name -> the mask's argument."""
 

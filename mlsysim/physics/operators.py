@@ -83,11 +83,11 @@ class MultiHeadLatent(NamedTuple):
     through a rank ``q_rank`` bottleneck, keys and values through a joint rank ``kv_rank`` one, each head's
     query and key ``nope`` + ``rope`` wide and its value ``value`` wide."""
 
-    q_rank: float
-    kv_rank: float
-    rope: float
-    nope: float
-    value: float
+    q_rank: Num
+    kv_rank: Num
+    rope: Num
+    nope: Num
+    value: Num
 
 
 class Experts(NamedTuple):

@@ -54,6 +54,21 @@ def _check_ceiling(value: object) -> float:
 
 
 Ceiling = Annotated[float, PlainValidator(as_pydantic(_check_ceiling))]
+
+MAX_IMBALANCE = 64.0
+"""Highest expert load imbalance accepted (the busiest device 64 times the mean)."""
+
+
+def _check_imbalance(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 1.0 <= float(value) <= MAX_IMBALANCE:
+        return float(value)
+    raise InputError(
+        f"expected the busiest expert device's load over the mean, a number in [1, {MAX_IMBALANCE:g}] "
+        f"(1: balanced routing), got {value!r}"
+    )
+
+
+Imbalance = Annotated[float, PlainValidator(as_pydantic(_check_imbalance))]
 NonNegative = Annotated[float, PlainValidator(as_pydantic(_check_straggler_cv))]
 
 
@@ -180,9 +195,13 @@ class Assumptions(Validated):
       16-bit products (the attention core, the output layer; 0: fitted, or
       ``matmul_ceiling`` when the linear layers run in 16 bits too). What ``mlsysim
       calibrate matmuls`` fits to products timed on your GPU.
+    * ``expert_imbalance``: the load of the busiest expert-parallel device over the
+      mean, rho >= 1 (1: balanced routing, as Megatron-Core's force-balanced benchmarks;
+      a capacity factor, or a measured imbalance): the routed experts' compute of every
+      device waits for it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_imbalance=1.0)
     """
 
     algorithm: Algorithm = "ring"
@@ -221,12 +240,13 @@ class Assumptions(Validated):
     ] = quantity(0, "GB/s")
     matmul_ceiling: Ceiling = 0.0
     attention_ceiling: Ceiling = 0.0
+    expert_imbalance: Imbalance = 1.0
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
     never the update's: the prediction intervals do not depend on them."""
     IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = (
-        "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling"
+        "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling", "expert_imbalance"
     )
     """Achieved rates of one implementation's collectives: at their default (0, the physics)
     they name no choice, so a stored set of residuals does not depend on them."""

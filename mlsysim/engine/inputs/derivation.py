@@ -44,6 +44,8 @@ from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.inputs.presets import PRESETS, preset_figures
 from mlsysim.engine.inputs.workload_figures import (
     DEFAULT_RECOMPUTE,
+    MLA_NUMBERS,
+    MOE_NUMBERS,
     peak_flops,
     shape_numbers,
     workload_facts,
@@ -62,7 +64,12 @@ from mlsysim.physics.matmul import (
     fitted_ceiling,
     fitted_formats,
 )
-from mlsysim.physics.operators import OperatorTimes, transformer_operator_times
+from mlsysim.physics.operators import (
+    Experts,
+    MultiHeadLatent,
+    OperatorTimes,
+    transformer_operator_times,
+)
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
 
 if TYPE_CHECKING:
@@ -252,11 +259,32 @@ def derive_inputs(x: Derivable) -> Derivable:
     return x
 
 
+def _latent(shape: Mapping[str, Any]) -> MultiHeadLatent | None:
+    """Multi-head latent attention's widths from model numbers (None: multi-head or grouped-query)."""
+    rank = shape["kv_lora_rank"]
+    if type(rank) is float and rank != rank:
+        return None
+    return MultiHeadLatent(shape["q_lora_rank"], rank, shape["qk_rope_head_dim"], shape["qk_nope_head_dim"],
+                           shape["v_head_dim"])
+
+
+def _experts(shape: Mapping[str, Any]) -> Experts | None:
+    """A mixture of experts on one device (every expert local: the one-device step) from model numbers."""
+    experts = shape["experts"]
+    if not float(np.max(experts)) > 0:
+        return None
+    shared = shape["shared_experts"]
+    return Experts(share=shape["moe_share"], experts=experts, top_k=shape["experts_per_token"],
+                   width=shape["expert_ffn_hidden"], shared=0.0 if shared != shared else shared,
+                   shared_width=shape["shared_expert_ffn_hidden"])
+
+
 def _operator_step_rows(x: Any) -> Num:
     """T1 of each row of a sweep's block whose step comes from the operators, at the row's own batch (the
     scalar solve prices the scenario's batch the same way; :func:`_operator_step`)."""
     from mlsysim.physics.activations import RECOMPUTE_MODES
 
+    numbers = {name: getattr(x, name) for name in (*MOE_NUMBERS, *MLA_NUMBERS)}
     codes = np.unique(np.asarray(x.recompute_code, dtype=float))
     recompute = RECOMPUTE_MODES[int(codes[0])]
 
@@ -269,6 +297,7 @@ def _operator_step_rows(x: Any) -> Num:
             gated_mlp=x.gated_mlp, compute_units=x.compute_units, cast_bytes=x.cast_bytes,
             matmul_bytes=x.matmul_bytes, fused_elementwise=np.where(np.isnan(x.fused_elementwise), 0.0,
                                                                     x.fused_elementwise),
+            head_dim=x.head_dim, mla=_latent(numbers), moe=_experts(numbers),
             recompute=recompute, flash_attention=flash,
         ).total
 
@@ -540,11 +569,13 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         matmul_ceiling=ceiling, attention_peak=attention_peak, attention_ceiling=attention,
         memory_bandwidth=bandwidth, kv_heads=shape["kv_heads"], ffn_hidden=shape["ffn_hidden"],
         gated_mlp=shape["gated_mlp"], compute_units=units, cast_bytes=cast, matmul_bytes=width,
-        fused_elementwise=float(fused),
+        fused_elementwise=float(fused), head_dim=shape["head_dim"], mla=_latent(shape), moe=_experts(shape),
         recompute=recompute, flash_attention=bool(out["flash_attention"]),
     )
+    active = shape["active_parameters"]
     recomputed = float(recompute_flops_per_sample(
-        facts.parameters, shape["layers"], shape["hidden"], shape["seq_len"], shape["vocab"], recompute
+        facts.parameters if active != active else active, shape["layers"], shape["hidden"], shape["seq_len"],
+        shape["vocab"], recompute,
     ))
     step = float(times.total)
     model = facts.flops_per_sample or math.nan

@@ -830,6 +830,27 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
+        _layout_count(
+            "expert_parallel", "expert-parallel size: devices a MoE layer's experts are spread over (None: 1)", "ep",
+        ),
+    ),
+    _in(
+        "layout",
+        _layout_count(
+            "expert_tensor_parallel", "expert tensor-parallel size: devices each expert's matrices are split over "
+            "(None: 1)", "etp",
+        ),
+    ),
+    _in(
+        "layout",
+        _switch(
+            "expert_overlap",
+            "expert all-to-alls overlapped with another micro-batch's compute (DualPipe, DeepEP): 1 on, 0 off "
+            "(None: off)",
+        ),
+    ),
+    _in(
+        "layout",
         _layout_count("shard_group", "HSDP shard group: ranks the ZeRO state is sharded over (None: all of d)", "k"),
     ),
     _in("layout", _switch("sequence_parallel", "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)")),

@@ -286,6 +286,9 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
             last_stage_layers=_optional_count(values, "last_stage_layers"),
             context_parallel=count("context_parallel", 1),
             seq_len=int(cast(int, shape["seq_len"])),
+            experts=int(getattr(workload, "experts", None) or 0),
+            expert_parallel=count("expert_parallel", 1),
+            expert_tensor_parallel=count("expert_tensor_parallel", 1),
         )
     except InputError as exc:
         raise InputError(exc.message, loc=(exc.field or "tensor_parallel",)) from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from mlsysim.physics.precision import BYTES_PER_ELEMENT
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator
-    from mlsysim.models.types import Workload
+    from mlsysim.models.types import TransformerWorkload, Workload
 
 DEFAULT_RECOMPUTE = "selective"
 """Activations counted by default: the attention matrices are not stored, as with
@@ -113,9 +113,9 @@ def flops_per_sample(workload: Workload) -> float | None:
 def _flops_per_sample(workload: Workload) -> float | None:
     layers, hidden, seq_len = (getattr(workload, n, None) for n in ("layers", "hidden_dim", "seq_len"))
     if layers is not None and hidden is not None and seq_len is not None:
-        return float(
-            transformer_flops_per_sample(workload.parameter_count(), layers, hidden, seq_len)
-        )
+        active = moe_numbers(workload)["active_parameters"]  # a mixture of experts computes with these
+        used = workload.parameter_count() if active != active else active
+        return float(transformer_flops_per_sample(used, layers, hidden, seq_len, attention_width(workload)))
     forward = getattr(workload, "forward_flops_per_sample", None)
     if forward is not None:
         return float(cnn_flops_per_sample(to_canonical(forward, "compute")))
@@ -157,9 +157,49 @@ def workload_shape(workload: Workload) -> dict[str, float]:
     return shape
 
 
-SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden", "gated_mlp",
-                 "recompute_code")
+MOE_NUMBERS = ("experts", "experts_per_token", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden",
+               "moe_share", "expert_parameters", "active_parameters")
+"""A mixture of experts' model numbers (:func:`moe_numbers`; experts 0 for a dense model)."""
+
+MLA_NUMBERS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+"""Multi-head latent attention's widths (NaN for multi-head or grouped-query attention)."""
+
+SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden", "gated_mlp", "head_dim",
+                 *MOE_NUMBERS, *MLA_NUMBERS, "recompute_code")
 """The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.model.equations.Inputs` attributes)."""
+
+
+def moe_numbers(workload: object) -> dict[str, float]:
+    """A mixture of experts' model numbers: E, k, f_e, S, f_s, the share of MoE layers M / L, the routed
+    experts' parameters M E P(f_e) and the active parameters (stated, else counted from the shape:
+    :func:`mlsysim.models.moe.parameter_counts`); experts 0 and the rest NaN for a dense model."""
+    from mlsysim.models.moe import mlp_parameters, moe_layers, parameter_counts
+
+    out = dict.fromkeys(MOE_NUMBERS, math.nan)
+    experts = getattr(workload, "experts", None)
+    if experts is None:
+        out["experts"] = 0.0
+        return out
+    w = cast("TransformerWorkload", workload)
+    for name in ("experts", "experts_per_token", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden"):
+        value = getattr(w, name, None)
+        out[name] = math.nan if value is None else float(value)
+    if out["shared_experts"] != out["shared_experts"]:
+        out["shared_experts"] = 0.0
+    moe = moe_layers(w)
+    out["moe_share"] = moe / float(cast(int, w.layers))
+    out["expert_parameters"] = float(moe * experts * mlp_parameters(w, cast(int, w.expert_ffn_hidden)))
+    stated = w.active_parameters
+    out["active_parameters"] = to_canonical(stated, "count") if stated is not None else parameter_counts(w)[1]
+    return out
+
+
+def attention_width(workload: object) -> float:
+    """h_att = a (d_qk + d_v) / 2: the hidden size for multi-head attention, wider for multi-head latent."""
+    if getattr(workload, "attention", "mha") != "mla":
+        return float(getattr(workload, "hidden_dim", math.nan) or math.nan)
+    nope, rope, value = (float(getattr(workload, n)) for n in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    return float(getattr(workload, "heads")) * (nope + rope + value) / 2.0  # noqa: B009 - a transformer's
 
 
 def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
@@ -180,6 +220,13 @@ def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
         value = getattr(workload, name, None)
         shape[name] = math.nan if value is None else float(value)
     shape["gated_mlp"] = 1.0 if getattr(workload, "gated_mlp", None) else 0.0
+    head_dim = getattr(workload, "head_dim", None)
+    shape["head_dim"] = math.nan if head_dim is None else float(head_dim)
+    shape.update(moe_numbers(workload))
+    mla = getattr(workload, "attention", "mha") == "mla"
+    for name in MLA_NUMBERS:
+        value = getattr(workload, name, None) if mla else None
+        shape[name] = math.nan if value is None else float(value)
     shape["recompute_code"] = float(RECOMPUTE_MODES.index(recompute))
     if len(_SHAPES) > 1024:
         _SHAPES.clear()

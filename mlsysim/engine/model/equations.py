@@ -37,6 +37,7 @@ from mlsysim.physics.layout import (
     layout_mask,
 )
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
+from mlsysim.physics.operators import Experts, MultiHeadLatent
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.overlap import exposed_communication, interference_delay
 from mlsysim.physics.synchronization import (
@@ -141,6 +142,26 @@ class Inputs:
     kv_heads: Num = math.nan
     ffn_hidden: Num = math.nan
     gated_mlp: Num = 0.0
+    head_dim: Num = math.nan
+    # a mixture of experts (engine.inputs.workload_figures.moe_numbers; experts 0: dense) and multi-head
+    # latent attention's widths (NaN: multi-head or grouped-query attention)
+    experts: Num = 0.0
+    experts_per_token: Num = math.nan
+    expert_ffn_hidden: Num = math.nan
+    shared_experts: Num = math.nan
+    shared_expert_ffn_hidden: Num = math.nan
+    moe_share: Num = math.nan
+    expert_parameters: Num = math.nan
+    active_parameters: Num = math.nan
+    q_lora_rank: Num = math.nan
+    kv_lora_rank: Num = math.nan
+    qk_rope_head_dim: Num = math.nan
+    qk_nope_head_dim: Num = math.nan
+    v_head_dim: Num = math.nan
+    # expert parallelism (physics.experts); NaN: 1
+    expert_parallel: Num = math.nan
+    expert_tensor_parallel: Num = math.nan
+    expert_overlap: Num = math.nan
     fused_elementwise: Num = math.nan
     matmul_ceiling: Num = math.nan
     matmul_peak: Num = math.nan
@@ -197,6 +218,7 @@ class Choices:
     failure_rate: float = 0.0
     """Failures per device-second when the scenario gives none (``Assumptions.failure_rate``)."""
     sharding_rate: float = 0.0
+    expert_imbalance: float = 1.0
     """Achieved bytes/s per rank of ZeRO's gathers and reduce-scatters (0: the links' ring rate)."""
     pipeline_rate: float = 0.0
     """Achieved bytes/s of one device's stage-to-stage transfers (0: the links' rate)."""
@@ -796,6 +818,8 @@ LAYOUT_INPUTS = (
     "last_stage_layers",
     "flash_attention",
     "context_parallel",
+    "expert_parallel",
+    "expert_tensor_parallel",
 )
 """The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN);
 a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`)."""
@@ -923,7 +947,33 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "fused_elementwise": _or(x.fused_elementwise, 0.0),
         "context_parallel": _or(x.context_parallel, 1.0),
         "scale_up_domain": x.scale_up_domain,
+        "head_dim": x.head_dim,
+        "mla": multi_head_latent(x),
+        "moe": experts_of(x, c),
+        "active_parameters": x.active_parameters,
+        "expert_parameters": _or(x.expert_parameters, 0.0),
+        "expert_overlap": _or(x.expert_overlap, 0.0),
     }
+
+
+def multi_head_latent(x: Inputs) -> MultiHeadLatent | None:
+    """Multi-head latent attention's widths, or None for multi-head or grouped-query attention."""
+    rank = x.kv_lora_rank
+    if type(rank) is float and rank != rank:
+        return None
+    return MultiHeadLatent(x.q_lora_rank, x.kv_lora_rank, x.qk_rope_head_dim, x.qk_nope_head_dim, x.v_head_dim)
+
+
+def experts_of(x: Inputs, c: Choices) -> Experts | None:
+    """The mixture of experts and its layout (ep, etp, the assumed imbalance), or None for a dense model."""
+    if not _scalar_mode(x.experts, "experts") > 0:
+        return None
+    return Experts(
+        share=x.moe_share, experts=x.experts, top_k=x.experts_per_token, width=x.expert_ffn_hidden,
+        shared=_or(x.shared_experts, 0.0), shared_width=x.shared_expert_ffn_hidden,
+        parallel=_or(x.expert_parallel, 1.0), tensor=_or(x.expert_tensor_parallel, 1.0),
+        imbalance=c.expert_imbalance,
+    )
 
 
 def _layout_of(arguments: dict[str, Any], flags: Mapping[str, Num]) -> LayoutFigures:
@@ -1012,7 +1062,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
         micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
         first_stage_layers=x.first_stage_layers, last_stage_layers=x.last_stage_layers,
-        context_parallel=cp, seq_len=x.seq_len,
+        context_parallel=cp, seq_len=x.seq_len, experts=x.experts,
+        expert_parallel=_or(x.expert_parallel, 1.0), expert_tensor_parallel=_or(x.expert_tensor_parallel, 1.0),
     )
     # a given activation_memory (not derived from the shape) replaces the layout's count
     given = (x.activation_memory_per_sample != x.activation_memory_per_sample) & (x.activation_memory > 0)

@@ -29,7 +29,9 @@ def layout_rows(r: ResultView) -> list[Row]:
     arguments: dict[str, Any] = dict(f.layout_arguments)
     arguments.pop("sequence_parallel", None)
     flash = arguments.pop("flash_attention", None)
+    structured: dict[str, Any] = {k: arguments.pop(k) for k in ("mla", "moe") if k in arguments}  # None or a tuple
     inputs: dict[str, Any] = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
+    inputs.update(structured)
     inputs["flash_attention"] = bool(flash) and flash == flash  # None or NaN: off
     if r.job is not None and r.job.matmul_format:
         inputs["matmul_format"] = r.job.matmul_format
