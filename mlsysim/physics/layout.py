@@ -573,6 +573,7 @@ def layout_figures(
     active_parameters: Num = math.nan,
     expert_parameters: Num = 0.0,
     expert_overlap: Num = 0.0,
+    tensor_overlap: Num = 0.0,
 ) -> LayoutFigures:
     """Time, breakdown and memory of one optimizer update of a layout (see the module docstring).
 
@@ -660,6 +661,10 @@ def layout_figures(
     tp_message = tp_message_bytes(b, s_dev, hidden)
     tp_one = tp_allreduce_time(tp_message, t, tp_rate, tp_latency)
     t_tp = layers_here * tp_collectives_per_layer(recompute) * tp_one  # tp_time_per_micro_batch
+    # asynchronous tensor parallelism: each collective split in t chunks and run under the products that
+    # depend on it (Wang et al. 2023, "Overlap Communication with Dependent Computation via Decomposition");
+    # the first chunk, and what the products cannot cover, stay exposed
+    t_tp = where(tensor_overlap > 0, maximum(t_tp - ops.matmul_time, t_tp / t), t_tp)
 
     # context parallelism: the ring of cp devices after the t tensor ranks (Megatron-Core's order t, cp, d, p)
     kv = where(kv_heads == kv_heads, kv_heads, heads)

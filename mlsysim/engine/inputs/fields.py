@@ -844,6 +844,14 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "layout",
         _switch(
+            "tensor_overlap",
+            "tensor-parallel collectives decomposed and overlapped with the products that depend on them (async "
+            "TP): 1 on, 0 off (None: off)",
+        ),
+    ),
+    _in(
+        "layout",
+        _switch(
             "expert_overlap",
             "expert all-to-alls overlapped with another micro-batch's compute (DualPipe, DeepEP): 1 on, 0 off "
             "(None: off)",

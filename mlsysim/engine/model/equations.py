@@ -162,6 +162,7 @@ class Inputs:
     expert_parallel: Num = math.nan
     expert_tensor_parallel: Num = math.nan
     expert_overlap: Num = math.nan
+    tensor_overlap: Num = math.nan
     fused_elementwise: Num = math.nan
     matmul_ceiling: Num = math.nan
     matmul_peak: Num = math.nan
@@ -953,6 +954,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "active_parameters": x.active_parameters,
         "expert_parameters": _or(x.expert_parameters, 0.0),
         "expert_overlap": _or(x.expert_overlap, 0.0),
+        "tensor_overlap": _or(x.tensor_overlap, 0.0),
     }
 
 
