@@ -77,3 +77,15 @@ def test_layout_rules_for_experts_and_context_name_the_fix():
             workload=Models.Language.Llama3_8B, node=Systems.Nodes.DGX_H100, nodes=2, precision="bf16",
             per_device_batch=1, context_parallel=3, training_tokens=Q_(1e12, "token"),
         )
+
+
+def test_async_tensor_parallelism_hides_its_collectives_under_the_products_but_not_the_first_chunk():
+    def tensor_time(overlap):
+        s = DataParallelScaleOutScenario(
+            workload=Models.Language.Llama3_70B, node=Systems.Nodes.DGX_H100, nodes=4, precision="bf16",
+            per_device_batch=4, tensor_parallel=8, sequence_parallel=1, zero_stage=1, flash_attention=1,
+            tensor_overlap=overlap, training_tokens=Q_(1e12, "token"),
+        )
+        return float(s.result.figures.tensor_parallel_time)
+    plain, overlapped = tensor_time(0), tensor_time(1)
+    assert plain / 8 <= overlapped < plain
