@@ -174,6 +174,14 @@ class LayoutParts(NamedTuple):
     """t_cp: the ring's exposed transfers of one micro-batch (0 without context parallelism)."""
     expert_micro_batch_time: Num
     """t_ep: the exposed all-to-alls of one micro-batch (0 without experts)."""
+    expert_message: Num
+    """M_a2a: bytes one device sends in one dispatch or combine (0 without experts)."""
+    expert_local: Num
+    """q: the expert-parallel group's ranks in one scale-up domain."""
+    expert_all_to_all_time: Num
+    """One all-to-all of one MoE layer (before any overlap)."""
+    moe_layers: Num
+    """MoE layers of the slowest stage: L_s x their share of the layers."""
     domain: Num
     """D: devices of one scale-up (NVLink) domain, the node's devices unless stated."""
     pipeline_rate: Num
@@ -682,7 +690,7 @@ def layout_figures(
     )
     # expert parallelism: the MoE layers' all-to-alls, over the ep ranks (adjacent after etp)
     if moe is None:
-        a2a_one = moe_layers_here = t_ep = 0.0 * t_cp
+        a2a_one = moe_layers_here = t_ep = a2a_message = local = 0.0 * t_cp
     else:
         a2a_message = all_to_all_bytes(b * s_dev, t, moe.top_k, hidden, moe.tensor)
         nic_per_device = nic_bandwidth * minimum(nics_per_node, g) / g
@@ -818,6 +826,10 @@ def layout_figures(
             context_message=cp_message,
             context_micro_batch_time=t_cp,
             expert_micro_batch_time=t_ep,
+            expert_message=a2a_message,
+            expert_local=local,
+            expert_all_to_all_time=a2a_one,
+            moe_layers=moe_layers_here,
             domain=g,
             pipeline_rate=pp_rate,
             pipeline_latency=pp_latency,

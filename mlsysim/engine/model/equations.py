@@ -31,6 +31,8 @@ from mlsysim.physics.collectives import (
     intra_node_cost,
     stage_time,
 )
+from mlsysim.physics.context_parallel import kv_passes
+from mlsysim.physics.experts import all_to_alls_per_layer
 from mlsysim.physics.layout import (
     LayoutFigures,
     layout_figures,
@@ -1056,6 +1058,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     intra = (
         where(t <= domain, f.tensor_time, 0.0)
         + where(t * cp <= domain, f.context_time, 0.0)
+        + where(_expert_span(arguments["moe"]) <= domain, f.expert_time, 0.0)
         + where(t * cp * p <= domain, f.pipeline_time, 0.0)
         + where(shard_in_node, f.sharding_time, 0.0)
         + where(within_node, f.data_time, 0.0)
@@ -1127,6 +1130,11 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     )
 
 
+def _expert_span(moe: Experts | None) -> Num:
+    """Devices one expert-parallel group spans: ep x etp (1 without experts)."""
+    return 1.0 if moe is None else moe.parallel * moe.tensor
+
+
 def _layout_bytes(
     a: Mapping[str, Any],
     f: LayoutFigures,
@@ -1138,7 +1146,9 @@ def _layout_bytes(
 ) -> tuple[Num, Num]:
     """Bytes each device sends per update (ring volumes), inside a node and across nodes.
 
-        tensor:   m (L/p) c 2 b s h f(t)                (c collectives a layer, f(k) = 2 (k-1)/k)
+        tensor:   m (L/p) c 2 b (s/cp) h f(t)           (c collectives a layer, f(k) = 2 (k-1)/k)
+        context:  m (L/p) n_kv (cp-1) M_kv                (the ring's key/value blocks)
+        experts:  m L_moe n_a2a M_a2a (ep-1)/ep           (the all-to-alls; (q-1)/ep of it in the domain)
         pipeline: 2 (v m + p - 1) 2 b s h / t            (stage transfers, p > 1)
         ZeRO-3:   m (L/p) 3 M_l (k-1)/k                  (two gathers and a reduce-scatter a layer)
         data:     2 G (k-1)/k (ZeRO-1/2) + (G/k) f(r)    (G = the device's gradient bytes)
@@ -1151,17 +1161,26 @@ def _layout_bytes(
     m, layers_here = a["micro_batches"], q.stage_layers
     k, r = q.shard_group, q.replicas
     grad = a["gradient_bytes"] * q.parameters_per_device
-    tensor = m * layers_here * q.tensor_collectives * 2.0 * a["micro_batch"] * a["seq_len"] * a["hidden"] * (
+    cp = a["context_parallel"]
+    tensor = m * layers_here * q.tensor_collectives * 2.0 * a["micro_batch"] * a["seq_len"] / cp * a["hidden"] * (
         2.0 * (t - 1.0) / t
     )
+    context = m * layers_here * kv_passes(a["recompute"]) * (cp - 1.0) * q.context_message
+    moe = a["moe"]
+    ep = 1.0 if moe is None else moe.parallel
+    experts = m * q.moe_layers * all_to_alls_per_layer(a["recompute"]) * q.expert_message
+    experts_inside = where(ep > 1, experts * (q.expert_local - 1.0) / ep, 0.0)
+    experts_across = where(ep > 1, experts * (ep - q.expert_local) / ep, 0.0)
     pipeline = where(p > 1, 2.0 * (v * m + p - 1.0) * q.pipeline_message, 0.0)
     sharding = m * layers_here * 3.0 * (grad / layers_here) * (k - 1.0) / k if zero_stage >= 3 else 0.0 * k
     scatter = 2.0 * grad * (k - 1.0) / k if zero_stage in (1, 2) else 0.0 * k
     data = scatter + grad / k * 2.0 * (r - 1.0) / r
     intra = (
         where(tp_in_node, tensor, 0.0)
+        + where(t * cp <= q.domain, context, 0.0)
+        + experts_inside
         + where(pp_in_node, pipeline, 0.0)
         + where(shard_in_node, sharding, 0.0)
         + where(dp_in_node, data, 0.0)
     )
-    return intra, tensor + pipeline + sharding + data - intra
+    return intra, tensor + context + experts_inside + experts_across + pipeline + sharding + data - intra
