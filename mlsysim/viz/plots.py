@@ -602,6 +602,8 @@ KIND_COLORS: dict[str, str] = {
     "cast": "#a3e635",
     "elementwise": "#86efac",
     "tensor": "#2563eb",
+    "context": "#4f46e5",
+    "experts": "#9333ea",
     "pipeline": "#0891b2",
     "sharding": "#d97706",
     "data": EXPOSED,

@@ -87,3 +87,25 @@ def test_sweep_and_plan_json_use_the_one_encoding(_json):
     best = plan["best"]["result"]["cost"]["value"]
     assert best == min(costs)
     assert plan["best"]["inputs"]["nodes"] in {r["nodes"] for r in plan["pareto"]}
+
+
+DEEPSEEK = ["--set", "workload=DeepSeek_V3", "--set", "node=HGX_H800", "--set", "nodes=32", "--set", "per_device_batch=1",
+            "--set", "accumulation_steps=32", "--set", "pipeline_parallel=4", "--set", "expert_parallel=64",
+            "--set", "zero_stage=1", "--set", "flash_attention=1", "--set", "matmul_format=fp8",
+            "--set", "training_tokens=1e12 token"]
+
+
+def test_run_json_carries_the_context_and_expert_terms(_json):
+    """The exposed all-to-alls are a figure of the result (in its schema); the ring, absent with cp = 1, is null;
+    the explanation prints the all-to-all steps and an update that adds them."""
+    doc = _json("run", *DEEPSEEK, "--json")
+    result = doc["result"]
+    schema = _json("schema", "result")["$defs"]["Result"]["properties"]
+    assert {"context_parallel_time", "expert_parallel_time"} <= set(schema)
+    assert result["context_parallel_time"] is None
+    experts = result["expert_parallel_time"]
+    assert experts["unit"] == "millisecond" and experts["value"] > 0.3 * result["update_time"]["value"]
+    assert any("expert all-to-alls" in note for note in result["constraint_trace"])
+    steps = {s["quantity"].split(" (")[0]: s for s in _json("explain", *DEEPSEEK, "--json")["steps"]}
+    assert "one all-to-all" in steps and "expert-parallel time" in steps
+    assert "t_ep" in steps["update"]["equation"]

@@ -36,7 +36,7 @@ def value_of(text: str) -> float:
     """A printed operand expression or value, in SI (h as seconds, USD/h as USD per hour)."""
     expr = text.replace(" x ", " * ").replace("ln(", "log(")
     expr = QUANTITY.sub(lambda m: f"({m[1]} * {UNITS.get(m[2], 1.0) if m[2] else 1.0})", expr)
-    return float(eval(expr, {"__builtins__": {}}, {"sqrt": math.sqrt, "log": math.log, "ceil": math.ceil, "max": max, "exp": math.exp}))
+    return float(eval(expr, {"__builtins__": {}}, {"sqrt": math.sqrt, "log": math.log, "ceil": math.ceil, "max": max, "min": min, "exp": math.exp}))
 
 
 def steps(text: str) -> list[tuple[str, str, str]]:
@@ -130,6 +130,21 @@ CASES = {
         step_time=None, training_time=None, training_tokens=Q_(1e9, "token"), node=Systems.Nodes.DGX_H100,
         nodes=4,
     ),
+    "layout context parallel 8 across two nodes, full recompute": DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_8B, node=Systems.Nodes.DGX_H100, nodes=2, per_device_batch=1,
+        accumulation_steps=4, tensor_parallel=2, context_parallel=8, flash_attention=1, recompute="full",
+        training_tokens=Q_(1e12, "token"),
+    ),
+    "layout DeepSeek-V3 expert parallel 64": DataParallelScaleOutScenario(
+        workload=Models.Language.DeepSeek_V3, node=Systems.Nodes.HGX_H800, nodes=32, per_device_batch=1,
+        accumulation_steps=32, pipeline_parallel=4, expert_parallel=64, zero_stage=1, flash_attention=1,
+        matmul_format="fp8", training_tokens=Q_(1e12, "token"),
+    ),
+    "layout DeepSeek-V3 expert parallel 8, overlapped": DataParallelScaleOutScenario(
+        workload=Models.Language.DeepSeek_V3, node=Systems.Nodes.HGX_H800, nodes=32, per_device_batch=1,
+        accumulation_steps=32, pipeline_parallel=4, expert_parallel=8, expert_overlap=1, zero_stage=1,
+        flash_attention=1, matmul_format="fp8", training_tokens=Q_(1e12, "token"),
+    ),
 }
 
 OPERATOR_STEPS = ("matrix products of the linear layers", "attention core", "memory-bound element-wise work", "T1")
@@ -179,3 +194,35 @@ def test_a_changed_operand_would_be_caught():
     """The checker is not vacuous: a wrong printed value fails it."""
     assert value_of("3 GB x 1.75") == pytest.approx(5.25e9)
     assert value_of("32 x 1800 ms / 6461.67 ms") != pytest.approx(value_of("8.9"), rel=2e-5)
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n.startswith("layout") and ("context" in n or "expert" in n)])
+def test_context_and_expert_terms_are_printed_and_add_up_to_the_update(name):
+    """The ring's and the all-to-alls' exposed times are steps of their own, in the update's sum, and the notes
+    name the link each group spans and the share of the update each term takes."""
+    scenario = CASES[name]
+    r = scenario.result
+    printed = {what.split(" (")[0].split(",")[0].split(";")[0]: (operands, value)
+               for what, operands, value in steps(scenario.explain())}
+    update = printed["update"]
+    assert value_of(update[0]) == pytest.approx(float(r.figures.layout.update_time), rel=2e-5)
+    notes = "\n".join(r.constraint_trace)
+    if "context" in name:
+        time = r.context_parallel_time.to("s").magnitude
+        assert time > 0
+        assert value_of(printed["context-parallel time"][1]) == pytest.approx(time, rel=1e-5)
+        assert "context-parallel ring (t x cp = 16 devices) across NVLink domains of 8 devices" in notes
+        assert f"context-parallel ring {time / r.update_time.to('s').magnitude:.1%}" in notes
+        assert "cp=8" in notes
+    else:
+        assert "ep=" in notes and "expert all-to-alls (ep x etp = " in notes
+        assert value_of(printed["parameters per device"][1]) == pytest.approx(
+            float(r.figures.layout.parts.parameters_per_device), rel=1e-5)
+        if "overlapped" in name:
+            assert "inside the NVLink domain of 8 devices; overlapped" in notes
+            assert "the experts' gradient reduction over the d_e ranks that hold the same experts" in printed
+        else:
+            time = r.expert_parallel_time.to("s").magnitude
+            assert value_of(printed["expert-parallel time"][1]) == pytest.approx(time, rel=1e-5)
+            assert "87.5% of each all-to-all goes over the NICs" in notes
+            assert f"expert all-to-alls {time / r.update_time.to('s').magnitude:.1%}" in notes

@@ -7,6 +7,7 @@ import pytest
 
 from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.layout import layout_figures
+from mlsysim.physics.operators import Experts, MultiHeadLatent
 
 UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
          "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -17,7 +18,7 @@ QUANTITY = re.compile(rf"({NUMBER})(?:\s+({'|'.join(re.escape(u) for u in UNITS)
 def value_of(text):
     expr = text.replace(" x ", " * ")
     expr = QUANTITY.sub(lambda m: f"({m[1]} * {UNITS.get(m[2], 1.0) if m[2] else 1.0})", expr)
-    return float(eval(expr, {"__builtins__": {}}, {"max": max, "ceil": math.ceil}))
+    return float(eval(expr, {"__builtins__": {}}, {"max": max, "min": min, "ceil": math.ceil}))
 
 
 LLAMA = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
@@ -42,14 +43,38 @@ CASES = {
     "operators, 16-bit, unfused attention, full recompute": dict(
         tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0, recompute="full", matmul_ceiling=0.75,
         compute_units=132.0, fused_elementwise=1.0),
+    "context parallel 8 over two nodes, full recompute, u-priced": dict(
+        tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0, recompute="full", kv_heads=8.0,
+        intra_latency=1e-6, inter_latency=5e-6, nic_bandwidth=5e9, flash_attention=True),
+    "context parallel 4 in the node, operators": dict(
+        tensor_parallel=2.0, context_parallel=4.0, pipeline_parallel=2.0, micro_batches=8.0, kv_heads=8.0,
+        matmul_ceiling=0.75, compute_units=132.0, ffn_hidden=28672.0, gated_mlp=1.0, flash_attention=True,
+        zero_stage=1.0),
 }
+DEEPSEEK = dict(parameters=671e9, layers=61.0, hidden=7168.0, heads=128.0, seq_len=4096.0, vocab=129280.0,
+                active_parameters=37e9, expert_parameters=654e9,
+                mla=MultiHeadLatent(1536.0, 512.0, 64.0, 128.0, 128.0))
+H800 = dict(devices=2048.0, devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.4,
+            memory_bandwidth=3.35e12, intra_bandwidth=200e9, nic_bandwidth=50e9, nics_per_node=8.0,
+            intra_latency=1e-6, inter_latency=2e-6, pipeline_parallel=16.0, micro_batches=32.0, zero_stage=1.0,
+            flash_attention=True)
+EXPERT_CASES = {
+    "deepseek-v3, ep 64 across nodes": dict(moe=Experts(58 / 61, 256.0, 8.0, 2048.0, 1.0, math.nan, 64.0)),
+    "deepseek-v3, ep 8 in the node, overlapped, expert gradients reduced": dict(
+        moe=Experts(58 / 61, 256.0, 8.0, 2048.0, 1.0, math.nan, 8.0), expert_overlap=1.0),
+    "deepseek-v3, ep 16 x etp 2 on an NVL72 domain, full recompute": dict(
+        moe=Experts(58 / 61, 256.0, 8.0, 2048.0, 1.0, math.nan, 16.0, 2.0), scale_up_domain=72.0,
+        devices_per_node=4.0, nics_per_node=4.0, recompute="full", devices=2304.0, tensor_parallel=2.0),
+}
+CASES.update({name: {**H800, **case} for name, case in EXPERT_CASES.items()})
+MODELS = {name: DEEPSEEK for name in EXPERT_CASES}
 
 OPERATOR_CASES = [name for name in CASES if name.startswith("operators")]
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_printed_step_recomputes_from_its_printed_operands(name):
-    inputs = {**LLAMA, **H100, **CASES[name]}
+    inputs = {**MODELS.get(name, LLAMA), **H100, **CASES[name]}
     figures = layout_figures(**inputs)
     steps = layout_steps(inputs, figures)
     assert len(steps) >= 8
@@ -85,3 +110,68 @@ def test_a_wrong_operand_would_be_caught():
     assert value_of("2 x (8 - 1) x 0 ms + 134.218 MB x 2 x (8 - 1) / 8 / 450 GB/s") == pytest.approx(
         134.218e6 * 1.75 / 450e9)
     assert value_of("4 x 1.43830 s") != pytest.approx(value_of("5763.2 ms"), rel=2e-5)
+
+
+def _steps(name):
+    inputs = {**MODELS.get(name, LLAMA), **H100, **CASES[name]}
+    figures = layout_figures(**inputs)
+    return figures, {s[0].split(" (")[0].split(",")[0].split(";")[0]: s for s in layout_steps(inputs, figures)}
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if "context parallel" in n])
+def test_the_ring_steps_print_the_exposed_context_time(name):
+    figures, steps = _steps(name)
+    q = figures.parts
+    assert value_of(steps["keys and values of one ring block"][3]) == pytest.approx(float(q.context_message), rel=1e-5)
+    assert value_of(steps["context-parallel ring per micro-batch"][3]) == pytest.approx(
+        float(q.context_micro_batch_time), rel=1e-5, abs=1e-9)
+    assert value_of(steps["context-parallel time"][3]) == pytest.approx(float(figures.context_time), rel=1e-5,
+                                                                        abs=1e-9)
+    assert "t_cp" in steps["update"][1] and "t_ep" in steps["update"][1]
+    assert value_of(steps["update"][3]) == pytest.approx(float(figures.update_time), rel=1e-5)
+
+
+def test_a_ring_across_nodes_is_exposed_and_named_so():
+    figures, steps = _steps("context parallel 8 over two nodes, full recompute, u-priced")
+    assert float(figures.context_time) > 0.05 * float(figures.update_time)
+    assert "across scale-up domains of 8 devices" in steps["context-parallel ring per micro-batch"][0]
+    assert "4 x (8 - 1)" in steps["context-parallel ring per micro-batch"][2]  # n_kv = 4: the forward recomputed
+
+
+@pytest.mark.parametrize("name", list(EXPERT_CASES))
+def test_the_all_to_all_steps_print_the_exposed_expert_time(name):
+    figures, steps = _steps(name)
+    assert (float(figures.expert_time) > 0) == ("overlapped" not in name)  # one layer's compute hides ep = 8's
+    assert value_of(steps["expert all-to-alls per micro-batch"][3]) == pytest.approx(
+        float(figures.parts.expert_micro_batch_time), rel=1e-5)
+    assert value_of(steps["expert-parallel time"][3]) == pytest.approx(float(figures.expert_time), rel=1e-5)
+    assert value_of(steps["parameters per device"][3]) == pytest.approx(
+        float(figures.parts.parameters_per_device), rel=1e-5)
+    assert value_of(steps["update"][3]) == pytest.approx(float(figures.update_time), rel=1e-5)
+    assert steps["update"][2].count(" + ") == 8  # nine terms, t_cp and t_ep among them
+
+
+def test_the_all_to_all_splits_local_and_remote_ranks_by_the_scale_up_domain():
+    _, across = _steps("deepseek-v3, ep 64 across nodes")
+    assert across["all-to-all ranks in the device's scale-up domain of D = 8 devices"][3] == "8"
+    _, nvl72 = _steps("deepseek-v3, ep 16 x etp 2 on an NVL72 domain, full recompute")
+    assert nvl72["all-to-all ranks in the device's scale-up domain of D = 72 devices"][3] == "16"  # all of them
+    assert "6 x" in nvl72["expert all-to-alls per micro-batch"][2]  # full recomputation: 6 all-to-alls a layer
+
+
+def test_overlapped_all_to_alls_subtract_a_layer_of_compute_and_the_experts_gradients_are_printed():
+    figures, steps = _steps("deepseek-v3, ep 8 in the node, overlapped, expert gradients reduced")
+    cover = float(figures.parts.micro_batch_time) / float(figures.parts.stage_layers)
+    exposed = steps["expert all-to-alls per micro-batch"][2]
+    assert value_of(exposed.split(" - ")[-1].rstrip(")")) == pytest.approx(cover, rel=1e-5)
+    sync = steps["the experts' gradient reduction over the d_e ranks that hold the same experts"]
+    assert value_of(sync[3]) > 0
+    assert value_of(steps["gradient synchronisation"][3]) == pytest.approx(float(figures.data_time), rel=1e-5)
+
+
+def test_a_dense_layout_without_context_parallelism_prints_the_seed_update_equation():
+    from mlsysim.physics.layout import UPDATE_EQUATION
+
+    _, steps = _steps("pipeline with zero-1")
+    assert steps["update"][1] == UPDATE_EQUATION
+    assert not any("t_cp" in s[1] or "all-to-all" in s[0] for s in steps.values())

@@ -45,6 +45,17 @@ OPERATORS = {  # steps priced operator by operator (no step_time, no mfu)
                                 + ["tensor_parallel=4", "zero_stage=3", "accumulation_steps=4"],
                                 "Gpt2DataParallelOneNode"),
 }
+PARALLEL = {  # context parallelism's ring and expert parallelism's all-to-alls, exposed per micro-batch
+    "context-parallel-across-nodes": ["workload=Llama3_8B", "node=DGX_H100", "nodes=2", "per_device_batch=1",
+                                      "accumulation_steps=4", "tensor_parallel=2", "context_parallel=8",
+                                      "flash_attention=1", "recompute=full", "training_tokens=1e12 token"],
+    "context-parallel-pipeline": [*LLAMA, "tensor_parallel=8", "context_parallel=4", "pipeline_parallel=4",
+                                  "accumulation_steps=8", "zero_stage=1", "fabric=none", "inter_bandwidth=100 Gbps"],
+    "deepseek-v3-expert-parallel": ["workload=DeepSeek_V3", "node=HGX_H800", "nodes=32", "per_device_batch=1",
+                                    "accumulation_steps=32", "pipeline_parallel=4", "expert_parallel=64",
+                                    "zero_stage=1", "flash_attention=1", "matmul_format=fp8",
+                                    "training_tokens=1e12 token"],
+}
 SEEDS = Scenarios.names()
 
 
@@ -59,6 +70,7 @@ def cases():
     out += [pytest.param(scenario(sets), id=name) for name, sets in DATA_PARALLEL.items()]
     out += [pytest.param(scenario(LLAMA + sets), id=name) for name, sets in LAYOUTS.items()]
     out += [pytest.param(scenario(sets, base), id=name) for name, (sets, base) in OPERATORS.items()]
+    out += [pytest.param(scenario(sets), id=name) for name, sets in PARALLEL.items()]
     return out
 
 
@@ -87,7 +99,7 @@ def test_a_step_from_the_operators_splits_each_compute_segment_by_operator_class
 
 
 UPDATE_FIGURES = {  # the terms explain adds up to the update, on each model
-    "layout": ("compute_time", "tensor_parallel_time", "bubble_time", "pipeline_transfer_time",
+    "layout": ("compute_time", "tensor_parallel_time", "context_parallel_time", "expert_parallel_time", "bubble_time", "pipeline_transfer_time",
                "sharding_time", "data_parallel_time", "optimizer_time", "synchronization_time"),
     "overlap": ("compute_time", "exposed_communication_time", "interference_time", "bucket_copy_time",
                 "optimizer_time", "synchronization_time"),
@@ -241,3 +253,27 @@ def test_the_schedule_keeps_its_dependencies_and_takes_the_models_time(p, v, m, 
 def test_the_interleaved_units_are_megatrons_order():
     assert [unit_of(k, 2, 2) for k in range(8)] == [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (3, 0), (2, 1), (3, 1)]
     assert [unit_of(k, 2, 2, backward=True) for k in range(4)] == [(0, 1), (1, 1), (0, 0), (1, 0)]
+
+
+@pytest.mark.parametrize("name", list(PARALLEL))
+def test_the_ring_and_the_all_to_alls_are_drawn_per_micro_batch_and_add_up(name):
+    """Each unit carries its share of t_cp (1 of n_kv ring passes in the forward) and of t_ep (2 of 4 all-to-alls in
+    the forward); their segments add up to the figures explain prints, and the idle time is still the bubble
+    (p - 1)/v (t_c + t_tp + t_cp + t_ep)."""
+    r = scenario(PARALLEL[name]).result
+    f = r.figures
+    q, a = f.layout.parts, f.layout_arguments
+    kind, figure, t_x = (("experts", "expert_parallel_time", q.expert_micro_batch_time) if "expert" in name
+                         else ("context", "context_parallel_time", q.context_micro_batch_time))
+    assert float(t_x) > 0 and figure_of(r, figure) > 0.01 * float(f.update_time)
+    v, m = int(float(a["pipeline_chunks"])), int(float(a["micro_batches"]))
+    forward_share = 2 / 4 if kind == "experts" else 1 / (4 if a["recompute"] in ("full", "selective") else 3)
+    for row in timeline(r).rows:
+        drawn = [seg for seg in row.segments if seg.kind == kind]
+        assert math.fsum(seg.duration for seg in drawn) == pytest.approx(figure_of(r, figure), rel=1e-9)
+        if v * m <= MAX_UNITS:
+            forwards = [seg for seg in drawn if "(forward" in seg.label]
+            assert len(forwards) == v * m
+            assert forwards[0].duration == pytest.approx(float(t_x) * forward_share / v, rel=1e-12)
+        idle = math.fsum(seg.duration for seg in row.segments if seg.kind == "idle")
+        assert idle == pytest.approx(float(f.bubble_time), rel=1e-9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mlsysim.core.units import to_canonical
 from mlsysim.engine.inputs.derivation import Checked, Job, operator_formats
+from mlsysim.engine.inputs.workload_figures import moe_numbers
 from mlsysim.engine.reports.operator_steps import operator_rows
 
 _ACTIVATION_EQUATIONS = {
@@ -32,14 +33,29 @@ def explain_rows(
         f = job.flops_per_sample
         if getattr(w, "layers", None) is not None:
             n, s_, layers, h = w.parameter_count(), w.seq_len, w.layers, w.hidden_dim
-            rows.append(
-                (
-                    "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021)",
-                    "F = 6 N s + 12 L h s^2",
-                    f"6 x {n:.6g} x {s_} + 12 x {layers} x {h} x {s_} x {s_}",
-                    f"{f:.6g} flop",
+            active = moe_numbers(w)["active_parameters"]
+            if active == active or getattr(w, "attention", "mha") == "mla":  # a mixture of experts, latent attention
+                used = active if active == active else n
+                width = (f"({w.heads} x ({w.qk_nope_head_dim} + {w.qk_rope_head_dim} + {w.v_head_dim}) / 2)"
+                         if getattr(w, "attention", "mha") == "mla" else f"{h}")
+                rows.append(
+                    (
+                        "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021; N_act: the parameters "
+                        "a token uses, h_att: the attention's width)",
+                        "F = 6 N_act s + 12 L h_att s^2",
+                        f"6 x {used:.6g} x {s_} + 12 x {layers} x {width} x {s_} x {s_}",
+                        f"{f:.6g} flop",
+                    )
                 )
-            )
+            else:
+                rows.append(
+                    (
+                        "training FLOPs per sample (Kaplan et al. 2020; Narayanan et al. 2021)",
+                        "F = 6 N s + 12 L h s^2",
+                        f"6 x {n:.6g} x {s_} + 12 x {layers} x {h} x {s_} x {s_}",
+                        f"{f:.6g} flop",
+                    )
+                )
         else:
             forward = to_canonical(w.forward_flops_per_sample, "compute")
             rows.append(

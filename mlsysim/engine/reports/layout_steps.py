@@ -13,10 +13,19 @@ printed right-hand side from its printed operands.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.engine.reports.operator_steps import operator_rows
+from mlsysim.physics.context_parallel import ACTIVATION_BYTES as KV_BYTES
+from mlsysim.physics.context_parallel import kv_passes
+from mlsysim.physics.experts import ACTIVATION_BYTES as TOKEN_BYTES
+from mlsysim.physics.experts import (
+    all_to_all_bytes,
+    all_to_all_time,
+    all_to_alls_per_layer,
+    ranks_per_domain,
+)
 from mlsysim.physics.layout import (
     ADAM_BYTES_PER_PARAMETER,
     COMPUTE_EQUATION,
@@ -24,9 +33,15 @@ from mlsysim.physics.layout import (
     LayoutFigures,
 )
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
-from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
+from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION, gather_time, group_rate
 
 Step = tuple[str, str, str, str]
+
+UPDATE_EQUATION_SPLIT = (
+    "T = m t_c + m t_tp + m t_cp + m t_ep + (p-1)/v (t_c + t_tp + t_cp + t_ep) + T_p2p + m T_zero3 + T_data + T_opt"
+)
+"""The update with context and expert parallelism's exposed terms (:data:`~mlsysim.physics.layout.UPDATE_EQUATION`
+where there are none: cp = 1 and no experts)."""
 
 
 def _n(x: object) -> str:
@@ -38,12 +53,18 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
 
     ``inputs`` are the keyword arguments of :func:`~mlsysim.physics.layout.layout_figures`
     (missing optional ones take its defaults). Steps of terms that are zero
-    for the layout (no pipeline, no ZeRO-3, ...) are left out.
+    for the layout (no pipeline, no ZeRO-3, ...) are left out; context
+    parallelism (cp > 1) and a mixture of experts add their own steps
+    (:func:`_context_steps`, :func:`_expert_steps`), a dense layout with cp = 1 prints as before.
     """
     i = {**_DEFAULTS, **inputs}
     f, q = figures, figures.parts
     t, p, v = float(i["tensor_parallel"]), float(i["pipeline_parallel"]), float(i["pipeline_chunks"])
     b, m = float(i["micro_batch"]), float(i["micro_batches"])
+    cp = float(i["context_parallel"])
+    moe = i["moe"]
+    split = cp > 1 or moe is not None  # the update has t_cp and t_ep terms
+    tcp = f"{_n(t)}" if cp == 1 else f"{_n(t)} x {_n(cp)}"  # the devices one sequence's work is split over
     steps: list[Step] = []
     add = steps.append
 
@@ -51,49 +72,77 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
     if p > 1:
         add(("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
              _stage_operands(i, L, p), _n(ls)))
-    add(("parameters per device", "psi = N (L_s / L) / t",
-         f"{_n(i['parameters'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.parameters_per_device)))
-    add(("model FLOPs per sequence", "F = 6 N s + 12 L h s^2",
-         f"6 x {_n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x {_n(i['hidden'])} x "
-         f"{_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
+    if moe is None:
+        add(("parameters per device", "psi = N (L_s / L) / t",
+             f"{_n(i['parameters'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.parameters_per_device)))
+    else:
+        n_e, ep, etp = float(i["expert_parameters"]), float(moe.parallel), float(moe.tensor)
+        add(("parameters per device (dense over t, the routed experts over ep x etp)",
+             "psi = (N - N_e) (L_s / L) / t + N_e (L_s / L) / (ep etp)",
+             f"({_n(i['parameters'])} - {_n(n_e)}) x ({_n(ls)} / {_n(L)}) / {_n(t)} + {_n(n_e)} x ({_n(ls)} / "
+             f"{_n(L)}) / ({_n(ep)} x {_n(etp)})", _n(q.parameters_per_device)))
+    used, width = _flop_shape(i)
+    if used is None and width is None:
+        add(("model FLOPs per sequence", "F = 6 N s + 12 L h s^2",
+             f"6 x {_n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x {_n(i['hidden'])} x "
+             f"{_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
+    else:
+        add(("model FLOPs per sequence (N_act: the parameters a token uses; h_att: the attention's width)",
+             "F = 6 N_act s + 12 L h_att s^2",
+             f"6 x {used or _n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x "
+             f"{width or _n(i['hidden'])} x {_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
     given = float(i["device_step_time"]) == float(i["device_step_time"])
     if given:
-        add(("compute per micro-batch", "t_c = T1 (L_s / L) / t",
+        add(("compute per micro-batch", "t_c = T1 (L_s / L) / t" if cp == 1 else "t_c = T1 (L_s / L) / (t cp)",
+             f"{fmt_time(i['device_step_time'])} x ({_n(ls)} / {_n(L)}) / ({tcp})" if cp > 1 else
              f"{fmt_time(i['device_step_time'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", fmt_time(q.micro_batch_time)))
     else:
         if float(q.recompute_flops_per_sample) > 0:
             attention = f"4 x {_n(L)} x {_n(i['hidden'])} x {_n(i['seq_len'])} x {_n(i['seq_len'])}"
             if i.get("recompute") == "full":
-                add(("recomputed FLOPs per sequence (full)", "F_re = 2 (N - V h) s + 4 L h s^2",
-                     f"2 x ({_n(i['parameters'])} - {_n(i['vocab'])} x {_n(i['hidden'])}) x {_n(i['seq_len'])} + "
-                     f"{attention}", _n(q.recompute_flops_per_sample)))
+                add(("recomputed FLOPs per sequence (full)",
+                     "F_re = 2 (N - V h) s + 4 L h s^2" if used is None else "F_re = 2 (N_act - V h) s + 4 L h s^2",
+                     f"2 x ({used or _n(i['parameters'])} - {_n(i['vocab'])} x {_n(i['hidden'])}) x "
+                     f"{_n(i['seq_len'])} + {attention}", _n(q.recompute_flops_per_sample)))
             else:
                 add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
                      _n(q.recompute_flops_per_sample)))
     if not given and float(i["matmul_ceiling"]) == float(i["matmul_ceiling"]):  # priced operator by operator
         steps += _operator_steps(i, q)
     elif not given:
-        add(("matrix products per micro-batch", "b (F + F_re) (L_s / L) / (t u P)",
+        add(("matrix products per micro-batch",
+             "b (F + F_re) (L_s / L) / (t u P)" if cp == 1 else "b (F + F_re) (L_s / L) / (t cp u P)",
              f"{_n(b)} x ({_n(q.flops_per_sample)} + {_n(q.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
-             f"({_n(t)} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
+             f"({tcp} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
         add(("element-wise per micro-batch", "L_s n_pass a_layer / B_mem",
              f"{_n(ls)} x {_n(q.elementwise_passes)} x {fmt_bytes(q.stored_bytes)} / "
              f"{fmt_rate(i['memory_bandwidth'])}", fmt_time(q.elementwise_time)))
-        add(("compute per micro-batch", COMPUTE_EQUATION,
+        add(("compute per micro-batch", COMPUTE_EQUATION if cp == 1 else COMPUTE_EQUATION.replace("(t u P)", "(t cp u P)"),
              f"{fmt_time(q.matmul_time)} + {fmt_time(q.elementwise_time)}", fmt_time(q.micro_batch_time)))
     add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.micro_batch_time)}", fmt_time(f.compute_time)))
     if t > 1:
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",
-             f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor_latency)} + {fmt_bytes(2 * b * i['seq_len'] * i['hidden'])} x "
+             f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor_latency)} + "
+             f"{fmt_bytes(2 * b * i['seq_len'] / cp * i['hidden'])} x "
              f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor_rate)}", fmt_time(q.tensor_collective_time)))
         add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
              f"{_n(ls)} x {_n(q.tensor_collectives)} x {fmt_time(q.tensor_collective_time)} x "
              f"{_n(m)}", fmt_time(f.tensor_time)))
+    if cp > 1:
+        steps += _context_steps(i, f)
+    if moe is not None:
+        steps += _expert_steps(i, f)
     if p > 1:
         add(("bubble", BUBBLE_EQUATION, f"({_n(p)} - 1) / ({_n(v)} x {_n(m)})", _n(f.bubble_fraction)))
-        add(("bubble time", "(p-1)/v (t_c + t_tp)",
-             f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + {fmt_time(q.tensor_micro_batch_time)})",
-             fmt_time(f.bubble_time)))
+        if split:
+            add(("bubble time", "(p-1)/v (t_c + t_tp + t_cp + t_ep)",
+                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + {fmt_time(q.tensor_micro_batch_time)}"
+                 f" + {fmt_time(q.context_micro_batch_time)} + {fmt_time(q.expert_micro_batch_time)})",
+                 fmt_time(f.bubble_time)))
+        else:
+            add(("bubble time", "(p-1)/v (t_c + t_tp)",
+                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + "
+                 f"{fmt_time(q.tensor_micro_batch_time)})", fmt_time(f.bubble_time)))
         add(("stage-to-stage transfers", P2P_EQUATION,
              f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline_latency)} + {fmt_bytes(q.pipeline_message)} / "
              f"{fmt_rate(q.pipeline_rate)})", fmt_time(f.pipeline_time)))
@@ -112,17 +161,33 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
              fmt_time(q.zero3_micro_step_time)))
         add(("sharding time", "m T_zero3", f"{_n(m)} x {fmt_time(q.zero3_micro_step_time)}",
              fmt_time(f.sharding_time)))
+    experts = _expert_gradients(i, f) if moe is not None else None
     if float(f.data_time) > 0:
-        add(("gradient synchronisation", "c_rs + c_ar - hidden + c_ag",
-             f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} - {fmt_time(q.hidden_time)} + "
-             f"{fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
+        if experts is not None and experts.sync > 0:
+            add(("the experts' gradient reduction over the d_e ranks that hold the same experts "
+                 "(a reduce-scatter and an all-gather)", "c_e = 2 c(G_e, d_e)",
+                 f"2 x (({_n(experts.group)} - 1) x {fmt_time(experts.latency)} + {fmt_bytes(experts.gradient)} x "
+                 f"({_n(experts.group)} - 1) / {_n(experts.group)} / {fmt_rate(experts.rate)})",
+                 fmt_time(experts.sync)))
+            add(("gradient synchronisation", "c_rs + c_ar + c_e - hidden + c_ag",
+                 f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} + {fmt_time(experts.sync)} - "
+                 f"{fmt_time(q.hidden_time)} + {fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
+        else:
+            add(("gradient synchronisation", "c_rs + c_ar - hidden + c_ag",
+                 f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} - {fmt_time(q.hidden_time)} + "
+                 f"{fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
     if float(i["optimizer_bytes"]) > 0:
-        add(("optimizer step", "psi' x beta / B_mem",
-             f"{_n(q.parameters_per_device)} / {_n(k if float(i['zero_stage']) >= 1 else 1)} x "
-             f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
-    add(("update", UPDATE_EQUATION,
-         " + ".join(fmt_time(x) for x in (f.compute_time, f.tensor_time, f.bubble_time, f.pipeline_time,
-                                          f.sharding_time, f.data_time, f.optimizer_time)),
+        if experts is not None and float(i["zero_stage"]) >= 1:
+            add(("optimizer step", "(psi_dense / k + psi_e / d_e) x beta / B_mem",
+                 f"({_n(experts.dense)} / {_n(k)} + {_n(experts.parameters)} / {_n(experts.group)}) x "
+                 f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
+        else:
+            add(("optimizer step", "psi' x beta / B_mem",
+                 f"{_n(q.parameters_per_device)} / {_n(k if float(i['zero_stage']) >= 1 else 1)} x "
+                 f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
+    terms = (f.compute_time, f.tensor_time, *((f.context_time, f.expert_time) if split else ()), f.bubble_time,
+             f.pipeline_time, f.sharding_time, f.data_time, f.optimizer_time)
+    add(("update", UPDATE_EQUATION_SPLIT if split else UPDATE_EQUATION, " + ".join(fmt_time(x) for x in terms),
          fmt_time(f.update_time)))
     add(("memory", "state + activations + buffers",
          f"{fmt_bytes(f.state_bytes)} + {fmt_bytes(f.activation_bytes)} + {fmt_bytes(f.buffer_bytes)}",
@@ -131,6 +196,165 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
          f"{_n(b)} x {_n(m)} x {_n(f.data_parallel)} x {_n(q.flops_per_sample)} / ({fmt_time(f.update_time)} x "
          f"{_n(i['devices'])} x {_n(i['peak_flops'])})", _n(f.mfu)))
     return steps
+
+
+def _flop_shape(i: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """N_act (a mixture of experts' active parameters) and h_att (multi-head latent attention's width) as
+    printed operands, or None where F uses N and h."""
+    active = float(i["active_parameters"])
+    used = _n(active) if active == active else None
+    mla = i["mla"]
+    width = (f"({_n(i['heads'])} x ({_n(mla.nope)} + {_n(mla.rope)} + {_n(mla.value)}) / 2)"
+             if mla is not None else None)
+    return used, width
+
+
+def _domain_words(group: float, domain: float) -> str:
+    return (f"inside the scale-up domain of {_n(domain)} devices" if group <= domain
+            else f"across scale-up domains of {_n(domain)} devices, over the NICs")
+
+
+def context_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> tuple[float, float, float, bool]:
+    """(ring size t cp, its rate B_cp, its latency alpha, inside the scale-up domain) of the context-parallel
+    ring: the cp ranks after the t tensor ranks (Megatron-Core's order), as
+    :func:`~mlsysim.physics.layout.layout_figures` places it."""
+    i = {**_DEFAULTS, **inputs}
+    span = float(i["tensor_parallel"]) * float(i["context_parallel"])
+    inside = span <= float(figures.parts.domain)
+    return span, float(figures.parts.context_rate), float(i["intra_latency" if inside else "inter_latency"]), inside
+
+
+def _context_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
+    """Ring attention's key/value blocks (:mod:`~mlsysim.physics.context_parallel`), per layer and micro-batch."""
+    q = f.parts
+    t, cp, b, s = float(i["tensor_parallel"]), float(i["context_parallel"]), float(i["micro_batch"]), float(i["seq_len"])
+    kv = float(i["kv_heads"]) if float(i["kv_heads"]) == float(i["kv_heads"]) else float(i["heads"])
+    ls = float(q.stage_layers)
+    span, rate, latency, inside = context_link(i, f)
+    attention = float(q.operators.attention_time) / ls if float(q.operators.attention_time) > 0 else (
+        12.0 * b * s * s * float(i["hidden"]) / (t * cp) / (float(i["math_efficiency"]) * float(i["peak_flops"])))
+    n_kv = kv_passes(str(i.get("recompute", "none")))
+    head_dim = float(i["hidden"]) / float(i["heads"])
+    return [
+        ("keys and values of one ring block (one layer, one device)", "M_kv = 2 b (s / cp) a_kv d B_act / t",
+         f"2 x {_n(b)} x ({_n(s)} / {_n(cp)}) x {_n(kv)} x {_n(head_dim)} x {_n(KV_BYTES)} / {_n(t)}",
+         fmt_bytes(q.context_message)),
+        (f"context-parallel ring per micro-batch, exposed beyond each layer's attention (t_att,layer); the ring of "
+         f"{_n(span)} devices runs {_domain_words(span, float(q.domain))} at B_cp; n_kv = {_n(n_kv)} block passes"
+         f"{' (the forward recomputed)' if n_kv > 3 else ''}",
+         "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)",
+         f"{_n(ls)} x max(0, {_n(n_kv)} x ({_n(cp)} - 1) x ({fmt_bytes(q.context_message)} / {fmt_rate(rate)} + "
+         f"{fmt_time(latency) if latency else '0 ms'}) - {fmt_time(attention)})",
+         fmt_time(q.context_micro_batch_time)),
+        ("context-parallel time", "m t_cp", f"{_n(i['micro_batches'])} x {fmt_time(q.context_micro_batch_time)}",
+         fmt_time(f.context_time)),
+    ]
+
+
+class ExpertLink(NamedTuple):
+    """One all-to-all of a layout's expert parallelism, as :func:`~mlsysim.physics.layout.layout_figures`
+    prices it (:mod:`~mlsysim.physics.experts`)."""
+
+    message: float
+    """M_a2a: bytes one device sends in one dispatch (or combine)."""
+    local: float
+    """q: the group's ranks in the device's scale-up domain."""
+    nic_rate: float
+    """B_nic,dev: the device's share of its domain's NICs."""
+    nics: float
+    """NICs of one scale-up domain."""
+    latency: float
+    time: float
+    """t_a2a."""
+
+
+def expert_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> ExpertLink:
+    """The all-to-all of ``inputs``' mixture of experts (``inputs["moe"]`` not None)."""
+    i = {**_DEFAULTS, **inputs}
+    moe = i["moe"]
+    t, cp, domain = float(i["tensor_parallel"]), float(i["context_parallel"]), float(figures.parts.domain)
+    ep, etp = float(moe.parallel), float(moe.tensor)
+    message = float(all_to_all_bytes(float(i["micro_batch"]) * float(i["seq_len"]) / cp, t, float(moe.top_k),
+                                     float(i["hidden"]), etp))
+    nics = float(i["nics_per_node"]) * domain / float(i["devices_per_node"])
+    nic_rate = float(i["nic_bandwidth"]) * min(nics, domain) / domain
+    local = float(ranks_per_domain(ep, etp, domain))
+    latency = float(i["intra_latency" if ep * etp <= domain else "inter_latency"])
+    time = float(all_to_all_time(message, ep, local, float(i["intra_bandwidth"]), nic_rate, latency))
+    return ExpertLink(message, local, nic_rate, nics, latency, time)
+
+
+def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
+    """Expert parallelism's all-to-alls (:mod:`~mlsysim.physics.experts`), per MoE layer and micro-batch."""
+    q, moe = f.parts, i["moe"]
+    ep, etp, domain = float(moe.parallel), float(moe.tensor), float(q.domain)
+    if ep <= 1:
+        return []
+    t, cp, b, s = float(i["tensor_parallel"]), float(i["context_parallel"]), float(i["micro_batch"]), float(i["seq_len"])
+    a = expert_link(i, f)
+    ls, m = float(q.stage_layers), float(i["micro_batches"])
+    n_a2a = all_to_alls_per_layer(str(i.get("recompute", "none")))
+    overlap = float(i["expert_overlap"]) > 0
+    cover = float(q.micro_batch_time) / ls if overlap else 0.0
+    tokens = f"{_n(b)} x {_n(s)}" if cp == 1 else f"{_n(b)} x {_n(s)} / {_n(cp)}"
+    return [
+        ("all-to-all message (what one device sends in one dispatch or combine; T = b s / cp tokens)",
+         "M_a2a = (T / t) k h B_act etp",
+         f"{tokens} / {_n(t)} x {_n(moe.top_k)} x {_n(i['hidden'])} x {_n(TOKEN_BYTES)} x {_n(etp)}",
+         fmt_bytes(a.message)),
+        (f"all-to-all ranks in the device's scale-up domain of D = {_n(domain)} devices (the other ep - q "
+         "over the NICs)", "q = min(ep, max(1, D / etp))", f"min({_n(ep)}, max(1, {_n(domain)} / {_n(etp)}))",
+         _n(a.local)),
+        ("NIC bandwidth per device (its share of the domain's NICs)", "B_nic,dev = B_nic min(k_D, D) / D",
+         f"{fmt_rate(i['nic_bandwidth'])} x min({_n(a.nics)}, {_n(domain)}) / {_n(domain)}", fmt_rate(a.nic_rate)),
+        ("one all-to-all (the share inside the domain over NVLink and the rest over the NICs, at once)",
+         "t_a2a = max((q - 1) / ep M_a2a / B_intra, (ep - q) / ep M_a2a / B_nic,dev) + (ep - 1) alpha",
+         f"max(({_n(a.local)} - 1) / {_n(ep)} x {fmt_bytes(a.message)} / {fmt_rate(i['intra_bandwidth'])}, "
+         f"({_n(ep)} - {_n(a.local)}) / {_n(ep)} x {fmt_bytes(a.message)} / {fmt_rate(a.nic_rate)}) + "
+         f"({_n(ep)} - 1) x {fmt_time(a.latency) if a.latency else '0 ms'}", fmt_time(a.time)),
+        (f"expert all-to-alls per micro-batch, exposed ({_n(n_a2a)} a layer: dispatch and combine, forward and "
+         f"backward{', the forward recomputed' if n_a2a > 4 else ''}; sigma = the MoE share of the layers; "
+         + ("overlapped with another micro-batch's layer compute t_c / L_s" if overlap else "not overlapped")
+         + ")", "t_ep = L_s sigma max(0, n_a2a t_a2a - t_overlap)",
+         f"{_n(ls)} x {_n(moe.share)} x max(0, {_n(n_a2a)} x {fmt_time(a.time)} - "
+         f"{fmt_time(cover) if cover else '0 ms'})", fmt_time(q.expert_micro_batch_time)),
+        ("expert-parallel time", "m t_ep", f"{_n(m)} x {fmt_time(q.expert_micro_batch_time)}",
+         fmt_time(f.expert_time)),
+    ]
+
+
+class ExpertGradients(NamedTuple):
+    """The routed experts' share of the training state and of the gradient synchronisation."""
+
+    dense: float
+    """psi_dense = (N - N_e) (L_s / L) / t."""
+    parameters: float
+    """psi_e = N_e (L_s / L) / (ep etp)."""
+    group: float
+    """d_e = t cp d / (ep etp): the ranks that hold the same experts."""
+    gradient: float
+    rate: float
+    latency: float
+    sync: float
+    """c_e: their reduce-scatter and all-gather (0 where d_e = 1)."""
+
+
+def _expert_gradients(i: Mapping[str, Any], f: LayoutFigures) -> ExpertGradients:
+    q, moe = f.parts, i["moe"]
+    t, cp, domain = float(i["tensor_parallel"]), float(i["context_parallel"]), float(q.domain)
+    split = float(moe.parallel) * float(moe.tensor)
+    share = float(q.stage_layers) / float(i["layers"])
+    n_e = float(i["expert_parameters"])
+    dense = (float(i["parameters"]) - n_e) * share / t
+    psi_e = n_e * share / split
+    group = t * cp * float(f.data_parallel) / split
+    local = min(group, max(1.0, domain / split))
+    nics = float(i["nics_per_node"]) * domain / float(i["devices_per_node"])
+    rate = float(group_rate(local, group, domain, float(i["intra_bandwidth"]), float(i["nic_bandwidth"]), nics))
+    latency = float(i["intra_latency" if group <= local else "inter_latency"])
+    gradient = float(i["gradient_bytes"]) * psi_e
+    sync = 2.0 * float(gather_time(gradient, group, rate, latency)) if group > 1 and psi_e > 0 else 0.0
+    return ExpertGradients(dense, psi_e, group, gradient, rate, latency, sync)
 
 
 def _operator_steps(i: Mapping[str, Any], q: Any) -> list[Step]:
@@ -168,6 +392,7 @@ _DEFAULTS: dict[str, Any] = {
     "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
     "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
     "optimizer_bytes": ADAM_BYTES_PER_PARAMETER, "matmul_ceiling": float("nan"), "matmul_peak": float("nan"),
-    "attention_ceiling": float("nan"),
+    "attention_ceiling": float("nan"), "context_parallel": 1.0, "kv_heads": float("nan"), "mla": None, "moe": None,
+    "active_parameters": float("nan"), "expert_parameters": 0.0, "expert_overlap": 0.0,
 }
 """The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""

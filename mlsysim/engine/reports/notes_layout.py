@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mlsysim.engine.reports.layout_steps import context_link, expert_link
 from mlsysim.engine.reports.notes import origins_notes, sanity_notes
 
 if TYPE_CHECKING:
@@ -23,8 +24,13 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
         "no sharding" if c.zero_stage == 0
         else f"ZeRO-{c.zero_stage} over {k} ranks" + (f" (HSDP: {d // k} replicas)" if k < d else "")
     )
+    cp = int(float(a.get("context_parallel", 1.0)))
+    moe = a.get("moe")
+    ep, etp = (1, 1) if moe is None else (int(float(moe.parallel)), int(float(moe.tensor)))
+    experts = (f" ep={ep}" if ep > 1 else "") + (f" etp={etp}" if etp > 1 else "")
     notes = [
-        f"layout: t={t} p={p}" + (f" (v={v})" if v > 1 else "") + f" d={d}, {sharding}, "
+        f"layout: t={t}" + (f" cp={cp}" if cp > 1 else "") + f" p={p}" + (f" (v={v})" if v > 1 else "")
+        + f" d={d}{experts}, {sharding}, "
         f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
     ]
     m = int(x.accumulation_steps)
@@ -52,9 +58,11 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
             "tensor-parallel collectives on the intra-node link" if t <= g
             else f"tensor_parallel {t} > {g} devices per node: its all-reduces cross the inter-node link"
         )
+    notes.extend(_link_notes(r))
     update = float(f.update_time)
     terms = {
         "compute": float(f.compute_time), "tensor-parallel collectives": float(f.tensor_parallel_time),
+        "context-parallel ring": float(f.context_parallel_time), "expert all-to-alls": float(f.expert_parallel_time),
         "pipeline bubble": float(f.bubble_time), "stage transfers": float(f.pipeline_transfer_time),
         "ZeRO-3 gathers": float(f.sharding_time), "gradient synchronisation": float(f.data_parallel_time),
         "optimizer step": float(f.optimizer_time), "synchronization": float(f.synchronization_time),
@@ -72,3 +80,34 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
     notes.extend(origins_notes(r.job))
     notes.extend(n for n in sanity_notes(r.inputs, r.job) if not n.startswith("global batch"))
     return tuple(notes)
+
+
+def _link_notes(r: ResultView) -> list[str]:
+    """Which link the context-parallel ring and the expert-parallel all-to-alls span: inside the scale-up
+    (NVLink) domain of D devices, or across it over the NICs."""
+    f = r.figures
+    layout, a = f.layout, f.layout_arguments
+    assert layout is not None and a is not None
+    domain = float(layout.parts.domain)
+    notes = []
+    cp = float(a.get("context_parallel", 1.0))
+    if cp > 1:
+        span, rate, _, inside = context_link(a, layout)
+        where = (f"inside the NVLink domain of {domain:g} devices" if inside
+                 else f"across NVLink domains of {domain:g} devices, over the NICs")
+        notes.append(f"context-parallel ring (t x cp = {span:g} devices) {where}: {rate / 1e9:.4g} GB/s per device, "
+                     f"exposed {float(f.context_parallel_time) * 1e3:.4g} ms per update beyond the attention")
+    moe = a.get("moe")
+    if moe is not None and float(moe.parallel) > 1:
+        ep, etp = float(moe.parallel), float(moe.tensor)
+        link = expert_link(a, layout)
+        if ep * etp <= domain:
+            where = f"inside the NVLink domain of {domain:g} devices"
+        else:
+            where = (f"across NVLink domains of {domain:g} devices: {link.local:g} of the {ep:g} ranks share the "
+                     f"device's domain, {(ep - link.local) / ep:.1%} of each all-to-all goes over the NICs "
+                     f"({link.nic_rate / 1e9:.4g} GB/s per device)")
+        overlap = float(a.get("expert_overlap", 0.0)) > 0
+        notes.append(f"expert all-to-alls (ep x etp = {ep * etp:g} devices) {where}; "
+                     + ("overlapped with another micro-batch's compute" if overlap else "not overlapped"))
+    return notes

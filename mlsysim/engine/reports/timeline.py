@@ -21,6 +21,12 @@ one stage-to-stage transfer:
   exposed gathers c_ag + (L_s - 1) max(0, c_ag - t_f) come before the forward,
   the rest of T_zero3 after the backward; each forward and backward ends with
   one transfer S;
+* context parallelism's exposed ring transfers t_cp and expert parallelism's
+  exposed all-to-alls t_ep are drawn after each unit's compute, split between
+  the forward and the backward as their passes are (the ring: 1 of n_kv = 3, or 4
+  with the attention recomputed, in the forward; the all-to-alls: 2 of 4, or 6
+  under full recomputation); like t_tp they run in the bubble's slots too
+  ((p-1)/v (t_c + t_tp + t_cp + t_ep)), so each row still sums to the update;
 * the stages run Megatron-LM's schedule (:func:`schedule`; Narayanan et al.
   2021, section 2.2, Figure 4): 1F1B, or interleaved over the v chunks, each
   forward and backward starting when the unit it needs has ended on the
@@ -60,6 +66,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from mlsysim.physics.context_parallel import kv_passes
+from mlsysim.physics.experts import all_to_alls_per_layer
+
 if TYPE_CHECKING:
     from mlsysim.engine.reports.view import ResultView
 
@@ -71,6 +80,8 @@ KINDS: Final[Mapping[str, str]] = MappingProxyType(
         "cast": "compute: casts to the low-precision format",
         "elementwise": "compute: memory-bound element-wise work",
         "tensor": "tensor-parallel collectives",
+        "context": "context-parallel ring (key/value blocks, exposed)",
+        "experts": "expert-parallel all-to-alls (exposed)",
         "pipeline": "stage-to-stage transfers",
         "sharding": "ZeRO-3 gathers and reduce-scatters",
         "data": "data-parallel gradient reduction",
@@ -282,6 +293,12 @@ def _unit(r: ResultView) -> tuple[_Unit, int, int, int]:
     compute_b = t_c / v - compute_f
     tensor_f = t_tp * 2.0 / c / v if c else 0.0  # two of a layer's c all-reduces are the forward's
     tensor_b = t_tp / v - tensor_f
+    recompute = str(a.get("recompute", "none"))
+    t_cp, t_ep = float(q.context_micro_batch_time), float(q.expert_micro_batch_time)
+    context_f = t_cp / kv_passes(recompute) / v  # one of the ring's n_kv passes is the forward's
+    context_b = t_cp / v - context_f
+    experts_f = t_ep * 2.0 / all_to_alls_per_layer(recompute) / v  # dispatch and combine of the forward
+    experts_b = t_ep / v - experts_f
     zero3 = float(q.zero3_micro_step_time)
     gather, t_f, rest = float(q.layer_gather_time), float(q.layer_forward_time), float(q.stage_layers) - 1.0
     zero3_f = min(zero3, gather + rest * max(0.0, gather - t_f)) / v if zero3 > 0 else 0.0
@@ -292,16 +309,20 @@ def _unit(r: ResultView) -> tuple[_Unit, int, int, int]:
         (zero3_f, "sharding", "ZeRO-3 gathers not hidden (forward)", "sharding_time"),
         *_compute_pieces(compute_f, "forward", shares),
         (tensor_f, "tensor", "tensor-parallel all-reduces (forward)", "tensor_parallel_time"),
+        (context_f, "context", "context-parallel ring, exposed (forward)", "context_parallel_time"),
+        (experts_f, "experts", "expert all-to-alls, exposed (forward: dispatch, combine)", "expert_parallel_time"),
         (send, "pipeline", "send activations to the next stage", "pipeline_transfer_time"),
     )
     pieces_b = (
         *_compute_pieces(compute_b, "backward", shares),
         (tensor_b, "tensor", "tensor-parallel all-reduces (backward)", "tensor_parallel_time"),
+        (context_b, "context", "context-parallel ring, exposed (backward)", "context_parallel_time"),
+        (experts_b, "experts", "expert all-to-alls, exposed (backward)", "expert_parallel_time"),
         (zero3_b, "sharding", "ZeRO-3 gathers and reduce-scatters not hidden (backward)", "sharding_time"),
         (send, "pipeline", "send gradients to the previous stage", "pipeline_transfer_time"),
     )
-    slot = t_c / v + t_tp / v
-    unit = _Unit(compute_f + tensor_f + send, compute_b + tensor_b + send,
+    slot = (t_c + t_tp + t_cp + t_ep) / v
+    unit = _Unit(compute_f + tensor_f + context_f + experts_f + send, compute_b + tensor_b + context_b + experts_b + send,
                  slot / (slot + 2.0 * send) if slot > 0 else 1.0, pieces_f, pieces_b)
     return unit, p, v, m
 
@@ -401,7 +422,7 @@ def _wait(unit: _Unit, length: float, why: str) -> list[Piece]:
 def _layout_rows(r: ResultView, shown: list[int], max_units: int) -> list[Row]:
     unit, p, v, m = _unit(r)
     rows = schedule(p, v, m, unit.forward, unit.backward)
-    span = (v * m + p - 1) * (unit.forward + unit.backward)  # the model's m (t_c + t_tp) + bubble + T_p2p
+    span = (v * m + p - 1) * (unit.forward + unit.backward)  # the model's m (t_c + t_tp + t_cp + t_ep) + bubble + T_p2p
     return [_stage_row(r, unit, rows[s], s, p, v, span, max_units) for s in shown]
 
 

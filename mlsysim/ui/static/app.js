@@ -452,14 +452,19 @@ function renderResults(data) {
   $("#notes").textContent = (data.notes || []).join(" · ");
 }
 
-// A parallel layout (docs/parallelism.md): t, p, d and the sharding, then each term of the update.
+// A parallel layout (docs/parallelism.md): t, cp, p, d, ep, etp and the sharding, then each term of the update.
 function layoutCard(r) {
   const zero = Number(inputOf("zero_stage").value || 0);
   const v = Number(inputOf("pipeline_chunks").value || 1);
   const shard = inputOf("shard_group").value;
-  const parts = [`t=${r.tensor_ranks}`, `p=${r.pipeline_stages}${v > 1 ? ` (v=${v})` : ""}`, `d=${r.data_parallel}`,
+  const cp = Number((inputOf("context_parallel") || {}).value || 1);
+  const ep = Number((inputOf("expert_parallel") || {}).value || 1);
+  const etp = Number((inputOf("expert_tensor_parallel") || {}).value || 1);
+  const parts = [`t=${r.tensor_ranks}`, ...(cp > 1 ? [`cp=${cp}`] : []), `p=${r.pipeline_stages}${v > 1 ? ` (v=${v})` : ""}`,
+    `d=${r.data_parallel}`, ...(ep > 1 ? [`ep=${ep}`] : []), ...(etp > 1 ? [`etp=${etp}`] : []),
     zero ? `ZeRO-${zero}${shard ? ` (HSDP, groups of ${shard})` : ""}` : "no sharding"];
-  const terms = [["compute", r.compute_time], ["tensor", r.tensor_parallel_time], ["bubble", r.bubble_time],
+  const terms = [["compute", r.compute_time], ["tensor", r.tensor_parallel_time],
+    ["context ring", r.context_parallel_time], ["expert all-to-alls", r.expert_parallel_time], ["bubble", r.bubble_time],
     ["stage transfers", r.pipeline_transfer_time], ["ZeRO-3 gathers", r.sharding_time],
     ["data sync", r.data_parallel_time], ["optimizer", r.optimizer_time], ["sync", r.synchronization_time]];
   const sum = terms.filter(([, q]) => q && q.value > 0).map(([n, q]) => `${n} ${fmtTimeMs(q.value)}`).join(" + ");
@@ -586,7 +591,7 @@ function renderBreakdown(sweep, current) {
 // One update as a bar per pipeline stage (/api/timeline): a trace per kind of work, each segment a
 // bar from its start; forwards in a lighter green than backwards. The colours are the CLI plot's.
 const KIND_COLORS = {
-  compute: "#4c9a2a", matmul: "#166534", attention: "#65a30d", cast: "#a3e635", elementwise: "#86efac", tensor: "#2563eb", pipeline: "#0891b2", sharding: "#d97706", data: "#c0392b",
+  compute: "#4c9a2a", matmul: "#166534", attention: "#65a30d", cast: "#a3e635", elementwise: "#86efac", tensor: "#2563eb", context: "#4f46e5", experts: "#9333ea", pipeline: "#0891b2", sharding: "#d97706", data: "#c0392b",
   overhead: "#a16207", optimizer: "#db2777", synchronization: "#7d3c98", idle: "#e5e7eb",
 };
 const FORWARD_COLOR = "#9fd18b";
