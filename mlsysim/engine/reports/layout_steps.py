@@ -21,10 +21,7 @@ from mlsysim.physics.context_parallel import ACTIVATION_BYTES as KV_BYTES
 from mlsysim.physics.context_parallel import kv_passes
 from mlsysim.physics.experts import ACTIVATION_BYTES as TOKEN_BYTES
 from mlsysim.physics.experts import (
-    all_to_all_bytes,
-    all_to_all_time,
     all_to_alls_per_layer,
-    ranks_per_domain,
 )
 from mlsysim.physics.layout import (
     ADAM_BYTES_PER_PARAMETER,
@@ -271,17 +268,15 @@ class ExpertLink(NamedTuple):
 def expert_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> ExpertLink:
     """The all-to-all of ``inputs``' mixture of experts (``inputs["moe"]`` not None)."""
     i = {**_DEFAULTS, **inputs}
-    moe = i["moe"]
-    t, cp, domain = float(i["tensor_parallel"]), float(i["context_parallel"]), float(figures.parts.domain)
+    q, moe = figures.parts, i["moe"]
+    domain = float(q.domain)
     ep, etp = float(moe.parallel), float(moe.tensor)
-    message = float(all_to_all_bytes(float(i["micro_batch"]) * float(i["seq_len"]) / cp, t, float(moe.top_k),
-                                     float(i["hidden"]), etp))
     nics = float(i["nics_per_node"]) * domain / float(i["devices_per_node"])
     nic_rate = float(i["nic_bandwidth"]) * min(nics, domain) / domain
-    local = float(ranks_per_domain(ep, etp, domain))
     latency = float(i["intra_latency" if ep * etp <= domain else "inter_latency"])
-    time = float(all_to_all_time(message, ep, local, float(i["intra_bandwidth"]), nic_rate, latency))
-    return ExpertLink(message, local, nic_rate, nics, latency, time)
+    # the message, the ranks in the domain and the time: the layout's own (LayoutParts), not recomputed
+    return ExpertLink(float(q.expert_message), float(q.expert_local), nic_rate, nics, latency,
+                      float(q.expert_all_to_all_time))
 
 
 def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
