@@ -33,6 +33,14 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
         + f" d={d}{experts}, {sharding}, "
         f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
     ]
+    if float(f.efficiency) > 1.0:
+        notes.append(
+            f"scaling efficiency {float(f.efficiency):.1%} is above 1: a device of this layout does its share "
+            "faster than one device runs the whole model alone (the reference of the speedup)"
+            + (": the experts' grouped products see ep times the tokens each, larger matrices than one device's"
+               if ep > 1 else "")
+            + "; compare layouts by update time and cost, not by the efficiency"
+        )
     m = int(x.accumulation_steps)
     if p > 1 and m < p:
         notes.append(
