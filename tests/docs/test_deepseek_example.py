@@ -75,3 +75,16 @@ def test_each_figure_of_the_worked_example_is_recomputed_and_in_the_docs(name, c
 def test_the_prediction_is_within_ten_percent_of_the_published_gpu_hours():
     hours = load_scenario(H800).result.training_time.to("hour").magnitude * 2048
     assert hours == pytest.approx(PUBLISHED_GPU_HOURS, rel=0.10)
+
+
+def test_the_cli_plans_over_expert_and_context_parallelism(capsys):
+    """The docs' command: --axis expert_parallel and context_parallel read as the fields' integers."""
+    from mlsysim.cli import main
+
+    code = main(["plan", "-f", str(H800), "--objective", "time", "--axis", "expert_parallel=8,16,32,64",
+                 "--axis", "context_parallel=1,2"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    assert "the fastest of 8 layouts (expert_parallel 8/16/32/64 x context_parallel 1/2)" in out
+    assert out.startswith("Best: expert_parallel=16, context_parallel=2 -> 2048 devices")
+    assert "t=1 cp=2 p=16 d=64 ep=16 ZeRO-1" in out
