@@ -5,6 +5,7 @@ Run:
     python benchmarks/bench_layouts.py               # Llama-3 70B on 1..64 DGX H100 nodes
     python benchmarks/bench_layouts.py --nodes 1024  # 1..1,024 nodes
     python benchmarks/bench_layouts.py --pricing operators --no-result
+    python benchmarks/bench_layouts.py --space moe --no-result   # DeepSeek-V3: cp, ep, etp axes too
 
 The space: nodes 1..N (8 H100s each) x t in 1, 2, 4, 8 x p in the divisors of
 80 up to 80 x v in 1, 2, 4 x micro-batch 1, 2, 4 x micro-batches 1..64 x ZeRO
@@ -15,6 +16,14 @@ every layout of the grid (those the rules or the memory reject included).
 (``operators``: the figures :func:`~mlsysim.planning.layouts.scenario_search_inputs`
 takes from a scenario whose step comes from the operators, Llama-3 70B on DGX
 H100 with its fitted bf16 ceiling), or both.
+
+``--space moe``: DeepSeek-V3 (MoE, multi-head latent attention, fp8 products) on
+16..256 HGX H800 nodes (step 16) x t in 1, 2, 4, 8 x cp in 1, 2 x p in 1, 2, 4,
+8, 16 x v in 1, 2 x ep in 1, 8, 16, 32, 64, 128, 256 x etp in 1, 2 x
+micro-batch 1, 2 x micro-batches 8..128 (step 8) x ZeRO 0, 1, 3 x recompute
+none/selective/full, always priced from the operators
+(:func:`~mlsysim.planning.layouts.scenario_search_inputs` of the report's
+layout, ``expert_overlap`` 1), 80 GB per device.
 
 Then (unless ``--no-result``) one layout's ``scenario.result``: Llama-3 70B,
 t 8 p 4, 4 DGX H100 nodes, 32 micro-batches, with the step from the operators
@@ -53,6 +62,44 @@ def scenario(**changes: Any) -> DataParallelScaleOutScenario:
         sequence_parallel=1, flash_attention=1,
     )
     return DataParallelScaleOutScenario(**{**inputs, **changes})
+
+
+def deepseek_v3() -> DataParallelScaleOutScenario:
+    """DeepSeek-V3 on 256 HGX H800 nodes as its report trains it (PP 16, EP 64, ZeRO-1, DualPipe)."""
+    return DataParallelScaleOutScenario(
+        workload=Models.Language.DeepSeek_V3, node=Systems.Nodes.HGX_H800, nodes=256, precision="bf16",
+        matmul_format="fp8", per_device_batch=1, accumulation_steps=120, pipeline_parallel=16,
+        expert_parallel=64, zero_stage=1, flash_attention=1, recompute="none", expert_overlap=1,
+        training_tokens=Q_(14.8e12, "token"),
+    )
+
+
+def search_moe(args: argparse.Namespace) -> None:
+    axes = {
+        "devices": [8.0 * n for n in range(16, 257, 16)],
+        "tensor_parallel": [1.0, 2.0, 4.0, 8.0],
+        "context_parallel": [1.0, 2.0],
+        "pipeline_parallel": [1.0, 2.0, 4.0, 8.0, 16.0],
+        "pipeline_chunks": [1.0, 2.0],
+        "expert_parallel": [1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+        "expert_tensor_parallel": [1.0, 2.0],
+        "micro_batch": [1.0, 2.0],
+        "micro_batches": [float(m) for m in range(8, 129, 8)],
+        "zero_stage": [0.0, 1.0, 3.0],
+        "recompute": [0.0, 1.0, 2.0],
+    }
+    inputs = scenario_search_inputs(deepseek_v3())
+    size = grid_size(axes)
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        best = best_layout(axes, **inputs._asdict())
+        times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    print(f"[moe, operators] layouts: {size:,}  kept: {best.kept:,}  median {median:.2f} s  "
+          f"-> {size / median / 1e6:.2f} M layouts/s (load {os.getloadavg()[0]:.1f})")
+    print(f"[moe, operators] best: {best.layout}  {best.seconds_per_sequence * 1e3:.2f} ms per sequence, "
+          f"update {best.update_time:.2f} s, memory {best.memory_bytes / 1e9:.1f} GB")
 
 
 def search(args: argparse.Namespace, pricing: str) -> None:
@@ -125,11 +172,16 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pricing", choices=("flops", "operators", "both"), default="both")
+    parser.add_argument("--space", choices=("dense", "moe"), default="dense",
+                        help="dense: Llama-3 70B on DGX H100; moe: DeepSeek-V3 on HGX H800 with cp, ep, etp")
     parser.add_argument("--no-result", action="store_true", help="skip the one-layout result timings")
     args = parser.parse_args()
-    for pricing in ("flops", "operators"):
-        if args.pricing in (pricing, "both"):
-            search(args, pricing)
+    if args.space == "moe":
+        search_moe(args)
+    else:
+        for pricing in ("flops", "operators"):
+            if args.pricing in (pricing, "both"):
+                search(args, pricing)
     if not args.no_result:
         results(args.repeats)
 

@@ -1,4 +1,4 @@
-"""Search over parallel layouts (t, p, d, sharding, micro-batch, accumulation, recompute) on numpy arrays.
+"""Search over parallel layouts (t, cp, p, v, ep, etp, d, sharding, micro-batch, accumulation, recompute) on numpy arrays.
 
 A pure function of the workload, the cluster and the candidate values of each
 axis: every combination is priced by
@@ -6,7 +6,7 @@ axis: every combination is priced by
 layout), kept when it obeys the layout rules
 (:func:`mlsysim.physics.layout.layout_mask`), fits the device memory and,
 when a global batch is given, makes exactly that batch (b m d = B, Megatron's
-semantics); the best is the one with the least time per sequence (update
+semantics, d = devices / (t cp p)); the best is the one with the least time per sequence (update
 time / (b m d)), ties going to the first in grid order. The grid is walked in
 chunks so that memory stays bounded however large the space.
 
@@ -33,9 +33,14 @@ if TYPE_CHECKING:
 RECOMPUTE_CODES = ("none", "selective", "full")
 """Recomputation modes by code (the ``recompute`` axis holds their indices)."""
 
-AXES = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "micro_batch", "micro_batches",
-        "zero_stage", "recompute")
+AXES = ("devices", "tensor_parallel", "context_parallel", "pipeline_parallel", "pipeline_chunks", "expert_parallel",
+        "expert_tensor_parallel", "micro_batch", "micro_batches", "zero_stage", "recompute")
 """The axes of a layout search, in grid order (the last varies fastest)."""
+
+AXIS_DEFAULTS: dict[str, tuple[float, ...]] = {
+    "context_parallel": (1.0,), "expert_parallel": (1.0,), "expert_tensor_parallel": (1.0,),
+}
+"""The axes a search may leave out, and the one value each then takes (no context or expert parallelism)."""
 
 CHUNK = 1 << 18
 """Layouts priced per numpy pass: small enough to stay in cache, large enough to amortise the calls."""
@@ -54,8 +59,17 @@ class BestLayout(NamedTuple):
     searched: int
 
 
+def full_axes(axes: dict[str, Sequence[float]]) -> dict[str, Sequence[float]]:
+    """``axes`` with every axis of :data:`AXES`: those of :data:`AXIS_DEFAULTS` left out take their one value."""
+    missing = [name for name in AXES if name not in axes and name not in AXIS_DEFAULTS]
+    if missing:
+        raise InputError(f"a layout search needs candidate values of {', '.join(missing)}", field=missing[0])
+    return {name: axes[name] if name in axes else AXIS_DEFAULTS[name] for name in AXES}
+
+
 def grid_size(axes: dict[str, Sequence[float]]) -> int:
-    """Number of layouts in the grid of ``axes`` (every axis of :data:`AXES`)."""
+    """Number of layouts in the grid of ``axes`` (every axis of :data:`AXES`; see :func:`full_axes`)."""
+    axes = full_axes(axes)
     return int(np.prod([len(axes[name]) for name in AXES]))
 
 
@@ -78,33 +92,40 @@ def layout_objective(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Seconds per sequence of each layout (inf where it is not kept), its update time and its memory.
 
-    ``values`` holds one array per axis of :data:`AXES` (``recompute`` as codes);
-    ``checked`` says the rows already obey the layout rules.
+    ``values`` holds one array per axis of :data:`AXES` (``recompute`` as codes; those of
+    :data:`AXIS_DEFAULTS` may be left out); ``checked`` says the rows already obey the layout
+    rules. A mixture of experts comes in ``cluster["moe"]``
+    (:class:`~mlsysim.physics.operators.Experts`): each row's ep and etp replace its
+    ``parallel`` and ``tensor``.
     """
     n = len(values["devices"])
+    ones = np.ones(n)
+    values = {**{name: ones for name in AXIS_DEFAULTS}, **values}
     seconds = np.full(n, np.inf)
     update = np.full(n, np.inf)
     memory = np.full(n, np.inf)
-    mask = np.ones(n, dtype=bool) if checked else layout_mask(
-        devices=values["devices"], tensor_parallel=values["tensor_parallel"],
-        pipeline_parallel=values["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
-        micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"], **_stage_rules(cluster),
-    )
-    d = values["devices"] / (values["tensor_parallel"] * values["pipeline_parallel"])
+    mask = np.ones(n, dtype=bool) if checked else _mask(values, workload, cluster)
+    d = values["devices"] / (values["tensor_parallel"] * values["context_parallel"] * values["pipeline_parallel"])
     samples = values["micro_batch"] * values["micro_batches"] * d
+    moe = cluster.get("moe")
+    rest = {name: value for name, value in cluster.items() if name != "moe"}
     if global_batch is not None:
         mask &= np.abs(samples - global_batch) < 0.5
     for code, mode in enumerate(RECOMPUTE_CODES):
         rows = np.flatnonzero(mask & (values["recompute"] == code))
         if rows.size == 0:
             continue
+        experts = None if moe is None else moe._replace(
+            parallel=values["expert_parallel"][rows], tensor=values["expert_tensor_parallel"][rows]
+        )
         f = layout_figures(
-            **workload, **cluster,
+            **workload, **rest,
             devices=values["devices"][rows], tensor_parallel=values["tensor_parallel"][rows],
+            context_parallel=values["context_parallel"][rows],
             pipeline_parallel=values["pipeline_parallel"][rows], pipeline_chunks=values["pipeline_chunks"][rows],
             micro_batch=values["micro_batch"][rows], micro_batches=values["micro_batches"][rows],
             zero_stage=values["zero_stage"][rows], recompute=mode, sequence_parallel=sequence_parallel,
-            flash_attention=flash_attention,
+            flash_attention=flash_attention, moe=experts,
         )
         fits = np.asarray(f.memory_bytes) <= memory_capacity
         kept = rows[fits]
@@ -177,7 +198,21 @@ def _stage_rules(cluster: dict[str, Any]) -> dict[str, Any]:
             if name in cluster}
 
 
-STRUCTURE = ("devices", "tensor_parallel", "pipeline_parallel", "pipeline_chunks", "micro_batches")
+def _mask(values: dict[str, np.ndarray[Any, Any]], workload: dict[str, Any], cluster: dict[str, Any]) -> Any:
+    """:func:`~mlsysim.physics.layout.layout_mask` of the rows of ``values`` (every axis of :data:`STRUCTURE`)."""
+    moe = cluster.get("moe")
+    return layout_mask(
+        devices=values["devices"], tensor_parallel=values["tensor_parallel"],
+        pipeline_parallel=values["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
+        micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"],
+        context_parallel=values["context_parallel"], seq_len=workload["seq_len"],
+        experts=0.0 if moe is None else moe.experts, expert_parallel=values["expert_parallel"],
+        expert_tensor_parallel=values["expert_tensor_parallel"], **_stage_rules(cluster),
+    )
+
+
+STRUCTURE = ("devices", "tensor_parallel", "context_parallel", "pipeline_parallel", "pipeline_chunks",
+             "expert_parallel", "expert_tensor_parallel", "micro_batches")
 """The axes the layout rules read; the others (micro-batch, ZeRO stage, recompute) never make a layout invalid."""
 
 
@@ -205,7 +240,9 @@ def best_layout(
     micro-batch, ZeRO stage and recompute axes and priced. The best is the
     least time per sequence, ties going to the smallest grid index (C order
     over :data:`AXES`), as a walk through the whole grid would find it.
+    The axes of :data:`AXIS_DEFAULTS` may be left out (one value each: 1).
     """
+    axes = full_axes(axes)
     shape = tuple(len(axes[name]) for name in AXES)
     total = int(np.prod(shape))
     structure_shape = tuple(len(axes[name]) for name in STRUCTURE)
@@ -216,16 +253,11 @@ def best_layout(
     best_key: tuple[float, int] = (np.inf, -1)
     best_update, best_memory, kept = np.inf, np.inf, 0
     step = max(1, chunk // max(1, inner_idx[0].size))
-    rules = _stage_rules(cluster)
     for start in range(0, structure_total, step):
         flat = np.arange(start, min(start + step, structure_total))
         sidx = np.unravel_index(flat, structure_shape)
         svals = {name: arrays[name][i] for name, i in zip(STRUCTURE, sidx, strict=True)}
-        ok = np.flatnonzero(layout_mask(
-            devices=svals["devices"], tensor_parallel=svals["tensor_parallel"],
-            pipeline_parallel=svals["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
-            micro_batches=svals["micro_batches"], pipeline_chunks=svals["pipeline_chunks"], **rules,
-        ))
+        ok = np.flatnonzero(_mask(svals, workload, cluster))
         if ok.size == 0:
             continue
         outer = np.repeat(ok, inner_idx[0].size)
@@ -262,6 +294,8 @@ def best_layout(
 TERM_PHRASES = {
     "compute_time": "compute",
     "tensor_time": "tensor-parallel collectives",
+    "context_time": "context-parallel ring transfers",
+    "expert_time": "expert all-to-alls",
     "bubble_time": "pipeline bubble",
     "pipeline_time": "stage-to-stage transfers",
     "sharding_time": "exposed ZeRO-3 gathers",
@@ -273,12 +307,20 @@ TERM_PHRASES = {
 
 def describe_layout(layout: dict[str, Any]) -> str:
     """A layout in a few symbols: ``t=8 p=4 (v=2) d=16 ZeRO-1 b=1 m=32 recompute=selective``
-    (``t=8 SP`` with sequence parallelism, ``ZeRO-3 (HSDP k=8)`` with a shard group smaller than d)."""
+    (``t=8 SP`` with sequence parallelism, ``ZeRO-3 (HSDP k=8)`` with a shard group smaller than d;
+    ``cp=2`` with context parallelism, ``ep=64`` (``etp=2``) with expert parallelism, read from the
+    axes of :data:`AXES` or from a scenario's ``layout_arguments`` and its ``moe``)."""
     t, p = int(layout["tensor_parallel"]), int(layout["pipeline_parallel"])
-    d = int(round(float(layout["devices"]) / (t * p)))
+    cp = _count(layout.get("context_parallel"))
+    moe = layout.get("moe")
+    ep = _count(layout.get("expert_parallel", None if moe is None else moe.parallel))
+    etp = _count(layout.get("expert_tensor_parallel", None if moe is None else moe.tensor))
+    d = int(round(float(layout["devices"]) / (t * cp * p)))
     v = int(layout.get("pipeline_chunks", 1))
     zero = int(layout.get("zero_stage", 0))
-    parts = [f"t={t}", f"p={p}" + (f" (v={v})" if v > 1 else ""), f"d={d}"]
+    parts = [f"t={t}", *([f"cp={cp}"] if cp > 1 else []), f"p={p}" + (f" (v={v})" if v > 1 else ""), f"d={d}"]
+    if ep > 1 or etp > 1:
+        parts.append(f"ep={ep}" + (f" etp={etp}" if etp > 1 else ""))
     k = float(layout.get("shard_group", 0) or 0)
     hsdp = f" (HSDP k={int(k)})" if zero and k == k and 0 < k < d else ""
     parts.append(f"ZeRO-{zero}{hsdp}" if zero else "no sharding")
@@ -292,12 +334,25 @@ def describe_layout(layout: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _count(value: Any) -> int:
+    """A layout's degree of parallelism: 1 when not given (None or NaN)."""
+    number = 1.0 if value is None else float(value)
+    return int(number) if number == number and number >= 1 else 1
+
+
 def _term_note(term: str, layout: dict[str, Any], figures: Any, devices_per_node: float) -> str:
     if term == "tensor_time":
         t = int(layout["tensor_parallel"])
         return f"t={t} " + ("inside the node" if t <= devices_per_node else "across nodes")
     if term == "bubble_time":
         return f"p={int(layout['pipeline_parallel'])}: {float(figures.bubble_fraction):.0%} bubble"
+    if term == "context_time":
+        return f"cp={_count(layout.get('context_parallel'))}"
+    if term == "expert_time":
+        moe = layout.get("moe")
+        ep = _count(layout.get("expert_parallel", None if moe is None else moe.parallel))
+        domain = float(figures.parts.domain)  # the scale-up domain: the node, or an NVL72 rack
+        return f"ep={ep} " + ("inside the NVLink domain" if ep <= domain else "across the NVLink domains")
     if term == "sharding_time":
         return f"ZeRO-{int(layout.get('zero_stage', 0))}"
     return describe_layout(layout).split(" ")[0] if term == "compute_time" else ""
@@ -336,6 +391,7 @@ __all__ = [
     "SHAPE_FIELDS",
     "best_layout",
     "describe_layout",
+    "full_axes",
     "grid_size",
     "layout_objective",
     "node_figures",

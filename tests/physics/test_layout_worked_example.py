@@ -108,5 +108,6 @@ def test_the_search_picks_the_zero3_layout():
     best = best_layout(axes, workload=LLAMA, cluster=DGX_H100, memory_capacity=80e9, global_batch=512)
     assert best.layout == {"devices": 512.0, "tensor_parallel": 4.0, "pipeline_parallel": 1.0,
                            "pipeline_chunks": 1.0, "micro_batch": 1.0, "micro_batches": 4.0, "zero_stage": 3.0,
-                           "recompute": "none"}
+                           "recompute": "none", "context_parallel": 1.0, "expert_parallel": 1.0,
+                           "expert_tensor_parallel": 1.0}
     assert best.update_time == pytest.approx(sum(v for k, v in zero3_by_hand().items() if k.endswith("_time")))
