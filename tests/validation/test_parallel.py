@@ -7,11 +7,11 @@ import pytest
 from mlsysim.engine.io.files import scenario_from_dict
 from mlsysim.validation.parallel import (
     EXCLUDED,
+    HOPPER_EXPERTS,
     MEDIAN_TARGET,
+    MOE_FAMILIES,
     MTNLG_FAMILY,
     NOT_EXPRESSIBLE,
-    HOPPER_EXPERTS,
-    MOE_FAMILIES,
     POWER_CAPPED_H100,
     ZERO3_FAMILY,
     by_family,
