@@ -509,8 +509,8 @@ equal the entries': layers, widths, experts, top-k, shared experts, dense layers
 def _registry_workload(model: Mapping[str, Any]) -> str | dict[str, object] | None:
     """The registry model of an entry by name, or as its table with the entry's sequence length where that
     differs (the long-context runs); None where no registry model matches."""
-    from mlsysim import Models
     from mlsysim.engine.io.files import _workload_table
+    from mlsysim.models.registry import Models
 
     arch = str(model.get("arch") or "")
     name = next((n for prefix, n in REGISTRY_WORKLOADS.items() if arch.startswith(prefix)), None)
