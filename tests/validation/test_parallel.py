@@ -7,7 +7,9 @@ import pytest
 from mlsysim.engine.io.files import scenario_from_dict
 from mlsysim.validation.parallel import (
     EXCLUDED,
+    HOPPER_EXPERTS,
     MEDIAN_TARGET,
+    MOE_FAMILIES,
     MTNLG_FAMILY,
     NOT_EXPRESSIBLE,
     POWER_CAPPED_H100,
@@ -16,6 +18,7 @@ from mlsysim.validation.parallel import (
     hardware_flops,
     load_cases,
     load_entries,
+    megatron_moe_flops_per_token,
     not_expressible,
     summarize,
     summary,
@@ -23,13 +26,17 @@ from mlsysim.validation.parallel import (
 )
 from tests.validation.limits import hold
 
-HELD_OUT_MEDIAN_LIMIT = 0.051
-"""The held-out median reached with the step from the operators (5.0% over 53 runs; issue 31's target
-6%): a regression fails, an improvement is noted."""
-IN_SAMPLE_MEDIAN_LIMIT = 0.033
-RUNS = 53
-"""39 of published_parallel.json's 40 runs and 14 of TorchTitan's dense runs (the others need context
-parallelism or asynchronous tensor parallelism)."""
+HELD_OUT_MEDIAN_LIMIT = 0.081
+"""The held-out median reached with the step from the operators (8.0% over 72 runs: 5.0% over the 53 dense runs,
+17.5% over the 19 mixtures of experts): a regression fails, an improvement is noted."""
+IN_SAMPLE_MEDIAN_LIMIT = 0.049
+RUNS = 72
+"""39 of published_parallel.json's 40 runs, 14 of TorchTitan's dense runs (the others need context parallelism
+without experts or asynchronous tensor parallelism) and 19 of the 21 mixtures of experts (Qwen3-Next's linear
+attention and a 32 x 3 pipeline of 94 layers are not expressible)."""
+DENSE_RUNS = 53
+DENSE_HELD_OUT_MEDIAN_LIMIT = 0.051
+"""The 53 dense runs' held-out median before the mixtures of experts joined (5.0%): unchanged."""
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +51,7 @@ def plain():
 
 def test_every_entry_is_predicted_or_says_what_is_missing():
     entries = load_entries()
-    assert len(entries) == 40 + 30  # published_parallel.json, and TorchTitan's dense runs
+    assert len(entries) == 40 + 51  # published_parallel.json, and all of published_frontier.json
     missing = not_expressible()
     assert NOT_EXPRESSIBLE.keys() <= missing.keys()
     assert len(load_cases()) + len(EXCLUDED) + len(missing) == len(entries)
@@ -90,7 +97,7 @@ def test_megatrons_count_reproduces_a_quoted_rate():
 
 def test_one_ceiling_per_generation_and_format(checked):
     u = checked.efficiency
-    assert set(u) == {"A100", "H100", POWER_CAPPED_H100}
+    assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300"}
     assert u["A100"]["bf16"] == pytest.approx(0.693, abs=3e-3)
     assert u["H100"]["bf16"] == pytest.approx(0.778, abs=3e-3)
     capped = u[POWER_CAPPED_H100]
@@ -173,3 +180,49 @@ def test_the_ramp_up_point_is_said_so(checked):
     held = next(r for r in checked.held_out if r.case.id == "bloom176b_tr11_gbs16_rampup")
     assert any("fewer micro-batches" in note for note in held.result.constraint_trace)
     assert not math.isnan(held.error)
+
+
+def test_the_dense_runs_are_unchanged_by_the_mixtures_of_experts(checked):
+    """The MoE runs fit their own ceilings (HOPPER_EXPERTS, GB200, GB300): the dense runs' figures stay."""
+    dense = [r for r in checked.held_out if not r.case.family.startswith(MOE_FAMILIES)]
+    assert len(dense) == DENSE_RUNS
+    hold("dense held-out median", summarize(dense).median, DENSE_HELD_OUT_MEDIAN_LIMIT)
+    assert checked.efficiency["H100"]["bf16"] == pytest.approx(0.778, abs=3e-3)
+
+
+def test_megatron_cores_moe_flop_count_reproduces_its_quoted_rates():
+    """Rows quoting both TFLOP/s per GPU and tokens/s per GPU (or the step time) agree with the count."""
+    entries = {e["id"]: e for e in load_entries()}
+    per_token = megatron_moe_flops_per_token(entries["mcore_moe_qwen3_235b_h100_256gpu_bf16"]["model"])
+    assert per_token == pytest.approx(1.480e11, rel=1e-3)
+    for run in ("mcore_moe_qwen3_235b_gb200_256gpu_mxfp8", "mcore_moe_qwen3_235b_gb300_256gpu_mxfp8"):
+        m = entries[run]["measured"]
+        assert m["tflops_per_gpu"] * 1e12 / m["tokens_per_second_per_gpu"] == pytest.approx(per_token, rel=0.01)
+    zoo = entries["modelzoo_qwen3_235b_h100_256gpu_tp2_pp8_ep32_deepep"]
+    rate = 2048 * 4096 * per_token / (zoo["measured"]["step_time_s"] * 256) / 1e12
+    assert rate == pytest.approx(zoo["measured"]["tflops_per_gpu"], rel=0.01)
+
+
+def test_the_mixtures_of_experts_go_through_the_scenario_with_their_layouts(checked):
+    by_id = {r.case.id: r for r in checked.in_sample}
+    deepseek = by_id["deepseek_v3_pretrain_2048xH800"]
+    assert deepseek.case.inputs["workload"] == "DeepSeek_V3" and deepseek.case.inputs["node"] == "HGX_H800"
+    assert deepseek.case.inputs["expert_parallel"] == 64 and deepseek.case.inputs["expert_overlap"] == 1
+    # 2.664M GPU-hours x 3600 / 2048 GPUs over 14.8T / (15,360 x 4,096) updates
+    assert deepseek.case.measured_time == pytest.approx(2.664e6 * 3600 / 2048 / (14.8e12 / (15360 * 4096)))
+    long = by_id["modelzoo_qwen3_235b_h100_256gpu_longctx_seq131072_tp4_cp8"].case.inputs
+    assert long["context_parallel"] == 8 and long["workload"]["seq_len"] == 131072  # type: ignore[index]
+    assert by_id["mcore_moe_dsv3_gb200_256gpu_mxfp8"].case.inputs["node"] == "GB200_NVL72"
+    assert by_id["modelzoo_qwen3_235b_gb300_64gpu_ep64_mxfp8"].case.format == "mxfp8"
+    missing = not_expressible()
+    assert "linear attention" in missing["modelzoo_qwen3_next_80b_h100_128gpu_tp1_pp4_ep32_deepep"]
+
+
+def test_the_frontier_mixtures_of_experts_held_out(checked):
+    """Issue 32's target is a held-out median of 10% on the frontier runs: not reached (17.5% over the 19 MoE
+    runs; the operator model prices experts' grouped products like dense ones); held so it does not regress."""
+    families = by_family(checked.held_out)
+    hold("Megatron-Core MoE report held-out median", families["Megatron-Core MoE report headline results"].median,
+         0.176)
+    hold("ModelZoo Qwen3 held-out median", families["Megatron-MoE-ModelZoo Qwen3 benchmark tables"].median, 0.244)
+    hold("DeepSeek-V3 held-out |error|", families["DeepSeek-V3 pre-training"].median, 0.098)
