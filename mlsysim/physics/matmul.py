@@ -182,10 +182,21 @@ def _ceilings() -> dict[str, dict[str, float]]:
     return table
 
 
-def fitted_ceiling(architecture: str | None, matmul_format: str) -> float | None:
-    """The fitted ceiling c_f of an architecture (``"Hopper"``) and format, or None where none was fitted."""
+MOE_SUFFIX = " MoE"
+"""The ceilings of mixtures of experts are stored under the architecture's name and this suffix."""
+
+
+def fitted_ceiling(architecture: str | None, matmul_format: str, experts: bool = False) -> float | None:
+    """The fitted ceiling c_f of an architecture (``"Hopper"``) and format, or None where none was fitted.
+
+    ``experts``: the workload is a mixture of experts, whose runs reach a lower fraction of the peak
+    than dense ones (grouped expert products, token permutation, the router: software the operator
+    model does not price one by one); its own fit (``"Hopper MoE"``) where there is one.
+    """
     if architecture is None:
         return None
+    if experts and architecture + MOE_SUFFIX in _ceilings():
+        architecture = architecture + MOE_SUFFIX
     table = _ceilings().get(architecture, {})
     value = table.get(matmul_format)
     if value is None and matmul_format in SIXTEEN_BIT:  # fp16 and bf16 run at one rate on tensor cores

@@ -14,7 +14,10 @@ and format's ceiling the median of its runs'), stored per architecture:
   experts of the Megatron-Core MoE report or the Megatron-MoE-ModelZoo: what the operator model does not price in
   those (grouped expert products, token permutation) lands in these ceilings, so a dense model on Blackwell is
   predicted conservatively (said in docs/parallelism.md). The H100 mixtures of experts do not enter ``Hopper``
-  (:data:`mlsysim.validation.parallel.HOPPER_EXPERTS`).
+  (:data:`mlsysim.validation.parallel.HOPPER_EXPERTS`): they are stored as ``Hopper MoE``, and the
+  Blackwell fits as ``Blackwell MoE`` and ``Blackwell Ultra MoE``: a scenario whose workload is a mixture
+  of experts reads those (what its users get is what was validated). A dense model on Blackwell reads
+  the MoE ceilings times Hopper's ratio of dense to MoE 16-bit ceilings (a transfer, stated).
 
 Run ``python -m mlsysim.validation.ceilings`` after a change to the model or the data; the test
 ``tests/validation/test_ceilings.py`` fails while the stored file and the fit disagree.
@@ -26,14 +29,16 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-from mlsysim.validation.parallel import POWER_CAPPED_H100, SIXTEEN_BIT, validation
+from mlsysim.validation.parallel import HOPPER_EXPERTS, POWER_CAPPED_H100, SIXTEEN_BIT, validation
 
 ABOUT = (
     "Fitted ceilings of the operator model (mlsysim.physics.matmul): the fraction of a format's dense peak an "
     "architecture's large matrix products reach in training, fitted on the published model-parallel runs by "
     "python -m mlsysim.validation.ceilings (Hopper's low-precision formats: the 16-bit ceiling of the H100 SXM "
     "runs times the FP8/16-bit ratio fitted on the 500 W H100 runs; Blackwell and Blackwell Ultra: the GB200 and "
-    "GB300 runs, all mixtures of experts, the GB300's 16-bit ceiling the GB200's); see docs/operators.md."
+    "GB300 runs, all mixtures of experts, the GB300's 16-bit ceiling the GB200's; a mixture of experts reads the "
+    "'<architecture> MoE' ceilings, fitted on mixtures of experts; a dense model on Blackwell the MoE ceilings "
+    "times Hopper's ratio of dense to MoE); see docs/operators.md."
 )
 
 
@@ -45,10 +50,20 @@ def fitted_table() -> dict[str, dict[str, float]]:
     for fmt, value in capped.items():
         if fmt not in (SIXTEEN_BIT, "mxfp8"):  # Hopper's tensor cores have no MX block-scaled formats
             hopper[fmt] = hopper[SIXTEEN_BIT] * value / capped[SIXTEEN_BIT]
-    blackwell = {f: fit["GB200"][f] for f in (SIXTEEN_BIT, "mxfp8")}
-    ultra = {SIXTEEN_BIT: blackwell[SIXTEEN_BIT], "mxfp8": fit["GB300"]["mxfp8"]}
-    table = {"Ampere": {SIXTEEN_BIT: fit["A100"][SIXTEEN_BIT]}, "Hopper": hopper, "Blackwell": blackwell,
-             "Blackwell Ultra": ultra}
+    hopper_moe = {f: v for f, v in fit[HOPPER_EXPERTS].items() if f in (SIXTEEN_BIT, "fp8")}
+    blackwell_moe = {f: fit["GB200"][f] for f in (SIXTEEN_BIT, "mxfp8")}
+    ultra_moe = {SIXTEEN_BIT: blackwell_moe[SIXTEEN_BIT], "mxfp8": fit["GB300"]["mxfp8"]}
+    # a dense model on Blackwell: its mixtures-of-experts ceilings over Hopper's ratio of MoE to dense (16-bit)
+    dense_over_moe = hopper[SIXTEEN_BIT] / hopper_moe[SIXTEEN_BIT]
+    table = {
+        "Ampere": {SIXTEEN_BIT: fit["A100"][SIXTEEN_BIT]},
+        "Hopper": hopper,
+        "Hopper MoE": hopper_moe,
+        "Blackwell": {f: min(v * dense_over_moe, 1.0) for f, v in blackwell_moe.items()},
+        "Blackwell MoE": blackwell_moe,
+        "Blackwell Ultra": {f: min(v * dense_over_moe, 1.0) for f, v in ultra_moe.items()},
+        "Blackwell Ultra MoE": ultra_moe,
+    }
     return {arch: {fmt: round(v, 3) for fmt, v in sorted(formats.items())} for arch, formats in table.items()}
 
 

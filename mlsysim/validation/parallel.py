@@ -99,9 +99,7 @@ NICs, four times the bandwidth.
 EXCLUDED: dict[str, str] = {}
 """Runs the source does not describe enough to predict, with the reason (none now)."""
 
-NOT_EXPRESSIBLE = {
-    "llama3_405b_16384gpu_seq131072": "context parallelism (16-way): the scenario has no context_parallel input yet",
-}
+NOT_EXPRESSIBLE: dict[str, str] = {}
 
 FRONTIER_FAMILIES = (
     "TorchTitan", "Megatron-Core MoE report", "Megatron-MoE-ModelZoo", "DeepSeek-V3 pre-training",
@@ -117,10 +115,6 @@ MOE_FAMILIES = ("Megatron-Core MoE report", "Megatron-MoE-ModelZoo", "DeepSeek-V
 def frontier_not_expressible(entry: Mapping[str, Any]) -> str | None:
     """What a frontier run needs that the scenario lacks (None: expressible)."""
     layout = entry["layout"]
-    if (layout.get("context_parallel") or 1) > 1 and not entry["family"].startswith(MOE_FAMILIES):
-        return f"context parallelism ({layout['context_parallel']}-way): no context_parallel input yet"
-    if layout.get("async_tensor_parallel"):
-        return "asynchronous tensor parallelism (collectives overlapped with the matrix products): no input for it yet"
     chunks = layout.get("interleave_chunks")
     chunks = chunks if isinstance(chunks, int) else 1
     if layout.get("pipeline_parallel") and entry["model"]["layers"] < layout["pipeline_parallel"] * chunks:
@@ -183,6 +177,13 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "data-parallel group is the micro-batch count); no recomputation at 8K tokens (section 3.3.2); "
         "fused attention kernels; 126 layers on 16 stages with one layer fewer on the first and the last "
         "(section 3.3.2)",
+    },
+    "torchtitan_t5_llama405b_512gpu_fsdp8_tp8_pp8_interleaved": {
+        "flash_attention": 1,
+        "pipeline_chunks": 2,
+        "why": "as every TorchTitan run (fused attention); the interleaving is not stated: 2 chunks per stage "
+        "assumed (126 layers on 8 stages x 2); one sequence per micro-batch (the local batch of 32 as 32 "
+        "pipeline micro-batches)",
     },
     "torchtitan": {
         "flash_attention": 1,
@@ -495,6 +496,8 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
     inputs.update(_expert_layout(layout, assumed))
     if layout.get("torch_compile"):
         inputs["fused_elementwise"] = 1
+    if layout.get("async_tensor_parallel"):
+        inputs["tensor_overlap"] = 1
     for name in ("reshard_after_forward", "first_stage_layers", "last_stage_layers"):
         if name in assumed:
             inputs[name] = int(assumed[name])

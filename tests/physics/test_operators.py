@@ -113,7 +113,10 @@ def test_the_step_of_a_job_without_step_time_or_mfu_is_the_operators_sum():
         workload=Models.Language.Llama3_8B, node=Systems.Nodes.DGX_H100, nodes=1, precision="bf16",
         per_device_batch=2, training_tokens=Q_(1e9, "token"),
     )
-    assert s.job.origins["step_time"] == "operators (bf16 matrix products, ceiling 0.778 fitted for Hopper)"
+    from mlsysim.physics.matmul import fitted_ceiling
+
+    stored = fitted_ceiling("Hopper", "bf16")
+    assert s.job.origins["step_time"] == f"operators (bf16 matrix products, ceiling {stored:.3g} fitted for Hopper)"
     assert s.step_time.to("s").magnitude == pytest.approx(float(s.job.operators.total), rel=1e-12)
     # the seed's path is untouched: a given mfu still prices it from FLOPs
     assert s.variant(mfu=0.5).job.origins["step_time"] == "mfu"

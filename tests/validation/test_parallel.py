@@ -26,17 +26,21 @@ from mlsysim.validation.parallel import (
 )
 from tests.validation.limits import hold
 
-HELD_OUT_MEDIAN_LIMIT = 0.081
-"""The held-out median reached with the step from the operators (8.0% over 72 runs: 5.0% over the 53 dense runs,
-17.5% over the 19 mixtures of experts): a regression fails, an improvement is noted."""
-IN_SAMPLE_MEDIAN_LIMIT = 0.049
-RUNS = 72
-"""39 of published_parallel.json's 40 runs, 14 of TorchTitan's dense runs (the others need context parallelism
-without experts or asynchronous tensor parallelism) and 19 of the 21 mixtures of experts (Qwen3-Next's linear
-attention and a 32 x 3 pipeline of 94 layers are not expressible)."""
-DENSE_RUNS = 53
-DENSE_HELD_OUT_MEDIAN_LIMIT = 0.051
-"""The 53 dense runs' held-out median before the mixtures of experts joined (5.0%): unchanged."""
+HELD_OUT_MEDIAN_LIMIT = 0.092
+"""The held-out median reached with the step from the operators (9.1% over 89 runs: 6.8% over the 70 dense runs,
+17.5% over the 19 mixtures of experts; 5.0% over published_parallel.json's 40): a regression fails, an
+improvement is noted."""
+IN_SAMPLE_MEDIAN_LIMIT = 0.065
+RUNS = 89
+"""published_parallel.json's 40 runs, TorchTitan's 30 (context parallelism and asynchronous tensor parallelism
+included) and 19 of the 21 mixtures of experts (Qwen3-Next's linear attention and a 32 x 3 pipeline of 94
+layers are not expressible)."""
+DENSE_RUNS = 70
+DENSE_HELD_OUT_MEDIAN_LIMIT = 0.069
+"""The 70 dense runs' held-out median (6.8%; issue 31's target 6%: TorchTitan's long-context and t = 8 runs
+miss)."""
+GIVEN_HELD_OUT_MEDIAN_LIMIT = 0.0501
+"""The 40 runs of published_parallel.json held out (5.0%: issue 29's target 5%)."""
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +103,7 @@ def test_one_ceiling_per_generation_and_format(checked):
     u = checked.efficiency
     assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300"}
     assert u["A100"]["bf16"] == pytest.approx(0.693, abs=3e-3)
-    assert u["H100"]["bf16"] == pytest.approx(0.778, abs=3e-3)
+    assert u["H100"]["bf16"] == pytest.approx(0.767, abs=3e-3)
     capped = u[POWER_CAPPED_H100]
     # the 500 W H100s reach less; FP8 products gain over 16 bits but not 2x; row scales cost more
     assert capped["bf16"] < u["H100"]["bf16"]
@@ -151,7 +155,7 @@ def test_families_held_out(checked):
     # Korthikanti's sizes trend: the largest models stay pessimistic
     seq = families["Megatron-LM seq-parallel + selective recompute"]
     assert seq.mean < 0 and seq.worst < 0.09
-    hold("TorchTitan 2024 held-out median", families["TorchTitan Llama 3.1 H100 benchmarks"].median, 0.040)
+    hold("TorchTitan 2024 held-out median", families["TorchTitan Llama 3.1 H100 benchmarks"].median, 0.082)
     # the baseline whose batch the source does not state, predicted with its sibling's (ASSUMED)
     baseline = next(r for r in checked.held_out if r.case.id == "korthikanti2022_530B_dp8_2240gpu_full_recompute")
     assert baseline.case.metric == "MFU (model FLOPs)" and -0.12 < baseline.error < -0.03
@@ -187,7 +191,9 @@ def test_the_dense_runs_are_unchanged_by_the_mixtures_of_experts(checked):
     dense = [r for r in checked.held_out if not r.case.family.startswith(MOE_FAMILIES)]
     assert len(dense) == DENSE_RUNS
     hold("dense held-out median", summarize(dense).median, DENSE_HELD_OUT_MEDIAN_LIMIT)
-    assert checked.efficiency["H100"]["bf16"] == pytest.approx(0.778, abs=3e-3)
+    given = [r for r in dense if not r.case.id.startswith("torchtitan")]
+    assert len(given) == 40
+    hold("published_parallel.json held-out median", summarize(given).median, GIVEN_HELD_OUT_MEDIAN_LIMIT)
 
 
 def test_megatron_cores_moe_flop_count_reproduces_its_quoted_rates():

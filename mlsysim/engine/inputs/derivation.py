@@ -509,14 +509,15 @@ def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> tuple[float | N
     architecture = accelerator.architecture
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
-    ceiling = given or fitted_ceiling(architecture, matmul_format)
+    experts = getattr(out["workload"], "experts", None) is not None
+    ceiling = given or fitted_ceiling(architecture, matmul_format, experts)
     if given_attention:
         attention = given_attention
     elif matmul_format in SIXTEEN_BIT and given:
         attention = given
     else:
-        attention = fitted_ceiling(architecture, sixteen)
-    source = "assumed" if given else f"fitted for {architecture}"
+        attention = fitted_ceiling(architecture, sixteen, experts)
+    source = "assumed" if given else f"fitted for {architecture}" + (" mixtures of experts" if experts else "")
     return ceiling, attention, source
 
 
