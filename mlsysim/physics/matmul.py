@@ -201,6 +201,10 @@ def fitted_ceiling(architecture: str | None, matmul_format: str, experts: bool =
     value = table.get(matmul_format)
     if value is None and matmul_format in SIXTEEN_BIT:  # fp16 and bf16 run at one rate on tensor cores
         value = next((table[f] for f in SIXTEEN_BIT if f in table), None)
+    if value is None and matmul_format == "fp8" and "mxfp8" in table:
+        # where only MXFP8 was measured (Blackwell), FP8 with per-tensor scales runs on the same tensor cores
+        # at the same peak: its ceiling
+        value = table["mxfp8"]
     return None if value is None else float(value)
 
 
