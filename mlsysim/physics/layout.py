@@ -644,12 +644,13 @@ def layout_figures(
     )
     passes = elementwise_passes(recompute)
     elementwise = layers_here * passes * stored / memory_bandwidth
+    zero = 0.0 * matmul
+    from_flops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp),
+                               zero, zero, layers_here * passes * stored)
     if type(matmul_ceiling) is float and matmul_ceiling != matmul_ceiling:
-        zero = 0.0 * matmul
-        ops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp), zero,
-                            zero, layers_here * passes * stored)
+        ops = from_flops
     else:
-        ops = transformer_operator_times(
+        priced = transformer_operator_times(
             parameters=parameters, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab,
             micro_batch=b, matmul_peak=where(matmul_peak == matmul_peak, matmul_peak, peak_flops),
             matmul_ceiling=matmul_ceiling, attention_peak=peak_flops,
@@ -659,6 +660,11 @@ def layout_figures(
             matmul_bytes=matmul_bytes, context_parallel=cp, head_dim=head_dim, mla=mla, moe=moe,
             fused_elementwise=fused_elementwise, recompute=recompute, flash_attention=flash_attention,
             sequence_parallel=sequence_parallel,
+        )
+        # rows without a ceiling (a sweep's rows that give mfu) are priced from the FLOPs at u
+        by_operators = matmul_ceiling == matmul_ceiling
+        ops = priced if type(by_operators) is bool else OperatorTimes(
+            *(where(by_operators, a, f) for a, f in zip(priced, from_flops, strict=True))
         )
     measured = device_step_time == device_step_time
     t_c = where(measured, device_step_time * share / (t * cp), ops.total)

@@ -183,3 +183,11 @@ def test_a_step_from_the_operators_is_priced_at_each_rows_batch():
     for base in (job, job.variant(tensor_parallel=2)):
         axes = {"per_device_batch": [1, 3, 8], "nodes": [1, 2]}
         assert_table_matches_scalar(sweep(base, **axes), base, axes)
+
+
+def test_an_mfu_axis_on_a_step_from_the_operators_prices_each_row_as_its_scalar_solve():
+    """A row that gives mfu is priced from the FLOPs, a row that clears it from the operators."""
+    job = LLAMA_JOB.variant(step_time=None)
+    for base in (job, job.variant(tensor_parallel=2)):
+        axes = {"mfu": [None, 0.3, 0.5]}
+        assert_table_matches_scalar(sweep(base, **axes), base, axes)

@@ -11,7 +11,6 @@ is reported at once, each located at its field.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Final, NamedTuple, cast
 
@@ -177,7 +176,6 @@ def checked_inputs(
         else:  # a variant's new job may no longer price the step from the operators
             for name in OPERATOR_NUMBERS:
                 numbers[name] = NEUTRAL_INPUTS[name]
-            numbers["mfu"] = math.nan if values["mfu"] is None else float(values["mfu"])  # type: ignore[arg-type]
     if missing:
         still_missing = [_missing(name) for name in missing if values[name] is None]
         if still_missing:  # nothing derived them

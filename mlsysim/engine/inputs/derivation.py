@@ -220,9 +220,15 @@ def derive_inputs(x: Derivable) -> Derivable:
     step = x.step_time
     if (step != step) if type(step) is float else _any_nan(step):
         def derived_step() -> Num:
-            ceiling = getattr(x, "matmul_ceiling", math.nan)  # a sweep's block: every row priced by the operators
+            ceiling = getattr(x, "matmul_ceiling", math.nan)  # a sweep's block: rows priced by the operators
             if (ceiling == ceiling) if type(ceiling) is float else not _all_nan(ceiling):
-                return _operator_step_rows(x)
+                rows = _operator_step_rows(x)
+                if _all_nan(x.mfu):
+                    return rows
+                return np.where(np.isnan(x.mfu), rows, from_flops())  # rows that give mfu: from the FLOPs
+            return from_flops()
+
+        def from_flops() -> Num:
             fused = x.flash_attention
             if type(fused) is float:
                 elementwise = x.elementwise_bytes_fused if fused > 0 else x.elementwise_bytes_per_sample
@@ -413,8 +419,10 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     if operators:
         x.peak_flops = peak = operators["peak"]
         x.recompute_flops_per_sample = recomputed = operators["recomputed"]
-        x.mfu = operators["mfu"]
+        x.mfu = operators["mfu"]  # T1 through the FLOP equation, its element-wise work inside the operators
         origins["step_time"] = operators["origin"]
+        # what a sweep's row that gives mfu needs to price it from the FLOPs
+        _, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
     elif mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
@@ -486,13 +494,11 @@ OPERATOR_NUMBERS: Final = (
 
 
 def operator_numbers(job: Job) -> dict[str, float]:
-    """The model numbers a step from the operators sets: its peaks and ceilings, and ``mfu`` the kernel
-    efficiency its step implies (so the layout model prices t_c operator by operator); {} otherwise."""
+    """The model numbers a step from the operators sets: its peaks and ceilings (so the layout model and a
+    sweep's rows price t_c operator by operator where no ``mfu`` is given); {} otherwise."""
     if job.operator_efficiency != job.operator_efficiency:
         return {}
-    out = {name: float(getattr(job, name)) for name in OPERATOR_NUMBERS}
-    out["mfu"] = job.operator_efficiency
-    return out
+    return {name: float(getattr(job, name)) for name in OPERATOR_NUMBERS}
 
 
 def operator_formats(out: Checked) -> tuple[str, str]:
@@ -601,8 +607,10 @@ def _recomputed_and_elementwise(workload: Workload, recompute: str) -> tuple[flo
     """F_re, and E without and with fused attention, of one sample of a transformer workload."""
     shape = shape_numbers(workload, recompute)
     layers, hidden, heads, seq_len = shape["layers"], shape["hidden"], shape["heads"], shape["seq_len"]
+    active = shape["active_parameters"]  # a mixture of experts reruns the parameters a token uses
     recomputed = recompute_flops_per_sample(
-        workload_facts(workload).parameters, layers, hidden, seq_len, shape["vocab"], recompute
+        workload_facts(workload).parameters if active != active else active, layers, hidden, seq_len,
+        shape["vocab"], recompute,
     )
     plain = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute)
     fused = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute, flash_attention=True)

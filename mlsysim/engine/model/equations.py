@@ -938,7 +938,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "optimizer_bytes": x.optimizer_bytes,
         "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
         "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
-        "matmul_ceiling": x.matmul_ceiling,
+        "matmul_ceiling": where(given_mfu, nan, x.matmul_ceiling),  # a given mfu prices from the FLOPs
         "matmul_peak": x.matmul_peak,
         "attention_ceiling": x.attention_ceiling,
         "compute_units": x.compute_units,
