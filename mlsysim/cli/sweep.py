@@ -209,6 +209,8 @@ WHOLE_RUN_COLUMNS = ("goodput", "wall_clock_time", "energy", "emissions", "total
 LAYOUT_COLUMNS = (
     "data_parallel",
     "tensor_parallel_time",
+    "context_parallel_time",
+    "expert_parallel_time",
     "bubble_fraction",
     "pipeline_transfer_time",
     "sharding_time",
@@ -240,7 +242,7 @@ def _print_table(
     ]
     show += [c for c in WHOLE_RUN_COLUMNS if c in table and _modeled(table, c)]
     if picked and "data_parallel" in table and not math.isnan(float(table["data_parallel"][picked[0]])):
-        show += [c for c in LAYOUT_COLUMNS if c in table]  # parallel layouts: d and the stages
+        show += [c for c in LAYOUT_COLUMNS if c in table and _modeled(table, c)]  # layouts: d and the stages
     from mlsysim.cli.render import safe
     from mlsysim.engine.results import result_fields
 
