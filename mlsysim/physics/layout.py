@@ -566,6 +566,7 @@ def layout_figures(
     matmul_ceiling: Num = math.nan,
     matmul_peak: Num = math.nan,
     attention_ceiling: Num = math.nan,
+    attention_peak: Num = math.nan,
     compute_units: Num = math.nan,
     kv_heads: Num = math.nan,
     ffn_hidden: Num = math.nan,
@@ -653,7 +654,8 @@ def layout_figures(
         priced = transformer_operator_times(
             parameters=parameters, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab,
             micro_batch=b, matmul_peak=where(matmul_peak == matmul_peak, matmul_peak, peak_flops),
-            matmul_ceiling=matmul_ceiling, attention_peak=peak_flops,
+            matmul_ceiling=matmul_ceiling,
+            attention_peak=where(attention_peak == attention_peak, attention_peak, peak_flops),
             attention_ceiling=where(attention_ceiling == attention_ceiling, attention_ceiling, matmul_ceiling),
             memory_bandwidth=memory_bandwidth, kv_heads=kv_heads, ffn_hidden=ffn_hidden, gated_mlp=gated_mlp,
             tensor_parallel=t, layers_here=layers_here, compute_units=compute_units, cast_bytes=cast_bytes,

@@ -91,6 +91,7 @@ DERIVED_ATTRIBUTES: Final = (
     "matmul_ceiling",
     "matmul_peak",
     "attention_ceiling",
+    "attention_peak",
     "compute_units",
     "cast_bytes",
     "matmul_bytes",
@@ -135,6 +136,8 @@ class Job(NamedTuple):
     """The peak of the linear layers' format (flop/s)."""
     attention_ceiling: float = math.nan
     """The 16-bit products' ceiling (attention core, output layer)."""
+    attention_peak: float = math.nan
+    """The 16-bit peak those run at (flop/s)."""
     compute_units: float = math.nan
     cast_bytes: float = 0.0
     matmul_bytes: float = 2.0
@@ -298,7 +301,7 @@ def _operator_step_rows(x: Any) -> Num:
         return transformer_operator_times(
             parameters=x.parameters, layers=x.layers, hidden=x.hidden, heads=x.heads, seq_len=x.seq_len,
             vocab=x.vocab, micro_batch=x.per_device_batch, matmul_peak=x.matmul_peak,
-            matmul_ceiling=x.matmul_ceiling, attention_peak=x.peak_flops, attention_ceiling=x.attention_ceiling,
+            matmul_ceiling=x.matmul_ceiling, attention_peak=x.attention_peak, attention_ceiling=x.attention_ceiling,
             memory_bandwidth=x.memory_bandwidth, kv_heads=x.kv_heads, ffn_hidden=x.ffn_hidden,
             gated_mlp=x.gated_mlp, compute_units=x.compute_units, cast_bytes=x.cast_bytes,
             matmul_bytes=x.matmul_bytes, fused_elementwise=np.where(np.isnan(x.fused_elementwise), 0.0,
@@ -484,11 +487,13 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     )
 
 
-_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes",
+_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "compute_units",
+                     "cast_bytes",
                      "matmul_bytes", "operators", "matmul_format", "operator_efficiency")
 
 OPERATOR_NUMBERS: Final = (
-    "matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes", "matmul_bytes"
+    "matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "compute_units", "cast_bytes",
+    "matmul_bytes",
 )
 """The model numbers of a step from the operators (:class:`~mlsysim.engine.model.equations.Inputs`)."""
 
@@ -594,6 +599,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "matmul_ceiling": float(ceiling),
         "matmul_peak": matmul_peak,
         "attention_ceiling": float(attention),
+        "attention_peak": attention_peak,
         "compute_units": units,
         "cast_bytes": cast,
         "matmul_bytes": width,

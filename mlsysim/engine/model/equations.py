@@ -169,6 +169,7 @@ class Inputs:
     matmul_ceiling: Num = math.nan
     matmul_peak: Num = math.nan
     attention_ceiling: Num = math.nan
+    attention_peak: Num = math.nan
     compute_units: Num = math.nan
     cast_bytes: Num = 0.0
     matmul_bytes: Num = 2.0
@@ -941,6 +942,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "matmul_ceiling": where(given_mfu, nan, x.matmul_ceiling),  # a given mfu prices from the FLOPs
         "matmul_peak": x.matmul_peak,
         "attention_ceiling": x.attention_ceiling,
+        "attention_peak": x.attention_peak,
         "compute_units": x.compute_units,
         "kv_heads": x.kv_heads,
         "ffn_hidden": x.ffn_hidden,
