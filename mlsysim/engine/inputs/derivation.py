@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
 
@@ -44,12 +45,11 @@ from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.inputs.presets import PRESETS, preset_figures
 from mlsysim.engine.inputs.workload_figures import (
     DEFAULT_RECOMPUTE,
-    MLA_NUMBERS,
-    MOE_NUMBERS,
     peak_flops,
     shape_numbers,
     workload_facts,
 )
+from mlsysim.engine.model.equations import experts_of, multi_head_latent
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -65,8 +65,6 @@ from mlsysim.physics.matmul import (
     fitted_formats,
 )
 from mlsysim.physics.operators import (
-    Experts,
-    MultiHeadLatent,
     OperatorTimes,
     transformer_operator_times,
 )
@@ -268,24 +266,28 @@ def derive_inputs(x: Derivable) -> Derivable:
     return x
 
 
-def _latent(shape: Mapping[str, Any]) -> MultiHeadLatent | None:
-    """Multi-head latent attention's widths from model numbers (None: multi-head or grouped-query)."""
-    rank = shape["kv_lora_rank"]
-    if type(rank) is float and rank != rank:
-        return None
-    return MultiHeadLatent(shape["q_lora_rank"], rank, shape["qk_rope_head_dim"], shape["qk_nope_head_dim"],
-                           shape["v_head_dim"])
+def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash: bool) -> OperatorTimes:
+    """The operator classes of one local step of the whole model on one device, from model numbers by name
+    (``get``: the :class:`~mlsysim.engine.model.equations.Inputs` names): the scalar solve's step and each
+    row of a sweep's block, priced by the one call."""
+    return transformer_operator_times(
+        parameters=get("parameters"), layers=get("layers"), hidden=get("hidden"), heads=get("heads"),
+        seq_len=get("seq_len"), vocab=get("vocab"), micro_batch=batch, matmul_peak=get("matmul_peak"),
+        matmul_ceiling=get("matmul_ceiling"), attention_peak=get("attention_peak"),
+        attention_ceiling=get("attention_ceiling"), memory_bandwidth=get("memory_bandwidth"),
+        kv_heads=get("kv_heads"), ffn_hidden=get("ffn_hidden"), gated_mlp=get("gated_mlp"),
+        compute_units=get("compute_units"), cast_bytes=get("cast_bytes"), matmul_bytes=get("matmul_bytes"),
+        fused_elementwise=_nan_as_zero(get("fused_elementwise")),
+        head_dim=get("head_dim"), mla=multi_head_latent(get), moe=experts_of(get),
+        recompute=recompute, flash_attention=flash,
+    )
 
 
-def _experts(shape: Mapping[str, Any]) -> Experts | None:
-    """A mixture of experts on one device (every expert local: the one-device step) from model numbers."""
-    experts = shape["experts"]
-    if not float(np.max(experts)) > 0:
-        return None
-    shared = shape["shared_experts"]
-    return Experts(share=shape["moe_share"], experts=experts, top_k=shape["experts_per_token"],
-                   width=shape["expert_ffn_hidden"], shared=0.0 if shared != shared else shared,
-                   shared_width=shape["shared_expert_ffn_hidden"])
+def _nan_as_zero(value: Num) -> Num:
+    """An off-by-default switch: NaN (not given) as 0."""
+    if type(value) is float:
+        return 0.0 if value != value else value
+    return np.where(np.isnan(value), 0.0, value)
 
 
 def _operator_step_rows(x: Any) -> Num:
@@ -293,28 +295,15 @@ def _operator_step_rows(x: Any) -> Num:
     scalar solve prices the scenario's batch the same way; :func:`_operator_step`)."""
     from mlsysim.physics.activations import RECOMPUTE_MODES
 
-    numbers = {name: getattr(x, name) for name in (*MOE_NUMBERS, *MLA_NUMBERS)}
+    get = partial(getattr, x)
     codes = np.unique(np.asarray(x.recompute_code, dtype=float))
     recompute = RECOMPUTE_MODES[int(codes[0])]
-
-    def times(flash: bool) -> Num:
-        return transformer_operator_times(
-            parameters=x.parameters, layers=x.layers, hidden=x.hidden, heads=x.heads, seq_len=x.seq_len,
-            vocab=x.vocab, micro_batch=x.per_device_batch, matmul_peak=x.matmul_peak,
-            matmul_ceiling=x.matmul_ceiling, attention_peak=x.attention_peak, attention_ceiling=x.attention_ceiling,
-            memory_bandwidth=x.memory_bandwidth, kv_heads=x.kv_heads, ffn_hidden=x.ffn_hidden,
-            gated_mlp=x.gated_mlp, compute_units=x.compute_units, cast_bytes=x.cast_bytes,
-            matmul_bytes=x.matmul_bytes, fused_elementwise=np.where(np.isnan(x.fused_elementwise), 0.0,
-                                                                    x.fused_elementwise),
-            head_dim=x.head_dim, mla=_latent(numbers), moe=_experts(numbers),
-            recompute=recompute, flash_attention=flash,
-        ).total
-
     fused = np.asarray(x.flash_attention, dtype=float)
     on = np.where(np.isnan(fused), 0.0, fused) > 0
     if on.all() or not on.any():
-        return times(bool(on.all()))
-    return np.where(on, times(True), times(False))
+        return _operator_times(get, x.per_device_batch, recompute, bool(on.all())).total
+    return np.where(on, _operator_times(get, x.per_device_batch, recompute, True).total,
+                    _operator_times(get, x.per_device_batch, recompute, False).total)
 
 
 def _fill(target: Num, formula: Callable[[], Num]) -> Num:
@@ -575,15 +564,12 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     fused = bool(out["fused_elementwise"])
     cast = cast_bytes_per_element(matmul_format, fused)
     width = BYTES_PER_ELEMENT[MATMUL_FORMATS[matmul_format]]
-    times = transformer_operator_times(
-        parameters=facts.parameters, layers=shape["layers"], hidden=shape["hidden"], heads=shape["heads"],
-        seq_len=shape["seq_len"], vocab=shape["vocab"], micro_batch=batch, matmul_peak=matmul_peak,
-        matmul_ceiling=ceiling, attention_peak=attention_peak, attention_ceiling=attention,
-        memory_bandwidth=bandwidth, kv_heads=shape["kv_heads"], ffn_hidden=shape["ffn_hidden"],
-        gated_mlp=shape["gated_mlp"], compute_units=units, cast_bytes=cast, matmul_bytes=width,
-        fused_elementwise=float(fused), head_dim=shape["head_dim"], mla=_latent(shape), moe=_experts(shape),
-        recompute=recompute, flash_attention=bool(out["flash_attention"]),
-    )
+    numbers: dict[str, float] = {
+        **shape, "parameters": facts.parameters, "matmul_peak": matmul_peak, "matmul_ceiling": ceiling,
+        "attention_peak": attention_peak, "attention_ceiling": attention, "memory_bandwidth": bandwidth,
+        "compute_units": units, "cast_bytes": cast, "matmul_bytes": width, "fused_elementwise": float(fused),
+    }
+    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]))
     active = shape["active_parameters"]
     recomputed = float(recompute_flops_per_sample(
         facts.parameters if active != active else active, shape["layers"], shape["hidden"], shape["seq_len"],

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass
 from enum import IntEnum
+from functools import partial
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple, cast
@@ -953,8 +954,8 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "context_parallel": _or(x.context_parallel, 1.0),
         "scale_up_domain": x.scale_up_domain,
         "head_dim": x.head_dim,
-        "mla": multi_head_latent(x),
-        "moe": experts_of(x, c),
+        "mla": multi_head_latent(partial(getattr, x)),
+        "moe": experts_of(partial(getattr, x), c.expert_imbalance),
         "active_parameters": x.active_parameters,
         "expert_parameters": _or(x.expert_parameters, 0.0),
         "expert_overlap": _or(x.expert_overlap, 0.0),
@@ -962,23 +963,26 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
     }
 
 
-def multi_head_latent(x: Inputs) -> MultiHeadLatent | None:
-    """Multi-head latent attention's widths, or None for multi-head or grouped-query attention."""
-    rank = x.kv_lora_rank
+def multi_head_latent(get: Callable[[str], Num]) -> MultiHeadLatent | None:
+    """Multi-head latent attention's widths from model numbers by name (``get``), or None for multi-head or
+    grouped-query attention."""
+    rank = get("kv_lora_rank")
     if type(rank) is float and rank != rank:
         return None
-    return MultiHeadLatent(x.q_lora_rank, x.kv_lora_rank, x.qk_rope_head_dim, x.qk_nope_head_dim, x.v_head_dim)
+    return MultiHeadLatent(get("q_lora_rank"), rank, get("qk_rope_head_dim"), get("qk_nope_head_dim"),
+                           get("v_head_dim"))
 
 
-def experts_of(x: Inputs, c: Choices) -> Experts | None:
-    """The mixture of experts and its layout (ep, etp, the assumed imbalance), or None for a dense model."""
-    if not _scalar_mode(x.experts, "experts") > 0:
+def experts_of(get: Callable[[str], Num], imbalance: float = 1.0) -> Experts | None:
+    """The mixture of experts and its layout (ep, etp; NaN: 1) from model numbers by name (``get``), with the
+    assumed ``imbalance``, or None for a dense model."""
+    if not _scalar_mode(get("experts"), "experts") > 0:
         return None
     return Experts(
-        share=x.moe_share, experts=x.experts, top_k=x.experts_per_token, width=x.expert_ffn_hidden,
-        shared=_or(x.shared_experts, 0.0), shared_width=x.shared_expert_ffn_hidden,
-        parallel=_or(x.expert_parallel, 1.0), tensor=_or(x.expert_tensor_parallel, 1.0),
-        imbalance=c.expert_imbalance,
+        share=get("moe_share"), experts=get("experts"), top_k=get("experts_per_token"),
+        width=get("expert_ffn_hidden"), shared=_or(get("shared_experts"), 0.0),
+        shared_width=get("shared_expert_ffn_hidden"), parallel=_or(get("expert_parallel"), 1.0),
+        tensor=_or(get("expert_tensor_parallel"), 1.0), imbalance=imbalance,
     )
 
 
