@@ -182,6 +182,18 @@ class LayoutParts(NamedTuple):
     """One all-to-all of one MoE layer (before any overlap)."""
     moe_layers: Num
     """MoE layers of the slowest stage: L_s x their share of the layers."""
+    dense_parameters_per_device: Num
+    """(N - N_e) L_s / (L t): the parameters split by tensor parallelism."""
+    expert_parameters_per_device: Num
+    """N_e L_s / (L ep etp): the routed experts' share of the device (0 without experts)."""
+    expert_data_parallel: Num
+    """t cp d / (ep etp): the ranks that hold the same experts."""
+    expert_sync_rate: Num
+    """Bytes/s per rank of the experts' gradient ring."""
+    expert_sync_latency: Num
+    """alpha of a step of that ring."""
+    expert_sync_time: Num
+    """The experts' gradient reduction over their data-parallel ranks (0 without experts)."""
     domain: Num
     """D: devices of one scale-up (NVLink) domain, the node's devices unless stated."""
     pipeline_rate: Num
@@ -838,6 +850,12 @@ def layout_figures(
             expert_local=local,
             expert_all_to_all_time=a2a_one,
             moe_layers=moe_layers_here,
+            dense_parameters_per_device=psi_dense,
+            expert_parameters_per_device=psi_experts,
+            expert_data_parallel=d_experts,
+            expert_sync_rate=experts_rate,
+            expert_sync_latency=experts_latency,
+            expert_sync_time=experts_sync,
             domain=g,
             pipeline_rate=pp_rate,
             pipeline_latency=pp_latency,

@@ -30,7 +30,7 @@ from mlsysim.physics.layout import (
     LayoutFigures,
 )
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
-from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION, gather_time, group_rate
+from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
 
 Step = tuple[str, str, str, str]
 
@@ -335,21 +335,12 @@ class ExpertGradients(NamedTuple):
 
 
 def _expert_gradients(i: Mapping[str, Any], f: LayoutFigures) -> ExpertGradients:
-    q, moe = f.parts, i["moe"]
-    t, cp, domain = float(i["tensor_parallel"]), float(i["context_parallel"]), float(q.domain)
-    split = float(moe.parallel) * float(moe.tensor)
-    share = float(q.stage_layers) / float(i["layers"])
-    n_e = float(i["expert_parameters"])
-    dense = (float(i["parameters"]) - n_e) * share / t
-    psi_e = n_e * share / split
-    group = t * cp * float(f.data_parallel) / split
-    local = min(group, max(1.0, domain / split))
-    nics = float(i["nics_per_node"]) * domain / float(i["devices_per_node"])
-    rate = float(group_rate(local, group, domain, float(i["intra_bandwidth"]), float(i["nic_bandwidth"]), nics))
-    latency = float(i["intra_latency" if group <= local else "inter_latency"])
-    gradient = float(i["gradient_bytes"]) * psi_e
-    sync = 2.0 * float(gather_time(gradient, group, rate, latency)) if group > 1 and psi_e > 0 else 0.0
-    return ExpertGradients(dense, psi_e, group, gradient, rate, latency, sync)
+    """The experts' parameters and gradient reduction: the layout's own figures (LayoutParts), not recomputed."""
+    q = f.parts
+    psi_e = float(q.expert_parameters_per_device)
+    return ExpertGradients(float(q.dense_parameters_per_device), psi_e, float(q.expert_data_parallel),
+                           float(i["gradient_bytes"]) * psi_e, float(q.expert_sync_rate),
+                           float(q.expert_sync_latency), float(q.expert_sync_time))
 
 
 def _operator_steps(i: Mapping[str, Any], q: Any) -> list[Step]:
