@@ -183,21 +183,22 @@ def _ceilings() -> dict[str, dict[str, float]]:
 
 
 MOE_SUFFIX = " MoE"
-"""The ceilings of mixtures of experts are stored under the architecture's name and this suffix."""
+"""The ceilings of mixtures of experts' routed experts are stored under the architecture's name and this
+suffix."""
 
 
 def fitted_ceiling(architecture: str | None, matmul_format: str, experts: bool = False) -> float | None:
     """The fitted ceiling c_f of an architecture (``"Hopper"``) and format, or None where none was fitted.
 
-    ``experts``: the workload is a mixture of experts, whose runs reach a lower fraction of the peak
-    than dense ones (grouped expert products, token permutation, the router: software the operator
-    model does not price one by one); its own fit (``"Hopper MoE"``) where there is one.
+    ``experts``: the ceiling of a mixture of experts' routed experts (``"Hopper MoE"``), fitted on the
+    architecture's published mixtures of experts with their attention and dense layers at the dense
+    ceilings: it carries what the experts lose beyond their products' shapes (grouped products over
+    ragged token counts, the tokens' permutation, the router), which the operator model does not price
+    one by one; None where none was fitted.
     """
     if architecture is None:
         return None
-    if experts and architecture + MOE_SUFFIX in _ceilings():
-        architecture = architecture + MOE_SUFFIX
-    table = _ceilings().get(architecture, {})
+    table = _ceilings().get(architecture + MOE_SUFFIX if experts else architecture, {})
     value = table.get(matmul_format)
     if value is None and matmul_format in SIXTEEN_BIT:  # fp16 and bf16 run at one rate on tensor cores
         value = next((table[f] for f in SIXTEEN_BIT if f in table), None)

@@ -12,7 +12,9 @@ bandwidth):
   the output layer (b s, V / t, h) spread over the layers; each priced
   forward and its two backward products at their own shapes by
   :func:`mlsysim.physics.matmul.training_matmul_time`, at the peak and
-  fitted ceiling of the matrix products' format;
+  fitted ceiling of the matrix products' format; a mixture of experts' routed
+  experts as grouped products of the tokens each local expert receives, at
+  the experts' own ceiling (:class:`Experts`);
 * **the attention core** (Q K^T and attention x V), in the 16-bit format:
   fused (FlashAttention, Dao 2023) it runs the causal half of the products
   (blocks above the diagonal skipped), the backward 2.5 times the forward
@@ -98,7 +100,11 @@ class Experts(NamedTuple):
     experts of inner width ``width`` (gated like the dense MLP), beside ``shared`` always-active experts of
     width ``shared_width``. ``parallel`` (ep) devices hold the experts, E / ep each, and ``tensor``
     (etp) devices split each expert's matrices; ``imbalance`` rho >= 1 is the busiest device's load over
-    the mean (1: balanced routing).
+    the mean (1: balanced routing). ``ceiling``: the fraction of the format's peak the routed experts'
+    grouped products reach (NaN: the linear layers' ceiling): what a mixture of experts loses beyond its
+    products' shapes (grouped kernels over ragged token counts, the tokens' permutation around the
+    all-to-all, the router's bookkeeping) is priced there, in the routed experts, while the attention,
+    the dense and shared MLPs and the output layer keep the dense ceilings (docs/operators.md).
 
     Per device and MoE layer, with the device's T tokens split over the t tensor ranks
     (sequence parallelism, as Megatron-Core requires with experts) into T / t:
@@ -118,29 +124,33 @@ class Experts(NamedTuple):
     parallel: Num = 1.0
     tensor: Num = 1.0
     imbalance: Num = 1.0
+    ceiling: Num = math.nan
 
     def routed_tokens(self, tokens: Num, tensor_parallel: Num) -> Num:
         """M_e: tokens one local expert computes."""
         return self.parallel * self.tensor * tokens / tensor_parallel * self.top_k * self.imbalance / self.experts
 
-    def products(self, tokens: Num, hidden: Num, tensor_parallel: Num, gated_mlp: Num) -> list[
-        tuple[Num, Num, Num, Num, Num]
+    def products(self, tokens: Num, hidden: Num, tensor_parallel: Num, gated_mlp: Num, ceiling: Num) -> list[
+        tuple[Num, Num, Num, Num, Num, Num]
     ]:
-        """The (M, N, K, batch, weight) products of the MoE layers (weight: their share of the layers)."""
+        """The (M, N, K, batch, weight, ceiling) products of the MoE layers (weight: their share of the
+        layers; ceiling: :attr:`ceiling` for the routed experts', the linear layers' ``ceiling`` for the
+        rest)."""
         t, h, w = tensor_parallel, hidden, self.share
         gate = where(gated_mlp > 0, 2.0, 1.0)
         m_e = self.routed_tokens(tokens, t)
         local = self.experts / self.parallel
-        out: list[tuple[Num, Num, Num, Num, Num]] = [
-            (m_e, gate * self.width / self.tensor, h, local, w),
-            (m_e, h, self.width / self.tensor, local, w),
-            (tokens / t, self.experts, h, 1.0, w),
+        routed = where(self.ceiling == self.ceiling, self.ceiling, ceiling)
+        out: list[tuple[Num, Num, Num, Num, Num, Num]] = [
+            (m_e, gate * self.width / self.tensor, h, local, w, routed),
+            (m_e, h, self.width / self.tensor, local, w, routed),
+            (tokens / t, self.experts, h, 1.0, w, ceiling),
         ]
         shared_width = where(self.shared_width == self.shared_width, self.shared_width, self.width)
         if not (type(self.shared) is float and self.shared == 0.0):
             s_w = self.shared * shared_width
-            out += [(tokens, gate * s_w / t, h, 1.0, where(self.shared > 0, w, 0.0)),
-                    (tokens, h, s_w / t, 1.0, where(self.shared > 0, w, 0.0))]
+            out += [(tokens, gate * s_w / t, h, 1.0, where(self.shared > 0, w, 0.0), ceiling),
+                    (tokens, h, s_w / t, 1.0, where(self.shared > 0, w, 0.0), ceiling)]
         return out
 
 
@@ -232,19 +242,20 @@ def transformer_operator_times(
     units = compute_units
     k0 = k_overhead(matmul_bytes)
 
-    # the products of a layer: (M, N, K, batch, weight), weight the share of the layers that run it
-    products: list[tuple[Num, Num, Num, Num, Num]] = []
+    # the products of a layer: (M, N, K, batch, weight, ceiling), weight the share of the layers that run it
+    c = matmul_ceiling
+    products: list[tuple[Num, Num, Num, Num, Num, Num]] = []
     if mla is None:
         d_qk = d_v = d
-        products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0), (tokens, h, a * d / t, 1.0, 1.0)]
+        products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0, c), (tokens, h, a * d / t, 1.0, 1.0, c)]
     else:
         d_qk, d_v = mla.nope + mla.rope, mla.value
         products += [
-            (tokens, mla.q_rank, h, 1.0, 1.0),  # the down projections are not split by t
-            (tokens, a * d_qk / t, mla.q_rank, 1.0, 1.0),
-            (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0),
-            (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0),
-            (tokens, h, a * d_v / t, 1.0, 1.0),
+            (tokens, mla.q_rank, h, 1.0, 1.0, c),  # the down projections are not split by t
+            (tokens, a * d_qk / t, mla.q_rank, 1.0, 1.0, c),
+            (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0, c),
+            (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0, c),
+            (tokens, h, a * d_v / t, 1.0, 1.0, c),
         ]
     dense = 1.0 if moe is None else 1.0 - moe.share
     given_width = ffn_hidden == ffn_hidden
@@ -252,17 +263,17 @@ def transformer_operator_times(
     if moe is None or moe.share < 1.0:
         f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
         f_in = where(gated, 2.0 * f, f)
-        products += [(tokens, f_in / t, h, 1.0, dense), (tokens, h, f / t, 1.0, dense)]
+        products += [(tokens, f_in / t, h, 1.0, dense, c), (tokens, h, f / t, 1.0, dense, c)]
     if moe is not None:
-        products += moe.products(tokens, h, t, gated_mlp)
+        products += moe.products(tokens, h, t, gated_mlp, c)
 
     forward: Num = 0.0
     backward: Num = 0.0
     elements: Num = 0.0
     forward_elements: Num = 0.0
     layer_flops: Num = 0.0
-    for m, n, k, batch, weight in products:
-        fw, bw = training_matmul_time(m, n, k, matmul_peak, matmul_ceiling, units, batch, k0)
+    for m, n, k, batch, weight, ceiling in products:
+        fw, bw = training_matmul_time(m, n, k, matmul_peak, ceiling, units, batch, k0)
         forward, backward = forward + weight * fw, backward + weight * bw
         operands = batch * (m * k + k * n)
         forward_elements = forward_elements + weight * operands

@@ -9,15 +9,13 @@ and format's ceiling the median of its runs'), stored per architecture:
   formats were measured only on the 500 W Grand Teton H100s of the TorchTitan runs, so the
   stored FP8 ceilings are the SXM 16-bit ceiling times the ratio FP8 / 16-bit fitted there
   (the formats' relative speed assumed to carry across the power limit; said in docs/operators.md);
-* ``Blackwell``: the GB200 runs' ceilings (16-bit and MXFP8), ``Blackwell Ultra`` the GB300 runs' (MXFP8; its
-  16-bit ceiling the GB200's, no 16-bit GB300 run being published here). Every Blackwell run is a mixture of
-  experts of the Megatron-Core MoE report or the Megatron-MoE-ModelZoo: what the operator model does not price in
-  those (grouped expert products, token permutation) lands in these ceilings, so a dense model on Blackwell is
-  predicted conservatively (said in docs/parallelism.md). The H100 mixtures of experts do not enter ``Hopper``
-  (:data:`mlsysim.validation.parallel.HOPPER_EXPERTS`): they are stored as ``Hopper MoE``, and the
-  Blackwell fits as ``Blackwell MoE`` and ``Blackwell Ultra MoE``: a scenario whose workload is a mixture
-  of experts reads those (what its users get is what was validated). A dense model on Blackwell reads
-  the MoE ceilings times Hopper's ratio of dense to MoE 16-bit ceilings (a transfer, stated).
+* ``Hopper MoE``, ``Blackwell MoE``, ``Blackwell Ultra MoE``: the routed experts' ceilings
+  (``expert_ceiling``) fitted on the mixtures of experts on H100 and H800, GB200 and GB300, their attention,
+  dense and shared layers at the dense ceilings (:data:`mlsysim.validation.parallel.EXPERT_GENERATIONS`);
+  the GB300's 16-bit one the GB200's (no 16-bit GB300 run is published here);
+* ``Blackwell``, ``Blackwell Ultra``: the dense products, at the fraction of the peak the H100's reach
+  (16-bit; MXFP8 at Hopper's FP8 one): every Blackwell run published here is a mixture of experts, and
+  these are what the validation priced their attention and dense layers at (a transfer, stated).
 
 Run ``python -m mlsysim.validation.ceilings`` after a change to the model or the data; the test
 ``tests/validation/test_ceilings.py`` fails while the stored file and the fit disagree.
@@ -29,39 +27,35 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-from mlsysim.validation.parallel import HOPPER_EXPERTS, POWER_CAPPED_H100, SIXTEEN_BIT, validation
+from mlsysim.validation.parallel import DENSE, HOPPER_EXPERTS, SIXTEEN_BIT, validation
 
 ABOUT = (
     "Fitted ceilings of the operator model (mlsysim.physics.matmul): the fraction of a format's dense peak an "
     "architecture's large matrix products reach in training, fitted on the published model-parallel runs by "
     "python -m mlsysim.validation.ceilings (Hopper's low-precision formats: the 16-bit ceiling of the H100 SXM "
-    "runs times the FP8/16-bit ratio fitted on the 500 W H100 runs; Blackwell and Blackwell Ultra: the GB200 and "
-    "GB300 runs, all mixtures of experts, the GB300's 16-bit ceiling the GB200's; a mixture of experts reads the "
-    "'<architecture> MoE' ceilings, fitted on mixtures of experts; a dense model on Blackwell the MoE ceilings "
-    "times Hopper's ratio of dense to MoE); see docs/operators.md."
+    "runs times the FP8/16-bit ratio fitted on the 500 W H100 runs; '<architecture> MoE': the routed experts' "
+    "ceilings of a mixture of experts, fitted on the H100/H800, GB200 and GB300 mixtures of experts with their "
+    "other layers at the dense ceilings, the GB300's 16-bit one the GB200's; Blackwell and Blackwell Ultra dense: "
+    "the fractions of the peak Hopper's reach, MXFP8 at Hopper's FP8 one, no dense Blackwell run being "
+    "published); see docs/operators.md."
 )
 
 
 def fitted_table() -> dict[str, dict[str, float]]:
     """The ceilings per architecture and format, from the in-sample fit (rounded to 3 digits)."""
-    fit = validation().efficiency
-    hopper = dict(fit["H100"])
-    capped = fit[POWER_CAPPED_H100]
-    for fmt, value in capped.items():
-        if fmt not in (SIXTEEN_BIT, "mxfp8"):  # Hopper's tensor cores have no MX block-scaled formats
-            hopper[fmt] = hopper[SIXTEEN_BIT] * value / capped[SIXTEEN_BIT]
-    hopper_moe = {f: v for f, v in fit[HOPPER_EXPERTS].items() if f in (SIXTEEN_BIT, "fp8")}
+    fit = validation().efficiency  # completed: the H100's FP8 from the 500 W H100s' ratio (LOW_FORMATS_FROM)
+    hopper = {f: fit["H100"][f] for f in (SIXTEEN_BIT, "fp8", "fp8_rowwise")}
+    hopper_moe = {f: fit[HOPPER_EXPERTS][f] for f in (SIXTEEN_BIT, "fp8")}
+    blackwell = {f: fit["GB200"][DENSE + f] for f in (SIXTEEN_BIT, "mxfp8")}
     blackwell_moe = {f: fit["GB200"][f] for f in (SIXTEEN_BIT, "mxfp8")}
-    ultra_moe = {SIXTEEN_BIT: blackwell_moe[SIXTEEN_BIT], "mxfp8": fit["GB300"]["mxfp8"]}
-    # a dense model on Blackwell: its mixtures-of-experts ceilings over Hopper's ratio of MoE to dense (16-bit)
-    dense_over_moe = hopper[SIXTEEN_BIT] / hopper_moe[SIXTEEN_BIT]
+    ultra_moe = {SIXTEEN_BIT: fit["GB300"][SIXTEEN_BIT], "mxfp8": fit["GB300"]["mxfp8"]}
     table = {
         "Ampere": {SIXTEEN_BIT: fit["A100"][SIXTEEN_BIT]},
         "Hopper": hopper,
         "Hopper MoE": hopper_moe,
-        "Blackwell": {f: min(v * dense_over_moe, 1.0) for f, v in blackwell_moe.items()},
+        "Blackwell": blackwell,
         "Blackwell MoE": blackwell_moe,
-        "Blackwell Ultra": {f: min(v * dense_over_moe, 1.0) for f, v in ultra_moe.items()},
+        "Blackwell Ultra": {f: fit["GB300"][DENSE + f] for f in (SIXTEEN_BIT, "mxfp8")},
         "Blackwell Ultra MoE": ultra_moe,
     }
     return {arch: {fmt: round(v, 3) for fmt, v in sorted(formats.items())} for arch, formats in table.items()}

@@ -319,11 +319,22 @@ def _generation(entry: Mapping[str, Any]) -> str:
 
 HOPPER_EXPERTS = "H100 MoE"
 """The mixtures of experts on H100 and H800 (the same GH100 die and dense peak; the H800 on its own node,
-:data:`NODE_OF_GPU`): their ceilings fitted apart from the dense H100 runs'. Pooled, their exact ceilings (median
-about 0.5 of the 16-bit peak, FP8 no faster than 16 bits) pull the H100's 16-bit ceiling from 0.78 to 0.59 and
-Llama 3 405B's held-out error from -5% to -17%: the operator model prices an expert's grouped matrix products
-like a dense layer's and has no token permutation or router, so what MoE runs lose there lands in their ceiling
-(reported, not patched: mlsysim/physics is not this module's). The stored Hopper ceilings stay the dense runs'."""
+:data:`NODE_OF_GPU`). Their fitted ceilings are their routed experts' (``expert_ceiling``,
+:data:`EXPERT_GENERATIONS`): pooled with the dense H100 runs as one ceiling, their exact ceilings (about 0.5 of
+the 16-bit peak) pulled the H100's from 0.78 to 0.59 and Llama 3 405B's held-out error from -5% to -17%."""
+
+EXPERT_GENERATIONS = {HOPPER_EXPERTS: "H100", "GB200": "H100", "GB300": "H100"}
+"""The generations whose runs are mixtures of experts, each with the generation whose dense ceilings its
+attention, dense and shared layers and output layer run at. Their own fitted ceilings are the routed experts'
+(``expert_ceiling``): what a mixture of experts loses beyond its products' shapes (grouped products over ragged
+token counts, the tokens' permutation around the all-to-all, the router) is priced in the experts alone, where
+it happens. The H100 and H800 share the GH100 die; no dense Blackwell run is published here, so a Blackwell's
+dense products run at the fraction of the peak the H100's reach (a transfer, stated in docs/operators.md).
+One ceiling for the whole MoE model put its attention core at the experts' efficiency: the long-context sweep
+(16K to 128K tokens) then drifted from -15% to -36% held out; priced apart, within 3%."""
+
+DENSE = "dense "
+"""The key prefix of an expert generation's dense ceilings in its table (``"dense bf16"``)."""
 
 
 def _node(entry: Mapping[str, Any]) -> str:
@@ -627,7 +638,15 @@ Ceilings = Mapping[str, float]
 
 def ceiling_assumptions(case: ParallelCase, ceilings: Ceilings) -> dict[str, float]:
     """The assumptions that price a run at ``ceilings``: its format's for the linear layers, and the
-    16-bit one for the attention core and output layer where the format is not 16-bit."""
+    16-bit one for the attention core and output layer where the format is not 16-bit. A mixture of
+    experts' (:data:`EXPERT_GENERATIONS`): its format's for the routed experts, the dense ones
+    (``"dense <format>"``) for the rest."""
+    if case.generation in EXPERT_GENERATIONS:
+        return {
+            "matmul_ceiling": float(ceilings[DENSE + case.format]),
+            "attention_ceiling": float(ceilings[DENSE + SIXTEEN_BIT]),
+            "expert_ceiling": float(ceilings[case.format]),
+        }
     out = {"matmul_ceiling": float(ceilings[case.format])}
     if case.format != SIXTEEN_BIT:
         out["attention_ceiling"] = float(ceilings[SIXTEEN_BIT])
@@ -656,7 +675,8 @@ def prediction_inputs(
 def _base(case: ParallelCase, base: Assumptions) -> DataParallelScaleOutScenario:
     from mlsysim.engine.io.files import scenario_from_dict
 
-    return scenario_from_dict(prediction_inputs(case, {SIXTEEN_BIT: 0.5, case.format: 0.5}, base=base))
+    placeholder = {key: 0.5 for f in (SIXTEEN_BIT, case.format) for key in (f, DENSE + f)}
+    return scenario_from_dict(prediction_inputs(case, placeholder, base=base))
 
 
 def scenario_of(
@@ -691,13 +711,16 @@ def _bisect(slower: Callable[[float], bool], lo: float, hi: float, steps: int = 
 
 
 @cache
-def exact_ceiling(case: ParallelCase, sixteen: float = math.nan, base: Assumptions = SEED) -> float:
+def exact_ceiling(
+    case: ParallelCase, sixteen: float = math.nan, base: Assumptions = SEED, dense: tuple[tuple[str, float], ...] = ()
+) -> float:
     """The ceiling of the run's format at which its prediction equals the measurement (the time falls as
     the ceiling grows), the 16-bit products at ``sixteen`` where the format is not 16-bit; the range's end
-    where even it cannot reach it."""
+    where even it cannot reach it. A mixture of experts' (:data:`EXPERT_GENERATIONS`): its routed experts'
+    ceiling, the rest at the ``dense`` ceilings (``(("dense bf16", 0.77), ...)``)."""
 
     def slower(c: float) -> bool:
-        ceilings = {SIXTEEN_BIT: c if case.format == SIXTEEN_BIT else sixteen, case.format: c}
+        ceilings = {**dict(dense), SIXTEEN_BIT: c if case.format == SIXTEEN_BIT else sixteen, case.format: c}
         return predicted_time(case, ceilings, None, base) > case.measured_time
 
     return _bisect(slower, *U_RANGE)
@@ -716,21 +739,34 @@ def implied_rate(case: ParallelCase, ceilings: tuple[tuple[str, float], ...], ba
 def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, dict[str, float]]:
     """The ceilings per GPU generation and format: the 16-bit one the median of the exact ceilings of
     the 16-bit runs priced by the links (a run whose family has an implementation rate does not inform
-    it); a low-precision format's the median of its runs' exact ceilings with the 16-bit one fitted."""
+    it); a low-precision format's the median of its runs' exact ceilings with the 16-bit one fitted.
+    Then the mixtures of experts' (:data:`EXPERT_GENERATIONS`): their routed experts' ceiling per format,
+    the median of their runs' exact ones with the rest of each run at the dense ceilings just fitted."""
     cases = list(cases)
+    dense_cases = [c for c in cases if c.rate is None and c.generation not in EXPERT_GENERATIONS]
     sixteen: dict[str, list[float]] = {}
-    for case in cases:
-        if case.rate is None and case.format == SIXTEEN_BIT:
+    for case in dense_cases:
+        if case.format == SIXTEEN_BIT:
             sixteen.setdefault(case.generation, []).append(exact_ceiling(case, math.nan, base))
     fitted = {g: {SIXTEEN_BIT: statistics.median(cs)} for g, cs in sixteen.items()}
     complete = _complete(fitted)
     low: dict[tuple[str, str], list[float]] = {}
-    for case in cases:
-        if case.rate is None and case.format != SIXTEEN_BIT:
+    for case in dense_cases:
+        if case.format != SIXTEEN_BIT:
             c16 = complete[case.generation][SIXTEEN_BIT]
             low.setdefault((case.generation, case.format), []).append(exact_ceiling(case, c16, base))
     for (g, f), cs in low.items():
         fitted.setdefault(g, {SIXTEEN_BIT: complete[g][SIXTEEN_BIT]})[f] = statistics.median(cs)
+    complete = _complete(fitted)
+    experts: dict[tuple[str, str], list[float]] = {}
+    for case in cases:
+        if case.rate is None and case.generation in EXPERT_GENERATIONS:
+            dense = tuple(sorted((k, v) for k, v in complete[case.generation].items() if k.startswith(DENSE)))
+            experts.setdefault((case.generation, case.format), []).append(
+                exact_ceiling(case, math.nan, base, dense)
+            )
+    for (g, f), cs in experts.items():
+        fitted.setdefault(g, {})[f] = statistics.median(cs)
     return fitted
 
 
@@ -739,31 +775,46 @@ FORMAT_FALLBACK = {"fp8_rowwise": "fp8", "mxfp8": "fp8"}
 tensorwise FP8 one)."""
 
 GENERATION_FALLBACK = {
-    "H100 MoE": ("H100",), "GB300": ("GB200", "H100 MoE", "H100"), "GB200": ("GB300", "H100 MoE", "H100"),
+    "H100 MoE": ("H100",), "GB300": ("GB200", "H100 MoE"), "GB200": ("GB300", "H100 MoE"),
 }
 """Where these generations' format has no run (a family left out, or no 16-bit GB300 run at all), it takes the
-format's ceiling of the first of these that has one: for a Blackwell, the other Blackwell (the same tensor cores;
-the GB300's dense 8- and 16-bit peaks equal the GB200's), then the H100's mixtures of experts (all Blackwell runs
-here are mixtures of experts: the fraction of peak carried across generations, as the A100's is for a generation
-without runs), then the dense H100's. Other generations without runs take the A100's, as before."""
+format's ceiling of the first of these that has one: for a Blackwell's experts, the other Blackwell's (the same
+tensor cores; the GB300's dense 8- and 16-bit peaks equal the GB200's), then the H100's mixtures of experts'
+(the fraction of peak carried across generations, as the A100's is for a generation without runs); the H100's
+experts with no run, the dense H100's (the linear layers' ceiling, as a scenario without a fitted expert
+ceiling). Other generations without runs take the A100's, as before."""
+
+LOW_FORMATS_FROM = {"H100": POWER_CAPPED_H100}
+"""Generations whose low-precision formats were measured only on another of the same architecture: their
+ceiling there is this generation's 16-bit one times the other's ratio of the format's to its 16-bit ceiling
+(the formats' relative speed carried across the power limit: the H100 SXM's FP8 from the 500 W H100s')."""
 
 
 def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Every generation's ceilings; a generation fitted on no run takes the A100's (a Blackwell one, per format,
-    :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`)."""
+    :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`), a
+    low-precision format of :data:`LOW_FORMATS_FROM` the other generation's ratio; an expert generation's table
+    holds its dense generation's ceilings too, as ``"dense <format>"`` (:data:`EXPERT_GENERATIONS`)."""
     fallback = u.get("A100", next(iter(u.values())))
     out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION if g not in GENERATION_FALLBACK}
+    for g, other in LOW_FORMATS_FROM.items():
+        source = out.get(other, {})
+        for f, value in source.items():
+            if f not in out[g] and f != "mxfp8" and SIXTEEN_BIT in source:  # Hopper has no MX formats
+                out[g][f] = out[g][SIXTEEN_BIT] * value / source[SIXTEEN_BIT]
     for g, chain in GENERATION_FALLBACK.items():
         table = dict(u.get(g, {}))
         for other in chain:
             for f, value in (u.get(other) or out.get(other) or {}).items():
-                if f not in table and (f == SIXTEEN_BIT or other not in ("H100",)):
+                if f not in table and not f.startswith(DENSE):
                     table[f] = value
         out[g] = table
     for table in out.values():
         for f, other in FORMAT_FALLBACK.items():
             if f not in table and other in table:
                 table[f] = table[other]
+    for g, dense in EXPERT_GENERATIONS.items():
+        out[g].update({DENSE + f: value for f, value in out[dense].items()})
     return out
 
 
@@ -1070,7 +1121,15 @@ def report() -> str:
         "constants: matrix-product ceilings per generation and format (matmul_ceiling), fitted on all runs "
         "priced by the links: "
         + "; ".join(
-            f"{g} " + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items())) for g, c in sorted(v.efficiency.items())
+            f"{g} " + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items()))
+            for g, c in sorted(v.efficiency.items()) if g not in EXPERT_GENERATIONS
+        ),
+        "  mixtures of experts' routed experts (expert_ceiling; attention, dense and shared layers at the dense "
+        "generation's): "
+        + "; ".join(
+            f"{g} (dense: {EXPERT_GENERATIONS[g]}) "
+            + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items()) if not f.startswith(DENSE))
+            for g, c in sorted(v.efficiency.items()) if g in EXPERT_GENERATIONS
         ),
     ]
     for family, rate in v.rates.items():

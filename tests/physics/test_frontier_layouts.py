@@ -1,5 +1,7 @@
 """Issue 32's physics through the public scenario: experts, context parallelism, NVLink domains."""
 
+import math
+
 import pytest
 
 from mlsysim import Q_, DataParallelScaleOutScenario, InputError, Models, Systems
@@ -94,3 +96,48 @@ def test_an_efficiency_above_one_is_explained():
     r = deepseek().result
     assert float(r.efficiency) > 1.0
     assert any(n.startswith("scaling efficiency") and "above 1" in n for n in r.constraint_trace)
+
+
+def test_only_the_routed_experts_run_at_the_expert_ceiling():
+    """A mixture of experts' attention, dense and shared layers keep the dense ceilings; the routed experts'
+    grouped products take expert_ceiling: halving it slows only their products, and exactly their time."""
+    from mlsysim.physics.operators import Experts, transformer_operator_times
+
+    shape = dict(parameters=235e9, layers=94.0, hidden=4096.0, heads=64.0, kv_heads=4.0, head_dim=128.0,
+                 seq_len=4096.0, vocab=151936.0, micro_batch=1.0, matmul_peak=989e12, matmul_ceiling=0.77,
+                 attention_peak=989e12, attention_ceiling=0.77, memory_bandwidth=3.35e12, compute_units=132.0,
+                 ffn_hidden=12288.0, gated_mlp=1.0, flash_attention=True)
+    experts = Experts(share=1.0, experts=128.0, top_k=8.0, width=1536.0, parallel=8.0)
+
+    def ops(expert_ceiling=math.nan, **given):
+        return transformer_operator_times(**(shape | given), moe=experts._replace(ceiling=expert_ceiling))
+
+    same = ops()  # NaN: the linear layers' ceiling
+    assert ops(0.77).matmul_time == pytest.approx(float(same.matmul_time), rel=1e-12)
+    slow = ops(0.385)
+    assert slow.attention_time == same.attention_time and slow.memory_time == same.memory_time
+    routed = float(slow.matmul_time - same.matmul_time)  # halving c_e doubles the routed products' time
+    assert 0.0 < routed < float(same.matmul_time)
+    assert ops(0.385 / 2).matmul_time - same.matmul_time == pytest.approx(3.0 * routed, rel=1e-9)
+
+
+def test_a_mixture_of_experts_reads_the_dense_ceilings_and_its_experts_own():
+    s = deepseek()
+    job = s.job
+    from mlsysim.physics.matmul import fitted_ceiling
+
+    assert job.matmul_ceiling == fitted_ceiling("Hopper", "fp8")
+    assert job.attention_ceiling == fitted_ceiling("Hopper", "bf16")
+    assert job.expert_ceiling == fitted_ceiling("Hopper", "fp8", experts=True) < job.matmul_ceiling
+    assert "routed experts" in job.origins["step_time"]
+    from mlsysim import Assumptions
+
+    given = deepseek(assumptions=Assumptions(expert_ceiling=0.3))
+    assert given.job.expert_ceiling == 0.3 and given.job.matmul_ceiling == job.matmul_ceiling
+    assert given.result.update_time < s.result.update_time  # faster experts, faster update
+    dense = DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_405B, node=Systems.Nodes.DGX_H100, nodes=64, precision="bf16",
+        per_device_batch=1, accumulation_steps=16, tensor_parallel=8, pipeline_parallel=8,
+        training_tokens=Q_(1e12, "token"),
+    )
+    assert math.isnan(dense.job.expert_ceiling)

@@ -26,11 +26,11 @@ from mlsysim.validation.parallel import (
 )
 from tests.validation.limits import hold
 
-HELD_OUT_MEDIAN_LIMIT = 0.092
-"""The held-out median reached with the step from the operators (9.1% over 89 runs: 6.8% over the 70 dense runs,
-17.5% over the 19 mixtures of experts; 5.0% over published_parallel.json's 40): a regression fails, an
-improvement is noted."""
-IN_SAMPLE_MEDIAN_LIMIT = 0.065
+HELD_OUT_MEDIAN_LIMIT = 0.069
+"""The held-out median reached with the step from the operators (6.8% over 89 runs: 6.8% over the 70 dense runs,
+9.3% over the 19 mixtures of experts, their routed experts at their own ceiling; 5.0% over
+published_parallel.json's 40): a regression fails, an improvement is noted."""
+IN_SAMPLE_MEDIAN_LIMIT = 0.055
 RUNS = 89
 """published_parallel.json's 40 runs, TorchTitan's 30 (context parallelism and asynchronous tensor parallelism
 included) and 19 of the 21 mixtures of experts (Qwen3-Next's linear attention and a 32 x 3 pipeline of 94
@@ -225,10 +225,25 @@ def test_the_mixtures_of_experts_go_through_the_scenario_with_their_layouts(chec
 
 
 def test_the_frontier_mixtures_of_experts_held_out(checked):
-    """Issue 32's target is a held-out median of 10% on the frontier runs: not reached (17.5% over the 19 MoE
-    runs; the operator model prices experts' grouped products like dense ones); held so it does not regress."""
+    """Issue 32's target is a held-out median of 10% on the frontier runs: not reached (11.7% over the 49
+    frontier runs, 9.3% over the 19 MoE runs, their routed experts at their own ceiling); held so it does not
+    regress."""
     families = by_family(checked.held_out)
     hold("Megatron-Core MoE report held-out median", families["Megatron-Core MoE report headline results"].median,
-         0.176)
-    hold("ModelZoo Qwen3 held-out median", families["Megatron-MoE-ModelZoo Qwen3 benchmark tables"].median, 0.244)
-    hold("DeepSeek-V3 held-out |error|", families["DeepSeek-V3 pre-training"].median, 0.098)
+         0.061)
+    hold("ModelZoo Qwen3 held-out median", families["Megatron-MoE-ModelZoo Qwen3 benchmark tables"].median, 0.145)
+    hold("DeepSeek-V3 held-out |error|", families["DeepSeek-V3 pre-training"].median, 0.111)
+    moe = [r for r in checked.held_out if r.case.family.startswith(MOE_FAMILIES)]
+    hold("mixtures of experts held-out median", summarize(moe).median, 0.094)
+
+
+def test_a_mixture_of_experts_long_context_sweep_follows_its_attention(checked):
+    """The ModelZoo's context-parallel sweep (16K to 128K tokens, TP 4, CP 1 to 8): the attention core
+    grows from a fifth to most of the step; priced at the dense ceilings (the experts at theirs), every
+    point held out within 5% and no drift with the sequence (one ceiling for the whole MoE model drifted
+    from -15% to -36%)."""
+    held = {r.case.id: r.error for r in checked.held_out}
+    sweep = [held[f"modelzoo_qwen3_235b_h100_256gpu_longctx_seq{s}_tp4_cp{cp}"]
+             for s, cp in ((16384, 1), (32768, 2), (65536, 4), (131072, 8))]
+    assert all(abs(e) < 0.05 for e in sweep), sweep
+    assert abs(sweep[-1] - sweep[0]) < 0.05, sweep

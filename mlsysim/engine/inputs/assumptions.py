@@ -195,13 +195,18 @@ class Assumptions(Validated):
       16-bit products (the attention core, the output layer; 0: fitted, or
       ``matmul_ceiling`` when the linear layers run in 16 bits too). What ``mlsysim
       calibrate matmuls`` fits to products timed on your GPU.
+    * ``expert_ceiling``: the same for a mixture of experts' routed experts (their grouped
+      products; 0: the ceiling fitted on the architecture's published mixtures of experts,
+      else ``matmul_ceiling``). What a mixture of experts loses beyond its products' shapes
+      (grouped kernels over ragged token counts, the tokens' permutation, the router) is
+      priced there; its attention, dense and shared layers keep the dense ceilings.
     * ``expert_imbalance``: the load of the busiest expert-parallel device over the
       mean, rho >= 1 (1: balanced routing, as Megatron-Core's force-balanced benchmarks;
       a capacity factor, or a measured imbalance): the routed experts' compute of every
       device waits for it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_imbalance=1.0)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_ceiling=0.0, expert_imbalance=1.0)
     """
 
     algorithm: Algorithm = "ring"
@@ -240,13 +245,15 @@ class Assumptions(Validated):
     ] = quantity(0, "GB/s")
     matmul_ceiling: Ceiling = 0.0
     attention_ceiling: Ceiling = 0.0
+    expert_ceiling: Ceiling = 0.0
     expert_imbalance: Imbalance = 1.0
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
     never the update's: the prediction intervals do not depend on them."""
     IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = (
-        "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling", "expert_imbalance"
+        "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling", "expert_ceiling",
+        "expert_imbalance",
     )
     """Achieved rates of one implementation's collectives: at their default (0, the physics)
     they name no choice, so a stored set of residuals does not depend on them."""

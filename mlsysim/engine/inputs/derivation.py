@@ -90,6 +90,7 @@ DERIVED_ATTRIBUTES: Final = (
     "matmul_peak",
     "attention_ceiling",
     "attention_peak",
+    "expert_ceiling",
     "compute_units",
     "cast_bytes",
     "matmul_bytes",
@@ -136,6 +137,8 @@ class Job(NamedTuple):
     """The 16-bit products' ceiling (attention core, output layer)."""
     attention_peak: float = math.nan
     """The 16-bit peak those run at (flop/s)."""
+    expert_ceiling: float = math.nan
+    """A mixture of experts' routed experts' ceiling (their grouped products); NaN: a dense model."""
     compute_units: float = math.nan
     cast_bytes: float = 0.0
     matmul_bytes: float = 2.0
@@ -476,13 +479,13 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     )
 
 
-_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "compute_units",
-                     "cast_bytes",
+_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
+                     "compute_units", "cast_bytes",
                      "matmul_bytes", "operators", "matmul_format", "operator_efficiency")
 
 OPERATOR_NUMBERS: Final = (
-    "matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "compute_units", "cast_bytes",
-    "matmul_bytes",
+    "matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling", "compute_units",
+    "cast_bytes", "matmul_bytes",
 )
 """The model numbers of a step from the operators (:class:`~mlsysim.engine.model.equations.Inputs`)."""
 
@@ -502,23 +505,43 @@ def operator_formats(out: Checked) -> tuple[str, str]:
     return out["matmul_format"] or (precision if precision in MATMUL_FORMATS else sixteen), sixteen
 
 
-def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> tuple[float | None, float | None, str]:
-    """The linear layers' and the 16-bit products' ceilings (assumed, else fitted), and where they came from."""
+class Ceilings(NamedTuple):
+    """The ceilings a step from the operators is priced at (None: none fitted), and where they came from."""
+
+    matmul: float | None
+    """The linear layers' (their format's)."""
+    attention: float | None
+    """The 16-bit products' (the attention core, the output layer)."""
+    experts: float
+    """A mixture of experts' routed experts' (their format's); NaN for a dense model."""
+    source: str
+
+
+def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> Ceilings:
+    """The ceilings of a step from the operators (assumed, else fitted). A mixture of experts' routed
+    experts take ``expert_ceiling``, else the ceiling fitted on the architecture's published mixtures of
+    experts, else the linear layers' (:func:`~mlsysim.physics.matmul.fitted_ceiling`)."""
     accelerator: Accelerator = out["accelerator"]
     assumptions = out["assumptions"]
     architecture = accelerator.architecture
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
-    experts = getattr(out["workload"], "experts", None) is not None
-    ceiling = given or fitted_ceiling(architecture, matmul_format, experts)
+    given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
+    ceiling = given or fitted_ceiling(architecture, matmul_format)
     if given_attention:
         attention = given_attention
     elif matmul_format in SIXTEEN_BIT and given:
         attention = given
     else:
-        attention = fitted_ceiling(architecture, sixteen, experts)
-    source = "assumed" if given else f"fitted for {architecture}" + (" mixtures of experts" if experts else "")
-    return ceiling, attention, source
+        attention = fitted_ceiling(architecture, sixteen)
+    source = "assumed" if given else f"fitted for {architecture}"
+    experts = math.nan
+    if getattr(out["workload"], "experts", None) is not None:
+        fitted = fitted_ceiling(architecture, matmul_format, experts=True)
+        experts = given_experts or fitted or (ceiling if ceiling is not None else math.nan)
+        origin = "assumed" if given_experts else "fitted for mixtures of experts" if fitted else "the linear layers'"
+        source += f"; routed experts {experts:.3g} {origin}"
+    return Ceilings(ceiling, attention, experts, source)
 
 
 def _no_operator_step(out: Checked, shape: bool) -> str:
@@ -548,7 +571,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     if accelerator is None:
         return {}
     matmul_format, sixteen = operator_formats(out)
-    ceiling, attention, source = _ceilings(out, matmul_format, sixteen)
+    ceiling, attention, experts, source = _ceilings(out, matmul_format, sixteen)
     if ceiling is None or attention is None:
         return {}
     try:
@@ -567,6 +590,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     numbers: dict[str, float] = {
         **shape, "parameters": facts.parameters, "matmul_peak": matmul_peak, "matmul_ceiling": ceiling,
         "attention_peak": attention_peak, "attention_ceiling": attention, "memory_bandwidth": bandwidth,
+        "expert_ceiling": experts,
         "compute_units": units, "cast_bytes": cast, "matmul_bytes": width, "fused_elementwise": float(fused),
     }
     times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]))
@@ -585,6 +609,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "matmul_ceiling": float(ceiling),
         "matmul_peak": matmul_peak,
         "attention_ceiling": float(attention),
+        "expert_ceiling": float(experts),
         "attention_peak": attention_peak,
         "compute_units": units,
         "cast_bytes": cast,

@@ -171,6 +171,7 @@ class Inputs:
     matmul_peak: Num = math.nan
     attention_ceiling: Num = math.nan
     attention_peak: Num = math.nan
+    expert_ceiling: Num = math.nan
     compute_units: Num = math.nan
     cast_bytes: Num = 0.0
     matmul_bytes: Num = 2.0
@@ -982,7 +983,7 @@ def experts_of(get: Callable[[str], Num], imbalance: float = 1.0) -> Experts | N
         share=get("moe_share"), experts=get("experts"), top_k=get("experts_per_token"),
         width=get("expert_ffn_hidden"), shared=_or(get("shared_experts"), 0.0),
         shared_width=get("shared_expert_ffn_hidden"), parallel=_or(get("expert_parallel"), 1.0),
-        tensor=_or(get("expert_tensor_parallel"), 1.0), imbalance=imbalance,
+        tensor=_or(get("expert_tensor_parallel"), 1.0), imbalance=imbalance, ceiling=get("expert_ceiling"),
     )
 
 

@@ -159,6 +159,7 @@ def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str,
         total="T1",
         total_value=t1,
         scope=f"one step of b = {b} samples on one device",
+        expert_ceiling=job.expert_ceiling,
     )
     f, recomputed = job.flops_per_sample, job.recompute_flops_per_sample
     rows.append(

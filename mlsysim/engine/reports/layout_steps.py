@@ -362,6 +362,7 @@ def _operator_steps(i: Mapping[str, Any], q: Any) -> list[Step]:
         scope=f"one micro-batch of b = {_n(i['micro_batch'])} samples on the slowest stage's {_n(q.stage_layers)} layers, "
               f"1/{_n(i['tensor_parallel'])} of each",
         layers="L_s",
+        expert_ceiling=float(i["moe"].ceiling) if i.get("moe") is not None else float("nan"),
     )
 
 

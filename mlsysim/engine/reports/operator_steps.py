@@ -8,7 +8,8 @@ or bytes over the memory bandwidth):
   c_f the fitted (or assumed) ceiling of the format f and q what the products'
   shapes leave of it (tile, wave and K / (K + K_0) factors,
   :func:`mlsysim.physics.matmul.matmul_efficiency`), here the FLOP-weighted
-  factor of all the products of the step (the output layer's at the 16-bit peak);
+  factor of all the products of the step (the output layer's at the 16-bit peak; a
+  mixture of experts' routed experts at their own ceiling c_e, their c_e / c_f in q);
 * the attention core in 16 bits: T_att = F_att / (e_16 P_16) (fused: e_16 =
   c_16 x the fused kernels' share);
 * casts to a low-precision format (only where there are any): T_cast = bytes / B_mem;
@@ -55,6 +56,7 @@ def operator_rows(
     total_value: float,
     scope: str,
     layers: str = "L",
+    expert_ceiling: float = float("nan"),
 ) -> list[Row]:
     """The rows of one compute time priced operator by operator (see the module docstring).
 
@@ -63,7 +65,8 @@ def operator_rows(
     16-bit format of the attention core; ``total``: the name of the sum (``T1`` or
     ``t_c``) and ``total_value`` its value (seconds), the time the model used;
     ``scope``: what the figures cover (``"one step of b samples"``); ``layers``: the symbol of the
-    layers they cover (``L``, or ``L_s`` on a pipeline stage).
+    layers they cover (``L``, or ``L_s`` on a pipeline stage); ``expert_ceiling`` c_e: a mixture of experts'
+    routed experts' ceiling (NaN: a dense model).
     """
     rows: list[Row] = []
     mm_time, mm_flops = float(ops.matmul_time), float(ops.matmul_flops)
@@ -71,10 +74,12 @@ def operator_rows(
     cast_time, cast_bytes = float(ops.cast_time), float(ops.cast_bytes)
     mem_time, mem_bytes = float(ops.memory_time), float(ops.memory_bytes)
     q = _factor(mm_flops, mm_time, matmul_ceiling, matmul_peak)
+    experts = (f", the routed experts' products at their ceiling c_e = {expert_ceiling:g} (expert_ceiling: "
+               "c_e / c_f of theirs in q)") if expert_ceiling == expert_ceiling else ""
     rows.append((
         f"matrix products of the linear layers, {matmul_format} ({scope}; F_mm: their FLOPs, recomputation "
         "included; q: the shapes' tile, wave and K/(K+K_0) factors, FLOP-weighted, the output layer at the "
-        "16-bit peak; F in flop, P in flop/s)",
+        f"16-bit peak{experts}; F in flop, P in flop/s)",
         "T_mm = F_mm / (e P_f),  e = c_f q",
         f"{_g(mm_flops)} / ({matmul_ceiling:g} x {_g(q)} x {_g(matmul_peak)})",
         fmt_time(mm_time),
