@@ -15,7 +15,27 @@ bytes (etp: the expert-tensor ranks that each need the token), of which the shar
 D / etp) of the group's ranks sharing it, over the device's share of the NICs, and
 (q - 1) / ep inside it over NVLink; the two run at once:
 
-    t_a2a = max((q - 1) / ep M_a2a / B_intra, (ep - q) / ep M_a2a / B_nic,dev) + (ep - 1) alpha
+    t_a2a = max(s_in M_a2a / B_intra, s_out M_a2a / B_nic,dev) + (ep - 1) alpha,
+    s_in = (q - 1) / ep,  s_out = (ep - q) / ep
+
+A hierarchical dispatch (``hierarchical_dispatch``: DeepSeek-AI 2024, "DeepSeek-V3
+Technical Report", section 3.2.2; DeepEP and Megatron-Core's HybridEP) sends each token
+over the NICs once per remote domain that holds any of its k experts, to the device of
+the same index there, which forwards it over NVLink to the experts' devices. Of the
+n = ep / q domains of the group, a remote one holds none of a token's k experts (drawn
+without replacement from E, E / n in each domain) with probability
+C(E - E / n, k) / C(E, k), so the copies that cross the NICs are
+
+    r = (n - 1) (1 - C(E - E / n, k) / C(E, k))
+
+of the k (:func:`remote_domains_per_token`), and the NVLink hop carries the copies
+that end on another device of their domain:
+
+    s_out = r / k,  s_in = (q - 1) / q
+
+(k = 8 of E = 128 experts over 4 domains: r = 2.7 where the flat all-to-all sends 6 of
+the 8 copies across). Routing that limits a token's domains (DeepSeek-V3's at most 4
+nodes) would lower r further; the scenario has no such limit.
 
 Overlap (``expert_overlap``; DeepSeek-AI 2024's DualPipe, DeepEP): the all-to-alls
 of one micro-batch run under the compute of another, so only what exceeds the
@@ -45,10 +65,34 @@ def ranks_per_domain(expert_parallel: Num, expert_tensor: Num, domain: Num) -> N
     return minimum(expert_parallel, maximum(1.0, domain / expert_tensor))
 
 
+def remote_domains_per_token(experts: Num, top_k: Num, group: Num, local: Num) -> Num:
+    """r = (n - 1) (1 - C(E - E / n, k) / C(E, k)), n = ep / q: the remote domains that hold any of a
+    token's k experts (k an integer; the product form of the binomials' ratio)."""
+    domains = group / local
+    per_domain = experts / domains
+    missed: Num = 1.0
+    for i in range(int(round(float(top_k)))):
+        missed = missed * maximum(experts - per_domain - i, 0.0) / (experts - i)
+    return (domains - 1.0) * (1.0 - missed)
+
+
+def all_to_all_shares(group: Num, local: Num, experts: Num, top_k: Num, hierarchical: Num) -> tuple[Num, Num]:
+    """(s_in, s_out): the shares of M_a2a that cross NVLink and the NICs; flat, (q - 1) / ep and
+    (ep - q) / ep; hierarchical (``hierarchical`` > 0), (q - 1) / q and r / k."""
+    flat_in, flat_out = (local - 1.0) / group, (group - local) / group
+    on = hierarchical > 0
+    if type(on) is bool and not on:
+        return flat_in, flat_out
+    remote = remote_domains_per_token(experts, top_k, group, local) / top_k
+    return where(on, (local - 1.0) / local, flat_in), where(on, remote, flat_out)
+
+
 def all_to_all_time(
-    message: Num, group: Num, local: Num, intra_bandwidth: Num, nic_per_device: Num, latency: Num = 0.0
+    message: Num, group: Num, inside_share: Num, outside_share: Num, intra_bandwidth: Num, nic_per_device: Num,
+    latency: Num = 0.0,
 ) -> Num:
-    """t_a2a of one all-to-all over ``group`` ranks, ``local`` of them in the device's domain."""
-    inside = message * (local - 1.0) / group / intra_bandwidth
-    outside = message * (group - local) / group / nic_per_device
+    """t_a2a = max(s_in M / B_intra, s_out M / B_nic,dev) + (ep - 1) alpha of one all-to-all over ``group``
+    ranks (:func:`all_to_all_shares`)."""
+    inside = message * inside_share / intra_bandwidth
+    outside = message * outside_share / nic_per_device
     return where(group > 1, maximum(inside, outside) + (group - 1.0) * latency, 0.0)

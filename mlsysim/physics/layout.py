@@ -91,6 +91,7 @@ from mlsysim.physics.compute import transformer_flops_per_sample
 from mlsysim.physics.context_parallel import kv_block_bytes, ring_attention_exposed
 from mlsysim.physics.experts import (
     all_to_all_bytes,
+    all_to_all_shares,
     all_to_all_time,
     all_to_alls_per_layer,
     ranks_per_domain,
@@ -180,6 +181,10 @@ class LayoutParts(NamedTuple):
     """q: the expert-parallel group's ranks in one scale-up domain."""
     expert_all_to_all_time: Num
     """One all-to-all of one MoE layer (before any overlap)."""
+    expert_inside_share: Num
+    """s_in: the share of M_a2a that crosses NVLink."""
+    expert_outside_share: Num
+    """s_out: the share of M_a2a that crosses the NICs."""
     moe_layers: Num
     """MoE layers of the slowest stage: L_s x their share of the layers."""
     dense_parameters_per_device: Num
@@ -710,13 +715,15 @@ def layout_figures(
     )
     # expert parallelism: the MoE layers' all-to-alls, over the ep ranks (adjacent after etp)
     if moe is None:
-        a2a_one = moe_layers_here = t_ep = a2a_message = local = 0.0 * t_cp
+        a2a_one = moe_layers_here = t_ep = a2a_message = local = a2a_in = a2a_out = 0.0 * t_cp
     else:
         a2a_message = all_to_all_bytes(b * s_dev, t, moe.top_k, hidden, moe.tensor)
         nic_per_device = nic_bandwidth * minimum(nics_per_node, g) / g
         local = ranks_per_domain(moe.parallel, moe.tensor, g)
         a2a_latency = where(moe.parallel * moe.tensor <= g, intra_latency, inter_latency)
-        a2a_one = all_to_all_time(a2a_message, moe.parallel, local, intra_bandwidth, nic_per_device, a2a_latency)
+        a2a_in, a2a_out = all_to_all_shares(moe.parallel, local, moe.experts, moe.top_k, moe.hierarchical)
+        a2a_one = all_to_all_time(a2a_message, moe.parallel, a2a_in, a2a_out, intra_bandwidth, nic_per_device,
+                                  a2a_latency)
         a2a_layer = all_to_alls_per_layer(recompute) * a2a_one
         moe_layers_here = layers_here * moe.share
         covered = where(expert_overlap > 0, t_c / layers_here, 0.0)  # DualPipe: another micro-batch's compute
@@ -849,6 +856,8 @@ def layout_figures(
             expert_message=a2a_message,
             expert_local=local,
             expert_all_to_all_time=a2a_one,
+            expert_inside_share=a2a_in,
+            expert_outside_share=a2a_out,
             moe_layers=moe_layers_here,
             dense_parameters_per_device=psi_dense,
             expert_parameters_per_device=psi_experts,

@@ -125,6 +125,9 @@ class Experts(NamedTuple):
     tensor: Num = 1.0
     imbalance: Num = 1.0
     ceiling: Num = math.nan
+    hierarchical: Num = 0.0
+    """1: the all-to-alls cross the NICs once per remote domain a token's experts are in
+    (:func:`mlsysim.physics.experts.all_to_all_shares`)."""
 
     def routed_tokens(self, tokens: Num, tensor_parallel: Num) -> Num:
         """M_e: tokens one local expert computes."""

@@ -202,7 +202,7 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "multi-token-prediction layer of DeepSeek-V3 (MTP 1: a 62nd layer and a second output head, about 3% of the "
         "FLOPs) and the optimizer offload of the GB200 run are not in the scenario; the layers spread evenly "
         "over the (virtual) stages (the source's uneven 'Et|(tt|)*...' layouts not expressed); all-to-alls "
-        "overlapped where the source says 'EP A2A overlap'",
+        "overlapped where the source says 'EP A2A overlap', hierarchical where its dispatcher is DeepEP or HybridEP",
     },
     "mcore_moe_dsv3_gb300_256gpu_mxfp8": {
         "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
@@ -236,15 +236,18 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "prediction misses that re-run), Megatron FSDP as ZeRO-3; routing of the five-layout table not stated "
         "(balanced, expert_imbalance 1, assumed; the long-context and GB300 figures are force-balanced); the "
         "long-context sweep's micro-batch not stated (1, the ModelZoo default); DeepEP without 'A2A overlap' or "
-        "'1f1b overlap' leaves the all-to-alls unoverlapped",
+        "'1f1b overlap' leaves the all-to-alls unoverlapped (hierarchical: DeepEP and HybridEP cross the NICs once per "
+        "node)",
     },
     "deepseek_v3": {
         "micro_batch": 1,
         "expert_overlap": 1,
+        "hierarchical_dispatch": 1,
         "flash_attention": 1,
         "recompute": "none",
         "why": "micro-batch not stated (1); DualPipe overlaps the all-to-alls with another micro-batch's compute "
-        "(expert_overlap 1); its bidirectional schedule (fewer bubbles, two copies of the parameters) priced as "
+        "(expert_overlap 1); tokens cross InfiniBand once per target node, then NVLink (the report's section "
+        "3.2.2: hierarchical_dispatch 1; its node-limited routing, at most 4 nodes a token, not priced); its bidirectional schedule (fewer bubbles, two copies of the parameters) priced as "
         "Megatron's 1F1B; the recompute of RMSNorm and MLA's up-projection as 'none' (no such mode; small); "
         "fine-grained FP8 (1x128 and 128x128 scales) priced as the fp8 format (tensorwise); routing balanced "
         "(expert_imbalance 1: the auxiliary-loss-free balancing's residual imbalance is not stated); the MTP "
@@ -544,9 +547,16 @@ def _sharding(layout: Mapping[str, Any]) -> int:
     return 1 if layout.get("distributed_optimizer") else 0
 
 
+HIERARCHICAL_DISPATCHERS = ("DeepEP", "HybridEP")
+"""Token dispatchers that send a token over the NICs once per remote node holding any of its experts, then over
+NVLink (``hierarchical_dispatch``): DeepEP (DeepSeek's, built for DeepSeek-V3's IB-then-NVLink dispatch) and
+Megatron-Core's HybridEP; a run whose ``token_dispatcher`` names neither runs a flat all-to-all."""
+
+
 def _expert_layout(layout: Mapping[str, Any], assumed: Mapping[str, Any]) -> dict[str, object]:
     """Expert and context parallelism, and whether the all-to-alls are overlapped: the source's 'EP A2A overlap'
-    or '1f1b overlap' (the all-to-alls hidden behind another micro-batch's compute), DualPipe by ASSUMED."""
+    or '1f1b overlap' (the all-to-alls hidden behind another micro-batch's compute), DualPipe by ASSUMED; and
+    whether they are hierarchical (:data:`HIERARCHICAL_DISPATCHERS`, DeepSeek-V3's own by ASSUMED)."""
     out: dict[str, object] = {}
     for name in ("expert_parallel", "expert_tensor_parallel", "context_parallel"):
         value = layout.get(name) or assumed.get(name)
@@ -555,6 +565,10 @@ def _expert_layout(layout: Mapping[str, Any], assumed: Mapping[str, Any]) -> dic
     if "expert_parallel" in out:
         overlapped = layout.get("ep_a2a_overlap") or "1f1b overlap" in str(layout.get("note") or "")
         out["expert_overlap"] = int(bool(overlapped or assumed.get("expert_overlap", 0)))
+        dispatcher = str(layout.get("token_dispatcher") or "")
+        hierarchical = any(name in dispatcher for name in HIERARCHICAL_DISPATCHERS)
+        if hierarchical or assumed.get("hierarchical_dispatch"):
+            out["hierarchical_dispatch"] = 1
     return out
 
 

@@ -141,3 +141,29 @@ def test_a_mixture_of_experts_reads_the_dense_ceilings_and_its_experts_own():
         training_tokens=Q_(1e12, "token"),
     )
     assert math.isnan(dense.job.expert_ceiling)
+
+
+def test_remote_domains_per_token_counts_what_enumeration_counts():
+    """r = (n - 1) (1 - C(E - E/n, k) / C(E, k)) against every k-subset of a small E (uniform routing)."""
+    from itertools import combinations
+
+    import numpy as np
+
+    from mlsysim.physics.experts import remote_domains_per_token
+
+    experts, k, group, local = 12, 3, 6.0, 2.0  # 3 domains of 4 experts; the device's domain is domain 0
+    per = 4
+    subsets = list(combinations(range(experts), k))
+    remote = sum(len({e // per for e in s} - {0}) for s in subsets) / len(subsets)
+    assert remote_domains_per_token(float(experts), float(k), group, local) == pytest.approx(remote, rel=1e-12)
+    rows = remote_domains_per_token(128.0, 8.0, np.array([8.0, 16.0, 32.0]), np.array([8.0, 8.0, 8.0]))
+    assert rows[0] == 0.0 and 0 < rows[1] < rows[2] < 8 * 24 / 32
+
+
+def test_a_hierarchical_dispatch_lowers_only_what_crosses_the_nics():
+    inside = deepseek(expert_parallel=8, expert_overlap=0, pipeline_parallel=16)
+    across = deepseek(expert_overlap=0)
+    assert inside.variant(hierarchical_dispatch=1).result.update_time == inside.result.update_time
+    assert across.variant(hierarchical_dispatch=1).result.figures.layout.expert_time < (
+        across.result.figures.layout.expert_time
+    )

@@ -28,9 +28,10 @@ from tests.validation.limits import hold
 
 HELD_OUT_MEDIAN_LIMIT = 0.069
 """The held-out median reached with the step from the operators (6.8% over 89 runs: 6.8% over the 70 dense runs,
-9.3% over the 19 mixtures of experts, their routed experts at their own ceiling; 5.0% over
+7.3% over the 19 mixtures of experts, their routed experts at their own ceiling and DeepEP's dispatch
+hierarchical; 5.0% over
 published_parallel.json's 40): a regression fails, an improvement is noted."""
-IN_SAMPLE_MEDIAN_LIMIT = 0.055
+IN_SAMPLE_MEDIAN_LIMIT = 0.054
 RUNS = 89
 """published_parallel.json's 40 runs, TorchTitan's 30 (context parallelism and asynchronous tensor parallelism
 included) and 19 of the 21 mixtures of experts (Qwen3-Next's linear attention and a 32 x 3 pipeline of 94
@@ -225,16 +226,16 @@ def test_the_mixtures_of_experts_go_through_the_scenario_with_their_layouts(chec
 
 
 def test_the_frontier_mixtures_of_experts_held_out(checked):
-    """Issue 32's target is a held-out median of 10% on the frontier runs: not reached (11.7% over the 49
-    frontier runs, 9.3% over the 19 MoE runs, their routed experts at their own ceiling); held so it does not
-    regress."""
+    """Issue 32's target is a held-out median of 10% on the frontier runs: not reached (11.6% over the 49
+    frontier runs, 7.3% over the 19 MoE runs, their routed experts at their own ceiling, DeepEP's dispatch
+    hierarchical); held so it does not regress."""
     families = by_family(checked.held_out)
     hold("Megatron-Core MoE report held-out median", families["Megatron-Core MoE report headline results"].median,
          0.061)
-    hold("ModelZoo Qwen3 held-out median", families["Megatron-MoE-ModelZoo Qwen3 benchmark tables"].median, 0.145)
+    hold("ModelZoo Qwen3 held-out median", families["Megatron-MoE-ModelZoo Qwen3 benchmark tables"].median, 0.074)
     hold("DeepSeek-V3 held-out |error|", families["DeepSeek-V3 pre-training"].median, 0.111)
     moe = [r for r in checked.held_out if r.case.family.startswith(MOE_FAMILIES)]
-    hold("mixtures of experts held-out median", summarize(moe).median, 0.094)
+    hold("mixtures of experts held-out median", summarize(moe).median, 0.074)
 
 
 def test_a_mixture_of_experts_long_context_sweep_follows_its_attention(checked):

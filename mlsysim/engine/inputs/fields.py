@@ -859,6 +859,14 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
+        _switch(
+            "hierarchical_dispatch",
+            "expert all-to-alls that cross the NICs once per remote domain holding any of a token's experts, "
+            "then NVLink (DeepEP, HybridEP, DeepSeek-V3): 1 on, 0 off (None: off, a flat all-to-all)",
+        ),
+    ),
+    _in(
+        "layout",
         _layout_count("shard_group", "HSDP shard group: ranks the ZeRO state is sharded over (None: all of d)", "k"),
     ),
     _in("layout", _switch("sequence_parallel", "sequence parallelism with tensor parallelism: 1 on, 0 off (None: off)")),

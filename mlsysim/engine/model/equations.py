@@ -165,6 +165,7 @@ class Inputs:
     expert_parallel: Num = math.nan
     expert_tensor_parallel: Num = math.nan
     expert_overlap: Num = math.nan
+    hierarchical_dispatch: Num = math.nan
     tensor_overlap: Num = math.nan
     fused_elementwise: Num = math.nan
     matmul_ceiling: Num = math.nan
@@ -984,6 +985,7 @@ def experts_of(get: Callable[[str], Num], imbalance: float = 1.0) -> Experts | N
         width=get("expert_ffn_hidden"), shared=_or(get("shared_experts"), 0.0),
         shared_width=get("shared_expert_ffn_hidden"), parallel=_or(get("expert_parallel"), 1.0),
         tensor=_or(get("expert_tensor_parallel"), 1.0), imbalance=imbalance, ceiling=get("expert_ceiling"),
+        hierarchical=_or(get("hierarchical_dispatch"), 0.0),
     )
 
 
@@ -1176,8 +1178,8 @@ def _layout_bytes(
     moe = a["moe"]
     ep = 1.0 if moe is None else moe.parallel
     experts = m * q.moe_layers * all_to_alls_per_layer(a["recompute"]) * q.expert_message
-    experts_inside = where(ep > 1, experts * (q.expert_local - 1.0) / ep, 0.0)
-    experts_across = where(ep > 1, experts * (ep - q.expert_local) / ep, 0.0)
+    experts_inside = where(ep > 1, experts * q.expert_inside_share, 0.0)
+    experts_across = where(ep > 1, experts * q.expert_outside_share, 0.0)
     pipeline = where(p > 1, 2.0 * (v * m + p - 1.0) * q.pipeline_message, 0.0)
     sharding = m * layers_here * 3.0 * (grad / layers_here) * (k - 1.0) / k if zero_stage >= 3 else 0.0 * k
     scatter = 2.0 * grad * (k - 1.0) / k if zero_stage in (1, 2) else 0.0 * k

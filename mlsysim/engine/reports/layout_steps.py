@@ -263,6 +263,10 @@ class ExpertLink(NamedTuple):
     latency: float
     time: float
     """t_a2a."""
+    inside: float
+    """s_in: the share of M_a2a over NVLink."""
+    outside: float
+    """s_out: the share of M_a2a over the NICs."""
 
 
 def expert_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> ExpertLink:
@@ -276,7 +280,38 @@ def expert_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> ExpertLink
     latency = float(i["intra_latency" if ep * etp <= domain else "inter_latency"])
     # the message, the ranks in the domain and the time: the layout's own (LayoutParts), not recomputed
     return ExpertLink(float(q.expert_message), float(q.expert_local), nic_rate, nics, latency,
-                      float(q.expert_all_to_all_time))
+                      float(q.expert_all_to_all_time), float(q.expert_inside_share), float(q.expert_outside_share))
+
+
+def _g(x: float) -> str:
+    return f"{float(x):.6g}"
+
+
+def _dispatch_shares(moe: Any, ep: float, a: ExpertLink) -> list[Step]:
+    """The shares of an all-to-all over NVLink and the NICs: flat, or hierarchical (once per remote domain)."""
+    q = a.local
+    if ep <= q:
+        return []
+    if not float(moe.hierarchical) > 0:
+        return [
+            ("share of each all-to-all over the NICs (flat: each of a token's k copies to its expert's device)",
+             "s_out = (ep - q) / ep", f"({_n(ep)} - {_n(q)}) / {_n(ep)}", _g(a.outside)),
+            ("share over NVLink", "s_in = (q - 1) / ep", f"({_n(q)} - 1) / {_n(ep)}", _g(a.inside)),
+        ]
+    experts, k = float(moe.experts), int(round(float(moe.top_k)))
+    n = ep / q
+    per = experts / n
+    missed = " x ".join(f"({_g(experts - per - j)} / {_g(experts - j)})" for j in range(k))
+    return [
+        (f"a remote domain holds none of a token's k experts (E / n of the E in each of the n = ep / q = {_g(n)} "
+         "domains; drawn without replacement)", "m = C(E - E / n, k) / C(E, k)", missed,
+         _g(1.0 - a.outside * k / (n - 1.0))),
+        ("share of each all-to-all over the NICs (hierarchical dispatch: a token crosses once per remote domain "
+         "holding any of its experts, DeepEP / DeepSeek-V3)", "s_out = (n - 1) (1 - m) / k",
+         f"({_g(n)} - 1) x (1 - {_g(1.0 - a.outside * k / (n - 1.0))}) / {k}", _g(a.outside)),
+        ("share over NVLink (forwarded to the experts' devices in their domain)", "s_in = (q - 1) / q",
+         f"({_n(q)} - 1) / {_n(q)}", _g(a.inside)),
+    ]
 
 
 def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
@@ -302,10 +337,11 @@ def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
          _n(a.local)),
         ("NIC bandwidth per device (its share of the domain's NICs)", "B_nic,dev = B_nic min(k_D, D) / D",
          f"{fmt_rate(i['nic_bandwidth'])} x min({_n(a.nics)}, {_n(domain)}) / {_n(domain)}", fmt_rate(a.nic_rate)),
+        *_dispatch_shares(moe, ep, a),
         ("one all-to-all (the share inside the domain over NVLink and the rest over the NICs, at once)",
-         "t_a2a = max((q - 1) / ep M_a2a / B_intra, (ep - q) / ep M_a2a / B_nic,dev) + (ep - 1) alpha",
-         f"max(({_n(a.local)} - 1) / {_n(ep)} x {fmt_bytes(a.message)} / {fmt_rate(i['intra_bandwidth'])}, "
-         f"({_n(ep)} - {_n(a.local)}) / {_n(ep)} x {fmt_bytes(a.message)} / {fmt_rate(a.nic_rate)}) + "
+         "t_a2a = max(s_in M_a2a / B_intra, s_out M_a2a / B_nic,dev) + (ep - 1) alpha",
+         f"max({_g(a.inside)} x {fmt_bytes(a.message)} / {fmt_rate(i['intra_bandwidth'])}, "
+         f"{_g(a.outside)} x {fmt_bytes(a.message)} / {fmt_rate(a.nic_rate)}) + "
          f"({_n(ep)} - 1) x {fmt_time(a.latency) if a.latency else '0 ms'}", fmt_time(a.time)),
         (f"expert all-to-alls per micro-batch, exposed ({_n(n_a2a)} a layer: dispatch and combine, forward and "
          f"backward{', the forward recomputed' if n_a2a > 4 else ''}; sigma = the MoE share of the layers; "

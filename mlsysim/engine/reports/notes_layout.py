@@ -113,8 +113,10 @@ def _link_notes(r: ResultView) -> list[str]:
             where = f"inside the NVLink domain of {domain:g} devices"
         else:
             where = (f"across NVLink domains of {domain:g} devices: {link.local:g} of the {ep:g} ranks share the "
-                     f"device's domain, {(ep - link.local) / ep:.1%} of each all-to-all goes over the NICs "
-                     f"({link.nic_rate / 1e9:.4g} GB/s per device)")
+                     f"device's domain, {link.outside:.1%} of each all-to-all goes over the NICs "
+                     f"({link.nic_rate / 1e9:.4g} GB/s per device"
+                     + ("; hierarchical dispatch: once per remote domain holding a token's experts)"
+                        if float(moe.hierarchical) > 0 else ")"))
         overlap = float(a.get("expert_overlap", 0.0)) > 0
         notes.append(f"expert all-to-alls (ep x etp = {ep * etp:g} devices) {where}; "
                      + ("overlapped with another micro-batch's compute" if overlap else "not overlapped"))
