@@ -111,17 +111,24 @@ def examples(pairs: Iterable[tuple[str, str]]) -> str:
     return "e.g. " + " or ".join(example(number, unit) for number, unit in pairs)
 
 
+LONGEST_WORD = 256
+"""Characters of a word compared with the names (longer words are cut): the match is quadratic in the
+word's length, and no name comes near this long, so a hostile 100,000-character key costs no more than
+this."""
+
+
 def closest(word: str, candidates: Iterable[str], *, n: int = 3, cutoff: float = 0.6) -> list[str]:
     """The candidates most like ``word`` (ignoring case; case breaks ties), best first.
 
     Similarity is :class:`difflib.SequenceMatcher`'s ratio, as in
-    :func:`difflib.get_close_matches`.
+    :func:`difflib.get_close_matches`, of the word's first :data:`LONGEST_WORD` characters.
 
     >>> closest("Gbs", ["GB/s", "Gbps", "Gb/s", "Tbps"])
     ['Gbps', 'Gb/s', 'GB/s']
     >>> closest("H1000", ["H100", "A100", "B200"])
     ['H100', 'A100']
     """
+    word = word[:LONGEST_WORD]
     folded = word.lower()
     scored = []
     for i, name in enumerate(dict.fromkeys(candidates)):
@@ -147,6 +154,7 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     found = closest(word, names)
     if not found:
         return ""
+    word = word[:LONGEST_WORD]
     best = difflib.SequenceMatcher(None, word.lower(), found[0].lower()).ratio()
     found = [  # only those about as close as the best
         f

@@ -138,17 +138,30 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "section 6.3 on the same 2,240 GPUs ('29% faster'): a like-for-like comparison, so the same batch "
         "(2,240), micro-batch (1), interleaving (v = 3) and unoverlapped gradient all-reduce as that run",
     },
+    **{
+        f"narayanan2021_table1_{size}": {
+            "overlap": False,
+            "why": "the released examples/sc21/run_table_1.sh runs this size with --DDP-impl local: Megatron-LM's "
+            "own data-parallel wrapper, which all-reduces the gradients after the backward of the last "
+            "micro-batch (no overlap); the sizes up to 18B run torch's DDP, which overlaps it",
+        }
+        for size in ("39B", "76B", "145B", "310B", "530B", "1T")
+    },
     "narayanan2021_table2_ptd_175B": {
         "tensor_parallel": 8,
         "pipeline_parallel": 12,
         "recompute": "full",
+        "overlap": False,
         "why": "Table 2 gives only t p = 96; t = 8 (one node, as in every Table 1 model of 18B parameters and more) "
-        "leaves p = 12; full recomputation as in Table 1",
+        "leaves p = 12; full recomputation as in Table 1; the gradient all-reduce after the backward (--DDP-impl "
+        "local, as every pipelined run of the released examples/sc21 scripts)",
     },
     "narayanan2021_table2_ptd_530B": {
         "pipeline_chunks": 3,
         "recompute": "full",
-        "why": "'the 530-billion-parameter model from Table 1': its interleaving (v = 3) and full recomputation",
+        "overlap": False,
+        "why": "'the 530-billion-parameter model from Table 1': its interleaving (v = 3), full recomputation and "
+        "gradient all-reduce after the backward (--DDP-impl local in examples/sc21/run_table_1.sh)",
     },
     "narayanan2021_table2_zero3": {
         "recompute": "full",

@@ -29,7 +29,7 @@ from tests.validation.limits import hold
 HELD_OUT_MEDIAN_LIMIT = 0.069
 """The held-out median reached with the step from the operators (6.8% over 89 runs: 6.8% over the 70 dense runs,
 7.3% over the 19 mixtures of experts, their routed experts at their own ceiling and DeepEP's dispatch
-hierarchical; 5.0% over
+hierarchical; 4.6% over
 published_parallel.json's 40): a regression fails, an improvement is noted."""
 IN_SAMPLE_MEDIAN_LIMIT = 0.054
 RUNS = 89
@@ -40,8 +40,8 @@ DENSE_RUNS = 70
 DENSE_HELD_OUT_MEDIAN_LIMIT = 0.069
 """The 70 dense runs' held-out median (6.8%; issue 31's target 6%: TorchTitan's long-context and t = 8 runs
 miss)."""
-GIVEN_HELD_OUT_MEDIAN_LIMIT = 0.0501
-"""The 40 runs of published_parallel.json held out (5.0%: issue 29's target 5%)."""
+GIVEN_HELD_OUT_MEDIAN_LIMIT = 0.047
+"""The 40 runs of published_parallel.json held out (4.6%: issue 29's target 5%)."""
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +151,7 @@ def test_an_implementation_rate_is_fitted_on_its_family_alone_and_reported_leave
 
 def test_families_held_out(checked):
     families = by_family(checked.held_out)
-    hold("PTD-P held-out median", families["Megatron-LM PTD-P"].median, 0.042)
+    hold("PTD-P held-out median", families["Megatron-LM PTD-P"].median, 0.040)
     assert families[MTNLG_FAMILY].worst < 0.05
     # Korthikanti's sizes trend: the largest models stay pessimistic
     seq = families["Megatron-LM seq-parallel + selective recompute"]
