@@ -17,6 +17,17 @@ exposes what its attention compute does not cover:
 
     t_cp,layer = max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)
 
+The all-gather variant (``context_all_gather``; Llama Team 2024, "The Llama 3 Herd of
+Models", section 3.3.2; TorchTitan's default 'allgather' rotation) gathers the keys and
+values of all cp blocks before the attention of the local queries (and again in the
+backward, the gradients reduce-scattered): the same bytes, but only the local block's
+attention, 1 / cp of the layer's, runs while they travel:
+
+    t_cp,layer = max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer / cp)
+
+(Llama 3 gathers first and exposes all of it, "small due to GQA": the difference is
+that 1 / cp share.)
+
 Load balance: Megatron-Core cuts each sequence into 2 cp chunks and gives each
 device a chunk from each end, so every device does the same share of the causal
 attention (the rule: 2 cp divides s). The gradients of the weights are reduced
@@ -25,7 +36,7 @@ over the d cp devices that hold the same weights.
 
 from __future__ import annotations
 
-from mlsysim.physics._array import Num, maximum
+from mlsysim.physics._array import Num, maximum, where
 
 ACTIVATION_BYTES = 2.0
 """Bytes per element of the keys and values sent (16-bit)."""
@@ -43,8 +54,12 @@ def kv_passes(recompute: str) -> float:
 
 
 def ring_attention_exposed(
-    block_bytes: Num, context_parallel: Num, rate: Num, latency: Num, attention_time: Num, recompute: str
+    block_bytes: Num, context_parallel: Num, rate: Num, latency: Num, attention_time: Num, recompute: str,
+    all_gather: Num = 0.0,
 ) -> Num:
-    """Seconds per layer the ring's transfers add beyond the attention compute they overlap."""
+    """Seconds per layer the ring's transfers add beyond the attention compute they overlap: all of the
+    layer's attention for the ring, the local block's (1 / cp of it) for the all-gather variant
+    (``all_gather`` > 0)."""
     steps = kv_passes(recompute) * (context_parallel - 1.0)
-    return maximum(steps * (block_bytes / rate + latency) - attention_time, 0.0)
+    covered = where(all_gather > 0, attention_time / context_parallel, attention_time)
+    return maximum(steps * (block_bytes / rate + latency) - covered, 0.0)

@@ -592,6 +592,7 @@ def layout_figures(
     matmul_bytes: Num = 2.0,
     fused_elementwise: Num = 0.0,
     context_parallel: Num = 1.0,
+    context_all_gather: Num = 0.0,
     scale_up_domain: Num = math.nan,
     head_dim: Num = math.nan,
     mla: MultiHeadLatent | None = None,
@@ -637,6 +638,9 @@ def layout_figures(
     replaces the ring rate :func:`~mlsysim.physics.sharding.group_rate`
     derives from the links (a framework's collectives can run far below what
     the links carry; docs/parallelism.md, the ZeRO-3 runs of 2021).
+    ``context_parallel`` cp: a ring of key/value blocks, overlapped with each layer's
+    attention, or (``context_all_gather`` 1) their all-gather, overlapped with the local
+    block's (:mod:`~mlsysim.physics.context_parallel`).
     """
     t, p, v, cp = tensor_parallel, pipeline_parallel, pipeline_chunks, context_parallel
     b, m = micro_batch, micro_batches
@@ -710,7 +714,9 @@ def layout_figures(
         attention_flops_layer / (math_efficiency * peak_flops),
     )
     t_cp = where(
-        cp > 1, layers_here * ring_attention_exposed(cp_message, cp, cp_rate, cp_latency, attention_layer, recompute),
+        cp > 1,
+        layers_here * ring_attention_exposed(cp_message, cp, cp_rate, cp_latency, attention_layer, recompute,
+                                             context_all_gather),
         0.0,
     )
     # expert parallelism: the MoE layers' all-to-alls, over the ep ranks (adjacent after etp)

@@ -185,7 +185,10 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "flash_attention": 1,
         "first_stage_layers": 7,
         "last_stage_layers": 7,
-        "why": "the interleaving V is not stated (4 assumed: about 2 layers per chunk on 8-layer stages); "
+        "context_all_gather": 1,
+        "why": "context parallelism (the 131K-token run) all-gathers the keys and values before the local "
+        "queries' attention (section 3.3.2: 'we first all-gather the key (K) and value (V) tensors'); "
+        "the interleaving V is not stated (4 assumed: about 2 layers per chunk on 8-layer stages); "
         "FSDP that does not reshard after the forward; one sequence per micro-batch (the table's batch per "
         "data-parallel group is the micro-batch count); no recomputation at 8K tokens (section 3.3.2); "
         "fused attention kernels; 126 layers on 16 stages with one layer fewer on the first and the last "
@@ -200,7 +203,11 @@ ASSUMED: dict[str, dict[str, Any]] = {
     },
     "torchtitan": {
         "flash_attention": 1,
-        "why": "PyTorch's scaled_dot_product_attention runs fused (FlashAttention or cuDNN) kernels on H100; the "
+        "context_all_gather": 1,
+        "why": "context parallelism by torchtitan's default 'allgather' rotation (experimental."
+        "context_parallel_rotate_method at the benchmark commit: the key/value shards all-gathered after the "
+        "first sub-attention); PyTorch's scaled_dot_product_attention runs fused (FlashAttention or cuDNN) kernels "
+        "on H100; the "
         "Grand Teton H100s are a 500 W HBM2e variant whose peak and memory bandwidth are not stated (the DGX "
         "H100's figures); FSDP2 reshards after the forward (its default); 'selective' is torchtitan's per-op "
         "selective checkpointing (the attention core recomputed, as Megatron's)",
@@ -575,6 +582,8 @@ def _expert_layout(layout: Mapping[str, Any], assumed: Mapping[str, Any]) -> dic
         value = layout.get(name) or assumed.get(name)
         if value and int(value) > 1:
             out[name] = int(value)
+    if "context_parallel" in out and assumed.get("context_all_gather"):
+        out["context_all_gather"] = 1
     if "expert_parallel" in out:
         overlapped = layout.get("ep_a2a_overlap") or "1f1b overlap" in str(layout.get("note") or "")
         out["expert_overlap"] = int(bool(overlapped or assumed.get("expert_overlap", 0)))

@@ -46,6 +46,9 @@ CASES = {
     "context parallel 8 over two nodes, full recompute, u-priced": dict(
         tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0, recompute="full", kv_heads=8.0,
         intra_latency=1e-6, inter_latency=5e-6, nic_bandwidth=5e9, flash_attention=True),
+    "context parallel 8 over two nodes, all-gather, u-priced": dict(
+        tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0, recompute="full", kv_heads=8.0,
+        intra_latency=1e-6, inter_latency=5e-6, nic_bandwidth=5e9, flash_attention=True, context_all_gather=1.0),
     "context parallel 4 in the node, operators": dict(
         tensor_parallel=2.0, context_parallel=4.0, pipeline_parallel=2.0, micro_batches=8.0, kv_heads=8.0,
         matmul_ceiling=0.75, compute_units=132.0, ffn_hidden=28672.0, gated_mlp=1.0, flash_attention=True,
@@ -125,8 +128,9 @@ def test_the_ring_steps_print_the_exposed_context_time(name):
     figures, steps = _steps(name)
     q = figures.parts
     assert value_of(steps["keys and values of one ring block"][3]) == pytest.approx(float(q.context_message), rel=1e-5)
-    assert value_of(steps["context-parallel ring per micro-batch"][3]) == pytest.approx(
-        float(q.context_micro_batch_time), rel=1e-5, abs=1e-9)
+    exposed = "context-parallel all-gathers per micro-batch" if "all-gather" in name else (
+        "context-parallel ring per micro-batch")
+    assert value_of(steps[exposed][3]) == pytest.approx(float(q.context_micro_batch_time), rel=1e-5, abs=1e-9)
     assert value_of(steps["context-parallel time"][3]) == pytest.approx(float(figures.context_time), rel=1e-5,
                                                                         abs=1e-9)
     assert "t_cp" in steps["update"][1] and "t_ep" in steps["update"][1]
@@ -189,3 +193,18 @@ def test_a_hierarchical_dispatch_crosses_the_nics_once_per_remote_domain():
     assert float(flat.parts.expert_outside_share) == pytest.approx(56 / 64, rel=1e-12)
     assert float(deep.parts.expert_all_to_all_time) < float(flat.parts.expert_all_to_all_time)
     assert any(what.startswith("a remote domain holds none") for what in deep_steps)
+
+
+def test_an_all_gather_exposes_what_the_ring_hides_under_the_attention():
+    """The same bytes; the ring runs under each layer's attention, the all-gather under the local block's
+    (1 / cp of it): never less exposed, and more where the attention covered the ring."""
+    ring, _ = _steps("context parallel 8 over two nodes, full recompute, u-priced")
+    gather, steps = _steps("context parallel 8 over two nodes, all-gather, u-priced")
+    assert float(gather.parts.context_message) == float(ring.parts.context_message)
+    assert float(gather.context_time) >= float(ring.context_time)
+    assert any(what.startswith("context-parallel all-gathers per micro-batch") for what in steps)
+    from mlsysim.physics.context_parallel import ring_attention_exposed
+
+    args = (1e8, 8.0, 50e9, 0.0, 0.1, "none")  # 3 x 7 x 2 ms = 42 ms of transfers, 100 ms of attention
+    assert ring_attention_exposed(*args) == 0.0
+    assert ring_attention_exposed(*args, all_gather=1.0) == pytest.approx(0.042 - 0.1 / 8)

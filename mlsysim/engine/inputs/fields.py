@@ -860,6 +860,15 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "layout",
         _switch(
+            "context_all_gather",
+            "context parallelism by an all-gather of the keys and values before the local queries' attention "
+            "(Llama 3, TorchTitan's default), overlapped only with the local block: 1 on, 0 off (None: off, a "
+            "ring overlapped with the attention)",
+        ),
+    ),
+    _in(
+        "layout",
+        _switch(
             "hierarchical_dispatch",
             "expert all-to-alls that cross the NICs once per remote domain holding any of a token's experts, "
             "then NVLink (DeepEP, HybridEP, DeepSeek-V3): 1 on, 0 off (None: off, a flat all-to-all)",

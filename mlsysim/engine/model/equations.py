@@ -166,6 +166,7 @@ class Inputs:
     expert_tensor_parallel: Num = math.nan
     expert_overlap: Num = math.nan
     hierarchical_dispatch: Num = math.nan
+    context_all_gather: Num = math.nan
     tensor_overlap: Num = math.nan
     fused_elementwise: Num = math.nan
     matmul_ceiling: Num = math.nan
@@ -962,6 +963,7 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
         "expert_parameters": _or(x.expert_parameters, 0.0),
         "expert_overlap": _or(x.expert_overlap, 0.0),
         "tensor_overlap": _or(x.tensor_overlap, 0.0),
+        "context_all_gather": _or(x.context_all_gather, 0.0),
     }
 
 

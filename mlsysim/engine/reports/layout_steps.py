@@ -232,16 +232,27 @@ def _context_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
         12.0 * b * s * s * float(i["hidden"]) / (t * cp) / (float(i["math_efficiency"]) * float(i["peak_flops"])))
     n_kv = kv_passes(str(i.get("recompute", "none")))
     head_dim = float(i["hidden"]) / float(i["heads"])
+    gather = float(i["context_all_gather"]) > 0
+    if gather:
+        exposed = (f"context-parallel all-gathers per micro-batch, exposed beyond the local block's attention "
+                   f"(t_att,layer / cp; the keys and values of the other cp - 1 blocks gathered, the gradients "
+                   f"reduce-scattered); the group of {_n(span)} devices runs {_domain_words(span, float(q.domain))} "
+                   f"at B_cp; n_kv = {_n(n_kv)} passes{' (the forward recomputed)' if n_kv > 3 else ''}")
+        equation = "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer / cp)"
+        covered = f"{fmt_time(attention)} / {_n(cp)}"
+    else:
+        exposed = (f"context-parallel ring per micro-batch, exposed beyond each layer's attention (t_att,layer); the "
+                   f"ring of {_n(span)} devices runs {_domain_words(span, float(q.domain))} at B_cp; n_kv = "
+                   f"{_n(n_kv)} block passes{' (the forward recomputed)' if n_kv > 3 else ''}")
+        equation = "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)"
+        covered = fmt_time(attention)
     return [
         ("keys and values of one ring block (one layer, one device)", "M_kv = 2 b (s / cp) a_kv d B_act / t",
          f"2 x {_n(b)} x ({_n(s)} / {_n(cp)}) x {_n(kv)} x {_n(head_dim)} x {_n(KV_BYTES)} / {_n(t)}",
          fmt_bytes(q.context_message)),
-        (f"context-parallel ring per micro-batch, exposed beyond each layer's attention (t_att,layer); the ring of "
-         f"{_n(span)} devices runs {_domain_words(span, float(q.domain))} at B_cp; n_kv = {_n(n_kv)} block passes"
-         f"{' (the forward recomputed)' if n_kv > 3 else ''}",
-         "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)",
+        (exposed, equation,
          f"{_n(ls)} x max(0, {_n(n_kv)} x ({_n(cp)} - 1) x ({fmt_bytes(q.context_message)} / {fmt_rate(rate)} + "
-         f"{fmt_time(latency) if latency else '0 ms'}) - {fmt_time(attention)})",
+         f"{fmt_time(latency) if latency else '0 ms'}) - {covered})",
          fmt_time(q.context_micro_batch_time)),
         ("context-parallel time", "m t_cp", f"{_n(i['micro_batches'])} x {fmt_time(q.context_micro_batch_time)}",
          fmt_time(f.context_time)),
@@ -415,7 +426,7 @@ _DEFAULTS: dict[str, Any] = {
     "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
     "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
     "optimizer_bytes": ADAM_BYTES_PER_PARAMETER, "matmul_ceiling": float("nan"), "matmul_peak": float("nan"),
-    "attention_ceiling": float("nan"), "context_parallel": 1.0, "kv_heads": float("nan"), "mla": None, "moe": None,
+    "attention_ceiling": float("nan"), "context_parallel": 1.0, "context_all_gather": 0.0, "kv_heads": float("nan"), "mla": None, "moe": None,
     "active_parameters": float("nan"), "expert_parameters": 0.0, "expert_overlap": 0.0,
 }
 """The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""

@@ -103,8 +103,10 @@ def _link_notes(r: ResultView) -> list[str]:
         span, rate, _, inside = context_link(a, layout)
         where = (f"inside the NVLink domain of {domain:g} devices" if inside
                  else f"across NVLink domains of {domain:g} devices, over the NICs")
-        notes.append(f"context-parallel ring (t x cp = {span:g} devices) {where}: {rate / 1e9:.4g} GB/s per device, "
-                     f"exposed {float(f.context_parallel_time) * 1e3:.4g} ms per update beyond the attention")
+        gather = float(a.get("context_all_gather", 0.0)) > 0
+        kind, beyond = ("all-gather", "the local block's attention") if gather else ("ring", "the attention")
+        notes.append(f"context-parallel {kind} (t x cp = {span:g} devices) {where}: {rate / 1e9:.4g} GB/s per "
+                     f"device, exposed {float(f.context_parallel_time) * 1e3:.4g} ms per update beyond {beyond}")
     moe = a.get("moe")
     if moe is not None and float(moe.parallel) > 1:
         ep, etp = float(moe.parallel), float(moe.tensor)
