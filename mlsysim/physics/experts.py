@@ -44,6 +44,8 @@ layer's compute is exposed.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlsysim.physics._array import Num, maximum, minimum, where
 
 ACTIVATION_BYTES = 2.0
@@ -67,12 +69,13 @@ def ranks_per_domain(expert_parallel: Num, expert_tensor: Num, domain: Num) -> N
 
 def remote_domains_per_token(experts: Num, top_k: Num, group: Num, local: Num) -> Num:
     """r = (n - 1) (1 - C(E - E / n, k) / C(E, k)), n = ep / q: the remote domains that hold any of a
-    token's k experts (k an integer; the product form of the binomials' ratio)."""
+    token's k experts (k whole; the product form of the binomials' ratio, prod_{i<k} (E - E/n - i) / (E - i))."""
     domains = group / local
     per_domain = experts / domains
     missed: Num = 1.0
-    for i in range(int(round(float(top_k)))):
-        missed = missed * maximum(experts - per_domain - i, 0.0) / (experts - i)
+    for i in range(int(round(float(np.max(top_k))))):
+        factor = maximum(experts - per_domain - i, 0.0) / maximum(experts - i, 1.0)
+        missed = missed * where(i < top_k, factor, 1.0)
     return (domains - 1.0) * (1.0 - missed)
 
 
