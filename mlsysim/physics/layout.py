@@ -101,7 +101,7 @@ from mlsysim.physics.operators import (
     MultiHeadLatent,
     OperatorTimes,
     elementwise_passes,
-    transformer_operator_times,
+    operator_times_by_distinct_rows,
 )
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, optimizer_step_time
 from mlsysim.physics.pipeline import (
@@ -672,7 +672,7 @@ def layout_figures(
     if type(matmul_ceiling) is float and matmul_ceiling != matmul_ceiling:
         ops = from_flops
     else:
-        priced = transformer_operator_times(
+        priced = operator_times_by_distinct_rows(
             parameters=parameters, layers=layers, hidden=hidden, heads=heads, seq_len=seq_len, vocab=vocab,
             micro_batch=b, matmul_peak=where(matmul_peak == matmul_peak, matmul_peak, peak_flops),
             matmul_ceiling=matmul_ceiling,

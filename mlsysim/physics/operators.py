@@ -47,6 +47,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from mlsysim.physics._array import Num, maximum, where
 from mlsysim.physics.matmul import k_overhead, training_matmul_time
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
@@ -320,3 +322,38 @@ def transformer_operator_times(
         cast_bytes=cast,
         memory_bytes=memory,
     )
+
+
+DEDUPLICATE_BELOW = 0.25
+"""Price only the distinct rows when they are fewer than this share of all rows (else every row)."""
+
+
+def operator_times_by_distinct_rows(**arguments: object) -> OperatorTimes:
+    """:func:`transformer_operator_times` of 1-D arrays of rows, computed once per distinct row.
+
+    A layout search's rows repeat the few inputs the operators depend on (t, cp, b, the stage's layers,
+    ep, etp) across many device counts, micro-batch counts and ZeRO stages: the classes are priced on
+    the distinct rows and spread back. Every result is the element-wise arithmetic of the same inputs,
+    so the numbers are those of pricing every row (a test holds them equal, bit for bit).
+    """
+    moe = arguments.get("moe")
+    columns: dict[str, np.ndarray] = {
+        name: value for name, value in arguments.items() if type(value) is np.ndarray
+    }
+    if isinstance(moe, Experts):
+        columns.update({f"moe.{name}": value for name, value in moe._asdict().items() if type(value) is np.ndarray})
+    lengths = {value.shape for value in columns.values()}
+    if not columns or len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        return transformer_operator_times(**arguments)  # type: ignore[arg-type]
+    keys = np.ascontiguousarray(np.stack([value.astype(float) for value in columns.values()], axis=1))
+    rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    if len(first) > DEDUPLICATE_BELOW * len(rows):
+        return transformer_operator_times(**arguments)  # type: ignore[arg-type]
+    distinct = {name: (value[first] if type(value) is np.ndarray else value) for name, value in arguments.items()}
+    if isinstance(moe, Experts):
+        distinct["moe"] = moe._replace(
+            **{name: value[first] for name, value in moe._asdict().items() if type(value) is np.ndarray}
+        )
+    priced = transformer_operator_times(**distinct)  # type: ignore[arg-type]
+    return OperatorTimes(*(value[inverse] if type(value) is np.ndarray else value for value in priced))

@@ -120,3 +120,24 @@ def test_the_step_of_a_job_without_step_time_or_mfu_is_the_operators_sum():
     assert s.step_time.to("s").magnitude == pytest.approx(float(s.job.operators.total), rel=1e-12)
     # the seed's path is untouched: a given mfu still prices it from FLOPs
     assert s.variant(mfu=0.5).job.origins["step_time"] == "mfu"
+
+
+def test_pricing_the_distinct_rows_gives_every_rows_numbers_bit_for_bit():
+    """A search's rows repeat (t, b, the stage's layers, ep): priced once per distinct row and spread back,
+    the classes equal those of every row priced, exactly (the same element-wise arithmetic)."""
+    from mlsysim.physics.operators import Experts, operator_times_by_distinct_rows
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    rows = dict(
+        tensor_parallel=rng.choice([1.0, 2.0, 4.0, 8.0], n), micro_batch=rng.choice([1.0, 2.0], n),
+        layers_here=rng.choice([12.0, 24.0, 96.0], n), context_parallel=rng.choice([1.0, 2.0], n),
+    )
+    experts = Experts(share=0.9, experts=64.0, top_k=4.0, width=2048.0, parallel=rng.choice([1.0, 8.0, 16.0], n),
+                      tensor=rng.choice([1.0, 2.0], n), ceiling=0.4)
+    arguments = {**GPT3, **A100, **rows, "moe": experts, "recompute": "selective", "flash_attention": True,
+                 "kv_heads": 8.0, "ffn_hidden": 49152.0, "gated_mlp": 1.0}
+    every = transformer_operator_times(**arguments)
+    distinct = operator_times_by_distinct_rows(**arguments)
+    for a, b in zip(every, distinct, strict=True):
+        assert np.array_equal(np.broadcast_to(a, (n,)), np.broadcast_to(b, (n,)))
