@@ -33,8 +33,8 @@ FIGURES = {
     "gb200_all_to_all": "0.0 ms",
     "h800_best": "expert_parallel=256, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
     "h800_best_days": "54.7 days",
-    "gb200_best": "expert_parallel=256, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
-    "gb200_best_days": "18.9 days",
+    "gb200_best": "expert_parallel=128, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
+    "gb200_best_days": "19.8 days",
 }
 
 

@@ -19,8 +19,9 @@ CLOUD = Hardware.Cloud
 
 HOPPER = ("H100", "H800", "H200")
 BLACKWELL = ("B200", "GB200", "GB300")
-NO_SOURCED_COMPUTE_UNITS = {"H200", "B200", "GB200"}
-"""No NVIDIA document read states their SM count: left out rather than guessed."""
+NO_SOURCED_COMPUTE_UNITS = {"H200"}
+"""No document or published measurement read states their SM count: left out rather than guessed (the B200's
+and GB200's 148 come from Chips and Cheese's measurement, NVIDIA stating none)."""
 
 
 def peak(name, fmt):
