@@ -45,7 +45,10 @@ micro-batch), ``accumulation_steps``, ...):
   its iteration time instead.
 
 The layout rows of one file must run on one accelerator architecture (the assumptions file
-holds one ceiling per role). ``matmul_ceiling`` is written as the ceiling of the linear
+holds one ceiling per role). A mixture of experts' rows fit the same dense ceilings, their routed
+experts priced at the architecture's stored expert ceiling (or the base assumptions'
+``expert_ceiling``): fitting ``expert_ceiling`` itself from your runs is not offered yet (give it as an
+assumption, from ``mlsysim validate parallel``'s published fit or your own). ``matmul_ceiling`` is written as the ceiling of the linear
 layers' format (:func:`linear_format`), ``attention_ceiling`` as the 16-bit one.
 """
 
