@@ -270,7 +270,8 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "recompute": "none",
         "why": "micro-batch not stated (1); DualPipe overlaps the all-to-alls with another micro-batch's compute "
         "(expert_overlap 1); tokens cross InfiniBand once per target node, then NVLink (the report's section "
-        "3.2.2: hierarchical_dispatch 1; its node-limited routing, at most 4 nodes a token, not priced); its bidirectional schedule (fewer bubbles, two copies of the parameters) priced as "
+        "3.2.2: hierarchical_dispatch 1; its node-limited routing, at most 4 nodes a token, not priced); its "
+        "bidirectional schedule (fewer bubbles, two copies of the parameters) priced as "
         "Megatron's 1F1B; the recompute of RMSNorm and MLA's up-projection as 'none' (no such mode; small); "
         "fine-grained FP8 (1x128 and 128x128 scales) priced as the fp8 format (tensorwise); routing balanced "
         "(expert_imbalance 1: the auxiliary-loss-free balancing's residual imbalance is not stated); the MTP "

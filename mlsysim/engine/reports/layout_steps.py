@@ -426,7 +426,8 @@ _DEFAULTS: dict[str, Any] = {
     "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
     "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
     "optimizer_bytes": ADAM_BYTES_PER_PARAMETER, "matmul_ceiling": float("nan"), "matmul_peak": float("nan"),
-    "attention_ceiling": float("nan"), "context_parallel": 1.0, "context_all_gather": 0.0, "kv_heads": float("nan"), "mla": None, "moe": None,
+    "attention_ceiling": float("nan"), "context_parallel": 1.0, "context_all_gather": 0.0, "kv_heads": float("nan"),
+    "mla": None, "moe": None,
     "active_parameters": float("nan"), "expert_parameters": 0.0, "expert_overlap": 0.0,
 }
 """The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""
