@@ -130,16 +130,8 @@ def wave_quantization(m: Num, n: Num, compute_units: Num, batch: Num = 1.0) -> N
 def matmul_efficiency(
     m: Num, n: Num, k: Num, ceiling: Num, compute_units: Num, batch: Num = 1.0, k0: Num = K_OVERHEAD
 ) -> Num:
-    """e = c q_tile q_wave K / (K + K_0) of ``batch`` products of (M x K)(K x N) (see the module docstring).
-
-    The tile counts ceil(M / T_M), ceil(N / T_N) are taken once for both factors (the same operations as
-    :func:`tile_quantization` and :func:`wave_quantization`, so the same numbers)."""
-    rows, cols = ceil(m / TILE_M), ceil(n / TILE_N)
-    q_tile = (m * n) / (rows * TILE_M * cols * TILE_N)
-    units = where(compute_units == compute_units, compute_units, 1.0)
-    waves = batch * rows * cols / units
-    q_wave = waves / ceil(waves)
-    return ceiling * q_tile * q_wave * k / (k + k0)
+    """e = c q_tile q_wave K / (K + K_0) of ``batch`` products of (M x K)(K x N) (see the module docstring)."""
+    return ceiling * tile_quantization(m, n) * wave_quantization(m, n, compute_units, batch) * k / (k + k0)
 
 
 def matmul_time(
