@@ -20,9 +20,10 @@ LAYERS = {
     "physics": {"core"},
     "models": {"core", "physics"},
     "hardware": {"core", "physics"},
-    "engine": {"core", "physics", "models", "hardware", "data"},
-    "validation": {"core", "models", "hardware", "engine", "data"},
-    "planning": {"core", "physics", "models", "hardware", "engine", "validation", "data"},
+    "kernels": {"core", "physics", "hardware", "data"},
+    "engine": {"core", "physics", "models", "hardware", "kernels", "data"},
+    "validation": {"core", "models", "hardware", "kernels", "engine", "data"},
+    "planning": {"core", "physics", "models", "hardware", "kernels", "engine", "validation", "data"},
 }
 """What each layer may import (besides itself); cli, ui and viz sit on top and may import any.
 

@@ -1,0 +1,93 @@
+"""Kernel tables: the one format of shipped and user measurements, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.kernels.tables import SOURCE_FIELDS, parse_json_table, read_table, shipped_tables
+
+SOURCE = {
+    "title": "a GEMM sweep",
+    "url": "https://example.org/sweep",
+    "date": "2024-05-01",
+    "hardware": "1x H100 SXM5 80GB",
+    "software": "cuBLAS 12.4",
+    "notes": "median of 20 runs",
+}
+
+
+def _document(**changes: object) -> dict[str, object]:
+    document: dict[str, object] = {
+        "kind": "matmul",
+        "split": "fit",
+        "accelerator": "H100",
+        "source": SOURCE,
+        "units": {"time": "us"},
+        "columns": ["m", "n", "k", "format", "time"],
+        "rows": [[4096, 4096, 4096, "BF16", 200.0], [256, 256, 256, "bf16", 5.0]],
+    }
+    document.update(changes)
+    return document
+
+
+def test_a_table_reads_times_in_seconds_and_words_in_lower_case():
+    table = parse_json_table(json.dumps(_document()), "sweep.json")
+    assert table.time.tolist() == pytest.approx([200e-6, 5e-6])
+    assert table.columns["format"].tolist() == ["bf16", "bf16"]
+    assert table.where(m=256.0).time.tolist() == pytest.approx([5e-6])
+    assert table.source.cite().startswith("a GEMM sweep (2024-05-01), 1x H100 SXM5 80GB, cuBLAS 12.4")
+
+
+def test_a_matrix_product_rate_gives_its_time_from_two_m_n_k_flops():
+    document = _document(columns=["m", "n", "k", "format", "tflops"], rows=[[4096, 4096, 4096, "bf16", 687.2]])
+    document.pop("units")
+    table = parse_json_table(json.dumps(document), "rates.json")
+    assert table.time[0] == pytest.approx(2 * 4096**3 / 687.2e12)
+
+
+@pytest.mark.parametrize("field", SOURCE_FIELDS)
+def test_a_table_without_its_source_is_refused(field):
+    source = {k: v for k, v in SOURCE.items() if k != field}
+    with pytest.raises(InputError, match=f"source lacks {field}"):
+        parse_json_table(json.dumps(_document(source=source)), "t.json")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"kind": "gemm"}, "kind 'gemm' is not one of matmul"),
+        ({"split": "test"}, "split 'test' is not one of fit, holdout"),
+        ({"columns": ["m", "n", "format", "time"], "rows": [[1, 1, "bf16", 1.0]]}, "needs the columns k"),
+        ({"units": {"time": "GB"}}, "column 'time' needs a unit of time, got 'GB'"),
+        ({"units": {}}, "column 'time' needs a unit"),
+        ({"rows": [[4096, 4096, "many", "bf16", 1.0]]}, "row 1, column 'k': expected a number, got 'many'"),
+        ({"rows": [[4096, 4096, 4096, "bf16", 0.0]]}, "row 1: a time must be above zero"),
+        ({"rows": [[4096, 4096, 4096, "bf16"]]}, "row 1 has 4 values for 5 columns"),
+        ({"rows": []}, "the table has no rows"),
+        ({"extra": 1}, "unknown keys extra"),
+    ],
+)
+def test_a_malformed_table_is_refused_naming_file_row_and_column(changes, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")) as error:
+        parse_json_table(json.dumps(_document(**changes)), "bad.json")
+    assert str(error.value).startswith("bad.json: ") or "bad.json: " in str(error.value)
+
+
+def test_a_csv_table_takes_units_in_brackets_and_its_kind_from_the_caller(tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text("m,n,k,format,time [ms]\n8192,8192,8192,bf16,1.5\n\n")
+    table = read_table(path, kind="matmul", accelerator="H100")
+    assert table.time.tolist() == pytest.approx([1.5e-3])
+    assert table.source.hardware == "the user's cluster"
+    with pytest.raises(InputError, match="needs its kind and accelerator"):
+        read_table(path)
+
+
+def test_every_shipped_table_says_where_it_comes_from_and_has_positive_times():
+    for table in shipped_tables():
+        assert all(getattr(table.source, f).strip() for f in SOURCE_FIELDS), table.name
+        assert np.all(table.time > 0), table.name
