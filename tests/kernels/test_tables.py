@@ -91,3 +91,14 @@ def test_every_shipped_table_says_where_it_comes_from_and_has_positive_times():
     for table in shipped_tables():
         assert all(getattr(table.source, f).strip() for f in SOURCE_FIELDS), table.name
         assert np.all(table.time > 0), table.name
+
+
+def test_a_kernel_estimate_reads_seconds_as_microseconds_and_codes_as_labels():
+    from mlsysim.kernels.result import KernelEstimate
+    from mlsysim.physics.bounds import KernelTime
+
+    one = KernelEstimate.of("x", KernelTime(5e-6, 0.5, 1))
+    assert one.time.to("us").magnitude == pytest.approx(5.0) and one.bound == "compute"
+    many = KernelEstimate.of("x", KernelTime(np.array([5e-6, 1e-3]), np.array([0.1, 0.8]), np.array([0, 1])))
+    assert many.bound.tolist() == ["launch", "compute"]
+    assert many.time.to("ms").magnitude.tolist() == pytest.approx([0.005, 1.0])
