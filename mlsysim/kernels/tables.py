@@ -227,8 +227,8 @@ def build_table(
     if kind == "attention":
         unknown_direction = [d for d in out["direction"] if d not in DIRECTIONS]
         if unknown_direction:
-            row = list(out["direction"]).index(unknown_direction[0]) + 1
-            raise _refuse(where, f"row {row}, column 'direction': expected one of "
+            position = list(out["direction"]).index(unknown_direction[0]) + 1
+            raise _refuse(where, f"row {position}, column 'direction': expected one of "
                                  f"{', '.join(DIRECTIONS)}, got {unknown_direction[0]!r}")
     if "time" not in out:
         out["time"] = _time_from_rate(kind, out)

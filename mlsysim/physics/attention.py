@@ -19,7 +19,8 @@ one head and loops over the tiles of the other side. The model of its time:
   diagonal not counted (s^2 / 2 of s^2 when the query and key lengths are equal);
 * F_exec: what the kernel executes, whole T x T tiles: the tiles on and below the
   diagonal under a causal mask (:func:`tile_pairs`), not exactly half, and the
-  padding of the last partial tile (tile quantisation);
+  padding of the last partial tile (tile quantisation); a query shorter than a tile
+  packs the query heads that share a key/value head into one tile (:func:`packed_tiles`);
 * f / (f + D_0): the work on each score that the tensor cores do not do
   (exponential, rescaling, masking: D_0 FLOPs' worth of time per score) against
   the f = 2 (d + d_v) (forward) or 2 (3 d + 2 d_v) (backward) tensor-core FLOPs
@@ -51,7 +52,9 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from mlsysim.physics._array import Num, ceil, is_array, maximum, minimum, where
+import numpy as np
+
+from mlsysim.physics._array import Num, ceil, maximum, minimum, where
 from mlsysim.physics.bounds import Bound, KernelTime
 
 TILE = 128.0
@@ -142,6 +145,24 @@ def work_units(batch: Num, heads: Num, seq_q: Num, seq_k: Num, direction: Num, t
     return batch * heads * ceil(rows / tile)
 
 
+def packed_tiles(batch: Num, heads: Num, kv_heads: Num, seq_q: Num, seq_k: Num, causal: Num,
+                 direction: Num) -> tuple[Num, Num]:
+    """(executed tiles, work units) of one call, query heads packed when the query is shorter than a tile.
+
+    A forward call whose query is shorter than a tile (decoding, s_q < T) packs the
+    heads / kv_heads query heads of one key/value head into the tile's rows, as
+    FlashAttention does for grouped-query attention ("pack GQA"), and then sees every key
+    tile; otherwise every head owns :func:`tile_pairs` tiles and :func:`work_units` units.
+    Splitting the key loop across units (split-KV decoding) is not modelled.
+    """
+    pack = (seq_q < TILE) & (direction == Direction.FORWARD)
+    rows = seq_q * heads / kv_heads
+    packed = batch * kv_heads * ceil(rows / TILE)
+    tiles = where(pack, packed * ceil(seq_k / TILE), tile_pairs(seq_q, seq_k, causal) * batch * heads)
+    units = where(pack, packed, work_units(batch, heads, seq_q, seq_k, direction))
+    return tiles, units
+
+
 def wave_efficiency(units: Num, compute_units: Num) -> Num:
     """``w / ceil(w)``, w = units / compute units: the share of the last wave's SMs kept busy."""
     waves = units / compute_units
@@ -203,8 +224,7 @@ def fused_attention_time(
     """
     flops = attention_flops(batch, heads, seq_q, seq_k, head_dim, head_dim_v, causal, direction)
     per_pair = pair_flops(head_dim, head_dim_v, direction)
-    tiles = tile_pairs(seq_q, seq_k, causal) * batch * heads
-    units = work_units(batch, heads, seq_q, seq_k, direction)
+    tiles, units = packed_tiles(batch, heads, kv_heads, seq_q, seq_k, causal, direction)
     executed = tiles * TILE * TILE * per_pair
     waves = units / compute_units
     efficiency = attention_efficiency(scale, head_overhead, loop_overhead, per_pair, tiles / units,
@@ -218,7 +238,7 @@ def fused_attention_time(
                   where(memory > compute, float(Bound.MEMORY),
                         where(waves < 1.0, float(Bound.WAVES), float(Bound.COMPUTE))))
     achieved = where(bound == Bound.MEMORY, moved / (time * bandwidth), flops / (time * peak_flops))
-    code = bound.astype(int) if is_array(bound) else int(bound)
+    code = bound.astype(int) if isinstance(bound, np.ndarray) else int(bound)
     return KernelTime(time, achieved, code)
 
 
@@ -262,5 +282,5 @@ def unfused_attention_time(
     memory_binds = memory > compute
     bound = where(memory_binds, float(Bound.MEMORY), float(Bound.COMPUTE))
     achieved = where(memory_binds, moved / (time * bandwidth), flops / (time * peak_flops))
-    code = bound.astype(int) if is_array(bound) else int(bound)
+    code = bound.astype(int) if isinstance(bound, np.ndarray) else int(bound)
     return KernelTime(time, achieved, code)

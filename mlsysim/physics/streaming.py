@@ -20,7 +20,9 @@ The constants come from ``python -m mlsysim.validation.kernels_attention`` (writ
 
 from __future__ import annotations
 
-from mlsysim.physics._array import Num, is_array, where
+import numpy as np
+
+from mlsysim.physics._array import Num, where
 from mlsysim.physics.bounds import Bound, KernelTime
 
 
@@ -32,5 +34,5 @@ def memory_kernel_time(bytes_moved: Num, bandwidth: Num, fraction: Num, floor: N
     transfer = bytes_moved / (fraction * bandwidth)
     time = floor + transfer
     bound = where(floor > transfer, float(Bound.LAUNCH), float(Bound.MEMORY))
-    code = bound.astype(int) if is_array(bound) else int(bound)
+    code = bound.astype(int) if isinstance(bound, np.ndarray) else int(bound)
     return KernelTime(time, bytes_moved / (time * bandwidth), code)
