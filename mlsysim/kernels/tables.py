@@ -5,7 +5,7 @@ A table is one source's measurements of one kind of kernel on one accelerator
 CSV, read by :func:`read_table`). JSON::
 
     {
-      "kind": "matmul",                     # matmul | attention | collective | dispatch
+      "kind": "matmul",                     # matmul | attention | collective | dispatch | memory
       "split": "fit",                       # fit: constants may be fitted on it; holdout: never
       "accelerator": "H100",                # the registry's accelerator name
       "source": {"title": "...", "url": "...", "date": "2024-05-01",
@@ -22,12 +22,18 @@ brackets (``time [us]``), and takes ``kind``, ``accelerator`` and the source fro
 caller (``mlsysim calibrate kernels FILE --accelerator H100``).
 
 Every table gives each row's ``time`` (seconds once read) or, for the kinds whose work
-has one agreed count, a rate it is derived from: a matrix product's ``tflops`` (2 m n k
-batch FLOPs). The required columns of each kind are :data:`REQUIRED`; other columns are
-kept as they are (numbers as floats, words as strings). A table that lacks a column,
-gives a word where a number belongs, a unit of the wrong dimension or a time that is not
-positive is refused with an :class:`~mlsysim.core.exceptions.InputError` naming the file,
-the row and the column.
+has one agreed count, a rate it is derived from (:data:`RATES`): a matrix product's
+``tflops`` (2 m n k batch FLOPs); an attention call's ``tflops`` (FlashAttention's and
+cuDNN's convention, :func:`mlsysim.physics.attention.attention_flops`: 2 (d + d_v) FLOPs
+per query-key pair forward, 2 (3 d + 2 d_v) backward, the pairs above a causal diagonal
+not counted; ``kv_len`` and ``head_dim_v`` default to ``seq_len`` and ``head_dim``); a
+memory-bound kernel's ``bandwidth`` (its ``bytes`` read and written over its time, with
+a unit such as GB/s). An attention table's ``direction`` is ``forward``, ``backward`` or
+``forward+backward``. The required columns of each kind are :data:`REQUIRED`; other
+columns are kept as they are (numbers as floats, words as strings). A table that lacks
+a column, gives a word where a number belongs, a unit of the wrong dimension, an unknown
+direction or a time that is not positive is refused with an
+:class:`~mlsysim.core.exceptions.InputError` naming the file, the row and the column.
 """
 
 from __future__ import annotations
@@ -47,8 +53,9 @@ import numpy as np
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.units import UnitsError, parse_unit, ureg
+from mlsysim.physics.attention import DIRECTIONS, attention_flops
 
-KINDS = ("matmul", "attention", "collective", "dispatch")
+KINDS = ("matmul", "attention", "collective", "dispatch", "memory")
 """The kinds of kernel a table may hold."""
 
 SPLITS = ("fit", "holdout")
@@ -59,14 +66,19 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "attention": ("batch", "heads", "seq_len", "head_dim", "causal", "format", "direction"),
     "collective": ("op", "bytes", "group", "link"),
     "dispatch": ("tokens", "hidden", "top_k", "experts", "ranks", "direction"),
+    "memory": ("kernel", "bytes"),
 }
 """Columns each kind must give, besides ``time`` (or the rate it is derived from)."""
+
+RATES: Mapping[str, str] = {"matmul": "tflops", "attention": "tflops", "memory": "bandwidth"}
+"""The rate column a kind may give instead of ``time`` (see the module docstring)."""
 
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[data]"}
-"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte)."""
+DIMENSIONS: Mapping[str, str] = {"time": "s", "bytes": "byte", "bandwidth": "byte / s"}
+"""Columns with a dimension, and the canonical unit they are read into (a unit of the same
+dimension is required: time, data, data per time)."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
 """What a table's ``source`` says: every field required, so that no figure ships without its origin."""
@@ -133,15 +145,16 @@ def _column_unit(where: str, name: str, text: str | None) -> float:
             raise _refuse(where, f"column {name!r} takes no unit, got {text!r}")
         return 1.0
     if not text:
-        raise _refuse(where, f"column {name!r} needs a unit (e.g. {'us' if name == 'time' else 'B'})")
+        example = {"time": "us", "bytes": "B", "bandwidth": "GB/s"}[name]
+        raise _refuse(where, f"column {name!r} needs a unit (e.g. {example})")
     try:
         unit = parse_unit(text)
     except (UnitsError, InputError) as error:
         raise _refuse(where, f"column {name!r}: unit {text!r} is not understood ({error})") from None
-    if ureg.Quantity(1.0, unit).dimensionality != ureg.get_dimensionality(dimension):
-        raise _refuse(where, f"column {name!r} needs a unit of {dimension.strip('[]')}, got {text!r}")
-    canonical = "s" if name == "time" else "byte"
-    return float(ureg.Quantity(1.0, unit).to(canonical).magnitude)
+    if ureg.Quantity(1.0, unit).dimensionality != ureg.Quantity(1.0, dimension).dimensionality:
+        shown = {"s": "time", "byte": "data", "byte / s": "data per time"}[dimension]
+        raise _refuse(where, f"column {name!r} needs a unit of {shown}, got {text!r}")
+    return float(ureg.Quantity(1.0, unit).to(dimension).magnitude)
 
 
 def _number(where: str, row: int, name: str, value: object) -> float:
@@ -188,8 +201,9 @@ def build_table(
     if len(set(names)) != len(names):
         raise _refuse(where, f"a column is named twice in {names}")
     lacking = [c for c in REQUIRED[kind] if c not in names]
-    if "time" not in names and not (kind == "matmul" and "tflops" in names):
-        lacking.append("time" + (" (or tflops)" if kind == "matmul" else ""))
+    rate = RATES.get(kind)
+    if "time" not in names and (rate is None or rate not in names):
+        lacking.append("time" + (f" (or {rate})" if rate else ""))
     if lacking:
         raise _refuse(where, f"a {kind} table needs the columns {', '.join(lacking)}")
     if not rows:
@@ -210,13 +224,32 @@ def build_table(
     out: dict[str, np.ndarray] = {
         c: np.array(v, dtype=object) if c in WORD_COLUMNS else np.array(v, dtype=float) for c, v in data.items()
     }
-    if "time" not in out:  # a matrix product's rate: 2 m n k batch FLOPs
-        batch = out.get("batch", np.ones(len(rows)))
-        out["time"] = 2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12)
+    if kind == "attention":
+        unknown_direction = [d for d in out["direction"] if d not in DIRECTIONS]
+        if unknown_direction:
+            position = list(out["direction"]).index(unknown_direction[0]) + 1
+            raise _refuse(where, f"row {position}, column 'direction': expected one of "
+                                 f"{', '.join(DIRECTIONS)}, got {unknown_direction[0]!r}")
+    if "time" not in out:
+        out["time"] = _time_from_rate(kind, out)
     bad = np.flatnonzero(~(out["time"] > 0))
     if bad.size:
         raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero")
     return KernelTable(name, kind, split, accelerator, Source(**{f: str(source[f]) for f in SOURCE_FIELDS}), out)
+
+
+def _time_from_rate(kind: str, out: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Seconds of each row from its rate column (:data:`RATES`)."""
+    if kind == "memory":
+        return out["bytes"] / out["bandwidth"]
+    if kind == "attention":
+        direction = np.array([float(DIRECTIONS[d]) for d in out["direction"]])
+        flops = attention_flops(out["batch"], out["heads"], out["seq_len"], out.get("kv_len", out["seq_len"]),
+                                out["head_dim"], out.get("head_dim_v", out["head_dim"]), out["causal"] > 0,
+                                direction)
+        return np.asarray(flops / (out["tflops"] * 1e12))
+    batch = out.get("batch", np.ones(len(out["tflops"])))  # a matrix product: 2 m n k batch FLOPs
+    return 2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12)
 
 
 def parse_json_table(text: str, name: str) -> KernelTable:
