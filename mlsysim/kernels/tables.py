@@ -65,7 +65,7 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[data]"}
+DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[information]"}
 """Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte)."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
