@@ -54,8 +54,9 @@ import re
 import statistics
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -115,7 +116,7 @@ def load_trace(path: str | Path) -> dict[str, object]:
     except UnicodeDecodeError as error:
         raise _trace_error(name, f"is not UTF-8 text (byte {error.start}); expected a Chrome trace JSON") from None
     except json.JSONDecodeError as error:
-        if error.pos >= len(data.rstrip()) - 1 or error.msg.startswith("Unterminated string"):
+        if error.pos >= len(data.rstrip()) or error.msg.startswith("Unterminated string"):
             raise _trace_error(
                 name, f"the JSON ends mid-way (at byte {len(data):,}): the file is truncated; copy it again, "
                 "or let the profiler finish writing it"
@@ -219,6 +220,8 @@ class RankTrace:
     ops: tuple[TraceOp, ...] = field(repr=False)
     kernels: tuple[TraceKernel, ...] = field(repr=False)
     steps: tuple[Step, ...]
+    labels: tuple[tuple[str, str | None], ...] = field(default=(), repr=False)
+    """Each kernel's (class, collective or None): :func:`kernel_classes`, filled in by :func:`read_trace`."""
 
     def chain(self, op: int) -> list[TraceOp]:
         """The operator ``op`` and its enclosing operators, innermost first."""
@@ -281,13 +284,14 @@ def read_trace(path: str | Path) -> RankTrace:
     device = as_mapping(devices[0] if devices else None)
     shapes = bool(document.get("record_shapes")) or any(any(as_list(op.args.get("Input Dims"))) for op in ops)
     memory = device.get("totalGlobalMem")
-    return RankTrace(
+    trace = RankTrace(
         file=name, rank=_int_or_none(info.get("rank")), world_size=_int_or_none(info.get("world_size")),
         device=str(device["name"]) if device.get("name") else None,
         device_memory=float(memory) if isinstance(memory, int | float) and memory > 0 else None,
         software=_software(document, info), date=_date(document), shapes=shapes,
         ops=tuple(ops), kernels=tuple(kernels), steps=tuple(steps[n] for n in sorted(steps)),
     )
+    return replace(trace, labels=tuple(kernel_classes(trace)))
 
 
 def _number(name: str, index: int, event: Mapping[str, object], key: str) -> float:
@@ -430,6 +434,11 @@ def classify(name: str, ops: Sequence[str], kind: str = "kernel") -> str:
     ``ops`` its enclosing operators, ``kind="cpu"``. The rules and their order are the
     module docstring's.
     """
+    return _classify(name, tuple(ops), kind)
+
+
+@lru_cache(maxsize=2**16)
+def _classify(name: str, ops: tuple[str, ...], kind: str) -> str:
     if kind == "memcpy":
         return "memory_bound" if "dtod" in name.lower().replace(" ", "") else "other"
     if kind == "memset":
@@ -568,6 +577,11 @@ def kernel_classes(trace: RankTrace) -> list[tuple[str, str | None]]:
     return out
 
 
+def labels_of(trace: RankTrace) -> tuple[tuple[str, str | None], ...]:
+    """The trace's kernel labels (:attr:`RankTrace.labels`), computed if it was built without them."""
+    return trace.labels if len(trace.labels) == len(trace.kernels) else tuple(kernel_classes(trace))
+
+
 def step_figures(trace: RankTrace) -> StepFigures:
     """The rank's per-step figures (GPU kernels; CPU operators' self time when it has no kernels)."""
     steps, members = step_windows(trace)
@@ -576,7 +590,7 @@ def step_figures(trace: RankTrace) -> StepFigures:
     per_collective: list[dict[str, tuple[float, float]]] = []
     compute_stream = None
     if trace.kernels:
-        labels = kernel_classes(trace)
+        labels = labels_of(trace)
         stream_time: dict[str, float] = {}
         for (klass, _), kernel in zip(labels, trace.kernels, strict=True):
             if klass != "communication" and kernel.kind == "kernel":

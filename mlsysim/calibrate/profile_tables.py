@@ -42,7 +42,7 @@ from mlsysim.calibrate.profile import (
     as_list,
     collective_of,
     comm_args,
-    kernel_classes,
+    labels_of,
     step_windows,
     steps_label,
 )
@@ -216,7 +216,7 @@ def _grouped(traces: Sequence[RankTrace], klass: str) -> dict[tuple[int, int], d
     operator): each group's kernel names with their summed time."""
     groups: dict[tuple[int, int], dict[str, float]] = {}
     for t, trace in enumerate(traces):
-        labels = kernel_classes(trace)
+        labels = labels_of(trace)
         _, members = step_windows(trace)
         for i in (i for m in members for i in m):
             kernel = trace.kernels[i]
@@ -286,7 +286,7 @@ def collective_rows(traces: Sequence[RankTrace], link: str) -> tuple[list[list[o
     rows: dict[tuple[str, float, int, str], _Calls] = {}
     unsized = 0
     for trace in traces:
-        labels = kernel_classes(trace)
+        labels = labels_of(trace)
         _, members = step_windows(trace)
         for i in (i for m in members for i in m):
             if labels[i][0] != "communication":
