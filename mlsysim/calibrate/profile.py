@@ -520,22 +520,26 @@ class ClassTime:
     count: float
 
 
+FIGURES = ("step_time", "busy", "idle", "overlap", "exposed_communication", "compute_stream_idle")
+"""The time figures of a rank's steps and of the summary (see :class:`ProfileSummary`)."""
+
+
 @dataclass(frozen=True)
 class StepFigures:
-    """What one rank did in its steps, each figure the median over the steps (seconds inside)."""
+    """What one rank did in its steps, each figure the median over the steps (see :class:`ProfileSummary`)."""
 
     rank: int | None
     file: str
     steps: tuple[int, ...]
-    step_time: float
-    busy: float
-    idle: float
-    overlap: float
-    exposed_communication: float
     compute_stream: str | None
-    compute_stream_idle: float
-    classes: Mapping[str, tuple[float, float]]
-    collectives: Mapping[str, tuple[float, float]]
+    step_time: Quantity
+    busy: Quantity
+    idle: Quantity
+    overlap: Quantity
+    exposed_communication: Quantity
+    compute_stream_idle: Quantity
+    classes: Mapping[str, ClassTime]
+    collectives: Mapping[str, ClassTime]
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> float:
@@ -633,10 +637,18 @@ def step_figures(trace: RankTrace) -> StepFigures:
             per_class.append(classes)
             per_collective.append({})
     return StepFigures(
-        rank=trace.rank, file=trace.file, steps=tuple(s.number for s in trace.steps),
-        compute_stream=compute_stream, classes=_median_maps(per_class), collectives=_median_maps(per_collective),
-        **{key: statistics.median(s[key] for s in per_step) for key in per_step[0]},
+        rank=trace.rank, file=trace.file, steps=tuple(s.number for s in trace.steps), compute_stream=compute_stream,
+        classes=_class_times(_median_maps(per_class)), collectives=_class_times(_median_maps(per_collective)),
+        **{key: quantity(statistics.median(s[key] for s in per_step), "s") for key in FIGURES},
     )
+
+
+def _class_times(times: Mapping[str, tuple[float, float]]) -> dict[str, ClassTime]:
+    return {k: ClassTime(quantity(t, "s"), n) for k, (t, n) in times.items()}
+
+
+def _seconds(times: Mapping[str, ClassTime]) -> dict[str, tuple[float, float]]:
+    return {k: (float(v.time.to("s").magnitude), v.count) for k, v in times.items()}
 
 
 def _cpu_classes(trace: RankTrace, step: Step) -> dict[str, tuple[float, float]]:
@@ -756,23 +768,15 @@ class ProfileSummary:
         def times(mapping: Mapping[str, ClassTime]) -> dict[str, JSONValue]:
             return {k: {"time": encode(v.time, unit="ms"), "count": v.count} for k, v in mapping.items()}
 
-        def ms(seconds: float) -> JSONValue:
-            return encode(quantity(1e3 * seconds, "ms"))
-
         return {
             "files": list(self.files), "subject": self.subject, "gpu": self.gpu, "shapes": self.shapes,
             "device": self.device, "world_size": self.world_size, "steps": list(self.steps),
-            "step_time": encode(self.step_time, unit="ms"), "busy": encode(self.busy, unit="ms"),
-            "idle": encode(self.idle, unit="ms"), "overlap": encode(self.overlap, unit="ms"),
-            "exposed_communication": encode(self.exposed_communication, unit="ms"),
-            "compute_stream_idle": encode(self.compute_stream_idle, unit="ms"),
+            **{key: encode(getattr(self, key), unit="ms") for key in FIGURES},
             "classes": times(self.classes), "collectives": times(self.collectives),
             "ranks": [
-                {"rank": r.rank, "file": r.file, "step_time": ms(r.step_time), "busy": ms(r.busy), "idle": ms(r.idle),
-                 "overlap": ms(r.overlap), "exposed_communication": ms(r.exposed_communication),
-                 "compute_stream": r.compute_stream, "compute_stream_idle": ms(r.compute_stream_idle),
-                 "classes": {k: {"time": ms(t), "count": n} for k, (t, n) in r.classes.items()},
-                 "collectives": {k: {"time": ms(t), "count": n} for k, (t, n) in r.collectives.items()}}
+                {"rank": r.rank, "file": r.file, "steps": list(r.steps), "compute_stream": r.compute_stream,
+                 **{key: encode(getattr(r, key), unit="ms") for key in FIGURES},
+                 "classes": times(r.classes), "collectives": times(r.collectives)}
                 for r in self.ranks
             ],
             "notes": list(self.notes),
@@ -801,24 +805,17 @@ def summarise(traces: Sequence[RankTrace]) -> ProfileSummary:
     if gpu and unlinked:
         notes.append(f"{unlinked} kernel(s) have no launching operator in the trace (classified by name only)")
 
-    def across(values: Iterable[float]) -> Quantity:
-        return quantity(statistics.median(values), "s")
-
-    def classes_of(key: str) -> dict[str, ClassTime]:
-        maps = [getattr(f, key) for f in figures]
-        merged = _median_maps(maps)
-        return {k: ClassTime(quantity(t, "s"), n) for k, (t, n) in merged.items()}
+    def across(key: str) -> Quantity:
+        return quantity(statistics.median(float(getattr(f, key).to("s").magnitude) for f in figures), "s")
 
     devices = sorted({t.device for t in traces if t.device})
     return ProfileSummary(
         files=tuple(t.file for t in traces), subject="gpu kernels" if gpu else "cpu operators", gpu=gpu,
         shapes=all(t.shapes for t in traces), device=" / ".join(devices) or None,
         world_size=traces[0].world_size, steps=tuple(s.number for s in traces[0].steps),
-        step_time=across(f.step_time for f in figures), busy=across(f.busy for f in figures),
-        idle=across(f.idle for f in figures), overlap=across(f.overlap for f in figures),
-        exposed_communication=across(f.exposed_communication for f in figures),
-        compute_stream_idle=across(f.compute_stream_idle for f in figures),
-        classes=classes_of("classes"), collectives=classes_of("collectives"), ranks=figures, notes=tuple(notes),
+        classes=_class_times(_median_maps([_seconds(f.classes) for f in figures])),
+        collectives=_class_times(_median_maps([_seconds(f.collectives) for f in figures])),
+        ranks=figures, notes=tuple(notes), **{key: across(key) for key in FIGURES},
     )
 
 

@@ -321,3 +321,79 @@ def test_the_union_of_spans_is_the_time_covered(intervals):
     assert _union(intervals) == covered
     assert _union(intervals) <= sum(b - a for a, b in intervals)
     assert math.isclose(_union(intervals * 2), _union(intervals))
+
+
+# -- a trace in the newest format, made here: attention both ways, links by External id, sizes on the kernel --
+
+
+def modern_trace():
+    """One step: flash attention forward (main thread) and backward (autograd thread, two kernels), a product
+    linked by External id alone, and an all-reduce whose sizes sit on its kernel (PyTorch 2.2 and later)."""
+    bf16, sdpa_dims = "c10::BFloat16", [[2, 8, 1024, 64]] * 3
+
+    def op(name, ts, dur, ext, tid=10, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 10, "tid": tid,
+                "args": {"External id": ext, **args}}
+
+    def launch(ts, corr, ext, tid=10):
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 3, "pid": 10,
+                "tid": tid, "args": {"correlation": corr, "External id": ext}}
+
+    def kernel(name, ts, dur, corr, ext, stream=7, **args):
+        return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "pid": 0, "tid": stream,
+                "args": {"correlation": corr, "External id": ext, "stream": stream, "device": 0, **args}}
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 1000, "pid": 10, "tid": 10},
+        op("aten::scaled_dot_product_attention", 100, 50, 5, **{
+            "Input Dims": [*sdpa_dims, [], [], [], [], []], "Input type": [bf16] * 3 + ["", "Scalar", "Scalar"],
+            "Concrete Inputs": ["", "", "", "", "0.", "True", "", "False"]}),
+        op("aten::_scaled_dot_product_flash_attention", 105, 40, 6, **{
+            "Input Dims": [*sdpa_dims, [], [], [], []], "Input type": [bf16] * 3,
+            "Concrete Inputs": ["", "", "", "0.", "True", "False", ""]}),
+        op("aten::_flash_attention_forward", 110, 30, 7),
+        launch(120, 100, 7),
+        kernel("void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4> >(Flash_fwd_params)", 200, 80, 100, 7),
+        op("aten::mm", 300, 20, 9, **{"Input Dims": [[2048, 512], [512, 512]], "Input type": [bf16, bf16]}),
+        kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 320, 30, 103, 9),  # no runtime call
+        op("aten::_scaled_dot_product_flash_attention_backward", 400, 60, 12, tid=11, **{
+            "Input Dims": [[2, 8, 1024, 64]] * 5 + [[2, 8, 1024]] + [[]] * 9, "Input type": [bf16] * 5,
+            "Concrete Inputs": [""] * 10 + ["0.", "True", "", "", ""]}),
+        launch(410, 101, 12, tid=11),
+        launch(415, 102, 12, tid=11),
+        kernel("void flash_bwd_dot_do_o_kernel<true>(Flash_bwd_params)", 480, 10, 102, 12),
+        kernel("void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits>(Flash_bwd_params)",
+               600, 150, 101, 12),
+        op("record_param_comms", 600, 10, 11),
+        launch(605, 104, 11),
+        kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 700, 100, 104, 11,
+               stream=20, **{"Collective name": "allreduce", "In msg nelems": 1048576, "Out msg nelems": 1048576,
+                             "Group size": 8, "dtype": "BFloat16", "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]"}),
+    ]
+    return {"schemaVersion": 1, "record_shapes": 1, "distributedInfo": {"rank": 0, "world_size": 8},
+            "deviceProperties": [{"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85_000_000_000}],
+            "traceEvents": events}
+
+
+def test_a_trace_in_the_newest_format_gives_every_class_and_table(tmp_path):
+    traces = read_traces([write_trace(tmp_path / "rank0.json.gz", modern_trace())])
+    summary = summarise(traces)
+    us = {k: round(v.time.to("us").magnitude, 6) for k, v in summary.classes.items()}
+    assert us == {"attention": 240.0, "communication": 100.0, "matmul": 30.0}
+    assert summary.collectives["all_reduce"].count == 1
+    # kernels cover [200,280] [320,350] [480,490] [600,800]: 320 us of the 1000 us step; the all-reduce
+    # [700,800] runs 50 us beside the backward kernel [600,750] and 50 us alone
+    figures = {k: round(getattr(summary, k).to("us").magnitude, 6) for k in ("busy", "idle", "overlap",
+                                                                               "exposed_communication")}
+    assert figures == {"busy": 320.0, "idle": 680.0, "overlap": 50.0, "exposed_communication": 50.0}
+    tables, notes = measured_tables(traces, accelerator="H100", link="intra")
+    assert notes == ()
+    rows = {m.table.kind: m.document["rows"] for m in tables}
+    assert rows["matmul"] == [[2048, 512, 512, 1, "bf16", 30.0, 1, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"]]
+    assert rows["attention"] == [
+        [2, 8, 1024, 64, 8, 1024, 1, "bf16", "backward", 160.0, 1, "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"],
+        [2, 8, 1024, 64, 8, 1024, 1, "bf16", "forward", 80.0, 1, "flash_fwd_kernel"],
+    ]
+    assert rows["collective"] == [["all_reduce", 2097152.0, 8, "intra", "bf16", 100.0, 1,
+                                   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"]]
+    assert match_accelerator(traces[0].device, traces[0].device_memory) == "H100"
