@@ -22,15 +22,18 @@ operators that launched it (:func:`classify`):
 
 1. ``communication``: NCCL / RCCL kernels and the known custom collectives, split by
    collective (:data:`COLLECTIVE_OPS`) from the kernel's or its
-   ``record_param_comms`` operator's ``Collective name``, else from the kernel name;
+   ``record_param_comms`` operator's ``Collective name``, else the process group's
+   ``nccl:<collective>`` annotation, else the kernel name (:func:`collective_of`);
 2. ``attention``: flash / cuDNN / memory-efficient attention kernels, and every kernel
    launched inside a scaled-dot-product-attention operator (the math fallback's
    products and softmax included);
-3. ``matmul``: kernels launched by a matrix-product operator (``aten::mm``, ``addmm``,
-   ``bmm``, ``baddbmm``, ``_scaled_mm``, ``linear``, ``matmul``) or a convolution,
-   and kernels named as GEMMs (cuBLAS, CUTLASS, nvjet, Triton ``mm`` templates);
+3. ``matmul``: kernels named as GEMMs (cuBLAS, CUTLASS, nvjet, Triton ``mm``
+   templates), and the others a matrix-product operator (``aten::mm``, ``addmm``,
+   ``bmm``, ``baddbmm``, ``_scaled_mm``, ``linear``, ``matmul``) or a convolution
+   launched, unless their name says memory-bound (a convolution's layout change);
 4. ``optimizer``: kernels launched inside ``Optimizer.step`` / ``zero_grad``, by
-   ``_foreach_`` and fused optimizer operators, or named ``multi_tensor_apply`` / Adam;
+   ``_foreach_`` and fused optimizer operators, or named ``multi_tensor_apply`` / Adam /
+   Adagrad;
 5. ``cast``: low-precision quantisation (fp8 / fp4 scaling, amax, cast-transpose);
 6. ``memory_bound``: element-wise, reductions, norms, softmax, copies, fills,
    concatenation, indexing, embeddings, Triton pointwise / reduction kernels,
