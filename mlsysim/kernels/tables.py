@@ -23,8 +23,11 @@ caller (``mlsysim calibrate kernels FILE --accelerator H100``).
 
 Every table gives each row's ``time`` (seconds once read) or, for the kinds whose work
 has one agreed count, a rate it is derived from: a matrix product's ``tflops`` (2 m n k
-batch FLOPs). The required columns of each kind are :data:`REQUIRED`; other columns are
-kept as they are (numbers as floats, words as strings). A table that lacks a column,
+batch FLOPs; ``batch``, where given, is the number of products, or of groups of a grouped
+product, in one kernel). A row measured with the device held below its default power gives
+it in ``power_limit`` (watts once read). The required columns of each kind are
+:data:`REQUIRED`; other columns are kept as they are (numbers as floats, words as
+strings). A table that lacks a column,
 gives a word where a number belongs, a unit of the wrong dimension or a time that is not
 positive is refused with an :class:`~mlsysim.core.exceptions.InputError` naming the file,
 the row and the column.
@@ -65,8 +68,14 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[data]"}
-"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte)."""
+DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[data]", "power_limit": "[power]"}
+"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte, W)."""
+
+CANONICAL: Mapping[str, str] = {"time": "s", "bytes": "byte", "power_limit": "W"}
+"""The canonical unit each dimensioned column is read into."""
+
+EXAMPLE_UNITS: Mapping[str, str] = {"time": "us", "bytes": "B", "power_limit": "W"}
+"""A unit to suggest for each dimensioned column."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
 """What a table's ``source`` says: every field required, so that no figure ships without its origin."""
@@ -133,15 +142,14 @@ def _column_unit(where: str, name: str, text: str | None) -> float:
             raise _refuse(where, f"column {name!r} takes no unit, got {text!r}")
         return 1.0
     if not text:
-        raise _refuse(where, f"column {name!r} needs a unit (e.g. {'us' if name == 'time' else 'B'})")
+        raise _refuse(where, f"column {name!r} needs a unit (e.g. {EXAMPLE_UNITS[name]})")
     try:
         unit = parse_unit(text)
     except (UnitsError, InputError) as error:
         raise _refuse(where, f"column {name!r}: unit {text!r} is not understood ({error})") from None
     if ureg.Quantity(1.0, unit).dimensionality != ureg.get_dimensionality(dimension):
         raise _refuse(where, f"column {name!r} needs a unit of {dimension.strip('[]')}, got {text!r}")
-    canonical = "s" if name == "time" else "byte"
-    return float(ureg.Quantity(1.0, unit).to(canonical).magnitude)
+    return float(ureg.Quantity(1.0, unit).to(CANONICAL[name]).magnitude)
 
 
 def _number(where: str, row: int, name: str, value: object) -> float:
