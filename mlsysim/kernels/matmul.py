@@ -39,10 +39,18 @@ from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels.result import KernelEstimate
 from mlsysim.physics._array import Num
 from mlsysim.physics.bounds import KernelTime
-from mlsysim.physics.clocks import sustained_fraction
-from mlsysim.physics.gemm import gemm_time, grouped_gemm_time
+from mlsysim.physics.clocks import EXPONENT_BOUNDS, sustained_fraction
+from mlsysim.physics.gemm import SPLITS, TILES, gemm_time, grouped_gemm_time
 from mlsysim.physics.matmul import MATMUL_FORMATS, check_matmul_format
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
+
+__all__ = [
+    "SPLITS", "STRUCTURE_BOUNDS", "TILES", "MatmulFit", "MatmulParams", "MatmulStructure", "accelerator_entry",
+    "check_matmul_format", "format_figures", "grouped_matmul", "grouped_matmul_kernel_time", "matmul",
+    "matmul_kernel_time", "matmul_params", "modelled_time", "shipped_fit", "sustained_fraction",
+]
+"""SPLITS, TILES, check_matmul_format and sustained_fraction are the physics layer's, named here for the
+layers above (validation reads the model through the kernel level only)."""
 
 WIDE_OUTPUT = ("fp32", "tf32")
 """Formats whose products write fp32 results (4 bytes); every other format writes bf16 (2 bytes)."""
@@ -54,6 +62,50 @@ tensor-core rate (NVIDIA's datasheets give one figure for both)."""
 CALIBRATE_HINT = (
     "supply a table of your own measurements (m, n, k, format, time) with `mlsysim calibrate kernels FILE`"
 )
+
+
+class MatmulStructure(NamedTuple):
+    """The constants of :mod:`mlsysim.physics.gemm` shared by every GPU (SI)."""
+
+    launch: float
+    """t_L, s."""
+    fill: float
+    """t_F, s."""
+    epilogue_share: float
+    """phi."""
+    memory_efficiency: float
+    """eta."""
+    power_exponent: float
+    """alpha of :func:`~mlsysim.physics.clocks.sustained_fraction`."""
+
+
+STRUCTURE_BOUNDS: Mapping[str, tuple[float, float]] = {
+    "launch": (0.2e-6, 10e-6), "fill": (0.0, 10e-6), "epilogue_share": (0.0, 1.0), "memory_efficiency": (0.3, 1.0),
+    "power_exponent": EXPONENT_BOUNDS,
+}
+"""The range each shared constant may take (by :class:`MatmulStructure` field): t_L 0.2-10 us, t_F 0-10 us,
+phi 0-1, eta 0.3-1, alpha the physical 1-3."""
+
+
+def format_figures(device: Accelerator, matmul_format: str) -> tuple[str, float, float, float]:
+    """(tensor-core format, dense peak FLOP/s, operand bytes, result bytes) of ``device`` in ``matmul_format``."""
+    name = check_matmul_format(matmul_format)
+    tensor = MATMUL_FORMATS[name]
+    peak = to_canonical(device.peak_flops(tensor), "compute_rate")
+    return tensor, peak, BYTES_PER_ELEMENT[tensor], 4.0 if name in WIDE_OUTPUT else 2.0
+
+
+def modelled_time(
+    structure: MatmulStructure, ceiling: Num, *, m: Num, n: Num, k: Num, batch: Num, peak: Num,
+    compute_units: Num, bandwidth: Num, in_bytes: Num, out_bytes: Num, power_ratio: Num = 1.0,
+) -> Num:
+    """Seconds of ``batch`` products under ``structure`` and ``ceiling``, at ``power_ratio`` = limit / TDP (SI)."""
+    return gemm_time(
+        m, n, k, batch, peak=peak, ceiling=ceiling, compute_units=compute_units, bandwidth=bandwidth,
+        in_bytes=in_bytes, out_bytes=out_bytes, launch=structure.launch, fill=structure.fill,
+        epilogue_share=structure.epilogue_share, memory_efficiency=structure.memory_efficiency,
+        sustained=sustained_fraction(power_ratio, 1.0, structure.power_exponent),
+    ).time
 
 
 @dataclass(frozen=True)
@@ -78,6 +130,12 @@ class MatmulFit:
     ceilings: Mapping[str, Mapping[str, float]]
     device_best: Mapping[str, Mapping[str, float]]
     provenance: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def structure(self) -> MatmulStructure:
+        """The shared constants."""
+        return MatmulStructure(self.launch, self.fill, self.epilogue_share, self.memory_efficiency,
+                               self.power_exponent)
 
     def ceiling(self, accelerator: Accelerator, matmul_format: str) -> float:
         """c_f of this accelerator and format (its architecture's, capped at its own best); an error if none."""
@@ -194,7 +252,7 @@ def matmul_params(
     device = accelerator_entry(accelerator)
     name = check_matmul_format(matmul_format)
     constants = fit or shipped_fit()
-    peak = to_canonical(device.peak_flops(MATMUL_FORMATS[name]), "compute_rate")
+    _, peak, in_bytes, out_bytes = format_figures(device, name)
     if device.compute_units is None:
         raise InputError(
             f"{device.name} has no SM count in the registry (compute_units), which the matmul model's waves need; "
@@ -202,11 +260,10 @@ def matmul_params(
         )
     watts = power_limit_watts(device, power_limit)
     tdp = watts if device.power is None else to_canonical(device.power.tdp, "power")
-    width = BYTES_PER_ELEMENT[MATMUL_FORMATS[name]]
     return MatmulParams(
         peak=peak, ceiling=constants.ceiling(device, name), compute_units=float(device.compute_units.count),
-        bandwidth=to_canonical(device.memory.bandwidth, "bandwidth"), in_bytes=width,
-        out_bytes=4.0 if name in WIDE_OUTPUT else 2.0, launch=constants.launch, fill=constants.fill,
+        bandwidth=to_canonical(device.memory.bandwidth, "bandwidth"), in_bytes=in_bytes,
+        out_bytes=out_bytes, launch=constants.launch, fill=constants.fill,
         epilogue_share=constants.epilogue_share, memory_efficiency=constants.memory_efficiency,
         sustained=1.0 if math.isnan(watts) else float(sustained_fraction(watts, tdp, constants.power_exponent)),
     )

@@ -41,25 +41,26 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import to_canonical
-from mlsysim.kernels.matmul import WIDE_OUTPUT, MatmulFit, accelerator_entry
+from mlsysim.kernels.matmul import (
+    SPLITS,
+    STRUCTURE_BOUNDS,
+    TILES,
+    MatmulFit,
+    MatmulStructure,
+    accelerator_entry,
+    check_matmul_format,
+    format_figures,
+    modelled_time,
+    sustained_fraction,
+)
 from mlsysim.kernels.tables import KernelTable, tables
-from mlsysim.physics.clocks import EXPONENT_BOUNDS, sustained_fraction
-from mlsysim.physics.gemm import SPLITS, TILES, gemm_time
-from mlsysim.physics.matmul import MATMUL_FORMATS, check_matmul_format
-from mlsysim.physics.precision import BYTES_PER_ELEMENT
 
 FIT_FILE = Path(__file__).resolve().parent.parent / "data" / "kernel_fits" / "matmul.json"
 """Where the shipped fit is written."""
 
-LAUNCH_BOUNDS = (0.2e-6, 10e-6)
-FILL_BOUNDS = (0.0, 10e-6)
-EPILOGUE_SHARE_BOUNDS = (0.0, 1.0)
-MEMORY_EFFICIENCY_BOUNDS = (0.3, 1.0)
-BOUNDS = (LAUNCH_BOUNDS, FILL_BOUNDS, EPILOGUE_SHARE_BOUNDS, MEMORY_EFFICIENCY_BOUNDS, EXPONENT_BOUNDS)
-"""The range each structural constant is searched in: (t_L, t_F, phi, eta, alpha)."""
 CEILING_LOW = 0.05
-START = (2.0e-6, 2.0e-6, 0.5, 0.8, 1.2)
-"""Where the search starts: (t_L, t_F, phi, eta, alpha)."""
+START = MatmulStructure(launch=2.0e-6, fill=2.0e-6, epilogue_share=0.5, memory_efficiency=0.8, power_exponent=1.2)
+"""Where the search starts; each constant is searched within its bounds (``STRUCTURE_BOUNDS``)."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,8 @@ def gather(fit_tables: Iterable[KernelTable]) -> Rows:
                              field="accelerator")
         tdp = None if device.power is None else to_canonical(device.power.tdp, "power")
         size = len(table)
+        figures = [format_figures(device, f) for f in table.columns["format"]]
         formats = [check_matmul_format(f) for f in table.columns["format"]]
-        peaks = np.array([to_canonical(device.peak_flops(MATMUL_FORMATS[f]), "compute_rate") for f in formats])
         limit = table.columns.get("power_limit")
         if limit is not None and tdp is None:
             raise InputError(f"{table.name}: {device.name} has no TDP to scale its power_limit rows by",
@@ -129,18 +130,18 @@ def gather(fit_tables: Iterable[KernelTable]) -> Rows:
         columns["k"].append(table.columns["k"])
         columns["batch"].append(table.columns.get("batch", np.ones(size)))
         columns["time"].append(table.time)
-        columns["peak"].append(peaks)
+        columns["peak"].append(np.array([f[1] for f in figures]))
         columns["units"].append(np.full(size, float(device.compute_units.count)))
         columns["bandwidth"].append(np.full(size, to_canonical(device.memory.bandwidth, "bandwidth")))
-        columns["in_bytes"].append(np.array([BYTES_PER_ELEMENT[MATMUL_FORMATS[f]] for f in formats]))
-        columns["out_bytes"].append(np.array([4.0 if f in WIDE_OUTPUT else 2.0 for f in formats]))
+        columns["in_bytes"].append(np.array([f[2] for f in figures]))
+        columns["out_bytes"].append(np.array([f[3] for f in figures]))
         columns["power_ratio"].append(np.ones(size) if limit is None or tdp is None else np.minimum(1.0, limit / tdp))
         columns["weight"].append(np.full(size, 1.0 / math.sqrt(size)))
         architecture = device.architecture or device.name
         for keys, index, labels in (
             (group_keys, group_index, [(architecture, f) for f in formats]),
-            (family_keys, family_index, [(architecture, MATMUL_FORMATS[f]) for f in formats]),
-            (device_keys, device_index, [(device.name, MATMUL_FORMATS[f]) for f in formats]),
+            (family_keys, family_index, [(architecture, f[0]) for f in figures]),
+            (device_keys, device_index, [(device.name, f[0]) for f in figures]),
         ):
             keys.extend(key for key in dict.fromkeys(labels) if key not in keys)
             index.append(np.array([keys.index(key) for key in labels]))
@@ -158,19 +159,12 @@ def gather(fit_tables: Iterable[KernelTable]) -> Rows:
                 names={key: tuple(value) for key, value in names.items()})
 
 
-Structure = tuple[float, float, float, float, float]
-"""(t_L, t_F, phi, eta, alpha)."""
-
-
-def predict(rows: Rows, ceiling: np.ndarray, structure: Structure) -> np.ndarray:
+def predict(rows: Rows, ceiling: np.ndarray, structure: MatmulStructure) -> np.ndarray:
     """Each row's modelled seconds, its ceiling given per row."""
-    launch, fill, epilogue_share, memory_efficiency, exponent = structure
-    sustained = sustained_fraction(rows.power_ratio, 1.0, exponent)
-    return np.asarray(gemm_time(
-        rows.m, rows.n, rows.k, rows.batch, peak=rows.peak, ceiling=ceiling, compute_units=rows.units,
-        bandwidth=rows.bandwidth, in_bytes=rows.in_bytes, out_bytes=rows.out_bytes, launch=launch, fill=fill,
-        epilogue_share=epilogue_share, memory_efficiency=memory_efficiency, sustained=sustained,
-    ).time)
+    return np.asarray(modelled_time(
+        structure, ceiling, m=rows.m, n=rows.n, k=rows.k, batch=rows.batch, peak=rows.peak, compute_units=rows.units,
+        bandwidth=rows.bandwidth, in_bytes=rows.in_bytes, out_bytes=rows.out_bytes, power_ratio=rows.power_ratio,
+    ))
 
 
 def _best(index: np.ndarray, size: int, efficiency: np.ndarray, default: np.ndarray, scaled: np.ndarray) -> np.ndarray:
@@ -200,9 +194,9 @@ GRID = 16
 GOLDEN_STEPS = 18
 
 
-def fit_ceilings(rows: Rows, structure: Structure) -> tuple[np.ndarray, float]:
+def fit_ceilings(rows: Rows, structure: MatmulStructure) -> tuple[np.ndarray, float]:
     """The ceiling of each group minimising its rows' weighted |log error| (within [0.05, its bound]), and the loss."""
-    group_best, device_best = _bests(rows, structure[4])
+    group_best, device_best = _bests(rows, structure.power_exponent)
     low = np.log(CEILING_LOW)
     high = np.log(np.maximum(group_best, CEILING_LOW * 1.0001))
     cap = device_best[rows.device]
@@ -265,11 +259,12 @@ def nelder_mead(f: Callable[[np.ndarray], float], start: Sequence[float] | np.nd
     return simplex[int(np.argmin(values))]
 
 
-def _structure(x: np.ndarray) -> Structure:
-    """(t_L, t_F, phi, eta, alpha) from the search's unbounded coordinates (each mapped into its bounds)."""
-    low, high = np.array([b[0] for b in BOUNDS]), np.array([b[1] for b in BOUNDS])
+def _structure(x: np.ndarray) -> MatmulStructure:
+    """The shared constants from the search's unbounded coordinates (each mapped into its bounds)."""
+    bounds = [STRUCTURE_BOUNDS[name] for name in MatmulStructure._fields]
+    low, high = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
     values = low + (high - low) / (1.0 + np.exp(-np.asarray(x, dtype=float)))
-    return (float(values[0]), float(values[1]), float(values[2]), float(values[3]), float(values[4]))
+    return MatmulStructure(*(round(float(v), 10) for v in values))
 
 
 def _unsquash(value: float, bounds: tuple[float, float]) -> float:
@@ -287,14 +282,12 @@ def fit_matmul_constants(fit_tables: Iterable[KernelTable], *, base: MatmulFit |
     listed = list(fit_tables)
     rows = gather(listed)
     if base is None:
-        start = np.array([_unsquash(v, b) for v, b in zip(START, BOUNDS, strict=True)])
-        best = nelder_mead(lambda x: fit_ceilings(rows, _structure(x))[1], start, [0.5] * len(START))
-        structure = tuple(round(v, 10) for v in _structure(best))
+        start = np.array([_unsquash(getattr(START, name), STRUCTURE_BOUNDS[name]) for name in MatmulStructure._fields])
+        structure = _structure(nelder_mead(lambda x: fit_ceilings(rows, _structure(x))[1], start, [0.5] * len(START)))
     else:
-        structure = (base.launch, base.fill, base.epilogue_share, base.memory_efficiency, base.power_exponent)
-    launch, fill, epilogue_share, memory_efficiency, exponent = structure
-    ceilings, loss = fit_ceilings(rows, structure)  # type: ignore[arg-type]
-    group_best, device_best = _bests(rows, exponent)
+        structure = base.structure
+    ceilings, loss = fit_ceilings(rows, structure)
+    group_best, device_best = _bests(rows, structure.power_exponent)
     fitted: dict[str, dict[str, float]] = {a: dict(f) for a, f in (base.ceilings.items() if base else ())}
     for (architecture, fmt), value in zip(rows.groups, ceilings, strict=True):
         fitted.setdefault(architecture, {})[fmt] = round(float(value), 4)
@@ -307,15 +300,15 @@ def fit_matmul_constants(fit_tables: Iterable[KernelTable], *, base: MatmulFit |
         "fitted_on": used,
         "weighted_mean_abs_log_error": round(loss, 4),
         "structure_fitted_on": "every table above" if base is None else "the base fit (kept)",
-        "launch_s": {"what": "t_L: launch latency, paid by every kernel", "bounds": list(LAUNCH_BOUNDS)},
+        "launch_s": {"what": "t_L: launch latency, paid by every kernel", "bounds": list(STRUCTURE_BOUNDS["launch"])},
         "fill_s": {"what": "t_F: the pipeline's fill (first tile's prologue) and drain (last epilogue), paid once by "
-                           "a tiled kernel; t_L + t_F is the per-kernel floor", "bounds": list(FILL_BOUNDS)},
+                           "a tiled kernel; t_L + t_F is the per-kernel floor", "bounds": list(STRUCTURE_BOUNDS["fill"])},
         "epilogue_share": {"what": "phi: share of each wave's epilogue (the tile written out) the next K-loop does "
-                                   "not hide", "bounds": list(EPILOGUE_SHARE_BOUNDS)},
+                                   "not hide", "bounds": list(STRUCTURE_BOUNDS["epilogue_share"])},
         "memory_efficiency": {"what": "eta: fraction of peak memory bandwidth a streaming kernel reaches",
-                              "bounds": list(MEMORY_EFFICIENCY_BOUNDS)},
+                              "bounds": list(STRUCTURE_BOUNDS["memory_efficiency"])},
         "power_exponent": {"what": "alpha of s(P) = min(1, (P / P_TDP) ** (1 / alpha)); rests on the rows with a "
-                                   "power_limit", "bounds": list(EXPONENT_BOUNDS)},
+                                   "power_limit", "bounds": list(STRUCTURE_BOUNDS["power_exponent"])},
         "tiles": [list(t) for t in TILES],
         "splits": list(SPLITS),
         "ceilings": {
@@ -326,10 +319,7 @@ def fit_matmul_constants(fit_tables: Iterable[KernelTable], *, base: MatmulFit |
             for i, ((architecture, fmt), value, bound) in enumerate(zip(rows.groups, ceilings, group_best, strict=True))
         },
     }
-    return MatmulFit(
-        launch=launch, fill=fill, epilogue_share=epilogue_share, memory_efficiency=memory_efficiency,
-        power_exponent=exponent, ceilings=fitted, device_best=bests, provenance=provenance,
-    )
+    return MatmulFit(*structure, ceilings=fitted, device_best=bests, provenance=provenance)
 
 
 ABOUT = (
