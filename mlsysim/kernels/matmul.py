@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from mlsysim.core.exceptions import InputError
+from mlsysim.core.exceptions import InputError, UnknownNameError
 from mlsysim.core.units import positive_canonical, to_canonical
 from mlsysim.hardware.registry import Hardware
 from mlsysim.hardware.types import Accelerator
@@ -217,7 +217,10 @@ def accelerator_entry(accelerator: Accelerator | str) -> Accelerator:
     if isinstance(accelerator, Accelerator):
         return accelerator
     if isinstance(accelerator, str):
-        entry = Hardware.get(accelerator.strip())
+        try:
+            entry = Hardware.get(accelerator.strip())
+        except UnknownNameError as error:
+            raise InputError(f"accelerator: {error}", field="accelerator") from None
         if isinstance(entry, Accelerator):
             return entry
     raise InputError(f"expected a registry accelerator or its name (e.g. 'H100'), got {accelerator!r}",
