@@ -26,7 +26,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any, NamedTuple
 
@@ -37,7 +37,7 @@ from mlsysim.core.units import positive_canonical, to_canonical
 from mlsysim.hardware.registry import Hardware
 from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels.result import KernelEstimate
-from mlsysim.physics._array import Num
+from mlsysim.physics._array import Num, is_array
 from mlsysim.physics.bounds import KernelTime
 from mlsysim.physics.clocks import EXPONENT_BOUNDS, sustained_fraction
 from mlsysim.physics.gemm import SPLITS, TILES, gemm_time, grouped_gemm_time
@@ -273,7 +273,17 @@ def matmul_params(
 
 
 def matmul_kernel_time(params: MatmulParams, m: Num, n: Num, k: Num, batch: Num = 1.0) -> KernelTime:
-    """Seconds, efficiency and binding term of ``batch`` products (m x k)(k x n): floats or arrays (SI)."""
+    """Seconds, efficiency and binding term of ``batch`` products (m x k)(k x n): floats or arrays (SI).
+
+    One product's answer (floats) is kept per shape and parameters (:func:`_one_product`): a scenario
+    prices the same few shapes again and again."""
+    if is_array(m, n, k, batch):
+        return gemm_time(m, n, k, batch, **params.kernel())
+    return _one_product(params, float(m), float(n), float(k), float(batch))
+
+
+@lru_cache(maxsize=65536)
+def _one_product(params: MatmulParams, m: float, n: float, k: float, batch: float) -> KernelTime:
     return gemm_time(m, n, k, batch, **params.kernel())
 
 

@@ -61,11 +61,12 @@ group sizes lie along the last axis of ``tokens``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from mlsysim.physics._array import Num, ceil, maximum, where
+from mlsysim.physics._array import Num, ceil, is_array, maximum, where
 from mlsysim.physics.bounds import Bound, KernelTime
 
 TILES: tuple[tuple[float, float], ...] = ((128.0, 256.0), (128.0, 128.0), (128.0, 64.0), (128.0, 32.0))
@@ -147,21 +148,30 @@ def _kernel(
     per_unit = ceiling * sustained * peak / compute_units
     stream = memory_efficiency * bandwidth
     k_step = K_STEP_BYTES / in_bytes
-    split_bytes = 2.0 * ACCUMULATOR_BYTES * rows * n
-    compute: Num = np.inf
+    split_bytes = 2.0 * ACCUMULATOR_BYTES * rows * n / stream
+    out_per_area = epilogue_share * out_bytes * compute_units / stream
+    vector = is_array(rows, n, k, peak, ceiling, compute_units, bandwidth, in_bytes, out_bytes, fill,
+                      epilogue_share, memory_efficiency, sustained)
+    compute: Num = math.inf
     single_wave: Num = False
     for tile_m, tile_n in TILES:
-        out = epilogue_share * tile_m * tile_n * out_bytes * compute_units / stream
-        for row_tiles in (tile_rows(tile_m) * ceil(n / tile_n), tile_rows(tile_n) * ceil(n / tile_m)):
+        area = tile_m * tile_n
+        out = out_per_area * area
+        orientations = (tile_rows(tile_m) * ceil(n / tile_n),) if tile_m == tile_n else (
+            tile_rows(tile_m) * ceil(n / tile_n), tile_rows(tile_n) * ceil(n / tile_m))
+        for row_tiles in orientations:
             for split in SPLITS:
                 work = row_tiles * split
                 k_split = ceil(k / (split * k_step)) * k_step
-                t = fill + ceil(work / compute_units) * (2.0 * tile_m * tile_n * k_split / per_unit + out)
+                t = fill + ceil(work / compute_units) * (2.0 * area * k_split / per_unit + out)
                 if split > 1.0:
-                    t = t + split * split_bytes / stream
-                better = t < compute
-                single_wave = where(better, work < compute_units, single_wave)
-                compute = where(better, t, compute)
+                    t = t + split * split_bytes
+                if vector:
+                    better = t < compute
+                    single_wave = np.where(better, work < compute_units, single_wave)
+                    compute = np.where(better, t, compute)
+                elif t < compute:
+                    compute, single_wave = t, work < compute_units
     traffic = rows * k * in_bytes + groups * k * n * in_bytes + rows * n * out_bytes
     memory = traffic / stream
     busy = maximum(compute, memory)
