@@ -36,8 +36,8 @@ EXPONENT_BOUNDS = (1.0, 3.0)
 def sustained_fraction(power_limit: Num, reference_power: Num, exponent: Num) -> Num:
     """s = min(1, (P / P_ref) ** (1 / alpha)): the share of the reference rate sustained at ``power_limit``.
 
-    >>> round(float(sustained_fraction(500.0, 700.0, 1.2)), 3)
-    0.756
+    >>> round(float(sustained_fraction(500.0, 700.0, 1.0)), 3)
+    0.714
     >>> float(sustained_fraction(900.0, 700.0, 1.2))
     1.0
     """
