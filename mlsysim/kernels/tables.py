@@ -29,7 +29,9 @@ per query-key pair forward, 2 (3 d + 2 d_v) backward, the pairs above a causal d
 not counted; ``kv_len`` and ``head_dim_v`` default to ``seq_len`` and ``head_dim``); a
 memory-bound kernel's ``bandwidth`` (its ``bytes`` read and written over its time, with
 a unit such as GB/s). An attention table's ``direction`` is ``forward``, ``backward`` or
-``forward+backward``. The required columns of each kind are :data:`REQUIRED`; other
+``forward+backward``. A matrix product's ``batch``, where given, is the number of products,
+or of groups of a grouped product, in one kernel. A row measured with the device held below
+its default power gives it in ``power_limit`` (watts once read). The required columns of each kind are :data:`REQUIRED`; other
 columns are kept as they are (numbers as floats, words as strings). A table that lacks
 a column, gives a word where a number belongs, a unit of the wrong dimension, an unknown
 direction or a time that is not positive is refused with an
@@ -76,9 +78,14 @@ RATES: Mapping[str, str] = {"matmul": "tflops", "attention": "tflops", "memory":
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {"time": "s", "bytes": "byte", "bandwidth": "byte / s"}
-"""Columns with a dimension, and the canonical unit they are read into (a unit of the same
-dimension is required: time, data, data per time)."""
+DIMENSIONS: Mapping[str, tuple[str, str, str]] = {
+    "time": ("s", "time", "us"),
+    "bytes": ("byte", "data", "B"),
+    "bandwidth": ("byte / s", "data per time", "GB/s"),
+    "power_limit": ("W", "power", "W"),
+}
+"""Columns with a dimension: the canonical unit each is read into (a unit of the same dimension is
+required), the dimension in words, and a unit to suggest."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
 """What a table's ``source`` says: every field required, so that no figure ships without its origin."""
@@ -144,17 +151,16 @@ def _column_unit(where: str, name: str, text: str | None) -> float:
         if text:
             raise _refuse(where, f"column {name!r} takes no unit, got {text!r}")
         return 1.0
+    canonical, words, example = dimension
     if not text:
-        example = {"time": "us", "bytes": "B", "bandwidth": "GB/s"}[name]
         raise _refuse(where, f"column {name!r} needs a unit (e.g. {example})")
     try:
         unit = parse_unit(text)
     except (UnitsError, InputError) as error:
         raise _refuse(where, f"column {name!r}: unit {text!r} is not understood ({error})") from None
-    if ureg.Quantity(1.0, unit).dimensionality != ureg.Quantity(1.0, dimension).dimensionality:
-        shown = {"s": "time", "byte": "data", "byte / s": "data per time"}[dimension]
-        raise _refuse(where, f"column {name!r} needs a unit of {shown}, got {text!r}")
-    return float(ureg.Quantity(1.0, unit).to(dimension).magnitude)
+    if ureg.Quantity(1.0, unit).dimensionality != ureg.Quantity(1.0, canonical).dimensionality:
+        raise _refuse(where, f"column {name!r} needs a unit of {words}, got {text!r}")
+    return float(ureg.Quantity(1.0, unit).to(canonical).magnitude)
 
 
 def _number(where: str, row: int, name: str, value: object) -> float:
