@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -183,3 +184,42 @@ def _kernel(
     )
     efficiency = where(bound == int(Bound.MEMORY), traffic / (time * bandwidth), 2.0 * rows * n * k / (time * peak))
     return KernelTime(time, efficiency, bound)
+
+
+OUTPUT_BYTES = 2.0
+"""Bytes of a product's result element in training: bf16 (FP8 and block-scaled products write bf16 too)."""
+
+
+def training_product_time(
+    m: Num, n: Num, k: Num, batch: Num, *, peak: Num, ceiling: Num, compute_units: Num, bandwidth: Num,
+    in_bytes: Num, launch: Num, fill: Num, epilogue_share: Num, memory_efficiency: Num, sustained: Num = 1.0,
+) -> tuple[Num, Num]:
+    """Seconds of a linear layer's forward kernel and of its two backward kernels (:func:`gemm_time` each).
+
+    Forward Y = X W: (M x K)(K x N). Backward: the input gradient dX = dY W^T, (M x N)(N x K), and the
+    weight gradient dW = X^T dY, (K x M)(M x N): each 2 M N K FLOPs, each at its own shape, so a short
+    or skinny forward product has a long-K backward one (split-K's case). One layout's products (floats)
+    are kept per argument tuple (:func:`_training_times`): a scenario prices the same few shapes again
+    and again.
+    """
+    arguments = (m, n, k, batch, peak, ceiling, compute_units, bandwidth, in_bytes, launch, fill, epilogue_share,
+                 memory_efficiency, sustained)
+    if is_array(*arguments):
+        return _training_product_time(*arguments)
+    return _training_times(*(float(a) for a in arguments))
+
+
+def _training_product_time(
+    m: Num, n: Num, k: Num, batch: Num, peak: Num, ceiling: Num, compute_units: Num, bandwidth: Num,
+    in_bytes: Num, launch: Num, fill: Num, epilogue_share: Num, memory_efficiency: Num, sustained: Num,
+) -> tuple[Num, Num]:
+    kernel = dict(peak=peak, ceiling=ceiling, compute_units=compute_units, bandwidth=bandwidth, in_bytes=in_bytes,
+                  out_bytes=OUTPUT_BYTES, launch=launch, fill=fill, epilogue_share=epilogue_share,
+                  memory_efficiency=memory_efficiency, sustained=sustained)
+    forward = gemm_time(m, n, k, batch, **kernel).time
+    backward = gemm_time(m, k, n, batch, **kernel).time + gemm_time(k, n, m, batch, **kernel).time
+    return forward, backward
+
+
+_training_times: Callable[..., tuple[Num, Num]] = lru_cache(maxsize=8192)(_training_product_time)
+""":func:`_training_product_time` of one layout, kept per argument tuple."""

@@ -50,8 +50,15 @@ from typing import NamedTuple
 import numpy as np
 
 from mlsysim.physics._array import Num, maximum, where
-from mlsysim.physics.matmul import k_overhead, training_matmul_time
-from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates, with_fields
+from mlsysim.physics.attention import (
+    UNFUSED_PASSES,
+    Direction,
+    attention_flops,
+    fused_attention_time,
+    pair_flops,
+)
+from mlsysim.physics.gemm import training_product_time
+from mlsysim.physics.records import Cluster, KernelConstants, Layout, ModelShape, Rates, with_fields
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
 
 FUSED_ATTENTION_SHARE = 0.7
@@ -248,30 +255,54 @@ class LinearLayers(NamedTuple):
     """Operand elements of the forward products (what recomputation casts again)."""
 
 
+class Device(NamedTuple):
+    """What the operator classes read of the device: its kernels, peaks and ceilings (SI)."""
+
+    kernels: KernelConstants
+    compute_units: Num
+    bandwidth: Num
+    """Memory bandwidth, bytes/s."""
+    matmul_peak: Num
+    """The linear layers' format's dense peak."""
+    matmul_ceiling: Num
+    sixteen_bit_peak: Num
+    """The 16-bit peak of the attention core and the output layer."""
+    sixteen_bit_ceiling: Num
+
+
+def product_times(device: Device, m: Num, n: Num, k: Num, batch: Num, ceiling: Num, in_bytes: Num,
+                  peak: Num) -> tuple[Num, Num]:
+    """A linear layer's forward kernel and its two backward kernels on ``device``
+    (:func:`mlsysim.physics.gemm.training_product_time`)."""
+    c = device.kernels
+    return training_product_time(
+        m, n, k, batch, peak=peak, ceiling=ceiling, compute_units=device.compute_units, bandwidth=device.bandwidth,
+        in_bytes=in_bytes, launch=c.launch, fill=c.fill, epilogue_share=c.epilogue_share,
+        memory_efficiency=c.stream_efficiency, sustained=c.sustained,
+    )
+
+
 def linear_layers(
-    products: list[Product], here: Num, share: Num, tokens: Num, shape: ModelShape, layout: Layout,
-    peaks: tuple[Num, Num], ceiling: Num, units: Num,
+    products: list[Product], here: Num, share: Num, tokens: Num, shape: ModelShape, layout: Layout, device: Device,
 ) -> LinearLayers:
-    """Each product forward and its two backward products at their own shapes
-    (:func:`~mlsysim.physics.matmul.training_matmul_time`), times the L_s layers (the forward twice under
-    full recomputation), plus the share L_s / L of the output layer (b s, V / t, h) at the 16-bit peak and
-    ``ceiling``; ``peaks`` the linear layers' and the 16-bit one."""
-    matmul_peak, sixteen_bit_peak = peaks
+    """Each product's forward kernel and its two backward kernels at their own shapes (:func:`product_times`),
+    times the L_s layers (the forward twice under full recomputation), plus the share L_s / L of the output
+    layer (b s, V / t, h) in 16 bits."""
     t, h, vocab = layout.tensor_parallel, shape.hidden, shape.vocab
-    k0 = k_overhead(layout.matmul_bytes)
     forward: Num = 0.0
     backward: Num = 0.0
     elements: Num = 0.0
     forward_elements: Num = 0.0
     layer_flops: Num = 0.0
     for m, n, k, batch, weight, c in products:
-        fw, bw = training_matmul_time(m, n, k, matmul_peak, c, units, batch, k0)
+        fw, bw = product_times(device, m, n, k, batch, c, layout.matmul_bytes, device.matmul_peak)
         forward, backward = forward + weight * fw, backward + weight * bw
         operands = batch * (m * k + k * n)
         forward_elements = forward_elements + weight * operands
         elements = elements + weight * (operands + batch * m * n)
         layer_flops = layer_flops + weight * 2.0 * m * n * k * batch
-    head_fw, head_bw = training_matmul_time(tokens, vocab / t, h, sixteen_bit_peak, ceiling, units)
+    head_fw, head_bw = product_times(device, tokens, vocab / t, h, 1.0, device.sixteen_bit_ceiling, 2.0,
+                                     device.sixteen_bit_peak)
     head_flops = 6.0 * tokens * vocab * h / t
     reruns = 1.0 if layout.recompute == "full" else 0.0
     return LinearLayers(
@@ -282,29 +313,65 @@ def linear_layers(
     )
 
 
-def attention_core(shape: ModelShape, layout: Layout, here: Num, peak: Num, ceiling: Num, units: Num) -> tuple[
-    Num, Num
-]:
+ATTENTION_BYTES = 2.0
+"""Bytes of a Q, K, V or O element: the attention core runs in 16 bits."""
+
+
+def attention_core(shape: ModelShape, layout: Layout, here: Num, device: Device) -> tuple[Num, Num]:
     """Seconds and executed FLOPs of the attention core of one micro-batch on the device's L_s layers: a / t
-    heads of b sequences, Q K^T of width d_qk and attention x V of width d_v; fused (the causal half, the
-    backward :data:`ATTENTION_BACKWARD` times the forward, at :data:`FUSED_ATTENTION_SHARE` of the 16-bit
-    ceiling) or as batched products."""
+    heads (a_kv / t key/value heads) of b causal sequences, Q K^T of width d_qk and attention x V of width
+    d_v. Fused (FlashAttention, cuDNN): the forward kernel, the backward kernel and the forward again
+    where it is recomputed (selective or full), each priced by
+    :func:`mlsysim.physics.attention.fused_attention_time` with the device's measured constants; under
+    context parallelism the device's queries are 1/cp of the sequence, against every key: 1/cp of the
+    whole sequence's call (the load-balanced split gives each device as many causal pairs). Unfused: the
+    two products of each head as batched kernels (:func:`product_times`) and the score matrix through
+    memory (:data:`mlsysim.physics.attention.UNFUSED_PASSES` passes)."""
     t, b, s, a, cp = layout.tensor_parallel, layout.micro_batch, shape.seq_len, shape.heads, layout.context_parallel
+    kv = _or(shape.kv_heads, a)
     mla = shape.mla
     if mla is None:
         d_qk = d_v = _or(shape.head_dim, shape.hidden / a)
     else:
         d_qk, d_v = mla.nope + mla.rope, mla.value
-    counted = 2.0 * b * s * s * a * (d_qk + d_v) / (t * cp)  # forward FLOPs, the whole matrix (4 b s^2 h: MHA)
     reruns = 1.0 if layout.recompute in ("full", "selective") else 0.0
     if layout.flash_attention:
-        executed = CAUSAL_SHARE * counted * (1.0 + ATTENTION_BACKWARD + reruns)
-        return here * executed / (peak * ceiling * FUSED_ATTENTION_SHARE), here * executed
+        forward, backward = fused_attention_passes(device, b, a / t, kv / t, s, d_qk, d_v)
+        flops = attention_flops(b, a / t, s, s, d_qk, d_v, 1.0, float(Direction.FORWARD_BACKWARD))
+        forward_flops = attention_flops(b, a / t, s, s, d_qk, d_v, 1.0, float(Direction.FORWARD))
+        return (here * (forward * (1.0 + reruns) + backward) / cp,
+                here * (flops + reruns * forward_flops) / cp)
     local_heads = b * a / t
-    qk_fw, qk_bw = training_matmul_time(s / cp, s, d_qk, peak, ceiling, units, local_heads)
-    av_fw, av_bw = training_matmul_time(s / cp, d_v, s, peak, ceiling, units, local_heads)
-    executed = counted * (3.0 + reruns)
-    return here * ((qk_fw + av_fw) * (1.0 + reruns) + qk_bw + av_bw), here * executed
+    peak, ceiling = device.sixteen_bit_peak, device.sixteen_bit_ceiling
+    qk_fw, qk_bw = product_times(device, s / cp, s, d_qk, local_heads, ceiling, ATTENTION_BYTES, peak)
+    av_fw, av_bw = product_times(device, s / cp, d_v, s, local_heads, ceiling, ATTENTION_BYTES, peak)
+    scores = local_heads * s / cp * s
+    passes = UNFUSED_PASSES[Direction.FORWARD] * (1.0 + reruns) + UNFUSED_PASSES[Direction.BACKWARD]
+    softmax = passes * scores * ATTENTION_BYTES / (device.kernels.memory_fraction * device.bandwidth)
+    counted = 2.0 * scores * (d_qk + d_v)  # forward FLOPs of the products, every score
+    return (here * ((qk_fw + av_fw) * (1.0 + reruns) + qk_bw + av_bw + softmax),
+            here * counted * (3.0 + reruns))
+
+
+def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num, seq: Num, d_qk: Num,
+                           d_v: Num) -> tuple[Num, Num]:
+    """(forward, backward) seconds of one causal fused attention call of the whole sequence, by the device's
+    measured constants of each pass, or of the two together where only that was measured (the forward its
+    share of the FLOPs)."""
+    c = device.kernels
+    common = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq, seq_k=seq, head_dim=d_qk, head_dim_v=d_v,
+                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak,
+                  bandwidth=device.bandwidth, compute_units=device.compute_units, head_overhead=c.head_overhead,
+                  floor=c.attention_floor)
+    if c.attention_forward is not None and c.attention_backward is not None:
+        forward = fused_attention_time(direction=float(Direction.FORWARD), **c.attention_forward._asdict(), **common)
+        backward = fused_attention_time(direction=float(Direction.BACKWARD), **c.attention_backward._asdict(),
+                                        **common)
+        return forward.time, backward.time
+    assert c.attention_both is not None
+    both = fused_attention_time(direction=float(Direction.FORWARD_BACKWARD), **c.attention_both._asdict(), **common)
+    share = pair_flops(d_qk, d_v, float(Direction.FORWARD)) / pair_flops(d_qk, d_v, float(Direction.FORWARD_BACKWARD))
+    return both.time * share, both.time * (1.0 - share)
 
 
 def elementwise_bytes(shape: ModelShape, layout: Layout, here: Num) -> Num:
@@ -319,39 +386,63 @@ def elementwise_bytes(shape: ModelShape, layout: Layout, here: Num) -> Num:
     return here * elementwise_passes(layout.recompute) * stored * fusion
 
 
+ELEMENTWISE_KERNELS = 20.0
+"""Memory-bound kernels of one layer and micro-batch, forward and backward, run one by one: the two norms,
+the rotary embedding of the queries and keys, two residual additions and the gated activation in the
+forward (seven), about twice as many in the backward. An order-of-magnitude count of an eager
+PyTorch / Megatron-Core layer, not fitted; with fused element-wise kernels (torch.compile) half as many."""
+
+CAST_KERNELS_PER_PRODUCT = 3.0
+"""Cast kernels per linear product and micro-batch to a low-precision format: the input and the weight in
+the forward, the output's gradient in the backward (their transposes written by the same kernels)."""
+
+
+def memory_kernels_time(device: Device, bytes_moved: Num, kernels: Num) -> Num:
+    """``kernels`` memory-bound kernels moving ``bytes_moved`` in all: each pays the floor, the bytes stream
+    at the measured share of the bandwidth (:func:`mlsysim.physics.streaming.memory_kernel_time`)."""
+    c = device.kernels
+    return kernels * c.memory_floor + bytes_moved / (c.memory_fraction * device.bandwidth)
+
+
 def operator_times(
     shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates, layers_here: Num = math.nan
 ) -> OperatorTimes:
     """The four operator classes of one micro-batch of b sequences on one device (see the module docstring).
 
     ``layers_here`` L_s: the layers of the device's pipeline stage (NaN: all L); the output layer is
-    spread over the layers (the share L_s / L of it). The linear layers run at ``rates.matmul_peak``
-    (NaN: the cluster's peak) and ``rates.matmul_ceiling``, the attention core and output layer at the
-    16-bit ``rates.attention_peak`` and ``attention_ceiling`` (NaN: the same ceiling); the routed experts
-    at ``rates.expert_ceiling``. Context parallelism cp: the device holds s / cp tokens of each sequence,
-    its queries attending to all s keys (:mod:`mlsysim.physics.context_parallel`).
+    spread over the layers (the share L_s / L of it). Every kernel is priced with the device's measured
+    kernels (``rates.kernels``): the linear layers' products at ``rates.matmul_peak`` (NaN: the cluster's
+    peak) and ``rates.matmul_ceiling``, the attention core and output layer at the 16-bit
+    ``rates.attention_peak`` and ``attention_ceiling`` (NaN: the same ceiling); the routed experts' grouped
+    products at ``rates.expert_ceiling`` (NaN: the linear layers'). Context parallelism cp: the device
+    holds s / cp tokens of each sequence, its queries attending to all s keys
+    (:mod:`mlsysim.physics.context_parallel`).
     """
+    if rates.kernels is None:
+        raise ValueError("operator_times needs the device's measured kernels (rates.kernels)")
     here = _or(layers_here, shape.layers)
     share = here / shape.layers
     tokens = layout.micro_batch * shape.seq_len / layout.context_parallel
     ceiling = rates.matmul_ceiling
-    units = cluster.compute_units
-    attention_peak = _or(rates.attention_peak, cluster.peak_flops)
-    attention_ceiling = _or(rates.attention_ceiling, ceiling)
+    device = Device(
+        rates.kernels, cluster.compute_units, cluster.memory_bandwidth, _or(rates.matmul_peak, cluster.peak_flops),
+        ceiling, _or(rates.attention_peak, cluster.peak_flops), _or(rates.attention_ceiling, ceiling),
+    )
     products = layer_products(shape, layout, tokens, ceiling, experts_in(shape, layout, rates))
-    linear = linear_layers(products, here, share, tokens, shape, layout,
-                           (_or(rates.matmul_peak, cluster.peak_flops), attention_peak), attention_ceiling, units)
-    attention, attention_flops = attention_core(shape, layout, here, attention_peak, attention_ceiling, units)
+    linear = linear_layers(products, here, share, tokens, shape, layout, device)
+    attention, attention_flops_done = attention_core(shape, layout, here, device)
     reruns = 1.0 if layout.recompute == "full" else 0.0
     cast = here * layout.cast_bytes * (linear.elements + reruns * linear.forward_elements)
+    fusion = where(layout.fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
+    cast_kernels = where(layout.cast_bytes > 0, here * len(products) * CAST_KERNELS_PER_PRODUCT * fusion, 0.0)
     memory = elementwise_bytes(shape, layout, here)
     return OperatorTimes(
         matmul_time=linear.time,
         attention_time=attention,
-        cast_time=cast / cluster.memory_bandwidth,
-        memory_time=memory / cluster.memory_bandwidth,
+        cast_time=memory_kernels_time(device, cast, cast_kernels),
+        memory_time=memory_kernels_time(device, memory, here * ELEMENTWISE_KERNELS * fusion),
         matmul_flops=linear.flops,
-        attention_flops=attention_flops,
+        attention_flops=attention_flops_done,
         cast_bytes=cast,
         memory_bytes=memory,
     )

@@ -146,6 +146,45 @@ class Layout(NamedTuple):
     algorithm: str = "ring"
 
 
+class AttentionPass(NamedTuple):
+    """The fitted constants of one direction of the fused attention kernel
+    (:func:`mlsysim.physics.attention.fused_attention_time`): the scale a, the loop overhead L_0 and
+    the ceiling c of the architecture and format."""
+
+    scale: Num
+    loop_overhead: Num
+    ceiling: Num
+
+
+class KernelConstants(NamedTuple):
+    """How the device's kernels run, measured (:mod:`mlsysim.kernels`: fits on published kernel tables or
+    a user's own): what turns an operator's shape into its time.
+
+    Matrix products (:func:`mlsysim.physics.gemm.gemm_time`): ``launch`` t_L and ``fill`` t_F (the
+    per-kernel floor), ``epilogue_share`` phi, ``stream_efficiency`` eta (the memory's share a
+    streaming product reaches), ``sustained`` sigma (the share of the rate sustained under the
+    power limit); their ceilings are the :class:`Rates`' ``matmul_ceiling`` and ``attention_ceiling``.
+    Fused attention (:func:`mlsysim.physics.attention.fused_attention_time`): ``attention_forward``
+    and ``attention_backward`` (None: no table measures the format), ``head_overhead`` D_0,
+    ``attention_floor`` t_0. Memory-bound kernels (:func:`mlsysim.physics.streaming.memory_kernel_time`):
+    ``memory_fraction`` f of the peak bandwidth, ``memory_floor`` t_0.
+    """
+
+    launch: Num
+    fill: Num
+    epilogue_share: Num
+    stream_efficiency: Num
+    sustained: Num
+    memory_fraction: Num
+    memory_floor: Num
+    attention_forward: AttentionPass | None = None
+    attention_backward: AttentionPass | None = None
+    attention_both: AttentionPass | None = None
+    """Where only the two passes together were measured (FlashAttention-2's A100 figures)."""
+    head_overhead: Num = math.nan
+    attention_floor: Num = math.nan
+
+
 class Rates(NamedTuple):
     """How fast the kernels and collectives run, measured or assumed.
 
@@ -170,6 +209,8 @@ class Rates(NamedTuple):
     expert_imbalance: Num = 1.0
     sharding_rate: Num = math.nan
     pipeline_rate: Num = math.nan
+    kernels: KernelConstants | None = None
+    """The device's measured kernels: a step from the operators is priced kernel by kernel with them."""
 
 
 class LayoutRecords(NamedTuple):

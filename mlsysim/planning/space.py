@@ -31,6 +31,7 @@ from mlsysim.engine.inputs.fields import CATEGORICAL_FIELDS, FIELDS
 from mlsysim.engine.inputs.rules import RULES
 from mlsysim.engine.model.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
+from mlsysim.physics.records import KernelConstants
 from mlsysim.planning.table import Axis
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ class SubBlock:
     choices: Choices
     algorithm: str
     inputs: Inputs
+    kernels: KernelConstants | None = None
+    """The device's measured kernels of the group's scenario (a step from the operators)."""
 
     @property
     def size(self) -> int:
@@ -89,7 +92,7 @@ class Space:
 
     base: DataParallelScaleOutScenario
     axes: tuple[Axis, ...]
-    _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str]] = field(
+    _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str, KernelConstants | None]] = field(
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
@@ -128,7 +131,7 @@ class Space:
 
     def _sub_block(self, index: tuple[slice, ...], picks: dict[int, int]) -> SubBlock:
         key = tuple(picks[p] for p in sorted(picks))
-        base, choices, algorithm = self._group(key, picks)
+        base, choices, algorithm, kernels = self._group(key, picks)
         arrays = dict(base)
         ndim = len(self.axes)
         offset, shape = [], []
@@ -144,7 +147,7 @@ class Space:
             arrays[axis.field] = values.reshape(dims)
             offset.append(start)
             shape.append(stop - start)
-        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays)))
+        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays), kernels), kernels)
 
     def group_inputs(self) -> Iterator[dict[str, Num]]:
         """The base inputs of every combination of categorical values (one ``evaluate`` group each)."""
@@ -176,12 +179,13 @@ class Space:
 
     def _group(
         self, key: tuple[int, ...], picks: dict[int, int]
-    ) -> tuple[dict[str, Num], Choices, str]:
+    ) -> tuple[dict[str, Num], Choices, str, KernelConstants | None]:
         found = self._groups.get(key)
         if found is None:
             group = self.group_scenario(picks)
             choices = choices_of(group.assumptions, group.zero_stage)
-            found = ({**base_inputs(group), **sweep_base(group.job)}, choices, choices.algorithm)
+            job = group.job
+            found = ({**base_inputs(group), **sweep_base(job)}, choices, choices.algorithm, job.kernels)
             self._groups[key] = found
         return found
 
@@ -268,14 +272,14 @@ class Space:
                 else np.arange(flat.size)
             )
             picks = {p: int(i) for p, i in zip(categorical, key, strict=True)}
-            base, choices, algorithm = self._group(tuple(picks[p] for p in sorted(picks)), picks)
+            base, choices, algorithm, kernels = self._group(tuple(picks[p] for p in sorted(picks)), picks)
             arrays = dict(base)
             for p, axis in enumerate(self.axes):
                 if p not in picks:
                     arrays[axis.field] = _given_or(self._numeric(p)[coords[p][selected]], base[axis.field])
             yield (
                 selected,
-                SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays))),
+                SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays), kernels), kernels),
             )
 
 
@@ -319,7 +323,7 @@ def _restore_space(payload: bytes) -> Space:
 
 def figures(sub: SubBlock) -> Figures:
     """The figures of a sub-block: :func:`mlsysim.engine.model.equations.evaluate`, the scalar solve's equations."""
-    return evaluate(sub.inputs, sub.choices)
+    return evaluate(sub.inputs, sub.choices, sub.kernels)
 
 
 def figure(values: Figures, name: str) -> Num:
@@ -354,9 +358,9 @@ def _given_or(values: np.ndarray, group_value: Num) -> np.ndarray:
     return np.where(missing, group_value, values)
 
 
-def derived(x: Inputs) -> Inputs:
+def derived(x: Inputs, kernels: KernelConstants | None = None) -> Inputs:
     """:func:`~mlsysim.engine.inputs.derivation.derive_inputs`; a time left to derive with nothing to derive it from is an error."""
-    derive_inputs(x)
+    derive_inputs(x, kernels)
     for name in ("step_time", "training_time"):
         if np.isnan(getattr(x, name)).any():
             raise InputError(

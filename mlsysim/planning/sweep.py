@@ -167,7 +167,7 @@ def sweep_table(
     done = 0
     for block in space.blocks(chunk_rows):
         for sub in space.sub_blocks(block):
-            values = evaluate(sub.inputs, sub.choices)
+            values = evaluate(sub.inputs, sub.choices, sub.kernels)
             view: tuple[slice | EllipsisType, ...] = (
                 *(slice(o, o + n) for o, n in zip(sub.offset, sub.shape, strict=True)),
                 Ellipsis,
@@ -372,7 +372,7 @@ def take_rows(space: Space, indices: Iterable[int] | np.ndarray) -> SweepTable:
     columns = RESULT_COLUMNS
     results = {c: np.empty(rows.size, dtype=column_dtype(c)) for c in columns}
     for selected, sub in space.rows(rows):
-        values = evaluate(sub.inputs, sub.choices)
+        values = evaluate(sub.inputs, sub.choices, sub.kernels)
         for column in columns:
             part = np.empty(selected.size, dtype=column_dtype(column))
             write_column(column, part, values, sub.inputs, sub.algorithm)

@@ -50,6 +50,7 @@ from mlsysim.engine.inputs.workload_figures import (
     workload_facts,
 )
 from mlsysim.engine.model.equations import mixture_of_experts, multi_head_latent
+from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -61,12 +62,10 @@ from mlsysim.physics.matmul import (
     MATMUL_FORMATS,
     SIXTEEN_BIT,
     cast_bytes_per_element,
-    fitted_ceiling,
-    fitted_formats,
 )
 from mlsysim.physics.operators import OperatorTimes, operator_times
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
-from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates
+from mlsysim.physics.records import Cluster, KernelConstants, Layout, ModelShape, Rates
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator
@@ -143,6 +142,8 @@ class Job(NamedTuple):
     """Width of the linear layers' operands in bytes (1 for FP8)."""
     operators: OperatorTimes | None = None
     """The operator classes of one local step of the whole model on one device (a step from the operators)."""
+    kernels: KernelConstants | None = None
+    """The device's measured kernels a step from the operators is priced with (:mod:`mlsysim.kernels`)."""
     matmul_format: str = ""
     operator_efficiency: float = math.nan
     """u = b (F + F_re) / (P T1) of a step from the operators: the kernel efficiency it implies (NaN otherwise)."""
@@ -204,7 +205,7 @@ class Derivable(Protocol):
     memory_bandwidth: Num
 
 
-def derive_inputs(x: Derivable) -> Derivable:
+def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Derivable:
     """Fill ``step_time``, ``training_time`` and ``activation_memory`` where they are NaN ("derive here").
 
     The figures may be floats (one layout) or numpy arrays (a sweep's block):
@@ -216,7 +217,8 @@ def derive_inputs(x: Derivable) -> Derivable:
         activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
 
     ``activation_memory_per_sample`` is left NaN where the activation memory was given
-    (a parallel layout counts its own activations unless they were given).
+    (a parallel layout counts its own activations unless they were given). ``kernels``: the device's
+    measured kernels, for the rows whose step comes from the operators.
     """
     # (a float is tested inline: this runs in every scalar solve of a shaped workload)
     step = x.step_time
@@ -224,7 +226,7 @@ def derive_inputs(x: Derivable) -> Derivable:
         def derived_step() -> Num:
             ceiling = getattr(x, "matmul_ceiling", math.nan)  # a sweep's block: rows priced by the operators
             if (ceiling == ceiling) if type(ceiling) is float else not _all_nan(ceiling):
-                rows = _operator_step_rows(x)
+                rows = _operator_step_rows(x, kernels)
                 if _all_nan(x.mfu):
                     return rows
                 return np.where(np.isnan(x.mfu), rows, from_flops())  # rows that give mfu: from the FLOPs
@@ -267,7 +269,8 @@ def derive_inputs(x: Derivable) -> Derivable:
     return x
 
 
-def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash: bool) -> OperatorTimes:
+def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash: bool,
+                    kernels: KernelConstants | None) -> OperatorTimes:
     """The operator classes of one local step of the whole model on one device, from model numbers by name
     (``get``: the :class:`~mlsysim.engine.model.equations.Inputs` names): the scalar solve's step and each
     row of a sweep's block, priced by the one call."""
@@ -286,7 +289,7 @@ def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash
                     flash_attention=flash)
     rates = Rates(matmul_ceiling=get("matmul_ceiling"), matmul_peak=get("matmul_peak"),
                   attention_ceiling=get("attention_ceiling"), attention_peak=get("attention_peak"),
-                  expert_ceiling=get("expert_ceiling"))
+                  expert_ceiling=get("expert_ceiling"), kernels=kernels)
     return operator_times(shape, device, layout, rates)
 
 
@@ -302,7 +305,7 @@ def _nan_as_zero(value: Num) -> Num:
     return _nan_as(value, 0.0)
 
 
-def _operator_step_rows(x: Any) -> Num:
+def _operator_step_rows(x: Any, kernels: KernelConstants | None) -> Num:
     """T1 of each row of a sweep's block whose step comes from the operators, at the row's own batch (the
     scalar solve prices the scenario's batch the same way; :func:`_operator_step`)."""
     from mlsysim.physics.activations import RECOMPUTE_MODES
@@ -313,9 +316,9 @@ def _operator_step_rows(x: Any) -> Num:
     fused = np.asarray(x.flash_attention, dtype=float)
     on = np.where(np.isnan(fused), 0.0, fused) > 0
     if on.all() or not on.any():
-        return _operator_times(get, x.per_device_batch, recompute, bool(on.all())).total
-    return np.where(on, _operator_times(get, x.per_device_batch, recompute, True).total,
-                    _operator_times(get, x.per_device_batch, recompute, False).total)
+        return _operator_times(get, x.per_device_batch, recompute, bool(on.all()), kernels).total
+    return np.where(on, _operator_times(get, x.per_device_batch, recompute, True, kernels).total,
+                    _operator_times(get, x.per_device_batch, recompute, False, kernels).total)
 
 
 def _fill(target: Num, formula: Callable[[], Num]) -> Num:
@@ -490,7 +493,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
                      "compute_units", "cast_bytes",
-                     "matmul_bytes", "operators", "matmul_format", "operator_efficiency")
+                     "matmul_bytes", "operators", "kernels", "matmul_format", "operator_efficiency")
 
 OPERATOR_NUMBERS: Final = (
     "matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling", "compute_units",
@@ -515,94 +518,96 @@ def operator_formats(out: Checked) -> tuple[str, str]:
 
 
 class Ceilings(NamedTuple):
-    """The ceilings a step from the operators is priced at (None: none fitted), and where they came from."""
+    """The ceilings a step from the operators is priced at, and where they came from."""
 
-    matmul: float | None
+    matmul: float
     """The linear layers' (their format's)."""
-    attention: float | None
-    """The 16-bit products' (the attention core, the output layer)."""
+    attention: float
+    """The 16-bit products' (the output layer; unfused attention's products)."""
     experts: float
-    """A mixture of experts' routed experts' (their format's); NaN for a dense model."""
+    """A mixture of experts' routed experts' grouped products (NaN: the linear layers')."""
     source: str
 
 
-def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> Ceilings:
-    """The ceilings of a step from the operators (assumed, else fitted). A mixture of experts' routed
-    experts take ``expert_ceiling``, else the ceiling fitted on the architecture's published mixtures of
-    experts, else the linear layers' (:func:`~mlsysim.physics.matmul.fitted_ceiling`)."""
-    accelerator: Accelerator = out["accelerator"]
+def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceilings:
+    """The ceilings of a step from the operators: an assumption's, else the measured kernels' of the device
+    and format (:func:`mlsysim.kernels.device.device_kernels`). A mixture of experts' grouped products run at
+    the linear layers' ceiling unless ``expert_ceiling`` is assumed."""
     assumptions = out["assumptions"]
-    architecture = accelerator.architecture
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
     given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
-    ceiling = given or fitted_ceiling(architecture, matmul_format)
+    ceiling = given or kernels.matmul_ceiling
     if given_attention:
         attention = given_attention
     elif matmul_format in SIXTEEN_BIT and given:
         attention = given
     else:
-        attention = fitted_ceiling(architecture, sixteen)
-    source = "assumed" if given else f"fitted for {architecture}"
+        attention = kernels.sixteen_bit_ceiling
+    source = "assumed" if given else "measured kernels"
     experts = math.nan
-    if getattr(out["workload"], "experts", None) is not None:
-        fitted = fitted_ceiling(architecture, matmul_format, experts=True)
-        experts = given_experts or fitted or (ceiling if ceiling is not None else math.nan)
-        origin = "assumed" if given_experts else "fitted for mixtures of experts" if fitted else "the linear layers'"
-        source += f"; routed experts {experts:.3g} {origin}"
+    if getattr(out["workload"], "experts", None) is not None and given_experts:
+        experts = given_experts
+        source += f"; routed experts {experts:.3g} assumed"
     return Ceilings(ceiling, attention, experts, source)
+
+
+def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
+    """The device's measured kernels in ``matmul_format``, or why there are none (a missing table)."""
+    accelerator: Accelerator | None = out["accelerator"]
+    if accelerator is None:
+        return "a step from the operators needs node= or accelerator="
+    try:
+        kernels = device_kernels(accelerator, matmul_format)
+    except InputError as error:
+        return error.message
+    if out["flash_attention"]:
+        missing = attention_missing(accelerator, kernels)
+        if missing:
+            return missing
+    return kernels
 
 
 def _no_operator_step(out: Checked, shape: bool) -> str:
     """Why a step cannot come from the operators (for an error message)."""
     if not shape:
         return "the workload has no transformer shape to price operator by operator"
-    if out["accelerator"] is None:
-        return "a step from the operators needs node= or accelerator="
-    matmul_format, sixteen = operator_formats(out)
-    architecture = out["accelerator"].architecture
-    fitted = ", ".join(fitted_formats(architecture)) or "none"
-    return (
-        f"no matrix-product ceiling for {architecture or out['accelerator'].name} in {matmul_format} "
-        f"(fitted: {fitted}); give assumptions matmul_ceiling= to price the step from the operators"
-    )
+    found = _device_kernels(out, operator_formats(out)[0])
+    return found if isinstance(found, str) else "the step can come from the operators"
 
 
 def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> dict[str, Any]:
-    """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`), or {} where
-    the accelerator, a peak or a ceiling is missing.
+    """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`) with the device's
+    measured kernels, or {} where the accelerator or a kernel table is missing.
 
     The step of one device (the whole model, b samples) is T1 = sum of the operator classes; it enters
     the data-parallel model as the kernel efficiency it implies, u = b (F + F_re) / (P T1), so that
     b (F + F_re) / (P u) = T1 (E counted in T1's memory-bound class).
     """
-    accelerator: Accelerator | None = out["accelerator"]
-    if accelerator is None:
-        return {}
     matmul_format, sixteen = operator_formats(out)
-    ceiling, attention, experts, source = _ceilings(out, matmul_format, sixteen)
-    if ceiling is None or attention is None:
+    kernels = _device_kernels(out, matmul_format)
+    if isinstance(kernels, str):
         return {}
+    accelerator: Accelerator = out["accelerator"]
+    ceiling, attention, experts, source = _ceilings(out, kernels, matmul_format)
     try:
-        matmul_peak = to_canonical(accelerator.peak_flops(MATMUL_FORMATS[matmul_format]), "compute_rate")
-        attention_peak = to_canonical(accelerator.peak_flops(sixteen), "compute_rate")
         peak = peak_flops(accelerator, out["precision"] or "fp16")
     except InputError:
         return {}
     facts = workload_facts(workload)
     shape = shape_numbers(workload, recompute)
-    units = float(accelerator.compute_units.count) if accelerator.compute_units is not None else math.nan
     bandwidth = to_canonical(out["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth")
     fused = bool(out["fused_elementwise"])
     cast = cast_bytes_per_element(matmul_format, fused)
     width = BYTES_PER_ELEMENT[MATMUL_FORMATS[matmul_format]]
     numbers: dict[str, float] = {
-        **shape, "parameters": facts.parameters, "matmul_peak": matmul_peak, "matmul_ceiling": ceiling,
-        "attention_peak": attention_peak, "attention_ceiling": attention, "memory_bandwidth": bandwidth,
-        "expert_ceiling": experts,
-        "compute_units": units, "cast_bytes": cast, "matmul_bytes": width, "fused_elementwise": float(fused),
+        **shape, "parameters": facts.parameters, "matmul_peak": kernels.matmul_peak, "matmul_ceiling": ceiling,
+        "attention_peak": kernels.sixteen_bit_peak, "attention_ceiling": attention, "memory_bandwidth": bandwidth,
+        "expert_ceiling": experts, "compute_units": kernels.compute_units, "cast_bytes": cast, "matmul_bytes": width,
+        "fused_elementwise": float(fused),
     }
-    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]))
+    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]),
+                            kernels.constants)
     active = shape["active_parameters"]
     recomputed = float(recompute_flops_per_sample(
         facts.parameters if active != active else active, shape["layers"], shape["hidden"], shape["seq_len"],
@@ -616,14 +621,15 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "mfu": batch * (model + recomputed) / (peak * step),
         "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source})",
         "matmul_ceiling": float(ceiling),
-        "matmul_peak": matmul_peak,
+        "matmul_peak": kernels.matmul_peak,
         "attention_ceiling": float(attention),
         "expert_ceiling": float(experts),
-        "attention_peak": attention_peak,
-        "compute_units": units,
+        "attention_peak": kernels.sixteen_bit_peak,
+        "compute_units": kernels.compute_units,
         "cast_bytes": cast,
         "matmul_bytes": width,
         "operators": times,
+        "kernels": kernels.constants,
         "matmul_format": matmul_format,
         "operator_efficiency": batch * (model + recomputed) / (peak * step),
     }

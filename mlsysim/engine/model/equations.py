@@ -45,6 +45,7 @@ from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.overlap import exposed_communication, interference_delay
 from mlsysim.physics.records import (
     Cluster,
+    KernelConstants,
     Layout,
     LayoutRecords,
     MixtureOfExperts,
@@ -435,7 +436,7 @@ def _inter_costs(
     return picked, best_codes
 
 
-def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
+def evaluate(x: Inputs, c: Choices = SEED_CHOICES, kernels: KernelConstants | None = None) -> Figures:
     """All result figures of one layout (floats) or many (arrays), in canonical units.
 
     The seed equations, with the opt-in terms at their neutral values
@@ -457,7 +458,7 @@ def evaluate(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     :func:`evaluate_layout` instead.
     """
     if _layout_priced(x, c):
-        return _with_mfu(x, _whole_run(x, c, evaluate_layout(x, c)))
+        return _with_mfu(x, _whole_run(x, c, evaluate_layout(x, c, kernels)))
     return _with_mfu(x, _evaluate_data_parallel(x, c))
 
 
@@ -891,7 +892,7 @@ def _scalar_mode(value: Num, name: str) -> float:
     return float(values[0])
 
 
-def layout_records(x: Inputs, c: Choices) -> LayoutRecords:
+def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None) -> LayoutRecords:
     """The records :func:`~mlsysim.physics.layout.layout_figures` prices a scenario's layout from.
 
     Shape: the workload's transformer (its mixture of experts and latent attention). Cluster:
@@ -948,7 +949,7 @@ def layout_records(x: Inputs, c: Choices) -> LayoutRecords:
         matmul_peak=x.matmul_peak, attention_ceiling=x.attention_ceiling, attention_peak=x.attention_peak,
         expert_ceiling=x.expert_ceiling, expert_imbalance=c.expert_imbalance,
         sharding_rate=c.sharding_rate if c.sharding_rate > 0 else nan,
-        pipeline_rate=c.pipeline_rate if c.pipeline_rate > 0 else nan,
+        pipeline_rate=c.pipeline_rate if c.pipeline_rate > 0 else nan, kernels=kernels,
     )
     return LayoutRecords(shape, cluster, layout, rates)
 
@@ -1006,7 +1007,7 @@ def _layout_of(records: LayoutRecords) -> LayoutFigures:
     return layout_figures(*records)
 
 
-def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
+def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES, kernels: KernelConstants | None = None) -> Figures:
     """All figures of a parallel layout: :func:`~mlsysim.physics.layout.layout_figures`, as :class:`Figures`.
 
     The update (docs/parallelism.md), plus the scenario's synchronisation cost:
@@ -1029,7 +1030,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     (tensor: t <= g; stage transfers: t p <= g; ZeRO-3's gathers: the shard group;
     the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
     """
-    records = layout_records(x, c)
+    records = layout_records(x, c, kernels)
     f = _layout_of(records)
     q, lay = f.terms, records.layout
     t, p = lay.tensor_parallel, lay.pipeline_parallel

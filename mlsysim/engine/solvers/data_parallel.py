@@ -128,7 +128,7 @@ def solve_checked(
     """
     x = model_inputs(values, numbers)
     c = choices_of(values["assumptions"], values["zero_stage"])  # type: ignore[arg-type]
-    figures = evaluate(x, c)
+    figures = evaluate(x, c, job.kernels if job is not None else None)
     check_finite(figures)
     return DataParallelScaleOutResult(
         figures, values, c, x, trace=constraint_trace, job=job or plain_job(values)

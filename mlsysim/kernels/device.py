@@ -1,0 +1,109 @@
+"""Everything the scenario's operators read of one accelerator's kernels, from the measured fits.
+
+:func:`device_kernels` gathers, for an accelerator, the linear layers' number format and a power
+limit, the constants of :mod:`mlsysim.kernels.matmul` (the per-kernel floor, the epilogue, the
+streaming efficiency, the clock sustained at the limit, the ceilings of the format and of the
+16-bit products), of :mod:`mlsysim.kernels.attention` (the fused kernel's forward and backward
+constants in 16 bits) and of :mod:`mlsysim.kernels.memory` (the memory-bound kernels' share of the
+bandwidth and floor), as the physics' :class:`~mlsysim.physics.records.KernelConstants`. A table
+that is missing is named in a one-line :class:`~mlsysim.core.exceptions.InputError`, with how to
+supply one; nothing falls back to another format or accelerator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from mlsysim.core.exceptions import InputError
+from mlsysim.hardware.types import Accelerator
+from mlsysim.kernels._accelerator import accelerator_entry
+from mlsysim.kernels.attention import attention_constants
+from mlsysim.kernels.matmul import MatmulFit, matmul_params
+from mlsysim.kernels.memory import memory_constants
+from mlsysim.physics.records import AttentionPass, KernelConstants
+
+SIXTEEN_BIT = "bf16"
+"""The format of the attention core and the output layer (fp16 runs at the same tensor-core rate)."""
+
+
+class DeviceKernels(NamedTuple):
+    """One accelerator's kernels for a scenario: the constants, and the peaks and ceilings of its formats (SI)."""
+
+    constants: KernelConstants
+    matmul_peak: float
+    matmul_ceiling: float
+    sixteen_bit_peak: float
+    sixteen_bit_ceiling: float
+    compute_units: float
+    sources: str
+    """Which fits priced them, in words (for the origins of explain)."""
+
+
+def _attention(accelerator: Accelerator, fit: Mapping[str, Any] | None) -> dict[str, AttentionPass | float | None]:
+    """The fused attention constants in 16 bits: each pass's, or the two passes' together; NaN/None if none."""
+    out: dict[str, AttentionPass | float | None] = {}
+    for key, direction in (("attention_forward", "forward"), ("attention_backward", "backward"),
+                           ("attention_both", "forward+backward")):
+        constants = attention_constants(accelerator, SIXTEEN_BIT, direction, fit)
+        if constants is not None:
+            out[key] = AttentionPass(constants.scale, constants.loop_overhead, constants.ceiling)
+            out["head_overhead"], out["attention_floor"] = constants.head_overhead, constants.floor
+    return out
+
+
+def _device_kernels(
+    accelerator: Accelerator, matmul_format: str, power_limit: float | None, matmul: MatmulFit | None,
+) -> DeviceKernels:
+    linear = matmul_params(accelerator, matmul_format, power_limit=None if power_limit is None else _watts(
+        power_limit), fit=matmul)
+    sixteen = matmul_params(accelerator, SIXTEEN_BIT, power_limit=None if power_limit is None else _watts(
+        power_limit), fit=matmul)
+    fraction, floor = memory_constants(accelerator)
+    constants = KernelConstants(
+        launch=linear.launch, fill=linear.fill, epilogue_share=linear.epilogue_share,
+        stream_efficiency=linear.memory_efficiency, sustained=linear.sustained, memory_fraction=fraction,
+        memory_floor=floor, **_attention(accelerator, None),  # type: ignore[arg-type]
+    )
+    return DeviceKernels(constants, linear.peak, linear.ceiling, sixteen.peak, sixteen.ceiling, linear.compute_units,
+                         "kernel tables (mlsysim/data/kernels)")
+
+
+def _watts(value: float) -> object:
+    from mlsysim.core.units import quantity
+
+    return quantity(value, "W")
+
+
+def device_kernels(
+    accelerator: Accelerator | str, matmul_format: str = "bf16", *, power_limit: float | None = None,
+    matmul: MatmulFit | None = None,
+) -> DeviceKernels:
+    """The kernels of ``accelerator`` with its linear layers in ``matmul_format``, at ``power_limit`` watts
+    (None: its TDP); ``matmul``: a matrix-product fit of the user's own (None: the shipped one)."""
+    entry = accelerator_entry(accelerator)
+    key = (id(entry), matmul_format, power_limit, id(matmul))
+    found = _CACHE.get(key)
+    if found is None or found[0] is not entry or found[1] is not matmul:
+        found = _CACHE[key] = (entry, matmul, _device_kernels(entry, matmul_format, power_limit, matmul))
+    return found[2]
+
+
+_CACHE: dict[tuple[int, str, float | None, int], tuple[Accelerator, MatmulFit | None, DeviceKernels]] = {}
+"""Each accelerator's kernels by identity (registry entries are not hashable): the entry and the fit are kept
+with them, so an identity is never reused for another."""
+
+
+def attention_missing(accelerator: Accelerator, kernels: DeviceKernels) -> str | None:
+    """Why fused attention cannot be priced on ``accelerator`` (no table in 16 bits), or None."""
+    c = kernels.constants
+    if (c.attention_forward is not None and c.attention_backward is not None) or c.attention_both is not None:
+        return None
+    if math.isnan(float(c.attention_floor)):
+        return (f"no fused-attention table covers {accelerator.name} in {SIXTEEN_BIT}; supply one (an attention "
+                "table in the kernel tables format, `mlsysim calibrate kernels FILE`) or set flash_attention=false")
+    return None
+
+
+__all__ = ["DeviceKernels", "InputError", "attention_missing", "device_kernels"]
