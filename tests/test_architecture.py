@@ -22,7 +22,7 @@ LAYERS = {
     "hardware": {"core", "physics"},
     "engine": {"core", "physics", "models", "hardware", "data"},
     "validation": {"core", "models", "hardware", "engine", "data"},
-    "planning": {"core", "physics", "models", "hardware", "engine", "validation", "data"},
+    "planning": {"core", "physics", "models", "hardware", "engine", "data"},
 }
 """What each layer may import (besides itself); cli, ui and viz sit on top and may import any.
 
