@@ -24,7 +24,7 @@ import tracemalloc
 import numpy as np
 
 from mlsysim import Q_, Scenarios, sweep
-from mlsysim.engine.results import QUANTITY_FIELDS
+from mlsysim.engine.results import SEED_FIELDS, text_labels
 
 BASE = Scenarios.Gpt2DataParallelFourNodes10GbE
 
@@ -101,7 +101,7 @@ def max_relative_difference(ax: dict, samples: int, seed: int = 0) -> tuple[floa
     worst = 0.0
     rows = rng.choice(len(table), size=min(samples, len(table)), replace=False)
     numeric = [
-        *QUANTITY_FIELDS,
+        *(name for name in SEED_FIELDS if name not in text_labels()),
         "speedup",
         "efficiency",
         "compute_share",
@@ -111,6 +111,7 @@ def max_relative_difference(ax: dict, samples: int, seed: int = 0) -> tuple[floa
         "n_devices",
         "global_batch",
     ]
+    numeric = list(dict.fromkeys(numeric))
     for i in rows:
         result = table.scenario(int(i)).result
         for field in numeric:

@@ -23,7 +23,7 @@ LAYERS = {
     "kernels": {"core", "physics", "hardware", "data"},
     "engine": {"core", "physics", "models", "hardware", "kernels", "data"},
     "validation": {"core", "models", "hardware", "kernels", "engine", "data"},
-    "planning": {"core", "physics", "models", "hardware", "kernels", "engine", "validation", "data"},
+    "planning": {"core", "physics", "models", "hardware", "kernels", "engine", "data"},
 }
 """What each layer may import (besides itself); cli, ui and viz sit on top and may import any.
 

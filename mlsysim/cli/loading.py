@@ -27,7 +27,7 @@ def load(
             )
         from mlsysim.engine.io.overrides import scenario_from_assignments
 
-        return ready(scenario_from_assignments(sets))
+        return scenario_from_assignments(sets)
     if name is not None and file is not None:
         raise click.BadParameter(
             f"give a scenario name or --file FILE, not both (got {name!r} and {file!r})"
@@ -41,15 +41,5 @@ def load(
 
         assert name is not None  # both None returned above
         scenario = Scenarios.get(name)
-    return ready(apply_overrides(scenario, sets or []))
+    return apply_overrides(scenario, sets or [])
 
-
-def ready(scenario: DataParallelScaleOutScenario) -> DataParallelScaleOutScenario:
-    """``scenario`` with the residuals of its prediction intervals at hand
-    (:func:`mlsysim.validation.intervals.ensure_scores`: computed once for assumptions the
-    package stores none for)."""
-    if not scenario.assumptions.is_seed():
-        from mlsysim.validation.intervals import ensure_scores
-
-        ensure_scores(scenario.assumptions)
-    return scenario

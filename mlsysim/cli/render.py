@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         Comparison,
         ConstantCheck,
         CrossValidation,
+        NestedCheck,
         Summary,
     )
 
@@ -447,6 +448,7 @@ def print_validation(
     lofo: CrossValidation | None = None,
     held_out: CrossValidation | None = None,
     jitter: ConstantCheck | None = None,
+    nested: NestedCheck | None = None,
 ) -> None:
     """Measured vs predicted efficiency per case (seed, realistic with its 80% interval),
     errors per family, the overall figures (held out first, in sample second), and every
@@ -537,6 +539,8 @@ def print_validation(
             f"({lead.family_coverage:.0%} of the average family), median width "
             f"{lead.median_width * 100:.1f} pt"
         )
+    if nested is not None:
+        console.print(nested_line(nested))
     in_sample = totals["realistic"]
     console.print(
         f"realistic, in sample (fitted on every case): median |error| "
@@ -547,7 +551,7 @@ def print_validation(
     console.print(
         f"realistic 80% interval: predicted + [{band[0]:+.3f}, {band[1]:+.3f}] x s, s = "
         f"{DIFFICULTY_FORMULA}{', N nodes' if 'log2(N)' in DIFFICULTY_FORMULA else ''} "
-        "(e the predicted efficiency; normalised conformal over families, each weighing "
+        "(e the predicted efficiency; one conformal quantile over families, each weighing "
         "alike, from residuals of each case predicted without its family); at e = 1 it "
         f"still reaches {-band[0] * 100:.1f} pt below, the floor for the loss no term models"
         "  (* = measured outside)"
@@ -560,6 +564,16 @@ def print_validation(
             f"pt without (mean {pt(jitter.with_it.mean * 100)} against "
             f"{pt(jitter.without_it.mean * 100)}): {kept}"
         )
+
+
+def nested_line(nested: NestedCheck) -> str:
+    """The fully nested check of the 80% interval, in one line (``validate published --cv``)."""
+    return (
+        "realistic, fully nested (each family left out of the jitter's fit behind every residual "
+        "of its band, of the band's weights and of the band): the 80% interval covers "
+        f"{nested.coverage:.0%} of cases ({nested.family_coverage:.0%} of the average family), "
+        f"median width {nested.median_width * 100:.1f} pt"
+    )
 
 
 def _registry_figures() -> dict[str, Callable[[Any], str]]:

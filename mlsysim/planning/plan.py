@@ -509,7 +509,6 @@ def _with_confidence(
     from dataclasses import replace
 
     from mlsysim.engine.reports.bands import confidence_band, layout_confidence
-    from mlsysim.validation.intervals import ensure_scores
 
     if "assumptions" in axes or any(name.startswith("assumptions.") for name in axes):
         raise InputError(
@@ -527,7 +526,6 @@ def _with_confidence(
             f"non-seed assumptions, e.g. {setting('assumptions', 'realistic')}",
             field="confidence",
         )
-    ensure_scores(scenario.assumptions)
     z = None if scenario.assumptions.is_seed() else confidence_band(scenario.assumptions, confidence)
     rho = layout_confidence(scenario.assumptions, confidence)
     return replace(constraints, confidence=float(confidence), confidence_z=z, confidence_rho=rho)

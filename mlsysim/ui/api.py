@@ -210,10 +210,6 @@ def scenario_of(request: Request) -> DataParallelScaleOutScenario:
         scenario = scenario_from(request.scenario, request.changes)
     except FieldErrors as exc:
         raise ApiError(exc.errors) from None
-    if not scenario.assumptions.is_seed():
-        from mlsysim.validation.intervals import ensure_scores
-
-        ensure_scores(scenario.assumptions)  # the residuals of its intervals, computed once
     return scenario
 
 

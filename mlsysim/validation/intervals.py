@@ -1,16 +1,19 @@
-"""Scores of the published cases for the prediction intervals, computed by running the model.
+"""The build step of the prediction intervals: score the published runs, write the stored bands.
 
-The band's arithmetic lives in :mod:`mlsysim.engine.reports.bands` (results and explain read
-it there); this module computes what it is built from, the out-of-family residuals of
-the published cases over their difficulty, which needs the engine itself:
+The band's arithmetic lives in :mod:`mlsysim.engine.reports.bands` and the stored bands are
+read by :mod:`mlsysim.engine.reports.band_store` (results, explain and the planner read them
+there, and nothing there runs the model); this module computes what they are built from, which
+needs the engine itself:
 
-* :func:`published_scores` computes them for any assumptions (a second or two);
-* :func:`ensure_scores` registers them for assumptions the package stores none for
-  (the command line and the page call it before they print an interval);
-* ``python -m mlsysim.validation.intervals`` writes the scores stored with the package
-  (``mlsysim/data/interval_scores.json``: the realistic preset), so a result under
-  those assumptions gets its interval at once; ``tests/validation/test_intervals.py``
-  checks the stored scores equal a fresh computation.
+* :func:`published_scores`: the out-of-family residuals of the published data-parallel cases
+  over their difficulty, for any assumptions (a second or two);
+* :func:`model_parallel_scores`: the held-out errors of the published model-parallel runs;
+* ``python -m mlsysim.validation.intervals`` writes both, for each of :data:`STORED_PRESETS`,
+  to ``mlsysim/data/interval_scores.json`` (with each preset's fields, by which the nearest
+  stored band of other assumptions is found); ``tests/validation/test_intervals.py`` checks
+  the stored file equals what this step computes now.
+
+Run it after a change of the model, the published data or a preset.
 """
 
 from __future__ import annotations
@@ -22,16 +25,8 @@ from functools import cache
 from pathlib import Path
 
 from mlsysim.engine.inputs.assumptions import Assumptions
-from mlsysim.engine.reports.bands import _REGISTERED as _registered
-from mlsysim.engine.reports.bands import (
-    Scores,
-    assumptions_key,
-    difficulty,
-    layout_scores,
-    register_layout_scores,
-    register_scores,
-    stored_scores,
-)
+from mlsysim.engine.reports.band_store import STORE, Scores, assumption_texts, assumptions_key
+from mlsysim.engine.reports.bands import difficulty
 
 
 @cache
@@ -51,19 +46,6 @@ def published_scores(assumptions: Assumptions) -> Scores:
     )
 
 
-def ensure_scores(assumptions: Assumptions) -> None:
-    """Make intervals under ``assumptions`` available: a user's registered scores or the
-    package's stored ones are kept; otherwise the published cases are scored and registered
-    (the data-parallel cases for non-seed assumptions, the model-parallel runs for any)."""
-    if layout_scores(assumptions) is None:
-        found = model_parallel_scores(assumptions)
-        register_layout_scores(assumptions, found.values, found.source)
-    if assumptions.is_seed() or assumptions in _registered or stored_scores(assumptions):
-        return
-    found = published_scores(assumptions)
-    register_scores(assumptions, found.values, found.source, found.groups)
-
-
 def model_parallel_scores(assumptions: Assumptions) -> Scores:
     """The held-out errors of the published model-parallel runs under ``assumptions`` (cached)."""
     from mlsysim.validation.parallel import layout_scores as run_scores
@@ -71,25 +53,23 @@ def model_parallel_scores(assumptions: Assumptions) -> Scores:
     return run_scores(assumptions)
 
 
-STORED_PRESETS = {"realistic": Assumptions.realistic}
-"""The assumptions whose published scores are stored with the package."""
+STORED_PRESETS: dict[str, Callable[[], Assumptions]] = {"seed": Assumptions, "realistic": Assumptions.realistic}
+"""The assumptions whose scores are stored with the package, for both kinds of band. The seed's
+data-parallel band serves only other assumptions nearer the seed than the realistic preset
+(the seed's own data-parallel result is a bound, without an interval)."""
 
-STORED_LAYOUT_PRESETS = {"seed": Assumptions, "realistic": Assumptions.realistic}
-"""The assumptions whose model-parallel runs' held-out errors are stored with the package."""
-
-STORE = Path(__file__).parents[1] / "data" / "interval_scores.json"
+PATH = Path(__file__).parents[1] / STORE
 
 
-def _stored(
-    presets: dict[str, Callable[[], Assumptions]], compute: Callable[[Assumptions], Scores], values: str
-) -> dict[str, object]:
+def _stored(compute: Callable[[Assumptions], Scores], values: str) -> dict[str, object]:
     """Each preset's scores under the key of its assumptions, as the stored file holds them."""
     out: dict[str, object] = {}
-    for name, make in presets.items():
+    for name, make in STORED_PRESETS.items():
         assumptions = make()
         found = compute(assumptions)
         out[assumptions_key(assumptions)] = {
             "assumptions": name,
+            "fields": assumption_texts(assumptions),
             "source": found.source,
             values: [float(z) for z in found.values],
             "families": list(found.groups or ()),
@@ -100,17 +80,20 @@ def _stored(
 def stored_document() -> dict[str, object]:
     """The content of ``mlsysim/data/interval_scores.json``, computed now."""
     return {
-        "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.reports.bands)",
+        "what": "normalised out-of-family residuals of the published cases (mlsysim.engine.reports.bands), "
+        "and held-out errors of the published model-parallel runs, per set of assumptions",
         "written_by": "python -m mlsysim.validation.intervals",
-        "scores": _stored(STORED_PRESETS, published_scores, "scores"),
-        "layout_scores": _stored(STORED_LAYOUT_PRESETS, model_parallel_scores, "errors"),
+        "nearest": "assumptions with no band here get the one whose fields differ in the fewest choices, "
+        "ties to the wider 80% band (mlsysim.engine.reports.band_store)",
+        "scores": _stored(published_scores, "scores"),
+        "layout_scores": _stored(model_parallel_scores, "errors"),
     }
 
 
 def main() -> int:
-    """Write the stored scores (after a change of the model, the data or the preset)."""
-    STORE.write_text(json.dumps(stored_document(), indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {STORE}", file=sys.stderr)
+    """Write the stored scores (after a change of the model, the data or a preset)."""
+    PATH.write_text(json.dumps(stored_document(), indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {PATH}", file=sys.stderr)
     return 0
 
 

@@ -598,7 +598,7 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     difficulty of :mod:`mlsysim.engine.reports.bands`; a file that names another difficulty (written
     by a version that normalised them otherwise) is refused: fit its runs again."""
     from mlsysim.core.tomlfile import parse_toml
-    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA, register_scores
+    from mlsysim.engine.reports.bands import DIFFICULTY_FORMULA
 
     file = Path(os.path.expanduser(os.fspath(path)))
     data, lines = parse_toml(read_text(file), file)
@@ -619,7 +619,6 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
     layout_runs = layouts.get("runs") if isinstance(layouts, dict) else None
     if isinstance(layout_runs, int) and not isinstance(layout_runs, bool):
         count += layout_runs
-    _register_range(data.get("range"), count, assumptions, file, lines)
     interval = data.get("interval")
     if isinstance(interval, dict) and "scores" in interval:
         named = interval.get("difficulty", DIFFICULTY_FORMULA)
@@ -643,12 +642,13 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
                 loc=("interval", "scores"),
             )
         try:
-            register_scores(assumptions, scores, str(interval.get("source", file.name)))
+            assumptions = assumptions.with_interval_scores(scores, str(interval.get("source", file.name)))
         except InputError as exc:
             raise ScenarioFileError(
                 exc.message, path=str(file), line=lines.get(("interval", "scores")),
                 loc=("interval", "scores"),
             ) from None
+    _register_range(data.get("range"), count, assumptions, file, lines)  # the loaded object's
     return assumptions
 
 

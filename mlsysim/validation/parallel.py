@@ -60,7 +60,7 @@ import numpy as np
 from mlsysim.core.units import quantity
 from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.io.files import assumptions_value
-from mlsysim.engine.reports.bands import Scores
+from mlsysim.engine.reports.band_store import Scores
 
 SEED = Assumptions()
 """The assumptions the published runs are predicted under by default: the links at their

@@ -74,17 +74,20 @@ MAX_LIMIT = 0.206
 32-node TensorFlow 2 BERT FP32 run on DGX-2H, docs/model.md, section 4.7)."""
 MEAN_LIMIT = 0.015
 """... and its mean signed error within +-1.5 points, in sample and held out (issue 23)."""
-COVERAGE_FLOOR = 0.80
-"""80% prediction intervals must cover at least 80% of the cases of the families left out
-(issue 29: about 80%, whatever width that takes; reached 86%, 85% of the average family:
-each family's band weighs the other families alike, :func:`mlsysim.engine.reports.bands.conformal_band`)."""
-WIDTH_LIMIT = 0.175
-"""... at a median width of at most 17.5 points (reached 17.5 held out, 17.4 in sample with
-the difficulty s = 1 + 2 e (1 - e) of :mod:`mlsysim.engine.reports.bands`; issue 23 asked 14 with
-bands that covered 77% of families left out and 55% of families the project had never seen)."""
-NESTED_WIDTH_LIMIT = 0.185
-"""... and 18.5 points when the band's weights are picked again without each family (nested,
-:func:`choose_difficulty_weights`)."""
+COVERAGE_WINDOW = (0.75, 0.85)
+"""80% prediction intervals must cover 75-85% of the cases of the families left out, by case and
+for the average family (issue 40: a band that holds out of family, neither short nor padded;
+issue 29 asked at least 80%, and the band that met it held 88% with each family left out of
+everything its band is built from). Reached, fully nested (:func:`nested_cross_validate`):
+82% (81% of the average family); each family left out of the jitter's fit and of the residuals
+(:func:`cross_validate`): 77% (79%); with the weights picked again without each family
+(:func:`choose_difficulty_weights`): 76% (docs/model.md, section 4.5)."""
+WIDTH_LIMIT = 0.149
+"""... at a median width of at most 14.9 points (reached 14.8 held out, 14.9 in sample with one
+band for every layout, s = 1; issue 23 asked 14 with bands that covered 77% of families left out
+and 55% of families the project had never seen; the band of issue 29, 17.5 at 86%)."""
+NESTED_WIDTH_LIMIT = 0.149
+"""... and 14.8 points fully nested, and when the weights are picked again without each family."""
 FAMILIES_NOT_BEATING_SEED = frozenset(
     {
         "PyTorch BERT SQuAD fine-tuning",
@@ -846,6 +849,27 @@ class WeightChoice:
     nested_choices: dict[str, tuple[float, float]]
 
 
+def _best_weights(
+    predicted: np.ndarray,
+    residuals: np.ndarray,
+    families: np.ndarray,
+    scales: dict[tuple[float, float], np.ndarray],
+    level: float,
+    within: np.ndarray,
+) -> tuple[float, float]:
+    """The difficulty's weights (of ``scales``, in their order: ties to the first) whose
+    held-out bands over the cases ``within`` (each family left out of its own band in turn)
+    have the lowest :func:`interval_score` averaged over those families."""
+    measured = residuals + predicted
+
+    def score(pair: tuple[float, float]) -> float:
+        lows, highs = _held_out_bands(predicted, residuals, families, scales[pair], level, within)
+        per_case = interval_score(lows, highs, measured, level)
+        return family_mean(per_case[within], families[within])
+
+    return min(scales, key=score)
+
+
 def choose_difficulty_weights(
     assumptions: Assumptions | None = None,
     *,
@@ -878,13 +902,8 @@ def choose_difficulty_weights(
     def bands(pair: tuple[float, float], within: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _held_out_bands(oof.predicted, oof.residuals, families, scales[pair], level, within)
 
-    def score(pair: tuple[float, float], within: np.ndarray) -> float:
-        lows, highs = bands(pair, within)
-        per_case = interval_score(lows, highs, measured, level)
-        return family_mean(per_case[within], families[within])
-
     def pick(within: np.ndarray) -> tuple[float, float]:
-        return min(pairs, key=lambda pair: score(pair, within))
+        return _best_weights(oof.predicted, oof.residuals, families, scales, level, within)
 
     everyone = np.ones(len(oof.cases), dtype=bool)
     grid: dict[tuple[float, float], tuple[float, float, float]] = {}
@@ -909,6 +928,97 @@ def choose_difficulty_weights(
         nested_width=float(np.median(highs - lows)),
         nested_choices=choices,
     )
+
+
+@cache
+def _jitter_without(assumptions: Assumptions, left_out: frozenset[str], subset: str = "all") -> Assumptions:
+    """``assumptions`` with the host jitter refitted on the cases outside the families
+    ``left_out`` (as given where they hold no fitted jitter, :func:`refits_host_jitter`)."""
+    if not refits_host_jitter(assumptions):
+        return assumptions
+    train = tuple(c for c in cases_of(subset) if c.family not in left_out)
+    return assumptions.variant(host_jitter=quantity(fit_host_jitter(assumptions, train), "s"))
+
+
+@dataclass(frozen=True)
+class NestedCheck:
+    """The fully nested leave-one-family-out check of the data-parallel band: every family F
+    left out of everything its band is built from (:func:`nested_cross_validate`).
+
+    ``covered`` / ``lows`` / ``highs``: per case, its family's band and whether it holds the
+    measurement; ``choices``: family -> the difficulty's weights picked without it."""
+
+    cases: tuple[Case, ...]
+    covered: np.ndarray
+    lows: np.ndarray
+    highs: np.ndarray
+    choices: dict[str, tuple[float, float]]
+    level: float
+
+    @property
+    def coverage(self) -> float:
+        return float(np.mean(self.covered))
+
+    @property
+    def family_coverage(self) -> float:
+        """The coverage of the average family (each family weighing alike)."""
+        return family_mean(self.covered, [c.family for c in self.cases])
+
+    @property
+    def median_width(self) -> float:
+        return float(np.median(self.highs - self.lows))
+
+
+@cache
+def nested_cross_validate(
+    assumptions: Assumptions | None = None,
+    *,
+    level: float = 0.8,
+    subset: str = "all",
+    loss_weights: tuple[float, ...] = LOSS_WEIGHTS,
+    node_weights: tuple[float, ...] = NODE_WEIGHTS,
+) -> NestedCheck:
+    """The honest figure of the band a result gets, for a family the model has not seen: each
+    family F in turn is left out of *everything* its band is built from (cached).
+
+    For F: every other family G is predicted with the host jitter refitted without F and G
+    (:func:`_jitter_without`; F's cases never move a residual its band is built from); the
+    difficulty's weights are picked on those residuals alone, by the rule of
+    :func:`choose_difficulty_weights` (the lowest interval score of the other families, each
+    left out in turn); F's band is the conformal band of the other families' scores under
+    those weights (:func:`mlsysim.engine.reports.bands.conformal_band`, each family weighing
+    alike), around F's prediction with the jitter refitted without F, scaled by F's own
+    difficulty. The check counts how often F's measurements fall inside (docs/model.md,
+    section 4.5; ``mlsysim validate published --cv`` prints it). The inner pick of the weights
+    reuses the residuals without F and G, not a third level of refits: one constant moving a
+    fraction of a millisecond between those fits.
+    """
+    from mlsysim.engine.reports.bands import difficulty
+
+    a = assumptions or Assumptions.realistic()
+    cases = cases_of(subset)
+    families = np.asarray([c.family for c in cases])
+    measured = np.asarray([c.measured_eff for c in cases])
+    nodes = nodes_of_cases(cases)
+    names = list(dict.fromkeys(families.tolist()))
+    pairs = [(w_l, w_n) for w_l in loss_weights for w_n in node_weights]
+    lows, highs = np.empty(len(cases)), np.empty(len(cases))
+    choices: dict[str, tuple[float, float]] = {}
+    for family in names:
+        predicted = np.empty(len(cases))
+        for other in names:
+            held = families == other
+            fitted = _jitter_without(a, frozenset({family, other}), subset)
+            predicted[held] = predict_all(fitted, tuple(c for c, h in zip(cases, held, strict=True) if h))
+        residuals = measured - predicted
+        scales = {pair: difficulty(predicted, nodes, *pair) for pair in pairs}
+        choices[family] = _best_weights(predicted, residuals, families, scales, level, families != family)
+        everyone = np.ones(len(cases), dtype=bool)
+        low, high = _held_out_bands(predicted, residuals, families, scales[choices[family]], level, everyone)
+        held = families == family
+        lows[held], highs[held] = low[held], high[held]
+    covered = (measured >= lows) & (measured <= highs)
+    return NestedCheck(cases, covered, lows, highs, choices, level)
 
 
 def in_sample_coverage(

@@ -270,7 +270,7 @@ def test_idle_power_lowers_the_energy_by_the_update_s_waiting_share():
 
 
 def test_the_failure_rate_leaves_the_prediction_intervals_as_they_are():
-    from mlsysim.engine.reports.bands import assumptions_key
+    from mlsysim.engine.reports.band_store import assumptions_key
 
     realistic = Assumptions.realistic()
     assert assumptions_key(realistic) == assumptions_key(

@@ -209,6 +209,7 @@ def test_scores_over_another_difficulty_are_refused(tmp_path):
     text = assumptions_toml(fit, "runs.csv", "realistic")
     assert f'difficulty = "{DIFFICULTY_FORMULA}"' in text
     path = tmp_path / "old.toml"
-    path.write_text(text.replace(DIFFICULTY_FORMULA, "0.2 + e C / (A T1 + C)"))
+    named = f'difficulty = "{DIFFICULTY_FORMULA}"'
+    path.write_text(text.replace(named, 'difficulty = "0.2 + e C / (A T1 + C)"'))
     with pytest.raises(ScenarioFileError, match=r"old\.toml:\d+: interval\.difficulty"):
         load_assumptions(path)

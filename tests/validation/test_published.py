@@ -17,7 +17,7 @@ from mlsysim import Q_, Assumptions
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.reports.bands import conformal_band
 from mlsysim.validation.published import (
-    COVERAGE_FLOOR,
+    COVERAGE_WINDOW,
     FAMILIES,
     FAMILIES_NOT_BEATING_SEED,
     HELD_OUT_MEDIAN_LIMIT,
@@ -40,6 +40,7 @@ from mlsysim.validation.published import (
     interval_score,
     load_cases,
     memory_bandwidth_of,
+    nested_cross_validate,
     out_of_family,
     predict_all,
     scenario_for,
@@ -48,10 +49,16 @@ from mlsysim.validation.published import (
 )
 from tests.validation.limits import ImprovementNote, hold
 
-ISSUE_TARGETS = {"median": 0.040, "mean": 0.015, "coverage": 0.80}
+ISSUE_TARGETS = {"median": 0.040, "mean": 0.015, "coverage": (0.75, 0.85)}
 """Issue 23's targets on families left out (its width target, 14 points, was met by bands
-that covered 77% of the families left out and 55% of families never seen; issue 29 asks
-about 80% on families left out, whatever width that takes)."""
+that covered 77% of the families left out and 55% of families never seen); the coverage is
+issue 40's: 75-85% of the families left out of everything their band is built from, whatever
+width that takes."""
+
+
+def within(coverage: float) -> bool:
+    low, high = COVERAGE_WINDOW
+    return low <= coverage <= high
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +88,7 @@ def test_limits_are_the_issue_targets_or_documented_misses(lofo):
     (docs/model.md): a regression fails the test; an improvement passes it with a note
     (:class:`tests.validation.limits.ImprovementNote`), never a failure."""
     assert ISSUE_TARGETS["mean"] == MEAN_LIMIT
-    assert ISSUE_TARGETS["coverage"] == COVERAGE_FLOOR
+    assert ISSUE_TARGETS["coverage"] == COVERAGE_WINDOW
     assert ISSUE_TARGETS["median"] == HELD_OUT_MEDIAN_LIMIT or (
         lofo.summary.median_abs > ISSUE_TARGETS["median"]
     )
@@ -129,10 +136,10 @@ def test_leave_one_family_out_errors_and_coverage(lofo):
     hold("held-out median |error|", s.median_abs, HELD_OUT_MEDIAN_LIMIT)
     hold("held-out worst |error|", s.max_abs, MAX_LIMIT)
     assert abs(s.mean) <= MEAN_LIMIT
-    # at least 80% of the families left out, whatever width that takes (issue 29); the
-    # coverage above it is no improvement to note (the width is the figure that narrows)
-    assert lofo.coverage >= COVERAGE_FLOOR, f"held-out 80% coverage {lofo.coverage:.2f}"
-    assert lofo.family_coverage >= COVERAGE_FLOOR, f"average family {lofo.family_coverage:.2f}"
+    # 75-85% of the families left out, whatever width that takes (issue 40); inside the window
+    # the width is the figure that narrows
+    assert within(lofo.coverage), f"held-out 80% coverage {lofo.coverage:.2f}"
+    assert within(lofo.family_coverage), f"average family {lofo.family_coverage:.2f}"
     hold("held-out median width", lofo.median_width, WIDTH_LIMIT)
     assert len(lofo.jitters) == len({c.family for c in load_cases()})
     assert np.all(lofo.lows <= [c.predicted for c in lofo.comparisons])
@@ -145,7 +152,7 @@ def test_the_band_keeps_a_floor_where_the_model_sees_no_loss():
 
     a = Assumptions.realistic()
     floor = unmodelled_loss_floor(a)
-    assert 0.09 < floor < 0.10  # reached: 9.5 points
+    assert 0.075 < floor < 0.09  # reached: 8.2 points
     e = np.array([0.3, 0.5, 0.8, 0.9, 0.97, 0.995, 1.0])
     low, high = efficiency_interval_of(a, e, np.full(e.size, 8.0))
     assert np.all(e - low >= floor - 1e-12)
@@ -191,7 +198,7 @@ def test_out_of_family_predictions_never_see_their_family():
 
 def test_in_sample_coverage_of_the_80_percent_band():
     coverage, width = in_sample_coverage(Assumptions.realistic())
-    assert coverage >= COVERAGE_FLOOR  # reached: 89%
+    assert within(coverage)  # reached: 83%
     hold("in-sample median width", width, WIDTH_LIMIT)
 
 
@@ -297,23 +304,43 @@ def test_conformal_band_order_statistics():
         conformal_band(r, 1.0)
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.lists(st.floats(-1.0, 1.0), min_size=2, max_size=60), st.floats(0.05, 0.95))
-def test_conformal_band_of_singleton_groups_is_the_order_statistics(values, level):
-    r = np.asarray(values)
-    assert conformal_band(r, level, [str(i) for i in range(r.size)]) == conformal_band(r, level)
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-64, 64), st.integers(0, 7)), min_size=2, max_size=60),
+    st.floats(0.05, 0.95),
+    st.sampled_from([0.25, 0.5, 2.0, 8.0]),
+    st.integers(-64, 64),
+)
+def test_the_family_band_holds_its_share_of_the_families(rows, level, scale, shift):
+    """The band holds at least (G + 1) L of the G families' weight (all of it where that is
+    more than G), holds the pooled median, and moves with the residuals' units and origin
+    (residuals in 64ths, scales of powers of two: exact in binary, so ties stay ties)."""
+    r = np.asarray([v / 64 for v, _ in rows])
+    shift = shift / 64
+    groups = [str(g) for _, g in rows]
+    low, high = conformal_band(r, level, groups)
+    names, index, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    inside = float(np.sum((1.0 / counts[index])[(r >= low - 1e-12) & (r <= high + 1e-12)]))
+    assert inside >= min((names.size + 1) * level, names.size) - 1e-9
+    order = np.argsort(r, kind="stable")
+    median = r[order][np.searchsorted(np.cumsum((1.0 / counts[index])[order]) / names.size, 0.5 - 1e-12)]
+    assert low <= median <= high
+    moved = conformal_band(scale * r + shift, level, groups)
+    assert moved == (pytest.approx(scale * low + shift, abs=1e-9), pytest.approx(scale * high + shift, abs=1e-9))
 
 
 def test_conformal_band_weighs_each_group_alike():
-    """Ten well-predicted members of one family do not narrow the band of the next family:
+    """Forty well-predicted members of one family do not narrow the band of the next family:
     with families as the unit, 4 families (G + 1 = 5) reach their extreme residuals."""
     r = np.array([0.0] * 40 + [-0.1, 0.05, 0.08])
     groups = ["big"] * 40 + ["a", "b", "c"]
     assert conformal_band(r, 0.8) == (0.0, 0.0)  # 43 residuals read as independent
     assert conformal_band(r, 0.8, groups) == (-0.1, 0.08)  # 4 families: G + 1 = 5
-    # six families, one of five members (weight 0.2 each): the upper end is the first to
-    # reach (6 + 1) 0.75 = 5.25 families, from above 5 + 0.2 + 0.2 reaches it at 3
-    assert conformal_band(np.arange(10.0), 0.5, ["x"] * 5 + list("abcde")) == (3.0, 9.0)
+    # six families, one of five members (0, ..., 4, weight 0.2 each), five of one (5, ..., 9):
+    # the pooled median is 6, the 25th and 75th percentiles 5 and 8 (the shape: 1 below, 2
+    # above); the scores (6 - r) / 1 below and (r - 6) / 2 above are 6, 5, 4, 3, 2, 1, 0, 0.5,
+    # 1, 1.5; the first to reach (6 + 1) 0.5 = 3.5 families' weight is 1: [6 - 1, 6 + 2]
+    assert conformal_band(np.arange(10.0), 0.5, ["x"] * 5 + list("abcde")) == (5.0, 8.0)
     with pytest.raises(ValueError):
         conformal_band(r, 0.8, groups[:-1])
 
@@ -341,8 +368,8 @@ def test_interval_score_prefers_a_band_that_holds_the_measurement(low, width, y,
 
 def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     """bands' weights are the grid pair of lowest held-out interval score (each family
-    weighing alike); picked again without each family (nested), the bands still cover at
-    least 80% of the families left out."""
+    weighing alike); picked again without each family (nested), the bands still cover 75-85%
+    of the families left out."""
     from mlsysim.engine.reports.bands import DIFFICULTY_LOSS, DIFFICULTY_NODES
 
     choice = choose_difficulty_weights(Assumptions.realistic())
@@ -351,15 +378,28 @@ def test_the_difficulty_weights_are_those_the_held_out_check_picks():
     assert score == min(s for _, _, s in choice.grid.values())
     lofo = cross_validate(Assumptions.realistic())
     assert (coverage, width) == (pytest.approx(lofo.coverage), pytest.approx(lofo.median_width))
-    assert coverage >= COVERAGE_FLOOR
+    assert within(coverage)
     hold("held-out median width", width, WIDTH_LIMIT)
-    assert choice.nested_coverage >= COVERAGE_FLOOR
+    assert within(choice.nested_coverage)
     hold("nested median width", choice.nested_width, NESTED_WIDTH_LIMIT)
-    # the normalisation earns its place, narrowly, on families left out: one band for every
-    # layout scores worse and is no narrower
-    plain_coverage, plain_width, plain_score = choice.grid[(0.0, 0.0)]
-    assert plain_score > score + 0.002 and plain_width >= width
+    # with the band's one rounding, no normalisation earns its place on families left out:
+    # the previous pick, 1 + 2 e (1 - e), scores 0.3 points worse
+    assert choice.chosen == (0.0, 0.0)
+    assert choice.grid[(2.0, 0.0)][2] > score + 0.002
     assert set(choice.nested_choices) == {c.family for c in load_cases()}
+
+
+def test_the_band_holds_on_families_left_out_of_everything_it_is_built_from():
+    """Issue 40: each family F left out of the jitter's fit behind every residual of its band,
+    of the pick of the band's weights and of the band itself; the 80% band covers 75-85% of
+    F's cases, by case and for the average family (reached: 82%, 81% at 14.8 points; before,
+    with each side of the band rounded to the next family, 90% and 89% at 18.2 points)."""
+    nested = nested_cross_validate(Assumptions.realistic())
+    assert within(nested.coverage), f"nested 80% coverage {nested.coverage:.3f}"
+    assert within(nested.family_coverage), f"average family {nested.family_coverage:.3f}"
+    hold("fully nested median width", nested.median_width, NESTED_WIDTH_LIMIT)
+    assert set(nested.choices) == {c.family for c in load_cases()}
+    assert np.all(nested.lows <= nested.highs)
 
 
 def test_each_case_is_predicted_by_the_scenario_printed_beside_it():

@@ -7,10 +7,13 @@ opt-in; :meth:`Assumptions.realistic` is the project's best preset.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import cached_property
+from math import isfinite
+from numbers import Real
 from typing import Annotated, ClassVar, Literal, get_origin
 
-from pydantic import PlainValidator
+from pydantic import PlainValidator, PrivateAttr
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, kind_of, quantity, to_canonical
@@ -247,6 +250,7 @@ class Assumptions(Validated):
     attention_ceiling: Ceiling = 0.0
     expert_ceiling: Ceiling = 0.0
     expert_imbalance: Imbalance = 1.0
+    _own_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
@@ -354,6 +358,31 @@ class Assumptions(Validated):
         for link in self.measured_links:
             values[f"{link}_efficiency"] = 1.0
         return Choices(**values)  # type: ignore[arg-type]  # each value is its field's kind
+
+    def with_interval_scores(self, scores: Iterable[float], source: str) -> Assumptions:
+        """A copy whose prediction intervals are built from ``scores``: the normalised residuals
+        (measured - predicted) / s of a user's own runs (``mlsysim validate mine``, each run its
+        own group), in place of the bands stored with the package.
+
+        The scores travel with the object they are given to, and only with it: a
+        :meth:`variant` has none, and no other object's intervals change. An object carrying
+        scores is not equal to one without them.
+        """
+        values = [] if isinstance(scores, (str, bytes)) else list(scores)
+        if len(values) < 2 or not all(
+            isinstance(z, Real) and not isinstance(z, bool) and isfinite(z) for z in values
+        ):
+            raise InputError(
+                f"interval scores: expected at least 2 finite numbers, got {scores!r}", field="scores"
+            )
+        copy = self.variant()
+        copy._own_scores = (tuple(float(z) for z in values), str(source))
+        return copy
+
+    @property
+    def interval_scores(self) -> tuple[tuple[float, ...], str] | None:
+        """(scores, source) given by :meth:`with_interval_scores`, or None."""
+        return self._own_scores
 
     def changed(self) -> dict[str, object]:
         """The fields that differ from the seed's, in declaration order."""

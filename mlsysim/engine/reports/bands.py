@@ -27,27 +27,25 @@ Method (docs/model.md, section 4.5):
    e (1 - e) is how far a relative error in the model's cost terms moves its
    prediction: with e = C / (C + L) (C the useful compute, L the time lost to
    communication, synchronisation and the rest), an error of a fraction r in L
-   moves e by r e (1 - e) to first order. So a job that is nearly all compute
-   gets a narrower band than one that loses much, and one that is nearly all
-   communication a narrower one again (its efficiency is small, and so are
-   its errors in points), by as much as the held-out check earns. log2(N) stands for what crosses nodes and the model
-   does not see (fabric placement, stragglers and input pipelines of other
-   hosts); each doubling of the nodes adds the same. The 1 is the floor: the
-   loss no term models (the host, the input pipeline, a framework's schedule)
-   does not vanish where the model sees no loss, so the band's width does not
-   go to zero as e goes to 1 (:func:`unmodelled_loss_floor`: how far below a
-   prediction of 1 the band reaches). The two weights are chosen by the
-   leave-one-family-out check alone (the lowest mean interval score, each
-   family weighing alike, docs/model.md, section 4.5): on the 111 published
-   cases it gives the loss 2 (s from 1 to 1.5: the band narrows little where
-   the model sees little loss, because on families left out it has not earned
-   more) and the nodes no weight.
-3. **Conformal quantiles, a family the unit.** The level-L band of the scores
+   moves e by r e (1 - e) to first order. log2(N) stands for what crosses
+   nodes and the model does not see (fabric placement, stragglers and input
+   pipelines of other hosts). The 1 is the floor: the loss no term models (the
+   host, the input pipeline, a framework's schedule) does not vanish where the
+   model sees no loss, so the band's width does not go to zero as e goes to 1
+   (:func:`unmodelled_loss_floor`: how far below a prediction of 1 the band
+   reaches). The two weights are chosen by the leave-one-family-out check alone
+   (the lowest mean interval score, each family weighing alike, docs/model.md,
+   section 4.5): with the band of step 3 on the 111 published cases it gives
+   neither a weight, s = 1: one band for every layout, the narrowing by the
+   layout not earned on families left out.
+3. **One conformal quantile, a family the unit.** The level-L band of the scores
    z_i = r_i / s_i is [z_lo, z_hi] (:func:`conformal_band`): with the published
    cases, each family weighs alike and the finite-sample correction counts
    families (G + 1, not m + 1), because the next job is from a family the model
-   has not seen; a user's runs are their own groups (the split-conformal order
-   statistics). The efficiency interval of a layout of difficulty s is
+   has not seen, and the band is one quantile of a two-sided score, rounded to
+   the next family once (:func:`mlsysim.engine.reports.band_store.family_band`);
+   a user's runs are their own groups (the split-conformal order statistics).
+   The efficiency interval of a layout of difficulty s is
    [e + z_lo s, e + z_hi s], clipped to [0.001, 1]. Every other field follows
    from the efficiency at the scenario's own inputs:
 
@@ -59,34 +57,37 @@ Method (docs/model.md, section 4.5):
    One device (n = 1) has efficiency 1 by definition: its interval is a point.
 
 Where the scores come from, without this module depending on the validation code
-(which runs the engine): a user's registered scores (:func:`register_scores`), else
-the scores stored with the package for the assumptions the published cases were
-scored under (``mlsysim/data/interval_scores.json``, the realistic preset; written by
-``python -m mlsysim.validation.intervals``, and a test checks it equals a fresh
-computation), else :func:`mlsysim.validation.intervals.ensure_scores` computes them
-for any other assumptions (the command line and the page call it for you).
+(which runs the engine): the scores a set of assumptions carries (a user's runs,
+:meth:`~mlsysim.engine.inputs.assumptions.Assumptions.with_interval_scores`), else the
+band stored with the package for the same assumptions (``mlsysim/data/interval_scores.json``:
+the seed's and the realistic preset's; written by the build step ``python -m
+mlsysim.validation.intervals``, and a test checks it equals a fresh computation), else the
+nearest stored band, with a note in the interval's source saying which
+(:mod:`mlsysim.engine.reports.band_store`). Nothing is computed in the user's process, and
+no state outside a result's inputs moves its interval.
 
 Your own residuals: ``mlsysim validate mine RUNS`` fits a cluster's constants to
-its measured runs and registers their leave-one-out scores for the assumptions
-it writes (:func:`register_scores`); results evaluated with those assumptions get
-their band from them instead of the published cases.
+its measured runs and writes their leave-one-out scores beside the assumptions it
+writes; loaded (``mlsysim.validation.mine.load_assumptions``), the assumptions carry
+them, and results evaluated with those assumptions get their band from them instead
+of the published cases.
 
-Honesty check (:func:`mlsysim.validation.published.cross_validate`): each family
-is left out of the fit *and* of the residuals; its measurements fall inside the
-80% band in at least 80% of cases (``mlsysim validate published`` prints the figure;
-docs/model.md, section 4.5).
+Honesty check (:func:`mlsysim.validation.published.nested_cross_validate`): each
+family is left out of everything its band is built from (the jitter's fit behind every
+residual, the pick of the weights, the band); its measurements fall inside the 80% band
+in 75-85% of cases (``mlsysim validate published --cv`` prints the figure; docs/model.md,
+section 4.5).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache, lru_cache
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.assumptions import Assumptions
+from mlsysim.engine.reports.band_store import Scores, conformal_band, nearest_band
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -98,108 +99,25 @@ if TYPE_CHECKING:
 LOWEST_EFFICIENCY = 1e-3
 """The efficiency interval is clipped to [0.001, 1]."""
 
-DIFFICULTY_LOSS = 2.0
+DIFFICULTY_LOSS = 0.0
 """Weight of e (1 - e) (e the predicted efficiency) in the difficulty
-s = 1 + 2 e (1 - e) + 0 log2(N)."""
+s = 1 + 0 e (1 - e) + 0 log2(N): s = 1, one band for every layout."""
 DIFFICULTY_NODES = 0.0
 """Weight of log2 of the number of nodes N in the difficulty. Both weights are those
 :func:`mlsysim.validation.published.choose_difficulty_weights` picks on the published cases by
 the leave-one-family-out check alone (each family left out of the residuals its band is built
 from; the lowest interval score averaged over families, each weighing alike) (docs/model.md,
 section 4.5). The weight 8 of issue 23, picked with the cases pooled, narrowed the band
-threefold where the model sees no loss; with families as the unit the check earns 2."""
+threefold where the model sees no loss; with families as the unit and each side rounded to the
+next family (issue 29) the check earned 2; with the band's one rounding (issue 40,
+:func:`mlsysim.engine.reports.band_store.family_band`) it earns none: s = 1 scores 22.5 points
+against 22.8 for 2, and the pick without each family in turn is 1 for 16 of the 20."""
 DIFFICULTY_FORMULA = " + ".join(
     ["1"]
     + [f"{w:g} {term}" for w, term in ((DIFFICULTY_LOSS, "e (1 - e)"), (DIFFICULTY_NODES, "log2(N)")) if w]
 )
 """The difficulty in words, for explain and the validation report (a term of weight 0 left
 out)."""
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Normalised residuals z = (measured - predicted) / s that intervals are built from.
-
-    ``groups``: the family of each score, when the scores come in families (the published
-    cases): the band then weighs every family alike (:func:`conformal_band`); None, every
-    score its own group (a user's runs)."""
-
-    values: np.ndarray
-    source: str  # what they come from, in words
-    groups: tuple[str, ...] | None = None
-
-
-_REGISTERED: dict[Assumptions, Scores] = {}
-
-
-def register_scores(
-    assumptions: Assumptions,
-    values: ArrayLike,
-    source: str,
-    groups: tuple[str, ...] | None = None,
-) -> None:
-    """Build the intervals of results under ``assumptions`` from ``values`` (normalised
-    residuals of a user's own runs, or of the published cases with their families as
-    ``groups``) instead of the stored ones."""
-    z = np.asarray(values, dtype=float)
-    if z.ndim != 1 or z.size < 2 or not np.all(np.isfinite(z)):
-        raise InputError(
-            f"interval scores: expected at least 2 finite numbers, got {z.size}", field="scores"
-        )
-    if groups is not None and len(groups) != z.size:
-        raise InputError(
-            f"interval scores: {len(groups)} groups for {z.size} scores", field="scores"
-        )
-    _REGISTERED[assumptions] = Scores(z, source, None if groups is None else tuple(groups))
-
-
-def conformal_band(
-    residuals: ArrayLike, level: float, groups: ArrayLike | None = None
-) -> tuple[float, float]:
-    """Split-conformal quantiles of ``residuals`` (measured - predicted) for a central ``level``.
-
-    With m residuals sorted, the band is [r_(k_lo), r_(k_hi)] with
-    k_lo = floor((m+1)(1-level)/2) and k_hi = ceil((m+1)(1+level)/2) (clamped to
-    1..m): the finite-sample rule of split conformal prediction (Vovk, Gammerman
-    and Shafer 2005, "Algorithmic Learning in a Random World"; Lei et al. 2018,
-    "Distribution-Free Predictive Inference for Regression", JASA).
-
-    ``groups`` (one label per residual): the residuals come in G groups (families of
-    runs) and the band is for a member of a *new* group. The group, not the residual, is
-    then the exchangeable unit: each group weighs 1 in all, shared equally by its members
-    (the pooled-CDF construction of Dunn, Wasserman and Ramdas 2023, "Distribution-Free
-    Prediction Sets for Two-Layer Hierarchical Models", JASA), and the finite-sample
-    correction counts groups: the upper end is the smallest residual whose cumulative
-    weight reaches (G+1)(1+level)/2, the lower end the same from below. With every
-    residual its own group this is the rule above. A group of many well-predicted
-    members no longer narrows the band for the next group, and with G = 20 families the
-    band reaches the 95th percentile of the families' residuals on each side, where m =
-    111 residuals read as independent would stop at the 91st.
-    """
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level: expected a number in (0, 1), got {level!r}")
-    alpha = 1.0 - level
-    if groups is None:
-        r = np.sort(np.asarray(residuals, dtype=float))
-        m = r.size
-        k_lo = min(max(int(np.floor((m + 1) * alpha / 2.0)), 1), m)
-        k_hi = min(max(int(np.ceil((m + 1) * (1.0 - alpha / 2.0))), 1), m)
-        return float(r[k_lo - 1]), float(r[k_hi - 1])
-    values = np.asarray(residuals, dtype=float)
-    labels = np.asarray(groups)
-    if labels.shape != values.shape:
-        raise ValueError(f"groups: expected {values.size} labels, got {labels.size}")
-    names, index, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    weights = 1.0 / counts[index]  # each group weighs 1 in all
-    reach = (names.size + 1) * (1.0 - alpha / 2.0)
-
-    def upper(v: np.ndarray) -> float:
-        order = np.argsort(v, kind="stable")
-        cumulative = np.cumsum(weights[order])
-        k = int(np.searchsorted(cumulative, reach - 1e-9))  # the first to reach it
-        return float(v[order][min(k, v.size - 1)])
-
-    return -upper(-values), upper(values)
 
 
 def difficulty(
@@ -216,106 +134,17 @@ def difficulty(
     return np.asarray(1.0 + loss_weight * e * (1.0 - e) + node_weight * np.log2(n), dtype=float)
 
 
-@lru_cache(maxsize=256)
-def assumptions_key(assumptions: Assumptions) -> str:
-    """A stable name of a set of assumptions, for the stored scores (a hash of their fields;
-    kept per set of assumptions: every interval asks for it).
-
-    Fields that change only the whole run (``failure_rate``: no figure of the update)
-    are left out: they leave the residuals as they are; so are an implementation's
-    achieved rates at their default (the physics).
-    """
-    import hashlib
-    import json
-
-    whole_run = type(assumptions).WHOLE_RUN_FIELDS
-    at_default = {
-        k for k in type(assumptions).IMPLEMENTATION_FIELDS
-        if getattr(assumptions, k) == type(assumptions).model_fields[k].default
-    }
-    fields = {
-        k: str(v) for k, v in sorted(assumptions.fields().items()) if k not in whole_run and k not in at_default
-    }
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@cache
-def _stored() -> dict[str, Scores]:
-    import json
-    from importlib.resources import files
-
-    path = files("mlsysim").joinpath("data/interval_scores.json")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        key: Scores(
-            np.asarray(entry["scores"], dtype=float),
-            entry["source"],
-            tuple(entry["families"]) if "families" in entry else None,
-        )
-        for key, entry in data["scores"].items()
-    }
-
-
-def stored_scores(assumptions: Assumptions) -> Scores | None:
-    """The scores stored with the package for ``assumptions``, or None."""
-    return _stored().get(assumptions_key(assumptions))
-
-
-def known_scores(assumptions: Assumptions) -> bool:
-    """Whether intervals under ``assumptions`` can be given now (registered or stored scores)."""
-    return assumptions in _REGISTERED or stored_scores(assumptions) is not None
-
-
 def scores(assumptions: Assumptions) -> Scores:
-    """The scores of ``assumptions``: a user's registered runs, else those stored with the package.
-
-    For other assumptions, :func:`mlsysim.validation.intervals.ensure_scores` computes
-    them from the published cases once (a second or two) and registers them.
-    """
-    found = _REGISTERED.get(assumptions) or stored_scores(assumptions)
-    if found is None:
-        raise InputError(
-            "interval: no residuals are known for these assumptions yet; compute them from "
-            "the published cases once with mlsysim.validation.intervals.ensure_scores(assumptions) "
-            "(the command line and the page do it for you), or register your own runs' with "
-            "mlsysim validate mine",
-            field="assumptions",
-        )
-    return found
+    """The scores data-parallel results under ``assumptions`` get their interval from: their
+    own (a user's runs), else the band stored for them, else the nearest stored band, its
+    source saying which (:func:`mlsysim.engine.reports.band_store.nearest_band`)."""
+    return nearest_band(assumptions, "scores")
 
 
-_LAYOUT_REGISTERED: dict[Assumptions, Scores] = {}
-
-
-def register_layout_scores(assumptions: Assumptions, values: ArrayLike, source: str) -> None:
-    """Build the intervals of parallel layouts under ``assumptions`` from ``values``: relative
-    errors of the update time, T_measured / T_predicted - 1, of runs predicted out of family."""
-    z = np.asarray(values, dtype=float)
-    if z.ndim != 1 or z.size < 2 or not np.all(np.isfinite(z)):
-        raise InputError(
-            f"layout scores: expected at least 2 finite numbers, got {z.size}", field="scores"
-        )
-    _LAYOUT_REGISTERED[assumptions] = Scores(z, source)
-
-
-@cache
-def _stored_layout() -> dict[str, Scores]:
-    import json
-    from importlib.resources import files
-
-    path = files("mlsysim").joinpath("data/interval_scores.json")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {
-        key: Scores(np.asarray(entry["errors"], dtype=float), entry["source"])
-        for key, entry in data.get("layout_scores", {}).items()
-    }
-
-
-def layout_scores(assumptions: Assumptions) -> Scores | None:
-    """The held-out errors parallel layouts under ``assumptions`` get their interval from:
-    registered, else stored with the package (the seed's and the realistic preset's), else None
-    (:func:`mlsysim.validation.intervals.ensure_scores` computes them)."""
-    return _LAYOUT_REGISTERED.get(assumptions) or _stored_layout().get(assumptions_key(assumptions))
+def layout_scores(assumptions: Assumptions) -> Scores:
+    """The held-out errors parallel layouts under ``assumptions`` get their interval from: the
+    band stored for them (the seed's and the realistic preset's), else the nearest stored one."""
+    return nearest_band(assumptions, "layout_scores")
 
 
 def layout_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float, float]:
@@ -323,35 +152,24 @@ def layout_band(assumptions: Assumptions, level: float = 0.8) -> tuple[float, fl
     split-conformal quantiles of the held-out errors of the published model-parallel runs (each
     run the unit: with six families, a family as the unit would make every 80% band the whole
     range; run as the unit, it covers 84% of the runs of each family left out)."""
-    found = layout_scores(assumptions)
-    if found is None:
-        raise InputError(
-            "interval: no model-parallel residuals are known for these assumptions yet; compute them "
-            "with mlsysim.validation.intervals.ensure_scores(assumptions) (the command line and the page "
-            "do it for you)",
-            field="assumptions",
-        )
-    low, high = conformal_band(found.values, level)
+    low, high = conformal_band(layout_scores(assumptions).values, level)
     return 1.0 + low, 1.0 + high
 
 
 def has_interval(result: ResultView) -> bool:
-    """Whether ``result`` gets a prediction interval now: a parallel layout whose assumptions have
-    model-parallel residuals, or a data-parallel result under non-seed assumptions with scores."""
+    """Whether ``result`` gets a prediction interval: a parallel layout (any assumptions), or a
+    data-parallel result under non-seed assumptions (the seed's is a bound)."""
     assumptions = cast("Assumptions | None", result.inputs.get("assumptions")) if result.inputs else None
     if assumptions is None:
         return False
-    if result.figures.layout is not None:
-        return layout_scores(assumptions) is not None
-    return not assumptions.is_seed() and known_scores(assumptions)
+    return result.figures.layout is not None or not assumptions.is_seed()
 
 
 def interval_source(result: ResultView) -> str:
     """What the interval of ``result`` is built from, in words."""
     assumptions = cast("Assumptions", result.inputs["assumptions"])
     if result.figures.layout is not None:
-        found = layout_scores(assumptions)
-        return "" if found is None else found.source
+        return layout_scores(assumptions).source
     return scores(assumptions).source
 
 
