@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.units import to_canonical
 from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels._accelerator import accelerator_entry
 from mlsysim.kernels.attention import attention_constants
-from mlsysim.kernels.matmul import MatmulFit, matmul_params
+from mlsysim.kernels.matmul import MatmulFit, matmul_params, shipped_fit
 from mlsysim.kernels.memory import memory_constants
 from mlsysim.physics.records import AttentionPass, KernelConstants
 
@@ -53,44 +54,36 @@ def _attention(accelerator: Accelerator, fit: Mapping[str, Any] | None) -> dict[
     return out
 
 
-def _device_kernels(
-    accelerator: Accelerator, matmul_format: str, power_limit: float | None, matmul: MatmulFit | None,
-) -> DeviceKernels:
-    linear = matmul_params(accelerator, matmul_format, power_limit=None if power_limit is None else _watts(
-        power_limit), fit=matmul)
-    sixteen = matmul_params(accelerator, SIXTEEN_BIT, power_limit=None if power_limit is None else _watts(
-        power_limit), fit=matmul)
+def _device_kernels(accelerator: Accelerator, matmul_format: str, matmul: MatmulFit | None) -> DeviceKernels:
+    linear = matmul_params(accelerator, matmul_format, fit=matmul)
+    sixteen = matmul_params(accelerator, SIXTEEN_BIT, fit=matmul)
     fraction, floor = memory_constants(accelerator)
+    fit = matmul or shipped_fit()
+    tdp = math.nan if accelerator.power is None else to_canonical(accelerator.power.tdp, "power")
     constants = KernelConstants(
         launch=linear.launch, fill=linear.fill, epilogue_share=linear.epilogue_share,
-        stream_efficiency=linear.memory_efficiency, sustained=linear.sustained, memory_fraction=fraction,
-        memory_floor=floor, **_attention(accelerator, None),  # type: ignore[arg-type]
+        stream_efficiency=linear.memory_efficiency, reference_power=tdp, power_exponent=fit.power_exponent,
+        memory_fraction=fraction, memory_floor=floor, **_attention(accelerator, None),  # type: ignore[arg-type]
     )
     return DeviceKernels(constants, linear.peak, linear.ceiling, sixteen.peak, sixteen.ceiling, linear.compute_units,
                          "kernel tables (mlsysim/data/kernels)")
 
 
-def _watts(value: float) -> object:
-    from mlsysim.core.units import quantity
-
-    return quantity(value, "W")
-
-
 def device_kernels(
-    accelerator: Accelerator | str, matmul_format: str = "bf16", *, power_limit: float | None = None,
-    matmul: MatmulFit | None = None,
+    accelerator: Accelerator | str, matmul_format: str = "bf16", *, matmul: MatmulFit | None = None,
 ) -> DeviceKernels:
-    """The kernels of ``accelerator`` with its linear layers in ``matmul_format``, at ``power_limit`` watts
-    (None: its TDP); ``matmul``: a matrix-product fit of the user's own (None: the shipped one)."""
+    """The kernels of ``accelerator`` with its linear layers in ``matmul_format``, measured at its TDP (a power
+    limit below it is the cluster's, priced by the operators); ``matmul``: a matrix-product fit of the user's
+    own (None: the shipped one)."""
     entry = accelerator_entry(accelerator)
-    key = (id(entry), matmul_format, power_limit, id(matmul))
+    key = (id(entry), matmul_format, id(matmul))
     found = _CACHE.get(key)
     if found is None or found[0] is not entry or found[1] is not matmul:
-        found = _CACHE[key] = (entry, matmul, _device_kernels(entry, matmul_format, power_limit, matmul))
+        found = _CACHE[key] = (entry, matmul, _device_kernels(entry, matmul_format, matmul))
     return found[2]
 
 
-_CACHE: dict[tuple[int, str, float | None, int], tuple[Accelerator, MatmulFit | None, DeviceKernels]] = {}
+_CACHE: dict[tuple[int, str, int], tuple[Accelerator, MatmulFit | None, DeviceKernels]] = {}
 """Each accelerator's kernels by identity (registry entries are not hashable): the entry and the fit are kept
 with them, so an identity is never reused for another."""
 

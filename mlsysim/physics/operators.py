@@ -57,6 +57,7 @@ from mlsysim.physics.attention import (
     fused_attention_time,
     pair_flops,
 )
+from mlsysim.physics.clocks import sustained_fraction
 from mlsysim.physics.gemm import training_product_time
 from mlsysim.physics.records import Cluster, KernelConstants, Layout, ModelShape, Rates, with_fields
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
@@ -268,6 +269,8 @@ class Device(NamedTuple):
     sixteen_bit_peak: Num
     """The 16-bit peak of the attention core and the output layer."""
     sixteen_bit_ceiling: Num
+    sustained: Num
+    """The share of the compute-bound kernels' rate sustained under the power limit."""
 
 
 def product_times(device: Device, m: Num, n: Num, k: Num, batch: Num, ceiling: Num, in_bytes: Num,
@@ -278,7 +281,7 @@ def product_times(device: Device, m: Num, n: Num, k: Num, batch: Num, ceiling: N
     return training_product_time(
         m, n, k, batch, peak=peak, ceiling=ceiling, compute_units=device.compute_units, bandwidth=device.bandwidth,
         in_bytes=in_bytes, launch=c.launch, fill=c.fill, epilogue_share=c.epilogue_share,
-        memory_efficiency=c.stream_efficiency, sustained=c.sustained,
+        memory_efficiency=c.stream_efficiency, sustained=device.sustained,
     )
 
 
@@ -360,7 +363,7 @@ def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num
     share of the FLOPs)."""
     c = device.kernels
     common = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq, seq_k=seq, head_dim=d_qk, head_dim_v=d_v,
-                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak,
+                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak * device.sustained,
                   bandwidth=device.bandwidth, compute_units=device.compute_units, head_overhead=c.head_overhead,
                   floor=c.attention_floor)
     if c.attention_forward is not None and c.attention_backward is not None:
@@ -424,9 +427,11 @@ def operator_times(
     share = here / shape.layers
     tokens = layout.micro_batch * shape.seq_len / layout.context_parallel
     ceiling = rates.matmul_ceiling
+    c = rates.kernels
     device = Device(
-        rates.kernels, cluster.compute_units, cluster.memory_bandwidth, _or(rates.matmul_peak, cluster.peak_flops),
+        c, cluster.compute_units, cluster.memory_bandwidth, _or(rates.matmul_peak, cluster.peak_flops),
         ceiling, _or(rates.attention_peak, cluster.peak_flops), _or(rates.attention_ceiling, ceiling),
+        sustained_fraction(_or(cluster.power_limit, c.reference_power), c.reference_power, c.power_exponent),
     )
     products = layer_products(shape, layout, tokens, ceiling, experts_in(shape, layout, rates))
     linear = linear_layers(products, here, share, tokens, shape, layout, device)
@@ -449,7 +454,7 @@ def operator_times(
 
 
 OPERATOR_INPUTS: dict[str, tuple[str, ...]] = {
-    "cluster": ("peak_flops", "memory_bandwidth", "compute_units"),
+    "cluster": ("peak_flops", "memory_bandwidth", "compute_units", "power_limit"),
     "layout": ("tensor_parallel", "context_parallel", "expert_parallel", "expert_tensor_parallel", "micro_batch",
                "fused_elementwise", "cast_bytes", "matmul_bytes"),
     "rates": ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",

@@ -85,8 +85,9 @@ class Cluster(NamedTuple):
     quantisation); ``devices`` in all, ``devices_per_node`` to a node, a scale-up (NVLink) domain of
     ``scale_up_domain`` devices (NaN: the node; NVL72: 72 over trays of 4); ``intra_bandwidth`` the
     scale-up link per device and direction, ``nic_bandwidth`` one NIC's achieved rate,
-    ``nics_per_node`` the node's NICs; the latencies of a step inside a domain and across. The
-    defaults are one device on its own (no link is used)."""
+    ``nics_per_node`` the node's NICs; the latencies of a step inside a domain and across;
+    ``power_limit`` each device's (NaN: its TDP). The defaults are one device on its own (no link is
+    used)."""
 
     peak_flops: Num
     memory_bandwidth: Num
@@ -99,6 +100,8 @@ class Cluster(NamedTuple):
     intra_latency: Num = 0.0
     inter_latency: Num = 0.0
     scale_up_domain: Num = math.nan
+    power_limit: Num = math.nan
+    """Each device's power limit, W (NaN: its default, the TDP its kernels were measured at)."""
 
 
 class Layout(NamedTuple):
@@ -162,8 +165,10 @@ class KernelConstants(NamedTuple):
 
     Matrix products (:func:`mlsysim.physics.gemm.gemm_time`): ``launch`` t_L and ``fill`` t_F (the
     per-kernel floor), ``epilogue_share`` phi, ``stream_efficiency`` eta (the memory's share a
-    streaming product reaches), ``sustained`` sigma (the share of the rate sustained under the
-    power limit); their ceilings are the :class:`Rates`' ``matmul_ceiling`` and ``attention_ceiling``.
+    streaming product reaches); their ceilings are the :class:`Rates`' ``matmul_ceiling`` and
+    ``attention_ceiling``, measured at the device's ``reference_power`` (its TDP, W): under a lower
+    :class:`Cluster` ``power_limit`` a compute-bound kernel sustains the share
+    (P / P_ref)^(1 / ``power_exponent``) of its rate (:func:`mlsysim.physics.clocks.sustained_fraction`).
     Fused attention (:func:`mlsysim.physics.attention.fused_attention_time`): ``attention_forward``
     and ``attention_backward`` (None: no table measures the format), ``head_overhead`` D_0,
     ``attention_floor`` t_0. Memory-bound kernels (:func:`mlsysim.physics.streaming.memory_kernel_time`):
@@ -174,7 +179,8 @@ class KernelConstants(NamedTuple):
     fill: Num
     epilogue_share: Num
     stream_efficiency: Num
-    sustained: Num
+    reference_power: Num
+    power_exponent: Num
     memory_fraction: Num
     memory_floor: Num
     attention_forward: AttentionPass | None = None

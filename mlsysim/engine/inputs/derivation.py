@@ -281,7 +281,7 @@ def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash
         moe=mixture_of_experts(get),
     )
     device = Cluster(peak_flops=get("matmul_peak"), memory_bandwidth=get("memory_bandwidth"),
-                     compute_units=get("compute_units"))
+                     compute_units=get("compute_units"), power_limit=get("power_limit"))
     layout = Layout(micro_batch=batch, expert_parallel=_nan_as(get("expert_parallel"), 1.0),
                     expert_tensor_parallel=_nan_as(get("expert_tensor_parallel"), 1.0),
                     cast_bytes=get("cast_bytes"), matmul_bytes=get("matmul_bytes"),
@@ -568,6 +568,22 @@ def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
     return kernels
 
 
+def _power_limit(out: Checked, accelerator: Accelerator) -> float:
+    """The devices' power limit in W (NaN: not given, the TDP); refused above the accelerator's TDP."""
+    given = out.get("power_limit")
+    if given is None:
+        return math.nan
+    watts = to_canonical(given, "power")
+    tdp = None if accelerator.power is None else to_canonical(accelerator.power.tdp, "power")
+    if tdp is None:
+        raise InputError(f"{accelerator.name} has no TDP in the registry to scale a power limit from",
+                         loc=("power_limit",))
+    if watts > tdp:
+        raise InputError(f"{watts:g} W is above {accelerator.name}'s {tdp:g} W TDP, the most it can be set to",
+                         loc=("power_limit",))
+    return watts
+
+
 def _no_operator_step(out: Checked, shape: bool) -> str:
     """Why a step cannot come from the operators (for an error message)."""
     if not shape:
@@ -604,7 +620,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         **shape, "parameters": facts.parameters, "matmul_peak": kernels.matmul_peak, "matmul_ceiling": ceiling,
         "attention_peak": kernels.sixteen_bit_peak, "attention_ceiling": attention, "memory_bandwidth": bandwidth,
         "expert_ceiling": experts, "compute_units": kernels.compute_units, "cast_bytes": cast, "matmul_bytes": width,
-        "fused_elementwise": float(fused),
+        "fused_elementwise": float(fused), "power_limit": _power_limit(out, accelerator),
     }
     times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]),
                             kernels.constants)

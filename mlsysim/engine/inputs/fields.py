@@ -1203,6 +1203,20 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
+        _quantity(
+            "power_limit",
+            "power limit of each device (nvidia-smi -pl), at most its TDP: compute-bound kernels slow below the "
+            "power they need (None: the TDP its kernels were measured at)",
+            "power",
+            "W",
+            "P_lim",
+            default=None,
+            optional=True,
+            seed=False,
+        ),
+    ),
+    _in(
+        "cluster",
         InputField(
             "pue",
             "power usage effectiveness of the data centre, >= 1 (None: 1)",

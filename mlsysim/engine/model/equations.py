@@ -119,6 +119,7 @@ class Inputs:
     checkpoint_interval: Num = math.nan
     device_power: Num = math.nan
     idle_power: Num = math.nan
+    power_limit: Num = math.nan
     pue: Num = 1.0
     carbon_intensity: Num = math.nan
     energy_price: Num = math.nan
@@ -926,6 +927,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         intra_bandwidth=x.intra_bandwidth * c.intra_efficiency,
         nic_bandwidth=x.inter_bandwidth * x.inter_transport * c.inter_efficiency, nics_per_node=x.nics_per_node,
         intra_latency=x.intra_latency, inter_latency=x.inter_latency, scale_up_domain=x.scale_up_domain,
+        power_limit=x.power_limit,
     )
     layout = Layout(
         tensor_parallel=_or(x.tensor_parallel, 1.0), pipeline_parallel=_or(x.pipeline_parallel, 1.0),
