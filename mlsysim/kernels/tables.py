@@ -22,9 +22,15 @@ brackets (``time [us]``), and takes ``kind``, ``accelerator`` and the source fro
 caller (``mlsysim calibrate kernels FILE --accelerator H100``).
 
 Every table gives each row's ``time`` (seconds once read) or, for the kinds whose work
-has one agreed count, a rate it is derived from: a matrix product's ``tflops`` (2 m n k
-batch FLOPs). The required columns of each kind are :data:`REQUIRED`; other columns are
-kept as they are (numbers as floats, words as strings). A table that lacks a column,
+has one agreed count, a rate it is derived from (:data:`RATES`): a matrix product's
+``tflops`` (2 m n k batch FLOPs); a collective's ``busbw`` or ``algbw`` as nccl-tests
+prints them (``bytes`` is nccl-tests' size; time = bytes F / busbw = bytes / algbw, F the
+bus factor of the op over ``group`` ranks,
+:func:`~mlsysim.physics.collective_curves.bus_factor`); an expert dispatch's
+``bandwidth`` over the ``bytes`` it counts (time = bytes / bandwidth; the source's
+convention for what it counts goes in ``notes``). The required columns of each kind are
+:data:`REQUIRED`; other columns are kept as they are (numbers as floats, words as
+strings; a dimensioned column in its canonical SI unit, :data:`DIMENSIONS`). A table that lacks a column,
 gives a word where a number belongs, a unit of the wrong dimension or a time that is not
 positive is refused with an :class:`~mlsysim.core.exceptions.InputError` naming the file,
 the row and the column.
@@ -47,6 +53,7 @@ import numpy as np
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.units import UnitsError, parse_unit, ureg
+from mlsysim.physics.collective_curves import OPS, bus_factor
 
 KINDS = ("matmul", "attention", "collective", "dispatch")
 """The kinds of kernel a table may hold."""
@@ -65,8 +72,22 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {"time": "[time]", "bytes": "[data]"}
-"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte)."""
+DIMENSIONS: Mapping[str, str] = {
+    "time": "[time]", "bytes": "[information]",
+    "busbw": "[information] / [time]", "algbw": "[information] / [time]", "bandwidth": "[information] / [time]",
+    "nic_rate": "[information] / [time]",
+}
+"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte, byte/s)."""
+
+CANONICAL: Mapping[str, tuple[str, str]] = {
+    "[time]": ("s", "time"), "[information]": ("byte", "data"), "[information] / [time]": ("byte / second", "bandwidth"),
+}
+"""The canonical unit of each dimension of :data:`DIMENSIONS`, and its name in messages."""
+
+RATES: Mapping[str, tuple[str, ...]] = {
+    "matmul": ("tflops",), "attention": (), "collective": ("busbw", "algbw"), "dispatch": ("bandwidth",),
+}
+"""The rate columns a kind may give instead of ``time`` (module docstring: how time follows)."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
 """What a table's ``source`` says: every field required, so that no figure ships without its origin."""
@@ -133,15 +154,15 @@ def _column_unit(where: str, name: str, text: str | None) -> float:
             raise _refuse(where, f"column {name!r} takes no unit, got {text!r}")
         return 1.0
     if not text:
-        raise _refuse(where, f"column {name!r} needs a unit (e.g. {'us' if name == 'time' else 'B'})")
+        example = {"[time]": "us", "[information]": "B"}.get(dimension, "GB/s")
+        raise _refuse(where, f"column {name!r} needs a unit (e.g. {example})")
     try:
         unit = parse_unit(text)
     except (UnitsError, InputError) as error:
         raise _refuse(where, f"column {name!r}: unit {text!r} is not understood ({error})") from None
     if ureg.Quantity(1.0, unit).dimensionality != ureg.get_dimensionality(dimension):
-        raise _refuse(where, f"column {name!r} needs a unit of {dimension.strip('[]')}, got {text!r}")
-    canonical = "s" if name == "time" else "byte"
-    return float(ureg.Quantity(1.0, unit).to(canonical).magnitude)
+        raise _refuse(where, f"column {name!r} needs a unit of {CANONICAL[dimension][1]}, got {text!r}")
+    return float(ureg.Quantity(1.0, unit).to(CANONICAL[dimension][0]).magnitude)
 
 
 def _number(where: str, row: int, name: str, value: object) -> float:
@@ -188,8 +209,11 @@ def build_table(
     if len(set(names)) != len(names):
         raise _refuse(where, f"a column is named twice in {names}")
     lacking = [c for c in REQUIRED[kind] if c not in names]
-    if "time" not in names and not (kind == "matmul" and "tflops" in names):
-        lacking.append("time" + (" (or tflops)" if kind == "matmul" else ""))
+    rates = RATES[kind]
+    if "time" not in names and not any(r in names for r in rates):
+        lacking.append("time" + (f" (or {' or '.join(rates)})" if rates else ""))
+    elif "time" not in names and kind == "dispatch" and "bytes" not in names:
+        lacking.append("bytes (the count its bandwidth is over)")
     if lacking:
         raise _refuse(where, f"a {kind} table needs the columns {', '.join(lacking)}")
     if not rows:
@@ -210,13 +234,36 @@ def build_table(
     out: dict[str, np.ndarray] = {
         c: np.array(v, dtype=object) if c in WORD_COLUMNS else np.array(v, dtype=float) for c, v in data.items()
     }
-    if "time" not in out:  # a matrix product's rate: 2 m n k batch FLOPs
-        batch = out.get("batch", np.ones(len(rows)))
-        out["time"] = 2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12)
-    bad = np.flatnonzero(~(out["time"] > 0))
+    if kind == "collective":
+        unknown = [i for i, o in enumerate(out["op"]) if o not in OPS]
+        if unknown:
+            raise _refuse(where, f"row {unknown[0] + 1}, column 'op': {out['op'][unknown[0]]!r} is not one of "
+                                 f"{', '.join(OPS)}")
+    if "time" not in out:
+        out["time"] = _time_from_rate(kind, out, len(rows))
+    bad = np.flatnonzero(~((out["time"] > 0) & np.isfinite(out["time"])))
     if bad.size:
-        raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero")
+        raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero and finite")
     return KernelTable(name, kind, split, accelerator, Source(**{f: str(source[f]) for f in SOURCE_FIELDS}), out)
+
+
+def _time_from_rate(kind: str, out: Mapping[str, np.ndarray], count: int) -> np.ndarray:
+    """Each row's seconds from the rate its kind agrees on (module docstring)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if kind == "matmul":  # 2 m n k batch FLOPs
+            batch = out.get("batch", np.ones(count))
+            return np.asarray(2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12))
+        if kind == "collective":
+            if "busbw" in out:
+                op = np.array([_op_code(o) for o in out["op"]])
+                return np.asarray(out["bytes"] * bus_factor(op, out["group"]) / out["busbw"])
+            return np.asarray(out["bytes"] / out["algbw"])
+        return np.asarray(out["bytes"] / out["bandwidth"])
+
+
+def _op_code(label: object) -> int:
+    """The :class:`~mlsysim.physics.collective_curves.Op` code of an op's label (-1: unknown)."""
+    return OPS.index(str(label)) if str(label) in OPS else -1
 
 
 def parse_json_table(text: str, name: str) -> KernelTable:
