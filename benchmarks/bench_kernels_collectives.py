@@ -47,7 +47,8 @@ def main() -> None:
     by_split: dict[tuple[str, str], list[float]] = {}
     by_band: dict[tuple[str, str], list[float]] = {}
     targets: dict[str, list[float]] = {"8-GPU NVLink 4 host (H100, H200), >= 64 MiB": [],
-                                       "GB200 NVL72 rack, >= 64 MiB": []}
+                                       "GB200 NVL72 rack, >= 64 MiB": [],
+                                       "GB200 NVL72 racks over InfiniBand, >= 64 MiB": []}
     holdout_targets: dict[str, list[float]] = {k: [] for k in targets}
     print("Per table (relative error of the time):")
     for table in tables():
@@ -73,12 +74,14 @@ def main() -> None:
             by_band.setdefault((table.split, band), []).extend(e[keep])
         big = size >= 64 * MIB
         host = (table.columns["link"] == "nvlink") & (table.columns["group"] <= 8) & big
-        rack = ((table.columns["link"] == "nvl72") | (table.columns["domain"] >= 72)) & big
+        rack = (table.columns["link"] == "nvl72") & big
+        racks = (table.columns["link"] != "nvl72") & (table.columns["domain"] >= 72) & big
         into = targets if table.split == "fit" else holdout_targets
         if table.accelerator in ("H100", "H200"):
             into["8-GPU NVLink 4 host (H100, H200), >= 64 MiB"].extend(e[host])
         if table.accelerator == "GB200":
             into["GB200 NVL72 rack, >= 64 MiB"].extend(e[rack])
+            into["GB200 NVL72 racks over InfiniBand, >= 64 MiB"].extend(e[racks])
     print("\nBy kind and split:")
     for (kind, split), values in sorted(by_split.items()):
         print(f"  {kind:10s} {split:7s} {summary(values)}")
@@ -90,7 +93,7 @@ def main() -> None:
         for split, values in (("fit", targets[name]), ("holdout", holdout_targets[name])):
             within = sum(v <= 0.15 for v in values)
             share = f"{within}/{len(values)} within 15%" if values else ""
-            print(f"  {name:46s} {split:7s} {summary(values)}  {share}")
+            print(f"  {name:48s} {split:7s} {summary(values)}  {share}")
 
 
 if __name__ == "__main__":
