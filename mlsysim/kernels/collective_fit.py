@@ -142,6 +142,7 @@ class _Problem:
         for table in tables:
             fabrics = table_fabrics(table)
             probe = table_arguments(table, _probe_constants(fabrics), fabrics=fabrics)
+            algorithms = np.asarray(probe["algorithm"])
             for k in arrays:
                 arrays[k].append(np.asarray(probe[k], dtype=float if k in ("size", "group", "domain", "up_rate",
                                                                             "out_rate") else int))
@@ -151,7 +152,7 @@ class _Problem:
                     key = _harness_key(table, i) if slot == "harness" else _slot_key(slot, fabric)
                     if key is None:
                         continue
-                    if slot == "nvls" and probe["algorithm"][i] not in (AUTO, Algorithm.NVLS, Algorithm.NVLS_TREE):
+                    if slot == "nvls" and algorithms[i] not in (AUTO, Algorithm.NVLS, Algorithm.NVLS_TREE):
                         continue
                     parameter = _Parameter(group, key, name)
                     if parameter not in index:

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -76,6 +76,19 @@ class Constant:
         return {"value": self.value, "unit": self.unit, "what": self.what, "tables": list(self.tables),
                 "bound": self.bound}
 
+    @classmethod
+    def from_json(cls, raw: object) -> Constant:
+        """A constant as :meth:`as_json` writes it."""
+        d = dict(raw)  # type: ignore[call-overload]
+        return cls(float(d["value"]), str(d["unit"]), str(d["what"]), tuple(d.get("tables", ())), str(d.get("bound", "")))
+
+
+def read_fits(name: str) -> dict[str, object]:
+    """The ``constants`` of a shipped fits file (``mlsysim/data/kernel_fits/<name>``)."""
+    text = files("mlsysim.data").joinpath("kernel_fits").joinpath(name).read_text(encoding="utf-8")
+    constants: dict[str, object] = json.loads(text)["constants"]
+    return constants
+
 
 @dataclass(frozen=True)
 class CollectiveConstants:
@@ -106,10 +119,7 @@ class CollectiveConstants:
 
     @classmethod
     def from_json(cls, document: Mapping[str, object]) -> CollectiveConstants:
-        def one(raw: object) -> Constant:
-            d = dict(raw)  # type: ignore[call-overload]
-            return Constant(float(d["value"]), str(d["unit"]), str(d["what"]), tuple(d.get("tables", ())),
-                            str(d.get("bound", "")))
+        one = Constant.from_json
 
         def group(raw: object) -> dict[str, dict[str, Constant]]:
             return {key: {name: one(c) for name, c in dict(values).items()} for key, values in dict(raw).items()}  # type: ignore[call-overload]
@@ -124,8 +134,7 @@ class CollectiveConstants:
 @cache
 def shipped_constants() -> CollectiveConstants:
     """The constants fitted on the shipped tables (``mlsysim/data/kernel_fits/collectives.json``)."""
-    text = files("mlsysim.data").joinpath("kernel_fits", "collectives.json").read_text(encoding="utf-8")
-    return CollectiveConstants.from_json(json.loads(text)["constants"])
+    return CollectiveConstants.from_json(read_fits("collectives.json"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +210,7 @@ def best_time(op: Num, algorithm: Num, size: Num, group: Num, domain: Num, **coe
     chosen = np.where(np.asarray(algorithm) == AUTO, np.argmin(times, axis=0), np.asarray(algorithm))
     chosen = np.broadcast_to(chosen, shape).astype(int)
 
-    def pick(values: list[np.ndarray]) -> np.ndarray:
+    def pick(values: Sequence[Num]) -> np.ndarray:
         stacked = np.stack([np.broadcast_to(v, shape) for v in values])
         return np.take_along_axis(stacked, chosen[None, ...], axis=0)[0]
 
@@ -418,7 +427,7 @@ def _fabric_of(
     if node is not None:
         from mlsysim.core.registry import CATALOG
 
-        system = CATALOG.entry("nodes", node) if isinstance(node, str) else node
+        system = cast("Node", CATALOG.entry("nodes", node)) if isinstance(node, str) else node
         acc = system.accelerator
         per_node = system.accelerators_per_node
         domain_size = system.domain_size
@@ -467,8 +476,7 @@ def _accelerator(accelerator: Accelerator | str) -> Accelerator:
     if isinstance(accelerator, str):
         from mlsysim.core.registry import CATALOG
 
-        entry: Accelerator = CATALOG.entry("accelerators", accelerator)
-        return entry
+        return cast("Accelerator", CATALOG.entry("accelerators", accelerator))
     return accelerator
 
 

@@ -11,11 +11,9 @@ with an :class:`~mlsysim.core.exceptions.InputError` naming the missing table.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +26,7 @@ from mlsysim.kernels.collectives import (
     _architecture,
     _fabric_of,
     _nvlink_rate,
+    read_fits,
 )
 from mlsysim.kernels.least_squares import (
     levenberg_marquardt,
@@ -80,20 +79,14 @@ class DispatchConstants:
 
     @classmethod
     def from_json(cls, document: Mapping[str, object]) -> DispatchConstants:
-        def one(raw: object) -> Constant:
-            d = dict(raw)  # type: ignore[call-overload]
-            return Constant(float(d["value"]), str(d["unit"]), str(d["what"]), tuple(d.get("tables", ())),
-                            str(d.get("bound", "")))
-
-        return cls(**{group: {k: one(v) for k, v in dict(document[group]).items()}  # type: ignore[call-overload]
+        return cls(**{group: {k: Constant.from_json(v) for k, v in dict(document[group]).items()}  # type: ignore[call-overload]
                       for group in ("up", "out", "latency")})
 
 
 @cache
 def shipped_constants() -> DispatchConstants:
     """The constants fitted on the shipped dispatch tables (``mlsysim/data/kernel_fits/dispatch.json``)."""
-    text = files("mlsysim.data").joinpath("kernel_fits", "dispatch.json").read_text(encoding="utf-8")
-    return DispatchConstants.from_json(json.loads(text)["constants"])
+    return DispatchConstants.from_json(read_fits("dispatch.json"))
 
 
 def _kernel_code(kernel: object) -> int:

@@ -36,28 +36,26 @@ DISPATCH_ABOUT = (
 )
 
 
-def collective_document() -> dict[str, object]:
-    """The contents of ``collectives.json``: a fresh fit on the shipped fit tables."""
-    fitted = list(tables(kind="collective", split="fit"))
-    fit = fit_collectives(fitted)
+def _document(kind: str, about: str) -> dict[str, object]:
+    """A fits file's contents: a fresh fit on the shipped tables of ``kind`` whose split is ``fit``."""
+    fitted = list(tables(kind=kind, split="fit"))
+    fit = fit_collectives(fitted) if kind == "collective" else fit_dispatch(fitted)
     return {
-        "about": COLLECTIVE_ABOUT,
+        "about": about,
         "tables": {t.name: t.source.cite() for t in fitted},
         "objective": round(fit.objective, 6),
         "constants": fit.constants.as_json(),
     }
 
 
+def collective_document() -> dict[str, object]:
+    """The contents of ``collectives.json``."""
+    return _document("collective", COLLECTIVE_ABOUT)
+
+
 def dispatch_document() -> dict[str, object]:
-    """The contents of ``dispatch.json``: a fresh fit on the shipped dispatch fit tables."""
-    fitted = list(tables(kind="dispatch", split="fit"))
-    fit = fit_dispatch(fitted)
-    return {
-        "about": DISPATCH_ABOUT,
-        "tables": {t.name: t.source.cite() for t in fitted},
-        "objective": round(fit.objective, 6),
-        "constants": fit.as_json(),
-    }
+    """The contents of ``dispatch.json``."""
+    return _document("dispatch", DISPATCH_ABOUT)
 
 
 def text(document: dict[str, object]) -> str:
