@@ -76,7 +76,7 @@ WHAT: Mapping[str, str] = {
                        "the wire, (n + 1) / n of the buffer per direction ({key})",
     "out_efficiency": "fraction of a rank's NIC share per direction reached across domains ({key})",
     "base_latency": "fixed start of a collective ({key} GPUs; includes the launch)",
-    "step_latency": "latency of each algorithm step inside an NVLink domain ({key} GPUs)",
+    "step_latency": "latency of each algorithm step inside an NVLink domain (one NVLink hop; all GPUs)",
     "out_step_latency": "latency of each algorithm step across domains ({key})",
     "half_size": "per-rank size at which a collective reaches 2^-g of its large-message rate (g: sharpness)",
     "sharpness": "g, the power of the size curve's rise (x / (x + x_h))^g",
@@ -88,15 +88,15 @@ WHAT: Mapping[str, str] = {
 
 @dataclass(frozen=True)
 class _Parameter:
-    group: str  # "shape", "scale_up", "nvls" or "scale_out"
+    group: str  # "common", "scale_up", "nvls" or "scale_out"
     key: str  # the architecture, "Architecture/level", the link, or "all"
     name: str  # the constant's kind (a key of BOUNDS)
 
 
 _SLOTS = {"ring": ("scale_up", "ring_efficiency"), "base": ("scale_up", "base_latency"),
-          "step": ("scale_up", "step_latency"), "nvls": ("nvls", "nvls_efficiency"),
+          "step": ("common", "step_latency"), "nvls": ("nvls", "nvls_efficiency"),
           "out": ("scale_out", "out_efficiency"), "out_step": ("scale_out", "out_step_latency"),
-          "half": ("shape", "half_size"), "sharp": ("shape", "sharpness"),
+          "half": ("common", "half_size"), "sharp": ("common", "sharpness"),
           "harness": ("harness", "harness_latency")}
 _ARGUMENT = {"ring": "ring_efficiency", "base": "base_latency", "step": "step_latency", "nvls": "nvls_efficiency",
              "out": "out_efficiency", "out_step": "out_step_latency", "half": "half_size", "sharp": "sharpness", "harness": "harness_latency"}
@@ -116,7 +116,7 @@ class CollectiveFit:
 
 
 def _slot_key(slot: str, fabric: Fabric) -> str | None:
-    if slot in ("ring", "base", "step"):
+    if slot in ("ring", "base"):
         return fabric.architecture
     if slot == "nvls":
         return f"{fabric.architecture}/{fabric.level}" if fabric.architecture in NVLS_ARCHITECTURES else None
@@ -203,9 +203,9 @@ def _probe_constants(fabrics: Sequence[Fabric]) -> CollectiveConstants:
         return Constant(START[name], BOUNDS[name][2], name)
 
     return CollectiveConstants(
-        shape={"half_size": c("half_size"), "sharpness": c("sharpness")},
-        scale_up={f.architecture: {"ring_efficiency": c("ring_efficiency"), "base_latency": c("base_latency"),
-                                   "step_latency": c("step_latency")} for f in fabrics},
+        common={"half_size": c("half_size"), "sharpness": c("sharpness"), "step_latency": c("step_latency")},
+        scale_up={f.architecture: {"ring_efficiency": c("ring_efficiency"), "base_latency": c("base_latency")}
+                  for f in fabrics},
         nvls={}, scale_out={f.out_link: {"efficiency": c("out_efficiency"), "step_latency": c("out_step_latency")}
                             for f in fabrics if f.out_link is not None})
 
@@ -213,7 +213,7 @@ def _probe_constants(fabrics: Sequence[Fabric]) -> CollectiveConstants:
 def _start_value(parameter: _Parameter, start: CollectiveConstants | None) -> float:
     if start is not None:
         stored = _STORED[parameter.name]
-        found = {"shape": start.shape, "nvls": start.nvls}.get(parameter.group)
+        found = {"common": start.common, "nvls": start.nvls}.get(parameter.group)
         if parameter.group == "scale_up":
             found = start.scale_up.get(parameter.key)
         elif parameter.group == "scale_out":
@@ -262,7 +262,7 @@ def fit_collectives(
 
 
 def _constants(problem: _Problem, theta: np.ndarray, start: CollectiveConstants | None, kept: set[str]) -> CollectiveConstants:
-    shape: dict[str, Constant] = dict(start.shape) if start else {}
+    common: dict[str, Constant] = dict(start.common) if start else {}
     scale_up: dict[str, dict[str, Constant]] = {k: dict(v) for k, v in (start.scale_up if start else {}).items()}
     nvls: dict[str, Constant] = dict(start.nvls) if start else {}
     scale_out: dict[str, dict[str, Constant]] = {k: dict(v) for k, v in (start.scale_out if start else {}).items()}
@@ -277,8 +277,8 @@ def _constants(problem: _Problem, theta: np.ndarray, start: CollectiveConstants 
         constant = Constant(float(theta[i]), unit, WHAT[parameter.name].format(key=parameter.key),
                             tuple(sorted(problem.users.get(i, ()))), bound)
         stored = _STORED[parameter.name]
-        if parameter.group == "shape":
-            shape[stored] = constant
+        if parameter.group == "common":
+            common[stored] = constant
         elif parameter.group == "scale_up":
             scale_up.setdefault(parameter.key, {})[stored] = constant
         elif parameter.group == "nvls":
@@ -287,7 +287,7 @@ def _constants(problem: _Problem, theta: np.ndarray, start: CollectiveConstants 
             harness[parameter.key] = constant
         else:
             scale_out.setdefault(parameter.key, {})[stored] = constant
-    return CollectiveConstants(shape=shape, scale_up=scale_up, nvls=nvls, scale_out=scale_out, harness=harness)
+    return CollectiveConstants(common=common, scale_up=scale_up, nvls=nvls, scale_out=scale_out, harness=harness)
 
 
 def _inert(problem: _Problem, theta: np.ndarray, i: int, base: float, low: float, high: float) -> bool:

@@ -6,14 +6,16 @@ written by ``python -m mlsysim.validation.kernels_collectives``).
 The constants live where they are measured:
 
 * per accelerator **architecture** (Ampere, Hopper, Blackwell): the fraction of its NVLink rate
-  that ring (and point-to-point) copies reach, and the latency of a collective's start and of
-  each ring step on NVLink;
+  that ring (and point-to-point) copies reach, and the fixed latency of a collective's start;
 * per architecture and **link level**: NVLink SHARP's (NVLS) fraction of the wire, inside one
   node's NVSwitch (``nvlink``) or across an NVL72 rack's NVLink switches (``nvl72``);
 * per **scale-out fabric** (``infiniband``, ``efa``, ``roce``): the fraction of a rank's NIC share
   reached, and the latency of each step across domains;
-* the size curve's shape (the per-rank size at which a collective is at 2^-g of its ceiling,
-  and g), one for all.
+* common to all: the size curve's shape (the per-rank size at which a collective is at 2^-g of
+  its ceiling, and g) and the latency of each algorithm step on NVLink (one NVLink hop of the
+  library's low-latency protocol; the nccl-tests sweeps of small messages shipped here are of
+  ring all-reduce on A100 and GB200 and of forced NVLS on H100, so one step latency for all
+  NVLink generations is what they can pin).
 
 A link, architecture or algorithm no fitted table covers is refused with an
 :class:`~mlsysim.core.exceptions.InputError` naming the missing table and how to supply one
@@ -94,12 +96,13 @@ def read_fits(name: str) -> dict[str, object]:
 class CollectiveConstants:
     """The fitted constants of the collective model (module docstring), keyed where they live.
 
-    ``scale_up[architecture]`` holds ``ring_efficiency``, ``base_latency`` and ``step_latency``;
+    ``scale_up[architecture]`` holds ``ring_efficiency`` and ``base_latency``;
     ``nvls["Architecture/level"]`` NVLS's wire efficiency; ``scale_out[link]`` ``efficiency`` and
-    ``step_latency``; ``shape`` ``half_size`` (bytes per rank) and ``sharpness``.
+    ``step_latency``; ``common`` ``half_size`` (bytes per rank), ``sharpness`` and ``step_latency``
+    (on NVLink).
     """
 
-    shape: Mapping[str, Constant]
+    common: Mapping[str, Constant]
     scale_up: Mapping[str, Mapping[str, Constant]]
     nvls: Mapping[str, Constant] = field(default_factory=dict)
     scale_out: Mapping[str, Mapping[str, Constant]] = field(default_factory=dict)
@@ -111,7 +114,7 @@ class CollectiveConstants:
         def group(table: Mapping[str, Mapping[str, Constant]]) -> dict[str, object]:
             return {key: {name: c.as_json() for name, c in values.items()} for key, values in sorted(table.items())}
 
-        return {"shape": {name: c.as_json() for name, c in self.shape.items()},
+        return {"common": {name: c.as_json() for name, c in self.common.items()},
                 "scale_up": group(self.scale_up),
                 "nvls": {key: c.as_json() for key, c in sorted(self.nvls.items())},
                 "scale_out": group(self.scale_out),
@@ -124,7 +127,7 @@ class CollectiveConstants:
         def group(raw: object) -> dict[str, dict[str, Constant]]:
             return {key: {name: one(c) for name, c in dict(values).items()} for key, values in dict(raw).items()}  # type: ignore[call-overload]
 
-        return cls(shape={k: one(v) for k, v in dict(document["shape"]).items()},  # type: ignore[call-overload]
+        return cls(common={k: one(v) for k, v in dict(document["common"]).items()},  # type: ignore[call-overload]
                    scale_up=group(document["scale_up"]),
                    nvls={k: one(v) for k, v in dict(document.get("nvls", {})).items()},  # type: ignore[call-overload]
                    scale_out=group(document.get("scale_out", {})),
@@ -170,11 +173,12 @@ def _coefficients(constants: CollectiveConstants, fabric: Fabric) -> dict[str, f
             f"no collective table covers the {fabric.out_link} fabric between nodes (covered: "
             f"{', '.join(sorted(constants.scale_out)) or 'none'}); {SUPPLY}", field="link")
     return {
-        "ring": up["ring_efficiency"].value, "base": up["base_latency"].value, "step": up["step_latency"].value,
+        "ring": up["ring_efficiency"].value, "base": up["base_latency"].value,
+        "step": constants.common["step_latency"].value,
         "nvls": nvls.value if nvls is not None and fabric.architecture in NVLS_ARCHITECTURES else float("nan"),
         "out": out["efficiency"].value if out is not None else 1.0,
         "out_step": out["step_latency"].value if out is not None else 0.0,
-        "half": constants.shape["half_size"].value, "sharp": constants.shape["sharpness"].value,
+        "half": constants.common["half_size"].value, "sharp": constants.common["sharpness"].value,
     }
 
 
@@ -205,20 +209,43 @@ def best_time(op: Num, algorithm: Num, size: Num, group: Num, domain: Num, **coe
     fastest of :class:`~mlsysim.physics.collective_curves.Algorithm` (arrays broadcast row by row)."""
     shape = np.broadcast(np.asarray(op), np.asarray(algorithm), np.asarray(size), np.asarray(group),
                          np.asarray(domain)).shape
-    tried = [algorithm_time(op, int(a), size, group, domain, **coefficients) for a in Algorithm]
+    codes = _candidates(op, algorithm, group, domain, coefficients["nvls_efficiency"])
+    tried = [algorithm_time(op, code, size, group, domain, **coefficients) for code in codes]
+    if len(tried) == 1:
+        return tried[0], codes[0] if not shape else np.full(shape, codes[0])
     times = np.stack([np.broadcast_to(k.time, shape) for k in tried])
-    chosen = np.where(np.asarray(algorithm) == AUTO, np.argmin(times, axis=0), np.asarray(algorithm))
-    chosen = np.broadcast_to(chosen, shape).astype(int)
+    best = np.argmin(times, axis=0)
+    wanted = np.asarray(algorithm)
+    index = np.where(wanted == AUTO, best, np.searchsorted(np.array(codes), np.clip(wanted, 0, None)))
+    index = np.broadcast_to(index, shape).astype(int)
 
     def pick(values: Sequence[Num]) -> np.ndarray:
         stacked = np.stack([np.broadcast_to(v, shape) for v in values])
-        return np.take_along_axis(stacked, chosen[None, ...], axis=0)[0]
+        return np.take_along_axis(stacked, index[None, ...], axis=0)[0]
 
     kernel = KernelTime(pick([k.time for k in tried]), pick([k.efficiency for k in tried]),
                         pick([np.asarray(k.bound) for k in tried]).astype(int))
+    chosen = np.array(codes)[index]
     if not shape:
         return KernelTime(float(kernel.time), float(kernel.efficiency), int(kernel.bound)), int(chosen)
     return kernel, chosen
+
+
+def _candidates(op: Num, algorithm: Num, group: Num, domain: Num, nvls: Num) -> list[int]:
+    """The algorithm codes worth computing: the one asked for; for ``auto`` on one collective those that
+    apply to it (NVLS on one domain with a measured NVLS efficiency, the trees across domains); every
+    code for many rows."""
+    if np.ndim(algorithm) == 0 and int(algorithm) != AUTO:
+        return [int(algorithm)]
+    if np.ndim(algorithm) or np.ndim(op) or np.ndim(group) or np.ndim(domain) or np.ndim(nvls):
+        return [int(a) for a in Algorithm]
+    one = float(group) <= float(domain)
+    codes = [int(Algorithm.RING)]
+    if int(op) == Op.ALL_REDUCE and np.isfinite(nvls):
+        codes.append(int(Algorithm.NVLS if one else Algorithm.NVLS_TREE))
+    if not one:
+        codes.append(int(Algorithm.TREE))
+    return sorted(codes)
 
 
 def collective_time(
@@ -373,7 +400,7 @@ def collective(
     code, alg = _op_code(op), _algorithm_code(algorithm)
     n = _group(group)
     bytes_ = _bytes(size)
-    fabric, domain, where = _fabric_of(accelerator, node, link, n)
+    fabric, domain, where = fabric_of(accelerator, node, link, n)
     constants = constants or shipped_constants()
     coefficients = _coefficients(constants, fabric)
     if alg in (Algorithm.NVLS, Algorithm.NVLS_TREE) and not np.isfinite(coefficients["nvls"]):
@@ -415,10 +442,13 @@ def _bytes(size: object) -> Num:
     return array if array.ndim else float(array)
 
 
-def _fabric_of(
+def fabric_of(
     accelerator: Accelerator | str | None, node: Node | str | None, link: str | None, n: int,
 ) -> tuple[Fabric, int, str]:
-    """(the fabric, the ranks per NVLink domain in the group, a description) of a call."""
+    """(the :class:`Fabric`, the ranks per NVLink domain in the group, a description) of ``group`` ranks on a
+    registry node (its accelerator, NVLink domain, NICs and NIC fabric) or accelerator (the group one
+    NVLink domain), as :func:`collective` reads them; the engine calls it once with its largest group
+    and passes arrays of sizes and groups to :func:`collective_time`."""
     if (accelerator is None) == (node is None):
         raise InputError("give one of accelerator= (a registry accelerator) or node= (a registry node)",
                          field="accelerator")

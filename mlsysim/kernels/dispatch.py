@@ -24,8 +24,8 @@ from mlsysim.kernels.collectives import (
     Constant,
     _accelerator,
     _architecture,
-    _fabric_of,
     _nvlink_rate,
+    fabric_of,
     read_fits,
 )
 from mlsysim.kernels.least_squares import (
@@ -163,7 +163,7 @@ def dispatch(
                          field="route_limit")
     code = _kernel_code(kernel)
     element = _element_bytes(format)
-    fabric, domain, where = _fabric_of(accelerator, node, link, int(ranks))
+    fabric, domain, where = fabric_of(accelerator, node, link, int(ranks))
     up_e, out_e, latency = _lookup(constants or shipped_constants(), fabric.architecture, fabric.out_link, code)
     time = dispatch_time(code, tokens, hidden, element, top_k, experts, ranks, domain,
                          float(route_limit) if route_limit is not None else np.inf, up_rate=fabric.up_rate,

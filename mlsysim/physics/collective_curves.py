@@ -108,18 +108,51 @@ ALGORITHMS = tuple(a.label for a in Algorithm)
 """Labels of :class:`Algorithm`, by code."""
 
 
+_AR, _AG, _RS, _A2A, _SR, _BC = (int(o) for o in Op)
+_RING, _NVLS, _TREE, _NVLS_TREE = (int(a) for a in Algorithm)
+
+
 def bus_factor(op: Num, n: Num) -> Num:
     """F(n), nccl-tests' bus bandwidth over algorithm bandwidth: 2 (n-1)/n for all-reduce, (n-1)/n
     for all-gather, reduce-scatter and all-to-all, 1 for send/recv and broadcast
     (NVIDIA/nccl-tests, doc/PERFORMANCE.md)."""
     single = (n - 1.0) / n
-    return np.where(op == Op.ALL_REDUCE, 2.0 * single,
-                    np.where((op == Op.SEND_RECV) | (op == Op.BROADCAST), 1.0, single))
+    return np.where(op == _AR, 2.0 * single, np.where((op == _SR) | (op == _BC), 1.0, single))
 
 
-def _half(op: Num) -> Num:
-    """1 for all-reduce (a reduce-scatter and an all-gather), 1/2 for the other ring collectives."""
-    return np.where(op == Op.ALL_REDUCE, 1.0, 0.5)
+def _ring_bytes(op: Num, s: Num, n: Num, d: Num, one: Num) -> tuple[Num, Num]:
+    """Ring (or direct point-to-point) wire bytes: one domain, or a flat ring over several."""
+    f = bus_factor(op, n)
+    a2a_up = np.where(one, (n - 1.0) / n, (d - 1.0) / n) * s
+    a2a_out = np.where(one, 0.0, (n - d) / n) * s
+    sr_out = np.where(d < 2.0, s, 0.0)  # a send/recv pair on two domains (d = 1) crosses the NICs
+    up = np.where(op == _A2A, a2a_up, np.where(op == _SR, s - sr_out, np.where(one, f * s, f * s * (d - 1.0) / d)))
+    out = np.where(op == _A2A, a2a_out, np.where(op == _SR, sr_out, np.where(one, 0.0, f * s / d)))
+    return up, out
+
+
+def _tree_out(op: Num, s: Num, d: Num, domains: Num) -> Num:
+    """Each rank's 1/d shard across the N domains on its rail: 2 (N-1)/N S/d (all-reduce), half that otherwise."""
+    return np.where(op == _AR, 2.0, 1.0) * (domains - 1.0) / np.maximum(domains, 1.0) * s / d
+
+
+def _algorithm_bytes(alg: int, op: Num, s: Num, n: Num, d: Num) -> tuple[Num, Num]:
+    """One algorithm's (V_up, V_out), ``inf`` where it does not apply (module docstring)."""
+    domains = n / d
+    one = domains <= 1.0
+    if alg == _RING:
+        return _ring_bytes(op, s, n, d, one)
+    if alg == _NVLS:
+        ok = (op == _AR) & one
+        return np.where(ok, (n + 1.0) / n * s, np.inf), np.where(ok, 0.0, np.inf)
+    if alg == _TREE:
+        ok = ((op == _AR) | (op == _AG) | (op == _RS)) & ~one
+        up = np.where(op == _AR, 2.0, 1.0) * (d - 1.0) / d * s
+        return np.where(ok, up, np.inf), np.where(ok, _tree_out(op, s, d, domains), np.inf)
+    if alg == _NVLS_TREE:
+        ok = (op == _AR) & ~one & (d >= 2.0)
+        return np.where(ok, (d + 1.0) / d * s, np.inf), np.where(ok, _tree_out(op, s, d, domains), np.inf)
+    return np.inf * s, np.inf * s
 
 
 def wire_bytes(op: Num, algorithm: Num, size: Num, n: Num, d: Num) -> tuple[Num, Num]:
@@ -128,42 +161,20 @@ def wire_bytes(op: Num, algorithm: Num, size: Num, n: Num, d: Num) -> tuple[Num,
     ``n`` ranks in domains of ``d`` (d = n: one domain); the equations are the module
     docstring's. A combination the algorithm does not implement gives ``inf`` (NVLS: all-reduce
     in one domain; ``tree`` and ``nvls_tree``: all-reduce, all-gather or reduce-scatter over more
-    than one domain; ``nvls_tree`` all-reduce only).
+    than one domain; ``nvls_tree`` all-reduce only). ``algorithm`` is one code, or an array of
+    codes (each row its own).
     """
     s = np.asarray(size, dtype=float)
     n = np.asarray(n, dtype=float)
     d = np.minimum(np.asarray(d, dtype=float), n)
-    domains = n / d
-    one = domains <= 1.0
-    f = bus_factor(op, n)
-    p2p = (op == Op.ALL_TO_ALL) | (op == Op.SEND_RECV)
-    reducing = (op == Op.ALL_REDUCE) | (op == Op.ALL_GATHER) | (op == Op.REDUCE_SCATTER)
-    # ring, or direct point-to-point
-    a2a_up = np.where(one, (n - 1.0) / n, (d - 1.0) / n) * s
-    a2a_out = np.where(one, 0.0, (n - d) / n) * s
-    sr_out = np.where(d < 2.0, s, 0.0)  # a send/recv pair on two domains (d = 1) crosses the NICs
-    ring_up = np.where(op == Op.ALL_TO_ALL, a2a_up,
-                       np.where(op == Op.SEND_RECV, s - sr_out, np.where(one, f * s, f * s * (d - 1.0) / d)))
-    ring_out = np.where(op == Op.ALL_TO_ALL, a2a_out,
-                        np.where(op == Op.SEND_RECV, sr_out, np.where(one, 0.0, f * s / d)))
-    # hierarchical: inside each domain, then each rank's 1/d shard across the domains on its rail
-    half = _half(op)
-    tree_up = 2.0 * half * (d - 1.0) / d * s
-    tree_out = 2.0 * half * (domains - 1.0) / np.maximum(domains, 1.0) * s / d
-    nvls_up = (n + 1.0) / n * s
-    nvls_tree_up = (d + 1.0) / d * s
-    inf = np.inf
-    alg = np.asarray(algorithm)
-    is_ar = op == Op.ALL_REDUCE
-    up = np.select(
-        [alg == Algorithm.RING, (alg == Algorithm.NVLS) & is_ar & one,
-         (alg == Algorithm.TREE) & reducing & ~one, (alg == Algorithm.NVLS_TREE) & is_ar & ~one & (d >= 2.0)],
-        [ring_up, nvls_up, tree_up, nvls_tree_up], inf)
-    out = np.select(
-        [alg == Algorithm.RING, (alg == Algorithm.NVLS) & is_ar & one,
-         (alg == Algorithm.TREE) & reducing & ~one, (alg == Algorithm.NVLS_TREE) & is_ar & ~one & (d >= 2.0)],
-        [ring_out, 0.0, tree_out, tree_out], inf)
-    up = np.where(p2p & (alg != Algorithm.RING), inf, up)
+    if np.ndim(algorithm) == 0:
+        up, out = _algorithm_bytes(int(algorithm), op, s, n, d)
+    else:
+        alg = np.asarray(algorithm)
+        up, out = np.inf * s, np.inf * s
+        for code in np.unique(alg):
+            one_up, one_out = _algorithm_bytes(int(code), op, s, n, d)
+            up, out = np.where(alg == code, one_up, up), np.where(alg == code, one_out, out)
     return plain(up), plain(out)
 
 
@@ -179,15 +190,18 @@ def latency_steps(op: Num, algorithm: Num, n: Num, d: Num) -> tuple[Num, Num]:
     n = np.asarray(n, dtype=float)
     d = np.minimum(np.asarray(d, dtype=float), n)
     domains = n / d
-    one = domains <= 1.0
-    steps = np.where(op == Op.ALL_REDUCE, 2.0 * (n - 1.0), np.where(op == Op.SEND_RECV, 1.0, n - 1.0))
-    inside = np.where(op == Op.ALL_REDUCE, 2.0 * (d - 1.0), d - 1.0)
+    steps = np.where(op == _AR, 2.0 * (n - 1.0), np.where(op == _SR, 1.0, n - 1.0))
+    crosses = (domains > 1.0) & ~((op == _SR) & (d >= 2.0))
     across = 2.0 * np.log2(np.maximum(domains, 1.0))
-    crosses = ~one & ~((op == Op.SEND_RECV) & (d >= 2.0))
-    alg = np.asarray(algorithm)
-    up = np.select([alg == Algorithm.RING, alg == Algorithm.NVLS, alg == Algorithm.TREE],
-                   [np.where(crosses, 0.0, steps), 2.0, inside], 2.0)
-    out = np.select([alg == Algorithm.RING, alg == Algorithm.NVLS], [np.where(crosses, steps, 0.0), 0.0], across)
+    ring = (np.where(crosses, 0.0, steps), np.where(crosses, steps, 0.0))
+    tree = (np.where(op == _AR, 2.0 * (d - 1.0), d - 1.0), across)
+    by_code = {_RING: ring, _NVLS: (2.0 + 0.0 * n, 0.0 * n), _TREE: tree, _NVLS_TREE: (2.0 + 0.0 * n, across)}
+    if np.ndim(algorithm) == 0:
+        up, out = by_code[int(algorithm)]
+    else:
+        alg = np.asarray(algorithm)
+        up = np.select([alg == c for c in by_code], [v[0] for v in by_code.values()], 2.0)
+        out = np.select([alg == c for c in by_code], [v[1] for v in by_code.values()], 0.0)
     return plain(up), plain(out)
 
 
@@ -211,7 +225,7 @@ def collective_time(
     """
     up, out = wire_bytes(op, algorithm, size, n, d)
     h_up, h_out = latency_steps(op, algorithm, n, d)
-    x = np.where(op == Op.SEND_RECV, np.asarray(size, dtype=float), np.asarray(size, dtype=float) / n)
+    x = np.where(op == _SR, np.asarray(size, dtype=float), np.asarray(size, dtype=float) / n)
     share = fill(x, half_size, sharpness)
     with np.errstate(invalid="ignore", divide="ignore"):  # no bytes on a link: no time on it, whatever its rate
         up_time = np.where(np.asarray(up) > 0, np.asarray(up) / (np.asarray(up_efficiency) * up_rate), 0.0)
