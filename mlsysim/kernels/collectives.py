@@ -40,7 +40,7 @@ from mlsysim.core.exceptions import InputError, UnitsError
 from mlsysim.core.units import Quantity, ureg
 from mlsysim.kernels.result import KernelEstimate
 from mlsysim.physics import collective_curves as curves
-from mlsysim.physics.bounds import Bound, KernelTime
+from mlsysim.physics.bounds import KernelTime
 from mlsysim.physics.collective_curves import ALGORITHMS, OPS, Algorithm, Op
 
 if TYPE_CHECKING:
@@ -521,6 +521,3 @@ def _nvlink_rate(accelerator: Accelerator) -> float:
     """A rank's nominal NVLink rate per direction, bytes/s (the registry's ``nvlink.bandwidth_per_direction``)."""
     return float(accelerator.nvlink.bandwidth_per_direction.to("byte/s").magnitude)
 
-
-BOUND_OF = {int(Bound.LATENCY): "latency", int(Bound.BANDWIDTH): "bandwidth"}
-"""The bound labels a collective can take."""

@@ -30,7 +30,12 @@ bus factor of the op over ``group`` ranks,
 ``bandwidth`` over the ``bytes`` it counts (time = bytes / bandwidth; the source's
 convention for what it counts goes in ``notes``). The required columns of each kind are
 :data:`REQUIRED`; other columns are kept as they are (numbers as floats, words as
-strings; a dimensioned column in its canonical SI unit, :data:`DIMENSIONS`). A table that lacks a column,
+strings; a dimensioned column in its canonical SI unit, :data:`DIMENSIONS`). The
+collective model also reads ``domain`` (ranks per NVLink domain), ``gpus_per_node``,
+``nic_rate`` (a GPU's share of the NICs), ``algorithm`` and ``library`` (the measuring
+program, when not nccl-tests); the dispatch model ``format``, ``kernel``,
+``ranks_per_domain``, ``route_limit``, ``link`` and ``nic_rate``
+(:mod:`mlsysim.kernels.collectives`, :mod:`mlsysim.kernels.dispatch`). A table that lacks a column,
 gives a word where a number belongs, a unit of the wrong dimension or a time that is not
 positive is refused with an :class:`~mlsysim.core.exceptions.InputError` naming the file,
 the row and the column.
