@@ -44,13 +44,13 @@ from typing import Any
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
 from mlsysim.physics.matmul import _shape_times
+from mlsysim.physics.records import records_from
 from mlsysim.planning.layouts import best_layout, grid_size, scenario_search_inputs
 
 LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
 DGX_H100 = dict(devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.73, memory_bandwidth=3.35e12,
                 intra_bandwidth=450e9, nic_bandwidth=50e9, nics_per_node=8.0)
-OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "compute_units", "cast_bytes",
-                    "fused_elementwise")
+OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling")
 
 
 def scenario(**changes: Any) -> DataParallelScaleOutScenario:
@@ -113,18 +113,23 @@ def search(args: argparse.Namespace, pricing: str) -> None:
         "zero_stage": [0.0, 1.0, 2.0, 3.0],
         "recompute": [0.0, 1.0, 2.0],
     }
-    workload: dict[str, Any] = dict(LLAMA3_70B)
-    cluster: dict[str, Any] = dict(DGX_H100)
+    records = records_from(**LLAMA3_70B, **DGX_H100, sequence_parallel=True, flash_attention=True)
     if pricing == "operators":
-        found = scenario_search_inputs(scenario())
-        workload.update(kv_heads=found.workload["kv_heads"], ffn_hidden=found.workload["ffn_hidden"],
-                        gated_mlp=found.workload["gated_mlp"])
-        cluster.update({name: found.cluster[name] for name in OPERATOR_FIGURES})
+        found = scenario_search_inputs(scenario()).records
+        shape, rates = found.shape, found.rates
+        records = records._replace(
+            shape=records.shape._replace(kv_heads=shape.kv_heads, ffn_hidden=shape.ffn_hidden,
+                          gated_mlp=shape.gated_mlp),
+            cluster=records.cluster._replace(compute_units=found.cluster.compute_units),
+            layout=records.layout._replace(cast_bytes=found.layout.cast_bytes,
+                           fused_elementwise=found.layout.fused_elementwise),
+            rates=records.rates._replace(**{name: getattr(rates, name) for name in OPERATOR_FIGURES}),
+        )
     size = grid_size(axes)
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        best = best_layout(axes, workload=workload, cluster=cluster, memory_capacity=80e9)
+        best = best_layout(axes, records=records, memory_capacity=80e9)
         times.append(time.perf_counter() - start)
     median = statistics.median(times)
     print(f"[{pricing}] layouts: {size:,}  kept: {best.kept:,}  median {median:.2f} s  "
@@ -159,7 +164,7 @@ def results(repeats: int) -> None:
                     private["_result"] = None
                     base.result  # noqa: B018
                 cold.append((time.perf_counter() - start) / number)
-        t_c = base.result.figures.layout.parts.micro_batch_time
+        t_c = base.result.figures.layout.terms.compute.micro_batch_time
         print(f"[{name}] scenario.result (t 8 p 4, 4 nodes; t_c {t_c * 1e3:.2f} ms): median "
               f"{statistics.median(fresh) * 1e6:.1f} us; variant(accumulation_steps).result "
               f"{statistics.median(variants) * 1e6:.1f} us"

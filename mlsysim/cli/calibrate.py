@@ -1,8 +1,9 @@
-"""``mlsysim calibrate``: fit link parameters from nccl-tests logs or torch.distributed runs."""
+"""``mlsysim calibrate``: fit link parameters from nccl-tests logs or torch.distributed runs; read profiler traces."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,7 +12,13 @@ import click
 from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mlsysim.calibrate.fit import CollectiveFit
+    from mlsysim.calibrate.profile import ProfileSummary
+    from mlsysim.calibrate.profile_tables import MeasuredTable
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.core.units import Quantity
 
 calibrate_app = group(
     "calibrate",
@@ -22,7 +29,8 @@ calibrate_app = group(
         "  mlsysim calibrate nccl-tests all_reduce.log --write-scenario my.toml --link intra\n\n"
         "  mlsysim calibrate torch --nproc 2\n\n"
         "  mlsysim calibrate step --model gpt --batch 8\n\n"
-        "  mlsysim calibrate matmuls table.json --accelerator H100"
+        "  mlsysim calibrate matmuls table.json --accelerator H100\n\n"
+        "  mlsysim calibrate profile rank0.pt.trace.json.gz rank1.pt.trace.json.gz --out measured/"
     ),
 )
 
@@ -222,6 +230,175 @@ def matmuls(
     click.echo("[assumptions]")
     for key, value in values.items():
         click.echo(f"{key} = {value!r}")
+
+
+@command(calibrate_app, "profile")
+def profile(
+    traces: list[Path] = Argument(
+        ..., help="PyTorch profiler Chrome traces (.json or .json.gz) of a few steps, one file per rank."
+    ),
+    accelerator: str | None = Option(
+        None, "--accelerator", help="Registry name of the GPU traced (e.g. A100), where the trace's device name "
+        "does not tell it (or to override it)."
+    ),
+    link: str = Option(
+        "unknown", "--link", help="The link the collectives' process groups span (intra, inter, ...): the "
+        "collective table's link column."
+    ),
+    out: Path | None = Option(
+        None, "--out", help="Write profile_summary.json and the measured kernel tables (JSON, the kernel tables' "
+        "format) into this existing folder."
+    ),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Where each traced step's time went, by operator class, and the measured kernel tables.
+
+    Reads the traces torch.profiler writes (export_chrome_trace, tensorboard_trace_handler;
+    gzip read as such), links every GPU kernel to the operator that launched it and puts it
+    in one class: matmul, attention, memory_bound, cast, optimizer, communication (by
+    collective), other. Prints each class's time per step (median over the steps, then the
+    ranks), the step time, the GPU's idle time and the communication overlapped with compute.
+    With --out, writes the summary and the measured matmul, attention and collective tables.
+    Record with: torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True) and a
+    schedule of a few steps; a trace without GPU kernels or without shapes prints what it
+    can and exits with status 2.
+
+    Example: mlsysim calibrate profile rank0.json.gz rank1.json.gz --out measured/
+    """
+    from mlsysim.calibrate.profile import RECORD_HINT, read_traces, summarise
+    from mlsysim.calibrate.profile_tables import match_accelerator, measured_tables
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.jsonio import document, dumps
+
+    folder = _output_folder(out)
+    word = link.strip().lower()
+    if not word or not word.replace("_", "").replace("-", "").isalnum():
+        raise InputError(f"--link: expected a word (intra, inter, ...), got {link!r}", field="link")
+    name = _registry_accelerator(accelerator) if accelerator is not None else None
+    read = read_traces(traces)
+    summary = summarise(read)
+    if name is None:
+        matches = {match_accelerator(t.device, t.device_memory) for t in read}
+        name = matches.pop() if len(matches) == 1 else None
+    tables, table_notes = measured_tables(read, accelerator=name, link=word) if summary.gpu and name else ((), ())
+    if summary.gpu and name is None:
+        table_notes = (f"no tables: the trace's device ({summary.device or 'not recorded'}) is not a registry "
+                       "accelerator I can tell; name it with --accelerator",)
+    refusal = None
+    if not summary.gpu:
+        refusal = f"no GPU kernels in {', '.join(summary.files)} (a CPU-only trace); {RECORD_HINT} on the GPUs"
+    elif not summary.shapes:
+        refusal = (f"no operator shapes in {', '.join(summary.files)}: the measured tables need them; record with "
+                   "record_shapes=True")
+    elif folder is not None and name is None:
+        refusal = f"--out: {table_notes[0]}"
+    listed: list[JSONValue] = [{"kind": m.table.kind, "rows": len(m.table), "file": m.file_name} for m in tables]
+    data: dict[str, JSONValue] = {
+        **summary.to_dict(), "accelerator": name, "tables": listed, "table_notes": list(table_notes),
+    }
+    if json_:
+        click.echo(dumps(document("profile", data), indent=2))
+    else:
+        click.echo(profile_text(summary, name, tables, table_notes))
+    if refusal is not None:
+        raise InputError(refusal, field="trace")
+    if folder is not None:
+        from mlsysim.core.fileio import write_text
+
+        written = [write_text(folder / "profile_summary.json", dumps(document("profile", data), indent=2) + "\n")]
+        written += [write_text(folder / m.file_name, table_json(m.document)) for m in tables]
+        if not json_:
+            for path in written:
+                click.echo(f"wrote {path}")
+
+
+def _output_folder(out: Path | None) -> Path | None:
+    """``--out``: an existing, writable folder (checked before the traces are read)."""
+    import os
+
+    from mlsysim.core.exceptions import InputError
+
+    if out is None:
+        return None
+    folder = Path(os.path.expanduser(os.fspath(out)))
+    if not folder.is_dir():
+        raise InputError(f"--out {str(out)!r}: not an existing folder; create it first", field="out")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"--out {str(out)!r}: the folder is not writable", field="out")
+    return folder
+
+
+def _registry_accelerator(name: str) -> str:
+    """``--accelerator``: a registry accelerator's name, as the registry spells it."""
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.hardware.registry import Hardware
+
+    entries = Hardware.Cloud.entries()
+    found = next((key for key in entries if key.lower() == name.strip().lower()), None)
+    if found is None:
+        raise InputError(
+            f"--accelerator: {name!r} is not a registry accelerator; expected one of {', '.join(entries)}",
+            field="accelerator",
+        )
+    return found
+
+
+def profile_text(
+    summary: ProfileSummary, accelerator: str | None, tables: Sequence[MeasuredTable], table_notes: Sequence[str]
+) -> str:
+    """The per-class breakdown of a summary, as ``calibrate profile`` prints it."""
+    from mlsysim.calibrate.profile import CLASSES, steps_label
+
+    step = float(summary.step_time.to("s").magnitude)
+
+    def time(q: Quantity) -> str:
+        value = float(q.to("us").magnitude)
+        return _human_time(value) if value else "0"
+
+    def share(q: Quantity) -> str:
+        return f"{float(q.to('s').magnitude) / step:.1%}" if step > 0 else ""
+
+    ranks = [r.rank for r in summary.ranks]
+    who = ", ".join(f"rank {r}" for r in ranks if r is not None) or f"{len(ranks)} trace(s)"
+    world = f" of {summary.world_size}" if summary.world_size else ""
+    registry = f" (registry: {accelerator})" if accelerator else ""
+    lines = [
+        ", ".join(summary.files),
+        f"  {who}{world}; {summary.device or 'device not recorded'}{registry}; {steps_label(list(summary.steps))}",
+        f"  step time {time(summary.step_time)} ({summary.subject}; median over the steps, then the ranks)",
+    ]
+    if summary.gpu:
+        lines.append(
+            f"  GPU busy {time(summary.busy)}, idle {time(summary.idle)}; communication overlapped with compute "
+            f"{time(summary.overlap)}, exposed {time(summary.exposed_communication)}; compute stream idle "
+            f"{time(summary.compute_stream_idle)}"
+        )
+    lines += ["", f"{'class':<16} {'time/step':>10}  {'of step':>7}  {'count/step':>10}"]
+    zero = summary.step_time * 0.0
+    for klass in CLASSES:
+        found = summary.classes.get(klass)
+        spent, count = (found.time, found.count) if found else (zero, 0.0)
+        lines.append(f"{klass:<16} {time(spent):>10}  {share(spent):>7}  {count:>10.6g}")
+        if klass == "communication":
+            for op, item in summary.collectives.items():
+                lines.append(f"  {op:<14} {time(item.time):>10}  {share(item.time):>7}  {item.count:>10.6g}")
+    measured = ", ".join(f"{m.table.kind} {len(m.table)} row(s)" for m in tables)
+    lines += ["", f"measured tables: {measured or 'none'}"]
+    lines += [f"note: {n}" for n in (*summary.notes, *table_notes)]
+    return "\n".join(lines)
+
+
+def table_json(data: Mapping[str, object]) -> str:
+    """A kernel table's JSON text as the shipped tables are laid out: one row a line."""
+    head = {k: v for k, v in data.items() if k != "rows"}
+    body = json.dumps(head, indent=2)[:-2]
+    rows = ",\n".join("    " + json.dumps(r) for r in as_rows(data.get("rows")))
+    return f"{body},\n  \"rows\": [\n{rows}\n  ]\n}}\n"
+
+
+def as_rows(value: object) -> list[object]:
+    """A table document's rows (a list)."""
+    return value if isinstance(value, list) else []
 
 
 def _check_link(write_scenario: Path | None, link: str | None) -> str | None:

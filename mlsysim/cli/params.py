@@ -2,7 +2,8 @@
 
 A command is a function whose parameters default to :class:`Option` or :class:`Argument`
 (flags, help text); :func:`command` reads the signature (the annotation gives the type:
-``str``, ``int``, ``float``, ``bool``, ``Path``, ``list[str]``, each optionally ``| None``)
+``str``, ``int``, ``float``, ``bool``, ``Path``, ``list[str]``, each optionally ``| None``; an
+argument typed ``list[Path]`` takes one or more values)
 and registers a click command on a :class:`Group`. The commands were declared this way
 with typer, which builds a pydantic ``TypeAdapter`` per option at every start (about
 0.05 s of each command, issue 30); this is the part of it the commands use, on plain
@@ -138,6 +139,11 @@ def _parameter(name: str, annotation: object, spec: OptionSpec | ArgumentSpec) -
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
     base = text.replace(" ", "").removesuffix("|None")
     if isinstance(spec, ArgumentSpec):
+        if base.startswith("list[") and base.endswith("]"):  # any number of them (``FILE...``), at least one
+            return HelpArgument(
+                [name], type=_TYPES[base[5:-1]], nargs=-1, required=spec.default is ..., metavar=spec.metavar,
+                help=spec.help,
+            )
         if spec.default is ...:  # no default at all: click >= 8.3 takes None for a given one
             return HelpArgument(
                 [name], type=_TYPES[base], required=True, metavar=spec.metavar, help=spec.help

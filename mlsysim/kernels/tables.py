@@ -5,7 +5,7 @@ A table is one source's measurements of one kind of kernel on one accelerator
 CSV, read by :func:`read_table`). JSON::
 
     {
-      "kind": "matmul",                     # matmul | attention | collective | dispatch
+      "kind": "matmul",                     # matmul | attention | collective | dispatch | memory
       "split": "fit",                       # fit: constants may be fitted on it; holdout: never
       "accelerator": "H100",                # the registry's accelerator name
       "source": {"title": "...", "url": "...", "date": "2024-05-01",
@@ -23,22 +23,29 @@ caller (``mlsysim calibrate kernels FILE --accelerator H100``).
 
 Every table gives each row's ``time`` (seconds once read) or, for the kinds whose work
 has one agreed count, a rate it is derived from (:data:`RATES`): a matrix product's
-``tflops`` (2 m n k batch FLOPs); a collective's ``busbw`` or ``algbw`` as nccl-tests
-prints them (``bytes`` is nccl-tests' size; time = bytes F / busbw = bytes / algbw, F the
-bus factor of the op over ``group`` ranks,
-:func:`~mlsysim.physics.collective_curves.bus_factor`); an expert dispatch's
-``bandwidth`` over the ``bytes`` it counts (time = bytes / bandwidth; the source's
-convention for what it counts goes in ``notes``). The required columns of each kind are
-:data:`REQUIRED`; other columns are kept as they are (numbers as floats, words as
-strings; a dimensioned column in its canonical SI unit, :data:`DIMENSIONS`). The
-collective model also reads ``domain`` (ranks per NVLink domain), ``gpus_per_node``,
-``nic_rate`` (a GPU's share of the NICs), ``algorithm`` and ``library`` (the measuring
-program, when not nccl-tests); the dispatch model ``format``, ``kernel``,
-``ranks_per_domain``, ``route_limit``, ``link`` and ``nic_rate``
-(:mod:`mlsysim.kernels.collectives`, :mod:`mlsysim.kernels.dispatch`). A table that lacks a column,
-gives a word where a number belongs, a unit of the wrong dimension or a time that is not
-positive is refused with an :class:`~mlsysim.core.exceptions.InputError` naming the file,
-the row and the column.
+``tflops`` (2 m n k batch FLOPs); an attention call's ``tflops`` (FlashAttention's and
+cuDNN's convention, :func:`mlsysim.physics.attention.attention_flops`: 2 (d + d_v) FLOPs
+per query-key pair forward, 2 (3 d + 2 d_v) backward, the pairs above a causal diagonal
+not counted; ``kv_len`` and ``head_dim_v`` default to ``seq_len`` and ``head_dim``); a
+memory-bound kernel's ``bandwidth`` (its ``bytes`` read and written over its time, with
+a unit such as GB/s); a collective's ``busbw`` as nccl-tests prints it (``bytes`` is
+nccl-tests' size; time = bytes F / busbw, F the bus factor of the op over ``group`` ranks,
+:func:`~mlsysim.physics.collective_curves.bus_factor`); an expert dispatch's ``bandwidth``
+over the ``bytes`` it counts (time = bytes / bandwidth; the source's convention for what it
+counts goes in ``notes``). An attention table's ``direction`` is ``forward``, ``backward`` or
+``forward+backward``. A matrix product's ``batch``, where given, is the number of products,
+or of groups of a grouped product, in one kernel. A row measured with the device held below
+its default power gives it in ``power_limit`` (watts once read). The required columns of each kind are :data:`REQUIRED`; other
+columns are kept as they are (numbers as floats, words as strings). The collective model
+also reads ``domain`` (ranks per NVLink domain), ``gpus_per_node``, ``nic_rate`` (a GPU's
+share of the NICs), ``algorithm`` and ``library`` (the measuring program, when not
+nccl-tests); the dispatch model ``format``, ``kernel``, ``ranks_per_domain``,
+``route_limit``, ``link`` and ``nic_rate`` (:mod:`mlsysim.kernels.collectives`,
+:mod:`mlsysim.kernels.dispatch`); a collective's ``op`` is one of
+:data:`~mlsysim.physics.collective_curves.OPS`. A table that lacks
+a column, gives a word where a number belongs, a unit of the wrong dimension, an unknown
+direction or a time that is not positive is refused with an
+:class:`~mlsysim.core.exceptions.InputError` naming the file, the row and the column.
 """
 
 from __future__ import annotations
@@ -58,9 +65,10 @@ import numpy as np
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.units import UnitsError, parse_unit, ureg
+from mlsysim.physics.attention import DIRECTIONS, attention_flops
 from mlsysim.physics.collective_curves import OPS, bus_factor
 
-KINDS = ("matmul", "attention", "collective", "dispatch")
+KINDS = ("matmul", "attention", "collective", "dispatch", "memory")
 """The kinds of kernel a table may hold."""
 
 SPLITS = ("fit", "holdout")
@@ -71,28 +79,28 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
     "attention": ("batch", "heads", "seq_len", "head_dim", "causal", "format", "direction"),
     "collective": ("op", "bytes", "group", "link"),
     "dispatch": ("tokens", "hidden", "top_k", "experts", "ranks", "direction"),
+    "memory": ("kernel", "bytes"),
 }
 """Columns each kind must give, besides ``time`` (or the rate it is derived from)."""
+
+RATES: Mapping[str, str] = {
+    "matmul": "tflops", "attention": "tflops", "memory": "bandwidth", "collective": "busbw", "dispatch": "bandwidth",
+}
+"""The rate column a kind may give instead of ``time`` (see the module docstring)."""
 
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
 """Columns that hold words; every other column holds numbers (``causal``: 1 or 0, true or false)."""
 
-DIMENSIONS: Mapping[str, str] = {
-    "time": "[time]", "bytes": "[information]",
-    "busbw": "[information] / [time]", "algbw": "[information] / [time]", "bandwidth": "[information] / [time]",
-    "nic_rate": "[information] / [time]",
+DIMENSIONS: Mapping[str, tuple[str, str, str]] = {
+    "time": ("s", "time", "us"),
+    "bytes": ("byte", "data", "B"),
+    "bandwidth": ("byte / s", "data per time", "GB/s"),
+    "busbw": ("byte / s", "data per time", "GB/s"),
+    "nic_rate": ("byte / s", "data per time", "GB/s"),
+    "power_limit": ("W", "power", "W"),
 }
-"""Columns with a dimension, and the pint dimensionality their unit must have (canonical: s, byte, byte/s)."""
-
-CANONICAL: Mapping[str, tuple[str, str]] = {
-    "[time]": ("s", "time"), "[information]": ("byte", "data"), "[information] / [time]": ("byte / second", "bandwidth"),
-}
-"""The canonical unit of each dimension of :data:`DIMENSIONS`, and its name in messages."""
-
-RATES: Mapping[str, tuple[str, ...]] = {
-    "matmul": ("tflops",), "attention": (), "collective": ("busbw", "algbw"), "dispatch": ("bandwidth",),
-}
-"""The rate columns a kind may give instead of ``time`` (module docstring: how time follows)."""
+"""Columns with a dimension: the canonical unit each is read into (a unit of the same dimension is
+required), the dimension in words, and a unit to suggest."""
 
 SOURCE_FIELDS = ("title", "url", "date", "hardware", "software", "notes")
 """What a table's ``source`` says: every field required, so that no figure ships without its origin."""
@@ -158,16 +166,16 @@ def _column_unit(where: str, name: str, text: str | None) -> float:
         if text:
             raise _refuse(where, f"column {name!r} takes no unit, got {text!r}")
         return 1.0
+    canonical, words, example = dimension
     if not text:
-        example = {"[time]": "us", "[information]": "B"}.get(dimension, "GB/s")
         raise _refuse(where, f"column {name!r} needs a unit (e.g. {example})")
     try:
         unit = parse_unit(text)
     except (UnitsError, InputError) as error:
         raise _refuse(where, f"column {name!r}: unit {text!r} is not understood ({error})") from None
-    if ureg.Quantity(1.0, unit).dimensionality != ureg.get_dimensionality(dimension):
-        raise _refuse(where, f"column {name!r} needs a unit of {CANONICAL[dimension][1]}, got {text!r}")
-    return float(ureg.Quantity(1.0, unit).to(CANONICAL[dimension][0]).magnitude)
+    if ureg.Quantity(1.0, unit).dimensionality != ureg.Quantity(1.0, canonical).dimensionality:
+        raise _refuse(where, f"column {name!r} needs a unit of {words}, got {text!r}")
+    return float(ureg.Quantity(1.0, unit).to(canonical).magnitude)
 
 
 def _number(where: str, row: int, name: str, value: object) -> float:
@@ -214,10 +222,10 @@ def build_table(
     if len(set(names)) != len(names):
         raise _refuse(where, f"a column is named twice in {names}")
     lacking = [c for c in REQUIRED[kind] if c not in names]
-    rates = RATES[kind]
-    if "time" not in names and not any(r in names for r in rates):
-        lacking.append("time" + (f" (or {' or '.join(rates)})" if rates else ""))
-    elif "time" not in names and kind == "dispatch" and "bytes" not in names:
+    rate = RATES.get(kind)
+    if "time" not in names and (rate is None or rate not in names):
+        lacking.append("time" + (f" (or {rate})" if rate else ""))
+    elif "time" not in names and rate == "bandwidth" and "bytes" not in names:
         lacking.append("bytes (the count its bandwidth is over)")
     if lacking:
         raise _refuse(where, f"a {kind} table needs the columns {', '.join(lacking)}")
@@ -239,36 +247,41 @@ def build_table(
     out: dict[str, np.ndarray] = {
         c: np.array(v, dtype=object) if c in WORD_COLUMNS else np.array(v, dtype=float) for c, v in data.items()
     }
+    if kind == "attention":
+        unknown_direction = [d for d in out["direction"] if d not in DIRECTIONS]
+        if unknown_direction:
+            position = list(out["direction"]).index(unknown_direction[0]) + 1
+            raise _refuse(where, f"row {position}, column 'direction': expected one of "
+                                 f"{', '.join(DIRECTIONS)}, got {unknown_direction[0]!r}")
     if kind == "collective":
-        unknown = [i for i, o in enumerate(out["op"]) if o not in OPS]
-        if unknown:
-            raise _refuse(where, f"row {unknown[0] + 1}, column 'op': {out['op'][unknown[0]]!r} is not one of "
+        unknown_op = [i for i, o in enumerate(out["op"]) if o not in OPS]
+        if unknown_op:
+            raise _refuse(where, f"row {unknown_op[0] + 1}, column 'op': {out['op'][unknown_op[0]]!r} is not one of "
                                  f"{', '.join(OPS)}")
     if "time" not in out:
-        out["time"] = _time_from_rate(kind, out, len(rows))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["time"] = _time_from_rate(kind, out)
     bad = np.flatnonzero(~((out["time"] > 0) & np.isfinite(out["time"])))
     if bad.size:
         raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero and finite")
     return KernelTable(name, kind, split, accelerator, Source(**{f: str(source[f]) for f in SOURCE_FIELDS}), out)
 
 
-def _time_from_rate(kind: str, out: Mapping[str, np.ndarray], count: int) -> np.ndarray:
-    """Each row's seconds from the rate its kind agrees on (module docstring)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if kind == "matmul":  # 2 m n k batch FLOPs
-            batch = out.get("batch", np.ones(count))
-            return np.asarray(2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12))
-        if kind == "collective":
-            if "busbw" in out:
-                op = np.array([_op_code(o) for o in out["op"]])
-                return np.asarray(out["bytes"] * bus_factor(op, out["group"]) / out["busbw"])
-            return np.asarray(out["bytes"] / out["algbw"])
-        return np.asarray(out["bytes"] / out["bandwidth"])
-
-
-def _op_code(label: object) -> int:
-    """The :class:`~mlsysim.physics.collective_curves.Op` code of an op's label (-1: unknown)."""
-    return OPS.index(str(label)) if str(label) in OPS else -1
+def _time_from_rate(kind: str, out: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Seconds of each row from its rate column (:data:`RATES`)."""
+    if kind in ("memory", "dispatch"):
+        return out["bytes"] / out["bandwidth"]
+    if kind == "collective":
+        op = np.array([OPS.index(str(o)) for o in out["op"]])
+        return np.asarray(out["bytes"] * bus_factor(op, out["group"]) / out["busbw"])
+    if kind == "attention":
+        direction = np.array([float(DIRECTIONS[d]) for d in out["direction"]])
+        flops = attention_flops(out["batch"], out["heads"], out["seq_len"], out.get("kv_len", out["seq_len"]),
+                                out["head_dim"], out.get("head_dim_v", out["head_dim"]), out["causal"] > 0,
+                                direction)
+        return np.asarray(flops / (out["tflops"] * 1e12))
+    batch = out.get("batch", np.ones(len(out["tflops"])))  # a matrix product: 2 m n k batch FLOPs
+    return 2.0 * out["m"] * out["n"] * out["k"] * batch / (out["tflops"] * 1e12)
 
 
 def parse_json_table(text: str, name: str) -> KernelTable:

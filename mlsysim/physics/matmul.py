@@ -67,6 +67,7 @@ MATMUL_FORMATS: dict[str, str] = {
     "bf16": "bf16",
     "fp8": "fp8",
     "fp8_rowwise": "fp8",
+    "fp8_blockwise": "fp8",
     "mxfp8": "mxfp8",
     "nvfp4": "nvfp4",
 }
@@ -74,7 +75,10 @@ MATMUL_FORMATS: dict[str, str] = {
 
 ``fp8`` scales each tensor by one factor (tensorwise, dynamic: torchao's and
 Transformer Engine's default); ``fp8_rowwise`` by one per row, which the
-kernel applies in its epilogue; ``mxfp8`` and ``nvfp4`` carry a scale per
+kernel applies in its epilogue; ``fp8_blockwise`` by one per 1 x 128 block of
+the activations and per 128 x 128 block of the weights (DeepSeek-V3's
+fine-grained scaling, DeepGEMM), applied by the kernel as it accumulates
+along K; ``mxfp8`` and ``nvfp4`` carry a scale per
 block of 32 or 16 values, applied by Blackwell's tensor cores."""
 
 SIXTEEN_BIT = ("bf16", "fp16")
@@ -83,6 +87,7 @@ SIXTEEN_BIT = ("bf16", "fp16")
 CAST_BYTES: dict[str, float] = {
     "fp8": 6.0,
     "fp8_rowwise": 6.0,
+    "fp8_blockwise": 6.0,
     "mxfp8": 6.0,
     "nvfp4": 6.0,
 }

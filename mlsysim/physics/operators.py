@@ -51,6 +51,7 @@ import numpy as np
 
 from mlsysim.physics._array import Num, maximum, where
 from mlsysim.physics.matmul import k_overhead, training_matmul_time
+from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates, with_fields
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
 
 FUSED_ATTENTION_SHARE = 0.7
@@ -80,18 +81,6 @@ RECOMPUTE_PASSES = 2.0
 def elementwise_passes(recompute: str) -> float:
     """n_pass: 4, or 6 when full recomputation runs the forward again."""
     return ELEMENTWISE_PASSES + (RECOMPUTE_PASSES if recompute == "full" else 0.0)
-
-
-class MultiHeadLatent(NamedTuple):
-    """The widths of multi-head latent attention (DeepSeek-AI 2024, "DeepSeek-V2", section 2.1): queries
-    through a rank ``q_rank`` bottleneck, keys and values through a joint rank ``kv_rank`` one, each head's
-    query and key ``nope`` + ``rope`` wide and its value ``value`` wide."""
-
-    q_rank: Num
-    kv_rank: Num
-    rope: Num
-    nope: Num
-    value: Num
 
 
 class Experts(NamedTuple):
@@ -191,169 +180,230 @@ def mlp_width(parameters: Num, layers: Num, hidden: Num, heads: Num, kv_heads: N
     return maximum((per_layer - attention) / (2.0 * hidden), 1.0)
 
 
-def transformer_operator_times(
-    *,
-    parameters: Num,
-    layers: Num,
-    hidden: Num,
-    heads: Num,
-    seq_len: Num,
-    vocab: Num,
-    micro_batch: Num,
-    matmul_peak: Num,
-    matmul_ceiling: Num,
-    attention_peak: Num,
-    attention_ceiling: Num,
-    memory_bandwidth: Num,
-    kv_heads: Num = math.nan,
-    ffn_hidden: Num = math.nan,
-    gated_mlp: Num = 0.0,
-    tensor_parallel: Num = 1.0,
-    layers_here: Num = math.nan,
-    compute_units: Num = math.nan,
-    cast_bytes: Num = 0.0,
-    matmul_bytes: Num = 2.0,
-    fused_elementwise: Num = 0.0,
-    context_parallel: Num = 1.0,
-    head_dim: Num = math.nan,
-    mla: MultiHeadLatent | None = None,
-    moe: Experts | None = None,
-    recompute: str = "none",
-    flash_attention: bool = False,
-    sequence_parallel: bool = False,
-) -> OperatorTimes:
-    """The four operator classes of one micro-batch of b sequences on one device (see the module docstring).
 
-    ``layers_here`` L_s: the layers of the device's pipeline stage (NaN: all L); the
-    output layer is spread over the layers (the share L_s / L of it). ``matmul_peak``
-    and ``matmul_ceiling``: the linear layers' format; ``attention_peak`` and
-    ``attention_ceiling``: the 16-bit format of the attention core. ``cast_bytes``:
-    bytes per operand element of the casts (0 for a 16-bit format); ``context_parallel`` cp: the device
-    holds s / cp tokens of each sequence, its queries attending to all s keys
-    (:mod:`mlsysim.physics.context_parallel`); ``matmul_bytes`` the width of the
-    linear layers' operands (2; 1 for FP8), which sets their K-loop overhead
-    (:func:`mlsysim.physics.matmul.k_overhead`). ``mla``: multi-head latent attention's
-    widths (:class:`MultiHeadLatent`; None: multi-head or grouped-query attention of ``head_dim``,
-    h / a when NaN); ``moe``: the mixture of experts of the MoE layers and the layout of its
-    experts (:class:`Experts`; None: a dense model).
-    """
-    t, b, s, h, a = tensor_parallel, micro_batch, seq_len, hidden, heads
-    kv = where(kv_heads == kv_heads, kv_heads, a)
-    here = where(layers_here == layers_here, layers_here, layers)
-    share = here / layers
-    cp = context_parallel
-    tokens = b * s / cp  # the device's share of each sequence (context parallelism: s / cp)
-    d = where(head_dim == head_dim, head_dim, h / a)
-    units = compute_units
-    k0 = k_overhead(matmul_bytes)
+Product = tuple[Num, Num, Num, Num, Num, Num]
+"""One product of a layer: (M, N, K, batch, weight, ceiling), weight the share of the layers that run it."""
 
-    # the products of a layer: (M, N, K, batch, weight, ceiling), weight the share of the layers that run it
-    c = matmul_ceiling
-    products: list[tuple[Num, Num, Num, Num, Num, Num]] = []
+
+def _or(value: Num, default: Num) -> Num:
+    """``value``, or ``default`` where it is not given (NaN)."""
+    return where(value == value, value, default)
+
+
+def experts_in(shape: ModelShape, layout: Layout, rates: Rates) -> Experts | None:
+    """The mixture of experts of ``shape`` placed by ``layout`` (ep, etp, the dispatch), at the ``rates``'
+    expert ceiling and load imbalance; None for a dense model."""
+    moe = shape.moe
+    if moe is None:
+        return None
+    return Experts(
+        share=moe.share, experts=moe.experts, top_k=moe.top_k, width=moe.width, shared=moe.shared,
+        shared_width=moe.shared_width, parallel=layout.expert_parallel, tensor=layout.expert_tensor_parallel,
+        imbalance=rates.expert_imbalance, ceiling=rates.expert_ceiling, hierarchical=layout.hierarchical_dispatch,
+    )
+
+
+def layer_products(shape: ModelShape, layout: Layout, tokens: Num, ceiling: Num, experts: Experts | None) -> list[
+    Product
+]:
+    """The products of one layer on one device: attention's projections (multi-head, grouped-query or latent),
+    the dense MLP's two matrices (the layers that are not MoE layers) and the experts' (:class:`Experts`)."""
+    t, h, a = layout.tensor_parallel, shape.hidden, shape.heads
+    kv = _or(shape.kv_heads, a)
+    d = _or(shape.head_dim, h / a)
+    c = ceiling
+    products: list[Product] = []
+    mla = shape.mla
     if mla is None:
-        d_qk = d_v = d
         products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0, c), (tokens, h, a * d / t, 1.0, 1.0, c)]
     else:
-        d_qk, d_v = mla.nope + mla.rope, mla.value
+        d_v = mla.value
         products += [
             (tokens, mla.q_rank, h, 1.0, 1.0, c),  # the down projections are not split by t
-            (tokens, a * d_qk / t, mla.q_rank, 1.0, 1.0, c),
+            (tokens, a * (mla.nope + mla.rope) / t, mla.q_rank, 1.0, 1.0, c),
             (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0, c),
             (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0, c),
             (tokens, h, a * d_v / t, 1.0, 1.0, c),
         ]
-    dense = 1.0 if moe is None else 1.0 - moe.share
-    given_width = ffn_hidden == ffn_hidden
-    gated = where(given_width, gated_mlp, 0.0) > 0
-    if moe is None or moe.share < 1.0:
-        f = where(given_width, ffn_hidden, mlp_width(parameters, layers, h, a, kv, vocab))
+    dense = 1.0 if experts is None else 1.0 - experts.share
+    given_width = shape.ffn_hidden == shape.ffn_hidden
+    gated = where(given_width, shape.gated_mlp, 0.0) > 0
+    if experts is None or experts.share < 1.0:
+        f = where(given_width, shape.ffn_hidden, mlp_width(shape.parameters, shape.layers, h, a, kv, shape.vocab))
         f_in = where(gated, 2.0 * f, f)
         products += [(tokens, f_in / t, h, 1.0, dense, c), (tokens, h, f / t, 1.0, dense, c)]
-    if moe is not None:
-        products += moe.products(tokens, h, t, gated_mlp, c)
+    if experts is not None:
+        products += experts.products(tokens, h, t, shape.gated_mlp, c)
+    return products
 
+
+class LinearLayers(NamedTuple):
+    """The linear layers' products of one micro-batch on the device's layers (and the output layer's share)."""
+
+    time: Num
+    flops: Num
+    elements: Num
+    """Operand and result elements of one pass of every product (what a cast to FP8 reads and writes)."""
+    forward_elements: Num
+    """Operand elements of the forward products (what recomputation casts again)."""
+
+
+def linear_layers(
+    products: list[Product], here: Num, share: Num, tokens: Num, shape: ModelShape, layout: Layout,
+    peaks: tuple[Num, Num], ceiling: Num, units: Num,
+) -> LinearLayers:
+    """Each product forward and its two backward products at their own shapes
+    (:func:`~mlsysim.physics.matmul.training_matmul_time`), times the L_s layers (the forward twice under
+    full recomputation), plus the share L_s / L of the output layer (b s, V / t, h) at the 16-bit peak and
+    ``ceiling``; ``peaks`` the linear layers' and the 16-bit one."""
+    matmul_peak, sixteen_bit_peak = peaks
+    t, h, vocab = layout.tensor_parallel, shape.hidden, shape.vocab
+    k0 = k_overhead(layout.matmul_bytes)
     forward: Num = 0.0
     backward: Num = 0.0
     elements: Num = 0.0
     forward_elements: Num = 0.0
     layer_flops: Num = 0.0
-    for m, n, k, batch, weight, ceiling in products:
-        fw, bw = training_matmul_time(m, n, k, matmul_peak, ceiling, units, batch, k0)
+    for m, n, k, batch, weight, c in products:
+        fw, bw = training_matmul_time(m, n, k, matmul_peak, c, units, batch, k0)
         forward, backward = forward + weight * fw, backward + weight * bw
         operands = batch * (m * k + k * n)
         forward_elements = forward_elements + weight * operands
         elements = elements + weight * (operands + batch * m * n)
         layer_flops = layer_flops + weight * 2.0 * m * n * k * batch
-    head_fw, head_bw = training_matmul_time(tokens, vocab / t, h, attention_peak, attention_ceiling, units)
+    head_fw, head_bw = training_matmul_time(tokens, vocab / t, h, sixteen_bit_peak, ceiling, units)
     head_flops = 6.0 * tokens * vocab * h / t
-
-    full = recompute == "full"
-    reruns = 1.0 if full else 0.0
-    matmul = here * (forward * (1.0 + reruns) + backward) + share * (head_fw + head_bw)
-    matmul_flops = here * layer_flops * (3.0 + reruns) + share * head_flops
-
-    # the attention core of a layer: a / t heads of b sequences; Q K^T of width d_qk, attention x V of d_v
-    local_heads = b * a / t
-    counted = 2.0 * b * s * s * a * (d_qk + d_v) / (t * cp)  # forward FLOPs, the whole matrix (4 b s^2 h: MHA)
-    attention_reruns = 1.0 if recompute in ("full", "selective") else 0.0
-    if flash_attention:
-        executed_forward = CAUSAL_SHARE * counted
-        executed = executed_forward * (1.0 + ATTENTION_BACKWARD + attention_reruns)
-        attention = here * executed / (attention_peak * attention_ceiling * FUSED_ATTENTION_SHARE)
-    else:
-        qk_fw, qk_bw = training_matmul_time(s / cp, s, d_qk, attention_peak, attention_ceiling, units, local_heads)
-        av_fw, av_bw = training_matmul_time(s / cp, d_v, s, attention_peak, attention_ceiling, units, local_heads)
-        executed = counted * (3.0 + attention_reruns)
-        attention = here * ((qk_fw + av_fw) * (1.0 + attention_reruns) + qk_bw + av_bw)
-
-    cast = here * cast_bytes * (elements + reruns * forward_elements)
-    stored = tp_activation_bytes_per_layer(
-        s / cp, b, h, a, t, sequence_parallel=sequence_parallel, recompute="none", flash_attention=flash_attention
+    reruns = 1.0 if layout.recompute == "full" else 0.0
+    return LinearLayers(
+        time=here * (forward * (1.0 + reruns) + backward) + share * (head_fw + head_bw),
+        flops=here * layer_flops * (3.0 + reruns) + share * head_flops,
+        elements=elements,
+        forward_elements=forward_elements,
     )
-    fusion = where(fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
-    memory = here * elementwise_passes(recompute) * stored * fusion
+
+
+def attention_core(shape: ModelShape, layout: Layout, here: Num, peak: Num, ceiling: Num, units: Num) -> tuple[
+    Num, Num
+]:
+    """Seconds and executed FLOPs of the attention core of one micro-batch on the device's L_s layers: a / t
+    heads of b sequences, Q K^T of width d_qk and attention x V of width d_v; fused (the causal half, the
+    backward :data:`ATTENTION_BACKWARD` times the forward, at :data:`FUSED_ATTENTION_SHARE` of the 16-bit
+    ceiling) or as batched products."""
+    t, b, s, a, cp = layout.tensor_parallel, layout.micro_batch, shape.seq_len, shape.heads, layout.context_parallel
+    mla = shape.mla
+    if mla is None:
+        d_qk = d_v = _or(shape.head_dim, shape.hidden / a)
+    else:
+        d_qk, d_v = mla.nope + mla.rope, mla.value
+    counted = 2.0 * b * s * s * a * (d_qk + d_v) / (t * cp)  # forward FLOPs, the whole matrix (4 b s^2 h: MHA)
+    reruns = 1.0 if layout.recompute in ("full", "selective") else 0.0
+    if layout.flash_attention:
+        executed = CAUSAL_SHARE * counted * (1.0 + ATTENTION_BACKWARD + reruns)
+        return here * executed / (peak * ceiling * FUSED_ATTENTION_SHARE), here * executed
+    local_heads = b * a / t
+    qk_fw, qk_bw = training_matmul_time(s / cp, s, d_qk, peak, ceiling, units, local_heads)
+    av_fw, av_bw = training_matmul_time(s / cp, d_v, s, peak, ceiling, units, local_heads)
+    executed = counted * (3.0 + reruns)
+    return here * ((qk_fw + av_fw) * (1.0 + reruns) + qk_bw + av_bw), here * executed
+
+
+def elementwise_bytes(shape: ModelShape, layout: Layout, here: Num) -> Num:
+    """Bytes the memory-bound element-wise work of one micro-batch moves on the device's L_s layers:
+    L_s n_pass a_layer, halved with fused element-wise kernels (:data:`FUSED_ELEMENTWISE_SHARE`)."""
+    stored = tp_activation_bytes_per_layer(
+        shape.seq_len / layout.context_parallel, layout.micro_batch, shape.hidden, shape.heads,
+        layout.tensor_parallel, sequence_parallel=layout.sequence_parallel, recompute="none",
+        flash_attention=layout.flash_attention, kv_len=shape.seq_len,
+    )
+    fusion = where(layout.fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
+    return here * elementwise_passes(layout.recompute) * stored * fusion
+
+
+def operator_times(
+    shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates, layers_here: Num = math.nan
+) -> OperatorTimes:
+    """The four operator classes of one micro-batch of b sequences on one device (see the module docstring).
+
+    ``layers_here`` L_s: the layers of the device's pipeline stage (NaN: all L); the output layer is
+    spread over the layers (the share L_s / L of it). The linear layers run at ``rates.matmul_peak``
+    (NaN: the cluster's peak) and ``rates.matmul_ceiling``, the attention core and output layer at the
+    16-bit ``rates.attention_peak`` and ``attention_ceiling`` (NaN: the same ceiling); the routed experts
+    at ``rates.expert_ceiling``. Context parallelism cp: the device holds s / cp tokens of each sequence,
+    its queries attending to all s keys (:mod:`mlsysim.physics.context_parallel`).
+    """
+    here = _or(layers_here, shape.layers)
+    share = here / shape.layers
+    tokens = layout.micro_batch * shape.seq_len / layout.context_parallel
+    ceiling = rates.matmul_ceiling
+    units = cluster.compute_units
+    attention_peak = _or(rates.attention_peak, cluster.peak_flops)
+    attention_ceiling = _or(rates.attention_ceiling, ceiling)
+    products = layer_products(shape, layout, tokens, ceiling, experts_in(shape, layout, rates))
+    linear = linear_layers(products, here, share, tokens, shape, layout,
+                           (_or(rates.matmul_peak, cluster.peak_flops), attention_peak), attention_ceiling, units)
+    attention, attention_flops = attention_core(shape, layout, here, attention_peak, attention_ceiling, units)
+    reruns = 1.0 if layout.recompute == "full" else 0.0
+    cast = here * layout.cast_bytes * (linear.elements + reruns * linear.forward_elements)
+    memory = elementwise_bytes(shape, layout, here)
     return OperatorTimes(
-        matmul_time=matmul,
+        matmul_time=linear.time,
         attention_time=attention,
-        cast_time=cast / memory_bandwidth,
-        memory_time=memory / memory_bandwidth,
-        matmul_flops=matmul_flops,
-        attention_flops=here * executed,
+        cast_time=cast / cluster.memory_bandwidth,
+        memory_time=memory / cluster.memory_bandwidth,
+        matmul_flops=linear.flops,
+        attention_flops=attention_flops,
         cast_bytes=cast,
         memory_bytes=memory,
     )
 
 
+OPERATOR_INPUTS: dict[str, tuple[str, ...]] = {
+    "cluster": ("peak_flops", "memory_bandwidth", "compute_units"),
+    "layout": ("tensor_parallel", "context_parallel", "expert_parallel", "expert_tensor_parallel", "micro_batch",
+               "fused_elementwise", "cast_bytes", "matmul_bytes"),
+    "rates": ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
+              "expert_imbalance"),
+}
+"""The fields of the cluster, layout and rates :func:`operator_times` reads (the shape: all of it)."""
+
 DEDUPLICATE_BELOW = 0.25
 """Price only the distinct rows when they are fewer than this share of all rows (else every row)."""
 
 
-def operator_times_by_distinct_rows(**arguments: object) -> OperatorTimes:
-    """:func:`transformer_operator_times` of 1-D arrays of rows, computed once per distinct row.
+def operator_times_by_distinct_rows(
+    shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates, layers_here: Num = math.nan
+) -> OperatorTimes:
+    """:func:`operator_times` of 1-D arrays of rows, computed once per distinct row.
 
     A layout search's rows repeat the few inputs the operators depend on (t, cp, b, the stage's layers,
     ep, etp) across many device counts, micro-batch counts and ZeRO stages: the classes are priced on
     the distinct rows and spread back. Every result is the element-wise arithmetic of the same inputs,
     so the numbers are those of pricing every row (a test holds them equal, bit for bit).
     """
-    moe = arguments.get("moe")
-    columns: dict[str, np.ndarray] = {
-        name: value for name, value in arguments.items() if type(value) is np.ndarray
+    records = {"cluster": cluster, "layout": layout, "rates": rates}
+    columns: dict[tuple[str, str], np.ndarray] = {
+        (record, name): value
+        for record, names in OPERATOR_INPUTS.items()
+        for name in names
+        if type(value := getattr(records[record], name)) is np.ndarray
     }
-    if isinstance(moe, Experts):
-        columns.update({f"moe.{name}": value for name, value in moe._asdict().items() if type(value) is np.ndarray})
+    if type(layers_here) is np.ndarray:
+        columns[("stage", "layers")] = layers_here
+    shape_arrays = [name for name, value in zip(ModelShape._fields, shape, strict=True) if type(value) is np.ndarray]
     lengths = {value.shape for value in columns.values()}
-    if not columns or len(lengths) != 1 or len(next(iter(lengths))) != 1:
-        return transformer_operator_times(**arguments)  # type: ignore[arg-type]
+    if not columns or shape_arrays or len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        return operator_times(shape, cluster, layout, rates, layers_here)
     keys = np.ascontiguousarray(np.stack([value.astype(float) for value in columns.values()], axis=1))
     rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * keys.shape[1]))).ravel()
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     if len(first) > DEDUPLICATE_BELOW * len(rows):
-        return transformer_operator_times(**arguments)  # type: ignore[arg-type]
-    distinct = {name: (value[first] if type(value) is np.ndarray else value) for name, value in arguments.items()}
-    if isinstance(moe, Experts):
-        distinct["moe"] = moe._replace(
-            **{name: value[first] for name, value in moe._asdict().items() if type(value) is np.ndarray}
-        )
-    priced = transformer_operator_times(**distinct)  # type: ignore[arg-type]
+        return operator_times(shape, cluster, layout, rates, layers_here)
+    distinct: dict[str, dict[str, np.ndarray]] = {"cluster": {}, "layout": {}, "rates": {}}
+    for (record, name), value in columns.items():
+        if record != "stage":
+            distinct[record][name] = value[first]
+    priced = operator_times(
+        shape, with_fields(cluster, distinct["cluster"]), with_fields(layout, distinct["layout"]),
+        with_fields(rates, distinct["rates"]), layers_here[first] if type(layers_here) is np.ndarray else layers_here,
+    )
     return OperatorTimes(*(value[inverse] if type(value) is np.ndarray else value for value in priced))

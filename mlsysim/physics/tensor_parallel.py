@@ -121,22 +121,27 @@ def tp_activation_bytes_per_layer(
     sequence_parallel: bool = False,
     recompute: str = "none",
     flash_attention: bool = False,
+    kv_len: Num | None = None,
 ) -> Num:
     """Bytes of activations one layer keeps on one device under t-way tensor parallelism.
 
     Korthikanti et al. 2022, Table 2 (16-bit activations):
 
-        none:       s b h (10 + 24/t + 5 a s/(h t));  with SP: s b h (34 + 5 a s/h) / t
-        selective:  s b h (10 + 24/t);                with SP: 34 s b h / t
-        full:       2 s b h;                          with SP: 2 s b h / t
+        none:       s b h (10 + 24/t + 5 a s_kv/(h t));  with SP: s b h (34 + 5 a s_kv/h) / t
+        selective:  s b h (10 + 24/t);                   with SP: 34 s b h / t
+        full:       2 s b h;                             with SP: 2 s b h / t
 
-    ``flash_attention`` drops the 5 a s^2 b attention matrices, as selective
-    recomputation does (Dao et al. 2022 never store them). At t = 1 the three
-    lines are :func:`mlsysim.physics.activations.activation_bytes_per_layer`.
+    s the device's tokens of each sequence, s_kv (``kv_len``; None: s) the keys each of them
+    attends to: under context parallelism the device holds s / cp queries that attend to all s
+    keys, so its attention matrices are (s / cp) x s, not (s / cp)^2. ``flash_attention`` drops
+    the 5 a s s_kv b attention matrices, as selective recomputation does (Dao et al. 2022 never
+    store them). At t = 1 the three lines are
+    :func:`mlsysim.physics.activations.activation_bytes_per_layer`.
     """
     t = tensor_parallel
     sbh = seq_len * micro_batch * hidden
-    attention = 0.0 if (recompute != "none" or flash_attention) else 5.0 * heads * seq_len / hidden
+    keys = seq_len if kv_len is None else kv_len
+    attention = 0.0 if (recompute != "none" or flash_attention) else 5.0 * heads * keys / hidden
     if recompute == "full":
         return 2.0 * sbh / t if sequence_parallel else 2.0 * sbh
     if sequence_parallel:

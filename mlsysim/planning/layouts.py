@@ -25,7 +25,8 @@ import numpy as np
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.presets import node_figures
 from mlsysim.engine.inputs.workload_figures import SHAPE_FIELDS, workload_shape
-from mlsysim.physics.layout import layout_figures, layout_mask
+from mlsysim.physics.layout import LayoutFigures, layout_figures, layout_mask
+from mlsysim.physics.records import LayoutRecords, with_fields
 
 if TYPE_CHECKING:
     pass
@@ -82,21 +83,16 @@ def _unravel(axes: dict[str, Sequence[float]], flat: np.ndarray[Any, Any]) -> di
 def layout_objective(
     values: dict[str, np.ndarray[Any, Any]],
     *,
-    workload: dict[str, Any],
-    cluster: dict[str, Any],
+    records: LayoutRecords,
     memory_capacity: float,
     global_batch: float | None = None,
-    sequence_parallel: bool = True,
-    flash_attention: bool = True,
     checked: bool = False,
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Seconds per sequence of each layout (inf where it is not kept), its update time and its memory.
 
     ``values`` holds one array per axis of :data:`AXES` (``recompute`` as codes; those of
-    :data:`AXIS_DEFAULTS` may be left out); ``checked`` says the rows already obey the layout
-    rules. A mixture of experts comes in ``cluster["moe"]``
-    (:class:`~mlsysim.physics.operators.Experts`): each row's ep and etp replace its
-    ``parallel`` and ``tensor``.
+    :data:`AXIS_DEFAULTS` may be left out): each row's values replace the fields of ``records``'
+    layout (and the cluster's ``devices``); ``checked`` says the rows already obey the layout rules.
     """
     n = len(values["devices"])
     ones = np.ones(n)
@@ -104,29 +100,18 @@ def layout_objective(
     seconds = np.full(n, np.inf)
     update = np.full(n, np.inf)
     memory = np.full(n, np.inf)
-    mask = np.ones(n, dtype=bool) if checked else _mask(values, workload, cluster)
+    mask = np.ones(n, dtype=bool) if checked else _mask(values, records)
     d = values["devices"] / (values["tensor_parallel"] * values["context_parallel"] * values["pipeline_parallel"])
     samples = values["micro_batch"] * values["micro_batches"] * d
-    moe = cluster.get("moe")
-    rest = {name: value for name, value in cluster.items() if name != "moe"}
     if global_batch is not None:
         mask &= np.abs(samples - global_batch) < 0.5
     for code, mode in enumerate(RECOMPUTE_CODES):
         rows = np.flatnonzero(mask & (values["recompute"] == code))
         if rows.size == 0:
             continue
-        experts = None if moe is None else moe._replace(
-            parallel=values["expert_parallel"][rows], tensor=values["expert_tensor_parallel"][rows]
-        )
-        f = layout_figures(
-            **workload, **rest,
-            devices=values["devices"][rows], tensor_parallel=values["tensor_parallel"][rows],
-            context_parallel=values["context_parallel"][rows],
-            pipeline_parallel=values["pipeline_parallel"][rows], pipeline_chunks=values["pipeline_chunks"][rows],
-            micro_batch=values["micro_batch"][rows], micro_batches=values["micro_batches"][rows],
-            zero_stage=values["zero_stage"][rows], recompute=mode, sequence_parallel=sequence_parallel,
-            flash_attention=flash_attention, moe=experts,
-        )
+        layout = with_fields(records.layout, {"recompute": mode, **{name: values[name][rows] for name in LAYOUT_AXES}})
+        cluster = with_fields(records.cluster, {"devices": values["devices"][rows]})
+        f = layout_figures(records.shape, cluster, layout, records.rates)
         fits = np.asarray(f.memory_bytes) <= memory_capacity
         kept = rows[fits]
         update[kept] = np.asarray(f.update_time)[fits]
@@ -135,79 +120,51 @@ def layout_objective(
     return seconds, update, memory
 
 
-MODES = ("sequence_parallel", "flash_attention")
-"""The on/off modes of a layout: one value for a whole search (arguments of :func:`best_layout`)."""
-
-WORKLOAD_INPUTS = ("parameters", "layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden",
-                   "gated_mlp")
-"""The ``workload`` keys :func:`scenario_search_inputs` gives (the transformer's shape)."""
+LAYOUT_AXES = tuple(name for name in AXES if name not in ("devices", "recompute"))
+"""The axes that are fields of the :class:`~mlsysim.physics.records.Layout` record (devices: the cluster's)."""
 
 
 class SearchInputs(NamedTuple):
     """The keyword arguments of :func:`best_layout` (and :func:`layout_objective`) for a scenario's layouts."""
 
-    workload: dict[str, Any]
-    cluster: dict[str, Any]
+    records: LayoutRecords
     memory_capacity: float
-    sequence_parallel: bool
-    flash_attention: bool
 
 
 def scenario_search_inputs(scenario: Any) -> SearchInputs:
-    """What :func:`best_layout` needs to price a scenario's layouts as the scenario prices its own.
-
-    Everything :func:`~mlsysim.engine.model.equations.layout_arguments` gives the
-    scenario's layout but the axes of :data:`AXES` and the modes: the shape (``workload``);
-    the node, links, latencies, optimizer, gradient bytes and, when the step comes from
-    the operators (a transformer on an accelerator with a fitted matrix-product ceiling,
-    neither ``step_time`` nor ``mfu`` given), the operator model's figures
-    (``matmul_ceiling``, ``matmul_peak``, ``attention_ceiling``, ``compute_units``,
-    ``cast_bytes``, ``fused_elementwise``), so each layout's t_c is priced operator by
-    operator at its own t, b and stage (``cluster``). A layout the search keeps then has
-    the figures of ``scenario.variant(**layout).result.figures.layout`` (one rule for
-    one layout and many; ``tests/planning/test_layouts.py``). The scenario must price its
-    layout from FLOPs or the operators (a measured ``step_time`` is one micro-batch size's).
+    """What :func:`best_layout` needs to price a scenario's layouts as the scenario prices its own: the
+    records of its layout (the shape; the node, links, latencies; the layout's modes, optimizer and
+    gradient bytes; the rates: the operator model's figures when the step comes from the operators, so
+    each layout's t_c is priced operator by operator at its own t, b and stage), whose axis fields each
+    searched layout replaces. A layout the search keeps then has the figures of
+    ``scenario.variant(**layout).result.figures.layout`` (one rule for one layout and many;
+    ``tests/planning/test_layouts.py``). The scenario must price its layout from FLOPs or the operators
+    (a measured ``step_time`` is one micro-batch size's).
     """
     figures = scenario.result.figures
-    arguments = figures.layout_arguments
-    if arguments is None:
+    if figures.layout is None:
         raise InputError("the scenario has no parallel layout to search around", field="workload")
-    if arguments["device_step_time"] == arguments["device_step_time"]:
+    records = figures.layout.records
+    if records.rates.device_step_time == records.rates.device_step_time:
         raise InputError(
             "a measured step_time prices one micro-batch size; give mfu, or neither, to search layouts",
             field="step_time",
         )
-    workload = {name: arguments[name] for name in WORKLOAD_INPUTS}
-    skip = {*AXES, *MODES, *WORKLOAD_INPUTS}
-    cluster = {name: value for name, value in arguments.items() if name not in skip}
     memory = float(figures.device_memory)
-    return SearchInputs(
-        workload, cluster, memory if memory == memory else math.inf,
-        bool(_flag(arguments["sequence_parallel"])), bool(_flag(arguments["flash_attention"])),
-    )
+    return SearchInputs(records, memory if memory == memory else math.inf)
 
 
-def _flag(value: Any) -> float:
-    number = float(value)
-    return number if number == number else 0.0
-
-
-def _stage_rules(cluster: dict[str, Any]) -> dict[str, Any]:
-    """The rules' inputs a cluster may fix for every layout: the HSDP shard group, uneven stages."""
-    return {name: cluster[name] for name in ("shard_group", "first_stage_layers", "last_stage_layers")
-            if name in cluster}
-
-
-def _mask(values: dict[str, np.ndarray[Any, Any]], workload: dict[str, Any], cluster: dict[str, Any]) -> Any:
+def _mask(values: dict[str, np.ndarray[Any, Any]], records: LayoutRecords) -> Any:
     """:func:`~mlsysim.physics.layout.layout_mask` of the rows of ``values`` (every axis of :data:`STRUCTURE`)."""
-    moe = cluster.get("moe")
+    shape, layout = records.shape, records.layout
     return layout_mask(
         devices=values["devices"], tensor_parallel=values["tensor_parallel"],
-        pipeline_parallel=values["pipeline_parallel"], heads=workload["heads"], layers=workload["layers"],
+        pipeline_parallel=values["pipeline_parallel"], heads=shape.heads, layers=shape.layers,
         micro_batches=values["micro_batches"], pipeline_chunks=values["pipeline_chunks"],
-        context_parallel=values["context_parallel"], seq_len=workload["seq_len"],
-        experts=0.0 if moe is None else moe.experts, expert_parallel=values["expert_parallel"],
-        expert_tensor_parallel=values["expert_tensor_parallel"], **_stage_rules(cluster),
+        context_parallel=values["context_parallel"], seq_len=shape.seq_len,
+        experts=0.0 if shape.moe is None else shape.moe.experts, expert_parallel=values["expert_parallel"],
+        expert_tensor_parallel=values["expert_tensor_parallel"], shard_group=layout.shard_group,
+        first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
     )
 
 
@@ -219,21 +176,16 @@ STRUCTURE = ("devices", "tensor_parallel", "context_parallel", "pipeline_paralle
 def best_layout(
     axes: dict[str, Sequence[float]],
     *,
-    workload: dict[str, Any],
-    cluster: dict[str, Any],
+    records: LayoutRecords,
     memory_capacity: float,
     global_batch: float | None = None,
-    sequence_parallel: bool = True,
-    flash_attention: bool = True,
     chunk: int = CHUNK,
 ) -> BestLayout:
     """The layout of least time per sequence in the grid of ``axes`` (see the module docstring).
 
-    ``workload``: parameters, layers, hidden, heads, seq_len, vocab. ``cluster``:
-    devices_per_node, peak_flops, math_efficiency, memory_bandwidth,
-    intra_bandwidth, nic_bandwidth, nics_per_node (and optionally latencies).
-    ``axes``: candidate values of every name in :data:`AXES` (``recompute``
-    as codes into :data:`RECOMPUTE_CODES`).
+    ``records``: the shape, the cluster, the layout whose axis fields each searched layout replaces
+    (its modes: sequence parallelism, fused attention), the rates. ``axes``: candidate values of every
+    name in :data:`AXES` (``recompute`` as codes into :data:`RECOMPUTE_CODES`).
 
     The rules are applied first to the grid of the :data:`STRUCTURE` axes
     (chunk by chunk); only the combinations they keep are crossed with the
@@ -257,7 +209,7 @@ def best_layout(
         flat = np.arange(start, min(start + step, structure_total))
         sidx = np.unravel_index(flat, structure_shape)
         svals = {name: arrays[name][i] for name, i in zip(STRUCTURE, sidx, strict=True)}
-        ok = np.flatnonzero(_mask(svals, workload, cluster))
+        ok = np.flatnonzero(_mask(svals, records))
         if ok.size == 0:
             continue
         outer = np.repeat(ok, inner_idx[0].size)
@@ -268,9 +220,7 @@ def best_layout(
         index_of["recompute"] = inner_idx[2][rep]
         values = {name: arrays[name][index_of[name]] for name in AXES}
         seconds, update, memory = layout_objective(
-            values, workload=workload, cluster=cluster, memory_capacity=memory_capacity,
-            global_batch=global_batch, sequence_parallel=sequence_parallel, flash_attention=flash_attention,
-            checked=True,
+            values, records=records, memory_capacity=memory_capacity, global_batch=global_batch, checked=True,
         )
         finite = np.isfinite(seconds)
         kept += int(finite.sum())
@@ -303,6 +253,16 @@ TERM_PHRASES = {
     "optimizer_time": "optimizer step",
 }
 """How :func:`why_better` names each time term of :class:`~mlsysim.physics.layout.LayoutFigures`."""
+
+
+def axes_of(figures: LayoutFigures) -> dict[str, Any]:
+    """A priced layout's values on the axes of :data:`AXES` (``recompute`` by name), its modes, HSDP shard
+    group and mixture of experts: what :func:`describe_layout` and :func:`why_better` read."""
+    lay, cluster = figures.records.layout, figures.records.cluster
+    values: dict[str, Any] = {name: getattr(lay, name) for name in AXES if hasattr(lay, name)}
+    values.update(devices=cluster.devices, shard_group=lay.shard_group, sequence_parallel=lay.sequence_parallel,
+                  moe=figures.terms.experts.experts)
+    return values
 
 
 def describe_layout(layout: dict[str, Any]) -> str:
@@ -351,7 +311,7 @@ def _term_note(term: str, layout: dict[str, Any], figures: Any, devices_per_node
     if term == "expert_time":
         moe = layout.get("moe")
         ep = _count(layout.get("expert_parallel", None if moe is None else moe.parallel))
-        domain = float(figures.parts.domain)  # the scale-up domain: the node, or an NVL72 rack
+        domain = float(figures.terms.stage.domain)  # the scale-up domain: the node, or an NVL72 rack
         return f"ep={ep} " + ("inside the NVLink domain" if ep <= domain else "across the NVLink domains")
     if term == "sharding_time":
         return f"ZeRO-{int(layout.get('zero_stage', 0))}"

@@ -284,11 +284,11 @@ class Plan:
         if runner is None:
             return None
         best, other = self.best.result.figures, runner.result.figures
-        if best.layout is None or other.layout is None or best.layout_arguments is None:
+        if best.layout is None or other.layout is None:
             return None
-        if float(best.update_time) == float(other.update_time) or other.layout_arguments is None:
+        if float(best.update_time) == float(other.update_time):
             return None
-        from mlsysim.planning.layouts import TERM_PHRASES, why_better
+        from mlsysim.planning.layouts import TERM_PHRASES, axes_of, why_better
 
         other_layout, note = other.layout, ""
         scale = float(best.global_batch) / float(other.global_batch)
@@ -303,8 +303,8 @@ class Plan:
         if float(other_layout.update_time) <= float(best.layout.update_time):
             return None  # not faster for the same samples: it wins on another count (the optimizer steps)
         sentence = why_better(
-            dict(best.layout_arguments), best.layout, dict(other.layout_arguments), other_layout,
-            float(best.layout_arguments["devices_per_node"]),
+            axes_of(best.layout), best.layout, axes_of(other.layout), other_layout,
+            float(best.layout.records.cluster.devices_per_node),
         )
         return sentence[:-1] + note + "." if note else sentence
 

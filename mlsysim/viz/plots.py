@@ -673,12 +673,12 @@ def _layout_words(scenario: DataParallelScaleOutScenario) -> str:
     """`` (t=8 p=4 v=2 d=16, m=8)`` for a parallel layout, ``""`` on the data-parallel model."""
     r = scenario.result
     f = r.figures
-    if f.layout_arguments is None:
+    if f.layout is None:
         return ""
-    a = f.layout_arguments
-    v = int(float(a["pipeline_chunks"]))
+    a = f.layout.records.layout
+    v = int(float(a.pipeline_chunks))
     return (f" (t={r.tensor_ranks} p={r.pipeline_stages}{f' v={v}' if v > 1 else ''} d={r.data_parallel},"
-            f" m={int(float(a['micro_batches']))})")
+            f" m={int(float(a.micro_batches))})")
 
 
 FORWARD = "#9fd18b"

@@ -217,7 +217,7 @@ def test_context_and_expert_terms_are_printed_and_add_up_to_the_update(name):
     else:
         assert "ep=" in notes and "expert all-to-alls (ep x etp = " in notes
         assert value_of(printed["parameters per device"][1]) == pytest.approx(
-            float(r.figures.layout.parts.parameters_per_device), rel=1e-5)
+            float(r.figures.layout.terms.sharding.parameters), rel=1e-5)
         if "overlapped" in name:
             assert "inside the NVLink domain of 8 devices; overlapped" in notes
             assert "the experts' gradient reduction over the d_e ranks that hold the same experts" in printed

@@ -18,6 +18,7 @@ from mlsysim import (
 )
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics.layout import layout_figures
+from mlsysim.physics.records import records_from
 from mlsysim.planning.layouts import node_figures, workload_shape
 
 LLAMA = Models.Language.Llama3_70B
@@ -33,10 +34,9 @@ def worked_example(**layout):
     overlap=True lets the gradient sync overlap the last backward (the physics' default).
     """
     t, p = layout.get("tensor_parallel", 1), layout.get("pipeline_parallel", 1)
-    reference = layout_figures(
-        **FLOP_MODEL, devices=512, sequence_parallel=True, flash_attention=True, **layout
-    )
-    t1 = reference.parts.micro_batch_time * t * p
+    reference = layout_figures(*records_from(**FLOP_MODEL, devices=512, sequence_parallel=True, flash_attention=True, **layout
+    ))
+    t1 = reference.terms.compute.micro_batch_time * t * p
     scenario = DataParallelScaleOutScenario(
         workload=LLAMA, precision="bf16", node=DGX, nodes=64, fabric=Systems.Fabrics.InfiniBand_NDR,
         intra_latency=Q_(0, "us"), inter_latency=Q_(0, "us"),
@@ -236,9 +236,9 @@ def test_production_pipelines_evaluate():
         first_stage_layers=7, last_stage_layers=7, flash_attention=1,
     )
     r = job.result
-    assert r.figures.layout.parts.stage_layers == 8.0  # (126 - 7 - 7) / 14 stages
+    assert r.figures.layout.terms.stage.layers == 8.0  # (126 - 7 - 7) / 14 stages
     balanced = job.variant(first_stage_layers=None, last_stage_layers=None).result
-    assert balanced.figures.layout.parts.stage_layers == 8.0  # ceil(126 / 16)
+    assert balanced.figures.layout.terms.stage.layers == 8.0  # ceil(126 / 16)
     bloom = TransformerWorkload(
         name="BLOOM", parameters=Q_(176e9, "param"), layers=70, hidden_dim=14336, heads=112, seq_len=2048,
         vocab_size=250880,
@@ -248,7 +248,7 @@ def test_production_pipelines_evaluate():
         training_samples=Q_(1e6, "sample"), per_device_batch=2, accumulation_steps=1,
         tensor_parallel=4, pipeline_parallel=12,
     ).result
-    assert ramp.figures.layout.parts.stage_layers == 6.0  # ceil(70 / 12)
+    assert ramp.figures.layout.terms.stage.layers == 6.0  # ceil(70 / 12)
     assert ramp.bubble_fraction == pytest.approx(11.0)  # (p - 1) / m: fill and drain dominate
     assert any("fewer micro-batches" in note for note in ramp.constraint_trace)
 
@@ -279,7 +279,7 @@ def test_two_micro_batches_on_four_stages_evaluate_with_a_note():
         tensor_parallel=8, pipeline_parallel=4,
     ).result
     assert r.bubble_fraction == pytest.approx(1.5)  # (p - 1) / m
-    stage = r.figures.layout.parts.micro_batch_time + r.figures.layout.parts.tensor_micro_batch_time
+    stage = r.figures.layout.terms.compute.micro_batch_time + r.figures.layout.terms.tensor.micro_batch_time
     assert float(r.compute_time.to("s").magnitude + r.tensor_parallel_time.to("s").magnitude
                  + r.bubble_time.to("s").magnitude) == pytest.approx(5 * stage)  # (m + p - 1) slots
     assert any("fewer micro-batches (2) than pipeline stages (4)" in n for n in r.constraint_trace)

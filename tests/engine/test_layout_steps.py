@@ -7,7 +7,8 @@ import pytest
 
 from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.layout import layout_figures
-from mlsysim.physics.operators import Experts, MultiHeadLatent
+from mlsysim.physics.operators import Experts
+from mlsysim.physics.records import MultiHeadLatent, records_from
 
 UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
          "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -80,8 +81,8 @@ OPERATOR_CASES = [name for name in CASES if name.startswith("operators")]
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_printed_step_recomputes_from_its_printed_operands(name):
     inputs = {**MODELS.get(name, LLAMA), **H100, **CASES[name]}
-    figures = layout_figures(**inputs)
-    steps = layout_steps(inputs, figures)
+    figures = layout_figures(*records_from(**inputs))
+    steps = layout_steps(figures)
     assert len(steps) >= 8
     for what, equation, operands, value in steps:
         assert equation and "\n" not in operands
@@ -92,12 +93,12 @@ def test_every_printed_step_recomputes_from_its_printed_operands(name):
 def test_operator_classes_are_printed_and_sum_to_the_micro_batch_time(name):
     """t_c priced operator by operator: a step per class (casts only where there are any), then their sum."""
     inputs = {**LLAMA, **H100, **CASES[name]}
-    figures = layout_figures(**inputs)
-    ops = figures.parts.operators
-    steps = {s[0].split(" (")[0].split(",")[0].split(":")[0]: s for s in layout_steps(inputs, figures)}
+    figures = layout_figures(*records_from(**inputs))
+    ops = figures.terms.compute.operators
+    steps = {s[0].split(" (")[0].split(",")[0].split(":")[0]: s for s in layout_steps(figures)}
     assert "matrix products per micro-batch" not in steps  # the u-priced steps are replaced
     for what, time in (("matrix products of the linear layers", ops.matmul_time), ("attention core", ops.attention_time),
-                       ("memory-bound element-wise work", ops.memory_time), ("t_c", figures.parts.micro_batch_time)):
+                       ("memory-bound element-wise work", ops.memory_time), ("t_c", figures.terms.compute.micro_batch_time)):
         assert value_of(steps[what][3]) == pytest.approx(float(time), rel=1e-5), what
     casts = [s for s in steps if s.startswith("casts to")]
     assert bool(casts) == (float(ops.cast_time) > 0)
@@ -106,8 +107,8 @@ def test_operator_classes_are_printed_and_sum_to_the_micro_batch_time(name):
 
 def test_the_update_step_prints_the_update_time():
     inputs = {**LLAMA, **H100, **CASES["pipeline with zero-1"]}
-    figures = layout_figures(**inputs)
-    update = [s for s in layout_steps(inputs, figures) if s[0] == "update"][0]
+    figures = layout_figures(*records_from(**inputs))
+    update = [s for s in layout_steps(figures) if s[0] == "update"][0]
     assert value_of(update[3]) == pytest.approx(figures.update_time, rel=1e-5)
 
 
@@ -119,18 +120,18 @@ def test_a_wrong_operand_would_be_caught():
 
 def _steps(name):
     inputs = {**MODELS.get(name, LLAMA), **H100, **CASES[name]}
-    figures = layout_figures(**inputs)
-    return figures, {s[0].split(" (")[0].split(",")[0].split(";")[0]: s for s in layout_steps(inputs, figures)}
+    figures = layout_figures(*records_from(**inputs))
+    return figures, {s[0].split(" (")[0].split(",")[0].split(";")[0]: s for s in layout_steps(figures)}
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if "context parallel" in n])
 def test_the_ring_steps_print_the_exposed_context_time(name):
     figures, steps = _steps(name)
-    q = figures.parts
-    assert value_of(steps["keys and values of one ring block"][3]) == pytest.approx(float(q.context_message), rel=1e-5)
+    q = figures.terms
+    assert value_of(steps["keys and values of one ring block"][3]) == pytest.approx(float(q.context.message), rel=1e-5)
     exposed = "context-parallel all-gathers per micro-batch" if "all-gather" in name else (
         "context-parallel ring per micro-batch")
-    assert value_of(steps[exposed][3]) == pytest.approx(float(q.context_micro_batch_time), rel=1e-5, abs=1e-9)
+    assert value_of(steps[exposed][3]) == pytest.approx(float(q.context.micro_batch_time), rel=1e-5, abs=1e-9)
     assert value_of(steps["context-parallel time"][3]) == pytest.approx(float(figures.context_time), rel=1e-5,
                                                                         abs=1e-9)
     assert "t_cp" in steps["update"][1] and "t_ep" in steps["update"][1]
@@ -149,10 +150,10 @@ def test_the_all_to_all_steps_print_the_exposed_expert_time(name):
     figures, steps = _steps(name)
     assert (float(figures.expert_time) > 0) == ("overlapped" not in name)  # one layer's compute hides ep = 8's
     assert value_of(steps["expert all-to-alls per micro-batch"][3]) == pytest.approx(
-        float(figures.parts.expert_micro_batch_time), rel=1e-5)
+        float(figures.terms.experts.micro_batch_time), rel=1e-5)
     assert value_of(steps["expert-parallel time"][3]) == pytest.approx(float(figures.expert_time), rel=1e-5)
     assert value_of(steps["parameters per device"][3]) == pytest.approx(
-        float(figures.parts.parameters_per_device), rel=1e-5)
+        float(figures.terms.sharding.parameters), rel=1e-5)
     assert value_of(steps["update"][3]) == pytest.approx(float(figures.update_time), rel=1e-5)
     assert steps["update"][2].count(" + ") == 8  # nine terms, t_cp and t_ep among them
 
@@ -167,7 +168,7 @@ def test_the_all_to_all_splits_local_and_remote_ranks_by_the_scale_up_domain():
 
 def test_overlapped_all_to_alls_subtract_a_layer_of_compute_and_the_experts_gradients_are_printed():
     figures, steps = _steps("deepseek-v3, ep 8 in the node, overlapped, expert gradients reduced")
-    cover = float(figures.parts.micro_batch_time) / float(figures.parts.stage_layers)
+    cover = float(figures.terms.compute.micro_batch_time) / float(figures.terms.stage.layers)
     exposed = steps["expert all-to-alls per micro-batch"][2]
     assert value_of(exposed.split(" - ")[-1].rstrip(")")) == pytest.approx(cover, rel=1e-5)
     sync = steps["the experts' gradient reduction over the d_e ranks that hold the same experts"]
@@ -189,9 +190,9 @@ def test_a_hierarchical_dispatch_crosses_the_nics_once_per_remote_domain():
     flat, flat_steps = _steps("deepseek-v3, ep 64 across nodes")
     deep, deep_steps = _steps("deepseek-v3, ep 64 across nodes, hierarchical dispatch")
     miss = math.comb(224, 8) / math.comb(256, 8)
-    assert float(deep.parts.expert_outside_share) == pytest.approx(7 * (1 - miss) / 8, rel=1e-12)
-    assert float(flat.parts.expert_outside_share) == pytest.approx(56 / 64, rel=1e-12)
-    assert float(deep.parts.expert_all_to_all_time) < float(flat.parts.expert_all_to_all_time)
+    assert float(deep.terms.experts.outside_share) == pytest.approx(7 * (1 - miss) / 8, rel=1e-12)
+    assert float(flat.terms.experts.outside_share) == pytest.approx(56 / 64, rel=1e-12)
+    assert float(deep.terms.experts.all_to_all_time) < float(flat.terms.experts.all_to_all_time)
     assert any(what.startswith("a remote domain holds none") for what in deep_steps)
 
 
@@ -200,7 +201,7 @@ def test_an_all_gather_exposes_what_the_ring_hides_under_the_attention():
     (1 / cp of it): never less exposed, and more where the attention covered the ring."""
     ring, _ = _steps("context parallel 8 over two nodes, full recompute, u-priced")
     gather, steps = _steps("context parallel 8 over two nodes, all-gather, u-priced")
-    assert float(gather.parts.context_message) == float(ring.parts.context_message)
+    assert float(gather.terms.context.message) == float(ring.terms.context.message)
     assert float(gather.context_time) >= float(ring.context_time)
     assert any(what.startswith("context-parallel all-gathers per micro-batch") for what in steps)
     from mlsysim.physics.context_parallel import ring_attention_exposed

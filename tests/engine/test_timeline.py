@@ -83,7 +83,7 @@ def test_a_step_from_the_operators_splits_each_compute_segment_by_operator_class
     ops = r.job.operators
     assert ops is not None
     if r.figures.layout is not None:  # a layout prices t_c from the operators at its own t, b and stage
-        ops = r.figures.layout.parts.operators
+        ops = r.figures.layout.terms.compute.operators
         assert float(ops.attention_time) > 0
     classes = {"matmul": ops.matmul_time, "attention": ops.attention_time, "cast": ops.cast_time,
                "elementwise": ops.memory_time}
@@ -151,9 +151,9 @@ def test_each_segment_is_the_share_of_the_figure_explain_prints(name):
     and each stage idle for exactly the bubble (p - 1)/v (t_c + t_tp)."""
     r = scenario(LLAMA + LAYOUTS[name]).result
     f = r.figures
-    q, a = f.layout.parts, f.layout_arguments
-    p, v, m = (int(float(a[k])) for k in ("pipeline_parallel", "pipeline_chunks", "micro_batches"))
-    t_c, t_tp, c = q.micro_batch_time, q.tensor_micro_batch_time, q.tensor_collectives
+    q, a = f.layout.terms, f.layout.records.layout
+    p, v, m = (int(float(getattr(a, k))) for k in ("pipeline_parallel", "pipeline_chunks", "micro_batches"))
+    t_c, t_tp, c = q.compute.micro_batch_time, q.tensor.micro_batch_time, q.tensor.collectives
     send = f.pipeline_transfer_time / (2 * (v * m + p - 1))
     want = {
         ("compute", "forward"): t_c / 3 / v,
@@ -262,12 +262,12 @@ def test_the_ring_and_the_all_to_alls_are_drawn_per_micro_batch_and_add_up(name)
     (p - 1)/v (t_c + t_tp + t_cp + t_ep)."""
     r = scenario(PARALLEL[name]).result
     f = r.figures
-    q, a = f.layout.parts, f.layout_arguments
-    kind, figure, t_x = (("experts", "expert_parallel_time", q.expert_micro_batch_time) if "expert" in name
-                         else ("context", "context_parallel_time", q.context_micro_batch_time))
+    q, a = f.layout.terms, f.layout.records.layout
+    kind, figure, t_x = (("experts", "expert_parallel_time", q.experts.micro_batch_time) if "expert" in name
+                         else ("context", "context_parallel_time", q.context.micro_batch_time))
     assert float(t_x) > 0 and figure_of(r, figure) > 0.01 * float(f.update_time)
-    v, m = int(float(a["pipeline_chunks"])), int(float(a["micro_batches"]))
-    forward_share = 2 / 4 if kind == "experts" else 1 / (4 if a["recompute"] in ("full", "selective") else 3)
+    v, m = int(float(a.pipeline_chunks)), int(float(a.micro_batches))
+    forward_share = 2 / 4 if kind == "experts" else 1 / (4 if a.recompute in ("full", "selective") else 3)
     for row in timeline(r).rows:
         drawn = [seg for seg in row.segments if seg.kind == kind]
         assert math.fsum(seg.duration for seg in drawn) == pytest.approx(figure_of(r, figure), rel=1e-9)

@@ -102,3 +102,45 @@ def test_a_kernel_estimate_reads_seconds_as_microseconds_and_codes_as_labels():
     many = KernelEstimate.of("x", KernelTime(np.array([5e-6, 1e-3]), np.array([0.1, 0.8]), np.array([0, 1])))
     assert many.bound.tolist() == ["launch", "compute"]
     assert many.time.to("ms").magnitude.tolist() == pytest.approx([0.005, 1.0])
+
+
+def _attention_document(**changes: object) -> dict[str, object]:
+    document: dict[str, object] = {
+        "kind": "attention", "split": "fit", "accelerator": "H100", "source": SOURCE,
+        "columns": ["batch", "heads", "seq_len", "head_dim", "causal", "format", "direction", "tflops"],
+        "rows": [[1, 16, 16384, 128, 0, "fp16", "forward", 648.0], [1, 16, 16384, 128, 1, "fp16", "backward", 500.0]],
+    }
+    document.update(changes)
+    return document
+
+
+def test_an_attention_rate_gives_its_time_by_the_flashattention_convention():
+    table = parse_json_table(json.dumps(_attention_document()), "fa3.json")
+    forward = 4 * 16 * 16384**2 * 128
+    assert table.time.tolist() == pytest.approx([forward / 648e12, 2.5 * forward / 2 / 500e12])
+
+
+def test_an_attention_rate_reads_kv_length_and_value_head_dim():
+    document = _attention_document(
+        columns=["batch", "heads", "seq_len", "kv_len", "head_dim", "head_dim_v", "causal", "format", "direction",
+                 "tflops"],
+        rows=[[2, 128, 32768, 32768, 192, 128, 1, "bf16", "forward", 1743.0]])
+    table = parse_json_table(json.dumps(document), "dsv3.json")
+    assert table.time[0] == pytest.approx(50.456e-3, rel=1e-3)  # cudnn-frontend's dsv3 time on GB200
+
+
+def test_an_unknown_attention_direction_is_refused_naming_the_row():
+    document = _attention_document(rows=[[1, 16, 4096, 128, 0, "bf16", "sideways", 400.0]])
+    with pytest.raises(InputError, match="row 1, column 'direction': expected one of forward, backward"):
+        parse_json_table(json.dumps(document), "bad.json")
+
+
+def test_a_memory_bandwidth_gives_its_time_and_needs_units():
+    document = {"kind": "memory", "split": "fit", "accelerator": "H200", "source": SOURCE,
+                "units": {"bytes": "MB", "bandwidth": "GB/s"}, "columns": ["kernel", "bytes", "bandwidth"],
+                "rows": [["rms_norm_forward", 268.51, 3708.1]]}
+    table = parse_json_table(json.dumps(document), "norms.json")
+    assert table.time[0] == pytest.approx(268.51e6 / 3708.1e9)
+    document["units"] = {"bytes": "MB", "bandwidth": "GB"}
+    with pytest.raises(InputError, match="column 'bandwidth' needs a unit of data per time, got 'GB'"):
+        parse_json_table(json.dumps(document), "norms.json")

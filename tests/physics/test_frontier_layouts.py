@@ -90,18 +90,30 @@ def test_async_tensor_parallelism_hides_its_collectives_under_the_products_but_n
     assert plain / 8 <= overlapped < plain
 
 
-def test_an_efficiency_above_one_is_explained():
-    """With 256 experts on one device each expert sees a few tokens; spread over ep = 64 devices each sees 64
-    times more: a device of the layout is faster per token than the one-device reference."""
+def test_a_layout_faster_than_one_device_is_measured_against_its_own_kernels():
+    """With 256 experts on one device each expert sees a few tokens (and every expert's weights are cast for
+    them); spread over ep = 64 devices each sees 64 times more: the layout's kernels do a micro-batch's work
+    faster than one device runs the whole model. The speedup is then measured against one device running the
+    layout's kernels, T_ref = t_c t cp L / L_s: the efficiency stays at most 1, and explain says so."""
+    from mlsysim.engine.model.equations import one_device_reference
+
     r = deepseek().result
-    assert float(r.efficiency) > 1.0
-    assert any(n.startswith("scaling efficiency") and "above 1" in n for n in r.constraint_trace)
+    f = r.figures
+    t1 = float(r.model_inputs.step_time)
+    reference = float(one_device_reference(t1, f.layout))
+    assert reference == pytest.approx(float(f.layout.terms.compute.micro_batch_time) * 61 / 4, rel=1e-12)
+    assert reference < t1
+    assert 0 < float(r.efficiency) <= 1.0
+    assert float(r.speedup) == pytest.approx(f.data_parallel * 120 * reference / float(f.update_time), rel=1e-12)
+    assert any("measured against one device running the layout's kernels" in n for n in r.constraint_trace)
+    assert "T_ref = min(T1, t_c t cp L / L_s)" in r.explain()
 
 
 def test_only_the_routed_experts_run_at_the_expert_ceiling():
     """A mixture of experts' attention, dense and shared layers keep the dense ceilings; the routed experts'
     grouped products take expert_ceiling: halving it slows only their products, and exactly their time."""
-    from mlsysim.physics.operators import Experts, transformer_operator_times
+    from mlsysim.physics.operators import Experts, operator_times
+    from mlsysim.physics.records import records_from
 
     shape = dict(parameters=235e9, layers=94.0, hidden=4096.0, heads=64.0, kv_heads=4.0, head_dim=128.0,
                  seq_len=4096.0, vocab=151936.0, micro_batch=1.0, matmul_peak=989e12, matmul_ceiling=0.77,
@@ -110,7 +122,9 @@ def test_only_the_routed_experts_run_at_the_expert_ceiling():
     experts = Experts(share=1.0, experts=128.0, top_k=8.0, width=1536.0, parallel=8.0)
 
     def ops(expert_ceiling=math.nan, **given):
-        return transformer_operator_times(**(shape | given), moe=experts._replace(ceiling=expert_ceiling))
+        values = shape | given
+        return operator_times(*records_from(peak_flops=values["matmul_peak"], **values,
+                                            moe=experts._replace(ceiling=expert_ceiling)))
 
     same = ops()  # NaN: the linear layers' ceiling
     assert ops(0.77).matmul_time == pytest.approx(float(same.matmul_time), rel=1e-12)

@@ -9,12 +9,12 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.layout import (
     LayoutFigures,
-    LayoutParts,
     check_layout,
     layout_figures,
     layout_mask,
 )
 from mlsysim.physics.operators import OperatorTimes
+from mlsysim.physics.records import records_from
 
 A100_NODE = dict(
     devices_per_node=8.0, peak_flops=312e12, memory_bandwidth=2.039e12, intra_bandwidth=300e9,
@@ -26,7 +26,7 @@ TIME_TERMS = ("compute_time", "tensor_time", "bubble_time", "pipeline_time", "sh
 
 
 def _figures(**layout):
-    return layout_figures(**GPT_175B, **A100_NODE, **layout)
+    return layout_figures(*records_from(**GPT_175B, **A100_NODE, **layout))
 
 
 @pytest.mark.parametrize(
@@ -57,16 +57,18 @@ def test_an_array_of_layouts_equals_each_layout_alone(operators):
     for i in range(len(t)):
         one = _figures(devices=768.0, tensor_parallel=float(t[i]), pipeline_parallel=float(p[i]),
                        zero_stage=float(z[i]), micro_batches=float(m[i]), **operators)
-        for name in LayoutFigures._fields[:-1]:
+        for name in LayoutFigures._fields[:-2]:
             assert np.asarray(getattr(many, name))[i] == pytest.approx(getattr(one, name), rel=1e-12)
-        for name in LayoutParts._fields:
-            if name == "operators":
-                for op, value in zip(OperatorTimes._fields, many.parts.operators, strict=True):
+        for term_name, term in zip(many.terms._fields, many.terms, strict=True):
+            alone = getattr(one.terms, term_name)
+            for name, value in zip(term._fields, term, strict=True):
+                if name == "operators":
+                    for op, got in zip(OperatorTimes._fields, value, strict=True):
+                        got = np.broadcast_to(got, t.shape)[i]
+                        assert got == pytest.approx(getattr(alone.operators, op), rel=1e-12), op
+                elif name != "experts":
                     got = np.broadcast_to(value, t.shape)[i]
-                    assert got == pytest.approx(getattr(one.parts.operators, op), rel=1e-12), op
-                continue
-            got = np.broadcast_to(getattr(many.parts, name), t.shape)[i]
-            assert got == pytest.approx(getattr(one.parts, name), rel=1e-12), name
+                    assert got == pytest.approx(getattr(alone, name), rel=1e-12), f"{term_name}.{name}"
 
 
 def test_plain_data_parallel_sync_is_the_seeds_allreduce_of_the_gradient():
@@ -162,15 +164,15 @@ LAYOUTS = st.sampled_from([
 @given(LAYOUTS, st.floats(0.1, 10.0))
 def test_faster_links_never_slow_an_update(layout, factor):
     base = _figures(**layout)
-    fast = layout_figures(**GPT_175B, **{**A100_NODE, "intra_bandwidth": 300e9 * max(factor, 1.0),
-                                         "nic_bandwidth": 25e9 * max(factor, 1.0)}, **layout)
+    fast = layout_figures(*records_from(**GPT_175B, **{**A100_NODE, "intra_bandwidth": 300e9 * max(factor, 1.0),
+                                         "nic_bandwidth": 25e9 * max(factor, 1.0)}, **layout))
     assert fast.update_time <= base.update_time * (1 + 1e-12)
 
 
 @given(LAYOUTS, st.floats(0.2, 0.9))
 def test_better_kernels_never_slow_an_update(layout, u):
-    slow = layout_figures(**GPT_175B, **{**A100_NODE, "math_efficiency": u}, **layout)
-    fast = layout_figures(**GPT_175B, **{**A100_NODE, "math_efficiency": min(1.0, u + 0.1)}, **layout)
+    slow = layout_figures(*records_from(**GPT_175B, **{**A100_NODE, "math_efficiency": u}, **layout))
+    fast = layout_figures(*records_from(**GPT_175B, **{**A100_NODE, "math_efficiency": min(1.0, u + 0.1)}, **layout))
     assert fast.update_time < slow.update_time
 
 
@@ -193,7 +195,7 @@ def test_a_given_step_time_replaces_the_flop_based_compute():
     derived = _figures(**layout)
     t_c = derived.compute_time / 32
     given = _figures(**layout, device_step_time=t_c * 32)  # one device would take t p times as long
-    for name in LayoutFigures._fields[:-1]:
+    for name in LayoutFigures._fields[:-2]:
         assert getattr(given, name) == pytest.approx(getattr(derived, name), rel=1e-12)
     arrays = _figures(**layout, device_step_time=np.array([np.nan, 2 * t_c * 32]))
     assert arrays.compute_time.tolist() == pytest.approx([derived.compute_time, 2 * derived.compute_time])
@@ -214,7 +216,7 @@ def test_tensor_term_is_tp_time_per_micro_batch():
     f = _figures(devices=512.0, tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, recompute="full",
                  intra_latency=2e-6)
     want = tp_time_per_micro_batch(24, tp_message_bytes(1, 2048, 12288), 8, 300e9, 2e-6, "full")
-    assert f.parts.tensor_micro_batch_time == pytest.approx(want, rel=1e-12)
+    assert f.terms.tensor.micro_batch_time == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -242,16 +244,16 @@ def test_the_slowest_stage_sets_the_pace(layers, p, first, last, slowest):
 
 def test_uneven_stages_price_the_slowest_stage():
     base = dict(GPT_175B, **A100_NODE, devices=64.0, tensor_parallel=8.0, micro_batch=1.0, micro_batches=16.0)
-    even = layout_figures(**{**base, "layers": 80.0}, pipeline_parallel=8.0)
-    uneven = layout_figures(**{**base, "layers": 78.0}, pipeline_parallel=8.0)  # ceil(78/8) = 10, as 80/8
-    assert uneven.parts.stage_layers == even.parts.stage_layers == 10.0
+    even = layout_figures(*records_from(**{**base, "layers": 80.0}, pipeline_parallel=8.0))
+    uneven = layout_figures(*records_from(**{**base, "layers": 78.0}, pipeline_parallel=8.0))  # ceil(78/8) = 10, as 80/8
+    assert uneven.terms.stage.layers == even.terms.stage.layers == 10.0
     # the slowest stage holds 10 of 78 layers: a larger share of the model than 10 of 80
-    assert float(uneven.parts.parameters_per_device) > float(even.parts.parameters_per_device)
+    assert float(uneven.terms.sharding.parameters) > float(even.terms.sharding.parameters)
 
 
 def test_fewer_micro_batches_than_stages_are_priced_by_fill_and_drain():
     two = _figures(devices=64.0, tensor_parallel=8.0, pipeline_parallel=8.0, micro_batches=2.0)
-    one_stage_time = float(two.parts.micro_batch_time + two.parts.tensor_micro_batch_time)
+    one_stage_time = float(two.terms.compute.micro_batch_time + two.terms.tensor.micro_batch_time)
     # 1F1B: (m + p - 1) stage slots of forward and backward, the bubble (p - 1)/m = 3.5 of the compute
     assert float(two.bubble_fraction) == 3.5
     assert float(two.compute_time + two.tensor_time + two.bubble_time) == pytest.approx(9.0 * one_stage_time)

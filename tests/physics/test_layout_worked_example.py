@@ -6,6 +6,7 @@ layout (t = 8, p = 4, d = 16, ZeRO-1, m = 32)."""
 import pytest
 
 from mlsysim.physics.layout import layout_figures
+from mlsysim.physics.records import records_from
 from mlsysim.planning.layouts import best_layout
 
 N, L, H, A, S, V = 70.6e9, 80, 8192, 64, 8192, 128256
@@ -17,8 +18,8 @@ F = 6 * N * S + 12 * L * H * S * S  # model FLOPs of one sequence
 
 
 def figures(**layout):
-    return layout_figures(**LLAMA, **DGX_H100, devices=512, micro_batch=1, sequence_parallel=True,
-                          flash_attention=True, **layout)
+    return layout_figures(*records_from(**LLAMA, **DGX_H100, devices=512, micro_batch=1, sequence_parallel=True,
+                          flash_attention=True, **layout))
 
 
 def zero3_by_hand():
@@ -105,7 +106,8 @@ def test_the_search_picks_the_zero3_layout():
     axes = dict(devices=[512], tensor_parallel=[1, 2, 4, 8], pipeline_parallel=[1, 2, 4, 5, 8, 10, 16, 20],
                 pipeline_chunks=[1, 2, 4], micro_batch=[1, 2, 4], micro_batches=list(range(1, 129)),
                 zero_stage=[0, 1, 2, 3], recompute=[0, 1, 2])
-    best = best_layout(axes, workload=LLAMA, cluster=DGX_H100, memory_capacity=80e9, global_batch=512)
+    records = records_from(**LLAMA, **DGX_H100, sequence_parallel=True, flash_attention=True)
+    best = best_layout(axes, records=records, memory_capacity=80e9, global_batch=512)
     assert best.layout == {"devices": 512.0, "tensor_parallel": 4.0, "pipeline_parallel": 1.0,
                            "pipeline_chunks": 1.0, "micro_batch": 1.0, "micro_batches": 4.0, "zero_stage": 3.0,
                            "recompute": "none", "context_parallel": 1.0, "expert_parallel": 1.0,

@@ -16,7 +16,8 @@ from mlsysim.physics.matmul import (
     tile_quantization,
     wave_quantization,
 )
-from mlsysim.physics.operators import mlp_width, transformer_operator_times
+from mlsysim.physics.operators import mlp_width, operator_times
+from mlsysim.physics.records import records_from
 
 GPT3 = {"parameters": 175e9, "layers": 96.0, "hidden": 12288.0, "heads": 96.0, "seq_len": 2048.0, "vocab": 51200.0}
 A100 = {
@@ -25,8 +26,14 @@ A100 = {
 }
 
 
+def _priced(price, **values):
+    """``price`` (:func:`operator_times` or its distinct-row form) of flat values, the stage's layers apart."""
+    here = values.pop("layers_here", float("nan"))
+    return price(*records_from(peak_flops=values["matmul_peak"], **values), here)
+
+
 def _ops(**given):
-    return transformer_operator_times(**{**GPT3, **A100, "micro_batch": 1.0, **given})
+    return _priced(operator_times, **{**GPT3, **A100, "micro_batch": 1.0, **given})
 
 
 def test_the_products_flops_are_the_models_six_n_s():
@@ -102,8 +109,8 @@ def test_fp8_compute_of_llama3_70b_at_t8_is_between_half_and_most_of_bf16s():
     bf16, fp8 = _llama70b("bf16").result, _llama70b("fp8").result
     ratio = fp8.compute_time / bf16.compute_time
     assert 0.55 <= float(ratio) <= 0.85
-    ops = fp8.figures.layout.parts.operators
-    assert ops.cast_time > 0 and bf16.figures.layout.parts.operators.cast_time == 0
+    ops = fp8.figures.layout.terms.compute.operators
+    assert ops.cast_time > 0 and bf16.figures.layout.terms.compute.operators.cast_time == 0
     # row scales: a lower fitted ceiling, so slower than tensorwise
     assert _llama70b("fp8_rowwise").result.compute_time > fp8.compute_time
 
@@ -137,7 +144,7 @@ def test_pricing_the_distinct_rows_gives_every_rows_numbers_bit_for_bit():
                       tensor=rng.choice([1.0, 2.0], n), ceiling=0.4)
     arguments = {**GPT3, **A100, **rows, "moe": experts, "recompute": "selective", "flash_attention": True,
                  "kv_heads": 8.0, "ffn_hidden": 49152.0, "gated_mlp": 1.0}
-    every = transformer_operator_times(**arguments)
-    distinct = operator_times_by_distinct_rows(**arguments)
+    every = _priced(operator_times, **arguments)
+    distinct = _priced(operator_times_by_distinct_rows, **arguments)
     for a, b in zip(every, distinct, strict=True):
         assert np.array_equal(np.broadcast_to(a, (n,)), np.broadcast_to(b, (n,)))

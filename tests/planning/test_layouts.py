@@ -7,6 +7,7 @@ import pytest
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics.layout import check_layout, layout_figures
+from mlsysim.physics.records import records_from
 from mlsysim.planning.layouts import AXES, RECOMPUTE_CODES, best_layout, full_axes, grid_size
 
 LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
@@ -25,12 +26,13 @@ SMALL = {
 }
 
 
-def brute_force(axes, memory_capacity, global_batch, workload=LLAMA3_70B, cluster=DGX_H100,
-                sequence_parallel=True, flash_attention=True):
+DEFAULT = records_from(**LLAMA3_70B, **DGX_H100, sequence_parallel=True, flash_attention=True)
+
+
+def brute_force(axes, memory_capacity, global_batch, records=DEFAULT):
     """The best layout one at a time: :func:`check_layout`'s rules, scalar :func:`layout_figures`."""
     axes = full_axes(axes)
-    moe = cluster.get("moe")
-    rest = {k: v for k, v in cluster.items() if k != "moe"}
+    shape = records.shape
     best = (-1, np.inf)
     kept = 0
     for index, combo in enumerate(itertools.product(*(axes[name] for name in AXES))):
@@ -39,9 +41,9 @@ def brute_force(axes, memory_capacity, global_batch, workload=LLAMA3_70B, cluste
         b, m = x["micro_batch"], x["micro_batches"]
         try:
             check_layout(devices=int(n), tensor_parallel=int(t), pipeline_parallel=int(p),
-                         heads=int(workload["heads"]), layers=int(workload["layers"]), micro_batches=int(m),
+                         heads=int(shape.heads), layers=int(shape.layers), micro_batches=int(m),
                          pipeline_chunks=int(x["pipeline_chunks"]), context_parallel=int(cp),
-                         seq_len=int(workload["seq_len"]), experts=0 if moe is None else int(moe.experts),
+                         seq_len=int(shape.seq_len), experts=0 if shape.moe is None else int(shape.moe.experts),
                          expert_parallel=int(x["expert_parallel"]),
                          expert_tensor_parallel=int(x["expert_tensor_parallel"]))
         except InputError:
@@ -49,12 +51,11 @@ def brute_force(axes, memory_capacity, global_batch, workload=LLAMA3_70B, cluste
         d = n / (t * cp * p)
         if global_batch is not None and b * m * d != global_batch:
             continue
-        experts = None if moe is None else moe._replace(parallel=x["expert_parallel"],
-                                                        tensor=x["expert_tensor_parallel"])
-        f = layout_figures(**workload, **rest, devices=n, tensor_parallel=t, context_parallel=cp,
-                           pipeline_parallel=p, pipeline_chunks=x["pipeline_chunks"], micro_batch=b,
-                           micro_batches=m, zero_stage=x["zero_stage"], recompute=RECOMPUTE_CODES[int(x["recompute"])],
-                           sequence_parallel=sequence_parallel, flash_attention=flash_attention, moe=experts)
+        layout = records.layout._replace(tensor_parallel=t, context_parallel=cp, pipeline_parallel=p,
+                         pipeline_chunks=x["pipeline_chunks"], micro_batch=b, micro_batches=m,
+                         zero_stage=x["zero_stage"], recompute=RECOMPUTE_CODES[int(x["recompute"])],
+                         expert_parallel=x["expert_parallel"], expert_tensor_parallel=x["expert_tensor_parallel"])
+        f = layout_figures(records.shape, records.cluster._replace(devices=n), layout, records.rates)
         if f.memory_bytes > memory_capacity:
             continue
         kept += 1
@@ -67,8 +68,7 @@ def brute_force(axes, memory_capacity, global_batch, workload=LLAMA3_70B, cluste
 @pytest.mark.parametrize("global_batch", [None, 256.0])
 @pytest.mark.parametrize("chunk", [97, 1 << 17])
 def test_search_equals_brute_force(global_batch, chunk):
-    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=80e9,
-                      global_batch=global_batch, chunk=chunk)
+    got = best_layout(SMALL, records=DEFAULT, memory_capacity=80e9, global_batch=global_batch, chunk=chunk)
     (index, seconds), kept = brute_force(SMALL, 80e9, global_batch)
     assert got.searched == grid_size(SMALL) == 2 * 4320
     assert got.kept == kept > 0
@@ -103,10 +103,9 @@ def test_a_mixture_of_experts_search_equals_brute_force(chunk):
     from mlsysim.planning.layouts import scenario_search_inputs
 
     inputs = scenario_search_inputs(deepseek_v3())
-    assert inputs.cluster["moe"].experts == 256.0 and "context_parallel" not in inputs.cluster
+    assert inputs.records.shape.moe.experts == 256.0
     got = best_layout(MOE_SPACE, **inputs._asdict(), chunk=chunk)
-    (index, seconds), kept = brute_force(MOE_SPACE, inputs.memory_capacity, None, inputs.workload, inputs.cluster,
-                                         inputs.sequence_parallel, inputs.flash_attention)
+    (index, seconds), kept = brute_force(MOE_SPACE, inputs.memory_capacity, None, inputs.records)
     assert got.searched == grid_size(MOE_SPACE) == 4096
     assert got.kept == kept > 100
     assert got.grid_index == index
@@ -115,12 +114,12 @@ def test_a_mixture_of_experts_search_equals_brute_force(chunk):
 
 
 def test_nothing_fits_in_a_tiny_memory():
-    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=1e9)
+    got = best_layout(SMALL, records=DEFAULT, memory_capacity=1e9)
     assert got.grid_index == -1 and got.kept == 0 and got.layout == {}
 
 
 def test_best_layout_reports_its_values():
-    got = best_layout(SMALL, workload=LLAMA3_70B, cluster=DGX_H100, memory_capacity=80e9, global_batch=256.0)
+    got = best_layout(SMALL, records=DEFAULT, memory_capacity=80e9, global_batch=256.0)
     assert set(got.layout) == set(AXES)
     assert got.layout["recompute"] in RECOMPUTE_CODES
     d = got.layout["devices"] / (got.layout["tensor_parallel"] * got.layout["context_parallel"]
@@ -136,8 +135,8 @@ def test_why_better_names_the_term_saved_and_the_term_paid():
                   sequence_parallel=True, flash_attention=True)
     a = dict(devices=512, tensor_parallel=8, pipeline_parallel=4, micro_batches=32, zero_stage=1)
     b = dict(devices=512, tensor_parallel=16, pipeline_parallel=2, micro_batches=32, zero_stage=1)
-    fa = layout_figures(**common, tensor_parallel=8.0, pipeline_parallel=4.0)
-    fb = layout_figures(**common, tensor_parallel=16.0, pipeline_parallel=2.0)
+    fa = layout_figures(*records_from(**common, tensor_parallel=8.0, pipeline_parallel=4.0))
+    fb = layout_figures(*records_from(**common, tensor_parallel=16.0, pipeline_parallel=2.0))
     text = why_better(a, fa, b, fb, 8)
     saved = fb.tensor_time - fa.tensor_time
     paid = fa.bubble_time - fb.bubble_time
@@ -210,21 +209,20 @@ def test_an_operator_priced_scenarios_planned_layouts_equal_its_variants(case):
         scenario, axes = deepseek_v3(), EXPERT_AXES
     assert scenario.job.origins["step_time"].startswith("operators")
     inputs = scenario_search_inputs(scenario)
-    assert inputs.cluster["matmul_ceiling"] == inputs.cluster["matmul_ceiling"]  # priced by the operators
+    records = inputs.records
+    assert records.rates.matmul_ceiling == records.rates.matmul_ceiling  # priced by the operators
     if case == "dense":
-        assert inputs.workload["ffn_hidden"] == 14336.0 and inputs.flash_attention and inputs.sequence_parallel
+        assert records.shape.ffn_hidden == 14336.0 and records.layout.flash_attention
+        assert records.layout.sequence_parallel
     axes = full_axes(axes)
     grid = list(itertools.product(*(axes[name] for name in AXES)))
     values = {name: np.array([row[k] for row in grid]) for k, name in enumerate(AXES)}
-    seconds, update, memory = layout_objective(values, memory_capacity=inputs.memory_capacity,
-                                               workload=inputs.workload, cluster=inputs.cluster,
-                                               sequence_parallel=inputs.sequence_parallel,
-                                               flash_attention=inputs.flash_attention)
+    seconds, update, memory = layout_objective(values, records=records, memory_capacity=inputs.memory_capacity)
     kept = np.flatnonzero(np.isfinite(seconds))
     assert kept.size > {"dense": 50, "context": 20, "experts": 20}[case]
     best = best_layout(axes, **inputs._asdict())
     assert best.update_time == update[best.grid_index] and best.kept == kept.size
-    per_node = float(inputs.cluster["devices_per_node"])
+    per_node = float(records.cluster.devices_per_node)
     for i in sorted({*kept[:: max(1, kept.size // 12)].tolist(), best.grid_index}):
         x = dict(zip(AXES, grid[i], strict=True))
         given = dict(

@@ -72,7 +72,7 @@ def test_production_layouts_go_through_the_scenario(checked):
                 "bloom176b_tr11_gbs2048_iter85376", "bloom176b_tr11_gbs16_rampup"):
         assert run in ids
     llama = next(r for r in checked.in_sample if r.case.id == "llama3_405b_8192gpu_seq8192")
-    assert llama.result.figures.layout.parts.stage_layers == 8.0
+    assert llama.result.figures.layout.terms.stage.layers == 8.0
 
 
 def test_each_reported_prediction_is_the_scenario_result_of_the_inputs_printed_beside_it(plain):

@@ -49,7 +49,7 @@ from mlsysim.engine.inputs.workload_figures import (
     shape_numbers,
     workload_facts,
 )
-from mlsysim.engine.model.equations import experts_of, multi_head_latent
+from mlsysim.engine.model.equations import mixture_of_experts, multi_head_latent
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -64,11 +64,9 @@ from mlsysim.physics.matmul import (
     fitted_ceiling,
     fitted_formats,
 )
-from mlsysim.physics.operators import (
-    OperatorTimes,
-    transformer_operator_times,
-)
+from mlsysim.physics.operators import OperatorTimes, operator_times
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
+from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator
@@ -273,24 +271,35 @@ def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash
     """The operator classes of one local step of the whole model on one device, from model numbers by name
     (``get``: the :class:`~mlsysim.engine.model.equations.Inputs` names): the scalar solve's step and each
     row of a sweep's block, priced by the one call."""
-    return transformer_operator_times(
+    shape = ModelShape(
         parameters=get("parameters"), layers=get("layers"), hidden=get("hidden"), heads=get("heads"),
-        seq_len=get("seq_len"), vocab=get("vocab"), micro_batch=batch, matmul_peak=get("matmul_peak"),
-        matmul_ceiling=get("matmul_ceiling"), attention_peak=get("attention_peak"),
-        attention_ceiling=get("attention_ceiling"), memory_bandwidth=get("memory_bandwidth"),
-        kv_heads=get("kv_heads"), ffn_hidden=get("ffn_hidden"), gated_mlp=get("gated_mlp"),
-        compute_units=get("compute_units"), cast_bytes=get("cast_bytes"), matmul_bytes=get("matmul_bytes"),
-        fused_elementwise=_nan_as_zero(get("fused_elementwise")),
-        head_dim=get("head_dim"), mla=multi_head_latent(get), moe=experts_of(get),
-        recompute=recompute, flash_attention=flash,
+        seq_len=get("seq_len"), vocab=get("vocab"), kv_heads=get("kv_heads"), ffn_hidden=get("ffn_hidden"),
+        gated_mlp=get("gated_mlp"), head_dim=get("head_dim"), mla=multi_head_latent(get),
+        moe=mixture_of_experts(get),
     )
+    device = Cluster(peak_flops=get("matmul_peak"), memory_bandwidth=get("memory_bandwidth"),
+                     compute_units=get("compute_units"))
+    layout = Layout(micro_batch=batch, expert_parallel=_nan_as(get("expert_parallel"), 1.0),
+                    expert_tensor_parallel=_nan_as(get("expert_tensor_parallel"), 1.0),
+                    cast_bytes=get("cast_bytes"), matmul_bytes=get("matmul_bytes"),
+                    fused_elementwise=_nan_as_zero(get("fused_elementwise")), recompute=recompute,
+                    flash_attention=flash)
+    rates = Rates(matmul_ceiling=get("matmul_ceiling"), matmul_peak=get("matmul_peak"),
+                  attention_ceiling=get("attention_ceiling"), attention_peak=get("attention_peak"),
+                  expert_ceiling=get("expert_ceiling"))
+    return operator_times(shape, device, layout, rates)
+
+
+def _nan_as(value: Num, default: float) -> Num:
+    """``value``, or ``default`` where it is not given (NaN)."""
+    if type(value) is float:
+        return default if value != value else value
+    return np.where(np.isnan(value), default, value)
 
 
 def _nan_as_zero(value: Num) -> Num:
     """An off-by-default switch: NaN (not given) as 0."""
-    if type(value) is float:
-        return 0.0 if value != value else value
-    return np.where(np.isnan(value), 0.0, value)
+    return _nan_as(value, 0.0)
 
 
 def _operator_step_rows(x: Any) -> Num:

@@ -40,9 +40,19 @@ from mlsysim.physics.layout import (
     layout_mask,
 )
 from mlsysim.physics.memory import communication_volume_factor, training_state_bytes
-from mlsysim.physics.operators import Experts, MultiHeadLatent
+from mlsysim.physics.operators import Experts
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.overlap import exposed_communication, interference_delay
+from mlsysim.physics.records import (
+    Cluster,
+    Layout,
+    LayoutRecords,
+    MixtureOfExperts,
+    ModelShape,
+    MultiHeadLatent,
+    Rates,
+    with_fields,
+)
 from mlsysim.physics.synchronization import (
     jittered_straggler_delay,
     straggler_delay,
@@ -349,7 +359,6 @@ class Figures(NamedTuple):
     gather_buffer_memory: Num = math.nan
     layout_valid: bool | Array = True
     layout: LayoutFigures | None = None
-    layout_arguments: Mapping[str, Any] | None = None
     # the job's model FLOPs per second per device over the peak (NaN where F or P is unknown)
     achieved_mfu: Num = math.nan
 
@@ -882,89 +891,66 @@ def _scalar_mode(value: Num, name: str) -> float:
     return float(values[0])
 
 
-def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
-    """The keyword arguments of :func:`~mlsysim.physics.layout.layout_figures` for a scenario's inputs.
+def layout_records(x: Inputs, c: Choices) -> LayoutRecords:
+    """The records :func:`~mlsysim.physics.layout.layout_figures` prices a scenario's layout from.
 
-    Layout: t = ``tensor_parallel``, p = ``pipeline_parallel``, v =
-    ``pipeline_chunks`` (1 when not given), micro-batch b = ``per_device_batch``,
-    micro-batches m = ``accumulation_steps`` (Megatron's semantics), the ZeRO
-    stage, the HSDP ``shard_group`` (0: all of d), uneven stages
-    (``first_stage_layers``, ``last_stage_layers``), ``reshard_after_forward``
-    (FSDP: 0 keeps the gathered parameters for the backward). Cluster: devices =
-    d_node x N, the links with the assumptions' efficiencies (one NIC's
-    ``inter_bandwidth`` x transport factor x ``inter_efficiency``), latencies, and
-    the implementations' achieved rates where the assumptions name them
-    (``sharding_rate``, ``pipeline_rate``). Compute: a measured device step time T1
-    (one micro-batch of the whole model on one device) enters as
-    ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is
-    computed from the FLOPs instead, recomputation and the memory-bound element-wise
-    work included: t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
-    (u is the math-kernel efficiency); a step from the operators (neither given) is priced
-    operator by operator at the layout's own t, b and stage (``matmul_ceiling`` and the
-    operator figures the derivation found; :mod:`~mlsysim.physics.operators`). Optimizer: the scenario's beta bytes per
-    parameter at B_mem (none without an optimizer). ``algorithm`` ``auto`` prices the
-    replicas' AllReduce as a ring.
+    Shape: the workload's transformer (its mixture of experts and latent attention). Cluster:
+    devices = d_node x N, the links with the assumptions' efficiencies (one NIC's ``inter_bandwidth``
+    x transport factor x ``inter_efficiency``), latencies, the scale-up domain. Layout: t =
+    ``tensor_parallel``, p = ``pipeline_parallel``, v = ``pipeline_chunks`` (1 when not given),
+    micro-batch b = ``per_device_batch``, micro-batches m = ``accumulation_steps`` (Megatron's
+    semantics), the ZeRO stage, the HSDP ``shard_group`` (0: all of d), uneven stages,
+    ``reshard_after_forward`` (FSDP: 0 keeps the gathered parameters for the backward), the
+    optimizer's beta bytes per parameter (none without an optimizer); ``algorithm`` ``auto`` prices
+    the replicas' AllReduce as a ring. Rates: a measured device step time T1 (one micro-batch of the
+    whole model on one device), so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is computed
+    from the FLOPs instead; a step from the operators (neither given) is priced operator by operator
+    at the layout's own t, b and stage (``matmul_ceiling`` and the operator figures the derivation
+    found; :mod:`~mlsysim.physics.operators`); the implementations' achieved rates where the
+    assumptions name them (``sharding_rate``, ``pipeline_rate``).
     """
     nan = math.nan
     given_mfu = x.mfu == x.mfu
     derived = given_mfu | (x.matmul_ceiling == x.matmul_ceiling)  # the step time comes from FLOPs or operators
-    return {
-        "parameters": x.parameters,
-        "layers": x.layers,
-        "hidden": x.hidden,
-        "heads": x.heads,
-        "seq_len": x.seq_len,
-        "vocab": x.vocab,
-        "devices": x.devices_per_node * x.nodes,
-        "devices_per_node": x.devices_per_node,
-        "peak_flops": x.peak_flops,
-        "math_efficiency": where(given_mfu, x.mfu, 1.0),
-        "memory_bandwidth": x.memory_bandwidth,
-        "intra_bandwidth": x.intra_bandwidth * c.intra_efficiency,
-        "nic_bandwidth": x.inter_bandwidth * x.inter_transport * c.inter_efficiency,
-        "nics_per_node": x.nics_per_node,
-        "tensor_parallel": _or(x.tensor_parallel, 1.0),
-        "pipeline_parallel": _or(x.pipeline_parallel, 1.0),
-        "pipeline_chunks": _or(x.pipeline_chunks, 1.0),
-        "micro_batch": x.per_device_batch,
-        "micro_batches": x.accumulation_steps,
-        "zero_stage": float(c.zero_stage),
-        "shard_group": _or(x.shard_group, 0.0),
-        "backward_gathers": _or(x.reshard_after_forward, 1.0),
-        "data_overlap": 1.0 if c.overlap else 0.0,
-        "intra_latency": x.intra_latency,
-        "inter_latency": x.inter_latency,
-        "gradient_bytes": x.gradient_bytes / x.parameters,
-        "device_step_time": where(derived, nan, x.step_time),
-        "sharding_rate": c.sharding_rate if c.sharding_rate > 0 else nan,
-        "pipeline_rate": c.pipeline_rate if c.pipeline_rate > 0 else nan,
-        "first_stage_layers": x.first_stage_layers,
-        "last_stage_layers": x.last_stage_layers,
-        "optimizer_bytes": x.optimizer_bytes,
-        "recompute": RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
-        "algorithm": "ring" if c.algorithm == "auto" else c.algorithm,
-        "matmul_ceiling": where(given_mfu, nan, x.matmul_ceiling),  # a given mfu prices from the FLOPs
-        "matmul_peak": x.matmul_peak,
-        "attention_ceiling": x.attention_ceiling,
-        "attention_peak": x.attention_peak,
-        "compute_units": x.compute_units,
-        "kv_heads": x.kv_heads,
-        "ffn_hidden": x.ffn_hidden,
-        "gated_mlp": x.gated_mlp,
-        "cast_bytes": x.cast_bytes,
-        "matmul_bytes": x.matmul_bytes,
-        "fused_elementwise": _or(x.fused_elementwise, 0.0),
-        "context_parallel": _or(x.context_parallel, 1.0),
-        "scale_up_domain": x.scale_up_domain,
-        "head_dim": x.head_dim,
-        "mla": multi_head_latent(partial(getattr, x)),
-        "moe": experts_of(partial(getattr, x), c.expert_imbalance),
-        "active_parameters": x.active_parameters,
-        "expert_parameters": _or(x.expert_parameters, 0.0),
-        "expert_overlap": _or(x.expert_overlap, 0.0),
-        "tensor_overlap": _or(x.tensor_overlap, 0.0),
-        "context_all_gather": _or(x.context_all_gather, 0.0),
-    }
+    get = partial(getattr, x)
+    shape = ModelShape(
+        parameters=x.parameters, layers=x.layers, hidden=x.hidden, heads=x.heads, seq_len=x.seq_len,
+        vocab=x.vocab, kv_heads=x.kv_heads, ffn_hidden=x.ffn_hidden, gated_mlp=x.gated_mlp,
+        head_dim=x.head_dim, active_parameters=x.active_parameters, expert_parameters=_or(x.expert_parameters, 0.0),
+        mla=multi_head_latent(get), moe=mixture_of_experts(get),
+    )
+    cluster = Cluster(
+        peak_flops=x.peak_flops, memory_bandwidth=x.memory_bandwidth, compute_units=x.compute_units,
+        devices=x.devices_per_node * x.nodes, devices_per_node=x.devices_per_node,
+        intra_bandwidth=x.intra_bandwidth * c.intra_efficiency,
+        nic_bandwidth=x.inter_bandwidth * x.inter_transport * c.inter_efficiency, nics_per_node=x.nics_per_node,
+        intra_latency=x.intra_latency, inter_latency=x.inter_latency, scale_up_domain=x.scale_up_domain,
+    )
+    layout = Layout(
+        tensor_parallel=_or(x.tensor_parallel, 1.0), pipeline_parallel=_or(x.pipeline_parallel, 1.0),
+        pipeline_chunks=_or(x.pipeline_chunks, 1.0), context_parallel=_or(x.context_parallel, 1.0),
+        expert_parallel=_or(x.expert_parallel, 1.0), expert_tensor_parallel=_or(x.expert_tensor_parallel, 1.0),
+        micro_batch=x.per_device_batch, micro_batches=x.accumulation_steps, zero_stage=float(c.zero_stage),
+        shard_group=_or(x.shard_group, 0.0), first_stage_layers=x.first_stage_layers,
+        last_stage_layers=x.last_stage_layers, backward_gathers=_or(x.reshard_after_forward, 1.0),
+        data_overlap=1.0 if c.overlap else 0.0, tensor_overlap=_or(x.tensor_overlap, 0.0),
+        expert_overlap=_or(x.expert_overlap, 0.0), context_all_gather=_or(x.context_all_gather, 0.0),
+        hierarchical_dispatch=_or(x.hierarchical_dispatch, 0.0), fused_elementwise=_or(x.fused_elementwise, 0.0),
+        gradient_bytes=x.gradient_bytes / x.parameters, optimizer_bytes=x.optimizer_bytes,
+        cast_bytes=x.cast_bytes, matmul_bytes=x.matmul_bytes,
+        recompute=RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
+        sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(x.flash_attention),  # type: ignore[arg-type]
+        algorithm="ring" if c.algorithm == "auto" else c.algorithm,
+    )
+    rates = Rates(
+        device_step_time=where(derived, nan, x.step_time), math_efficiency=where(given_mfu, x.mfu, 1.0),
+        matmul_ceiling=where(given_mfu, nan, x.matmul_ceiling),  # a given mfu prices from the FLOPs
+        matmul_peak=x.matmul_peak, attention_ceiling=x.attention_ceiling, attention_peak=x.attention_peak,
+        expert_ceiling=x.expert_ceiling, expert_imbalance=c.expert_imbalance,
+        sharding_rate=c.sharding_rate if c.sharding_rate > 0 else nan,
+        pipeline_rate=c.pipeline_rate if c.pipeline_rate > 0 else nan,
+    )
+    return LayoutRecords(shape, cluster, layout, rates)
 
 
 def multi_head_latent(get: Callable[[str], Num]) -> MultiHeadLatent | None:
@@ -977,40 +963,47 @@ def multi_head_latent(get: Callable[[str], Num]) -> MultiHeadLatent | None:
                            get("v_head_dim"))
 
 
-def experts_of(get: Callable[[str], Num], imbalance: float = 1.0) -> Experts | None:
-    """The mixture of experts and its layout (ep, etp; NaN: 1) from model numbers by name (``get``), with the
-    assumed ``imbalance``, or None for a dense model."""
+def mixture_of_experts(get: Callable[[str], Num]) -> MixtureOfExperts | None:
+    """The mixture of experts' structure from model numbers by name (``get``), or None for a dense model."""
     if not _scalar_mode(get("experts"), "experts") > 0:
         return None
-    return Experts(
+    return MixtureOfExperts(
         share=get("moe_share"), experts=get("experts"), top_k=get("experts_per_token"),
         width=get("expert_ffn_hidden"), shared=_or(get("shared_experts"), 0.0),
-        shared_width=get("shared_expert_ffn_hidden"), parallel=_or(get("expert_parallel"), 1.0),
-        tensor=_or(get("expert_tensor_parallel"), 1.0), imbalance=imbalance, ceiling=get("expert_ceiling"),
-        hierarchical=_or(get("hierarchical_dispatch"), 0.0),
+        shared_width=get("shared_expert_ffn_hidden"),
     )
 
 
-def _layout_of(arguments: dict[str, Any], flags: Mapping[str, Num]) -> LayoutFigures:
+LAYOUT_MODES = ("sequence_parallel", "flash_attention")
+"""The on/off modes of :class:`~mlsysim.physics.records.Layout` a sweep's rows may mix."""
+
+
+def _mode(value: Num) -> Num:
+    """A mode input as the layout takes it: on or off (NaN, not given: off); an array of rows as 0/1."""
+    flag = _or(value, 0.0)
+    return np.asarray(flag) > 0 if is_array(flag) else bool(flag)
+
+
+def _layout_of(records: LayoutRecords) -> LayoutFigures:
     """:func:`layout_figures`, with its on/off modes (sequence parallelism, fused attention) per
-    element where one is an array: the layout evaluated with the mode on and off, picked row by row."""
-    for name, value in flags.items():
-        flag = _or(value, 0.0)
-        if is_array(flag):
-            rest = {k: v for k, v in flags.items() if k != name}
-            on = _layout_of({**arguments, name: True}, rest)
-            off = _layout_of({**arguments, name: False}, rest)
-            chosen = np.asarray(flag) > 0
+    element where one is an array: the layout evaluated with the mode on and off, picked row by row
+    (the picked figures' records carry the rows' modes as the array)."""
+    for name in LAYOUT_MODES:
+        chosen = getattr(records.layout, name)
+        if is_array(chosen):
+            on = _layout_of(records._replace(layout=with_fields(records.layout, {name: True})))
+            off = _layout_of(records._replace(layout=with_fields(records.layout, {name: False})))
 
             def pick(a: Any, b: Any, chosen: Any = chosen) -> Any:
+                if a is None or isinstance(a, (LayoutRecords, Experts)):
+                    return a
                 if isinstance(a, tuple):
                     return type(a)(*(pick(u, v) for u, v in zip(a, b, strict=True)))
                 return np.where(chosen, a, b)
 
             picked: LayoutFigures = pick(on, off)
-            return picked
-        arguments = {**arguments, name: bool(flag)}
-    return layout_figures(**arguments)
+            return picked._replace(records=records)
+    return layout_figures(*records)
 
 
 def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
@@ -1036,59 +1029,58 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     (tensor: t <= g; stage transfers: t p <= g; ZeRO-3's gathers: the shard group;
     the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
     """
-    arguments = layout_arguments(x, c)
-    f = _layout_of(arguments, {"sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention})
-    q = f.parts
-    t, p = arguments["tensor_parallel"], arguments["pipeline_parallel"]
+    records = layout_records(x, c)
+    f = _layout_of(records)
+    q, lay = f.terms, records.layout
+    t, p = lay.tensor_parallel, lay.pipeline_parallel
     g, big_n, m = x.devices_per_node, x.nodes, x.accumulation_steps
     n = g * big_n
     d = f.data_parallel
-    psi_share = where(c.zero_stage >= 1, 1.0 / q.shard_group, 1.0) * q.parameters_per_device / x.parameters
+    psi_share = where(c.zero_stage >= 1, 1.0 / q.sharding.group, 1.0) * q.sharding.parameters / x.parameters
     given_optimizer = x.optimizer_step_time * psi_share
     if c.host_jitter:
         wait = jittered_straggler_delay(
-            q.micro_batch_time, m, n, c.straggler_cv, c.host_jitter * x.input_pipeline
+            q.compute.micro_batch_time, m, n, c.straggler_cv, c.host_jitter * x.input_pipeline
         )
     else:
-        wait = straggler_delay(q.micro_batch_time, m, n, c.straggler_cv)
+        wait = straggler_delay(q.compute.micro_batch_time, m, n, c.straggler_cv)
     synchronization = wait + update_overhead(n, c.update_overhead)
     exposed = f.tensor_time + f.context_time + f.expert_time + f.pipeline_time + f.sharding_time + f.data_time
     optimizer = f.optimizer_time + given_optimizer
     extra = f.bubble_time + optimizer
     update = f.compute_time + exposed + synchronization + extra
     one_device_optimizer = x.optimizer_step_time + optimizer_step_time(x.parameters, x.optimizer_bytes, x.memory_bandwidth)
-    speedup = d * (m * x.step_time + one_device_optimizer) / update
-    training_time = x.training_time / speedup
+    # the job's time: its updates (the one-device run's steps, d m a device per update) at T each
+    training_time = x.training_time / (d * (m * x.step_time + one_device_optimizer) / update)
+    speedup = d * (m * one_device_reference(x.step_time, f) + one_device_optimizer) / update
 
-    domain = q.domain  # the scale-up domain: the node, or an NVL72 rack of trays
-    cp = arguments["context_parallel"]
+    domain = q.stage.domain  # the scale-up domain: the node, or an NVL72 rack of trays
+    cp = lay.context_parallel
     ranks_in_node = maximum(1.0, domain / t)  # ranks of a d x cp group in a domain (Megatron order: t, cp, d, p)
     one_domain = big_n * g <= domain
-    within_node = (q.shard_group * q.replicas <= ranks_in_node) | one_domain
-    shard_in_node = (q.shard_group <= ranks_in_node) | one_domain
+    within_node = (q.sharding.group * q.sharding.replicas <= ranks_in_node) | one_domain
+    shard_in_node = (q.sharding.group <= ranks_in_node) | one_domain
     intra = (
         where(t <= domain, f.tensor_time, 0.0)
         + where(t * cp <= domain, f.context_time, 0.0)
-        + where(_expert_span(arguments["moe"]) <= domain, f.expert_time, 0.0)
+        + where(_expert_span(q.experts.experts) <= domain, f.expert_time, 0.0)
         + where(t * cp * p <= domain, f.pipeline_time, 0.0)
         + where(shard_in_node, f.sharding_time, 0.0)
         + where(within_node, f.data_time, 0.0)
     )
     valid: bool | Array = layout_mask(  # type: ignore[assignment]
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
-        micro_batches=m, pipeline_chunks=arguments["pipeline_chunks"], shard_group=arguments["shard_group"],
+        micro_batches=m, pipeline_chunks=lay.pipeline_chunks, shard_group=lay.shard_group,
         first_stage_layers=x.first_stage_layers, last_stage_layers=x.last_stage_layers,
         context_parallel=cp, seq_len=x.seq_len, experts=x.experts,
-        expert_parallel=_or(x.expert_parallel, 1.0), expert_tensor_parallel=_or(x.expert_tensor_parallel, 1.0),
+        expert_parallel=lay.expert_parallel, expert_tensor_parallel=lay.expert_tensor_parallel,
     )
     # a given activation_memory (not derived from the shape) replaces the layout's count
     given = (x.activation_memory_per_sample != x.activation_memory_per_sample) & (x.activation_memory > 0)
     activations = where(given, x.activation_memory, f.activation_bytes)
     memory = f.state_bytes + activations + f.buffer_bytes
     unknown_memory = x.device_memory != x.device_memory
-    intra_bytes, inter_bytes = _layout_bytes(
-        arguments, f, c.zero_stage, t <= g, t * p <= g, shard_in_node, within_node
-    )
+    intra_bytes, inter_bytes = _layout_bytes(f, c.zero_stage, t <= g, t * p <= g, shard_in_node, within_node)
     grad = x.gradient_bytes
     intra_cost = intra_node_cost(g, x.intra_bandwidth * c.intra_efficiency, x.intra_latency)
     inter_cost, inter_algorithm = _inter_costs(x, c, grad)
@@ -1104,7 +1096,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         n_devices=n,
         intra_time=intra,
         inter_time=exposed - intra,
-        communication_time=exposed + q.hidden_time,
+        communication_time=exposed + q.data.hidden_time,
         exposed_communication_time=exposed,
         synchronization_time=synchronization,
         compute_time=f.compute_time,
@@ -1123,7 +1115,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         extra_time=extra,
         tensor_parallel_time=f.tensor_time,
         context_parallel_time=where(cp > 1, f.context_time, math.nan),  # a row only with context parallelism
-        expert_parallel_time=f.expert_time if arguments["moe"] is not None else math.nan,  # a row with experts
+        expert_parallel_time=f.expert_time if q.experts.experts is not None else math.nan,  # a row with experts
         pipeline_transfer_time=f.pipeline_time,
         sharding_time=f.sharding_time,
         data_parallel_time=f.data_time,
@@ -1137,8 +1129,26 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         gather_buffer_memory=f.buffer_bytes,
         layout_valid=valid,
         layout=f,
-        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention},
     )
+
+
+def one_device_reference(step_time: Num, f: LayoutFigures) -> Num:
+    """The one-device step the speedup of a layout is measured against:
+
+        T_ref = min(T1, t_c t cp L / L_s)
+
+    T1 the whole model's step on one device; t_c t cp L / L_s the layout's own kernels summed over the
+    devices that share one micro-batch (its t x cp ranks, each of its stages' L_s of the L layers). Where
+    the layout's kernels do the same work faster than one device running the whole model (a mixture of
+    experts' grouped products fed by ep devices' tokens, each expert's weights cast once for all of
+    them), one device running those kernels is the reference: the speedup never exceeds n, the
+    efficiency never 1, and what the layout's kernels gain shows in the update time and the MFU.
+    """
+    layout, q = f.records.layout, f.terms
+    aggregate = q.compute.micro_batch_time * layout.tensor_parallel * layout.context_parallel * (
+        f.records.shape.layers / q.stage.layers
+    )
+    return where(aggregate < step_time, aggregate, step_time)
 
 
 def _expert_span(moe: Experts | None) -> Num:
@@ -1147,7 +1157,6 @@ def _expert_span(moe: Experts | None) -> Num:
 
 
 def _layout_bytes(
-    a: Mapping[str, Any],
     f: LayoutFigures,
     zero_stage: int,
     tp_in_node: Num,
@@ -1167,28 +1176,28 @@ def _layout_bytes(
     Each group's bytes count inside a node when the group fits in one, across nodes otherwise
     (ZeRO-3's per-layer traffic by its shard group, the data term by the whole data-parallel group).
     """
-    q = f.parts
-    t, p, v = a["tensor_parallel"], a["pipeline_parallel"], a["pipeline_chunks"]
-    m, layers_here = a["micro_batches"], q.stage_layers
-    k, r = q.shard_group, q.replicas
-    grad = a["gradient_bytes"] * q.parameters_per_device
-    cp = a["context_parallel"]
-    tensor = m * layers_here * q.tensor_collectives * 2.0 * a["micro_batch"] * a["seq_len"] / cp * a["hidden"] * (
+    q, shape, lay = f.terms, f.records.shape, f.records.layout
+    t, p, v = lay.tensor_parallel, lay.pipeline_parallel, lay.pipeline_chunks
+    m, layers_here = lay.micro_batches, q.stage.layers
+    k, r = q.sharding.group, q.sharding.replicas
+    grad = lay.gradient_bytes * q.sharding.parameters
+    cp = lay.context_parallel
+    tensor = m * layers_here * q.tensor.collectives * 2.0 * lay.micro_batch * shape.seq_len / cp * shape.hidden * (
         2.0 * (t - 1.0) / t
     )
-    context = m * layers_here * kv_passes(a["recompute"]) * (cp - 1.0) * q.context_message
-    moe = a["moe"]
+    context = m * layers_here * kv_passes(lay.recompute) * (cp - 1.0) * q.context.message
+    moe = q.experts.experts
     ep = 1.0 if moe is None else moe.parallel
-    experts = m * q.moe_layers * all_to_alls_per_layer(a["recompute"]) * q.expert_message
-    experts_inside = where(ep > 1, experts * q.expert_inside_share, 0.0)
-    experts_across = where(ep > 1, experts * q.expert_outside_share, 0.0)
-    pipeline = where(p > 1, 2.0 * (v * m + p - 1.0) * q.pipeline_message, 0.0)
+    experts = m * q.experts.moe_layers * all_to_alls_per_layer(lay.recompute) * q.experts.message
+    experts_inside = where(ep > 1, experts * q.experts.inside_share, 0.0)
+    experts_across = where(ep > 1, experts * q.experts.outside_share, 0.0)
+    pipeline = where(p > 1, 2.0 * (v * m + p - 1.0) * q.pipeline.message, 0.0)
     sharding = m * layers_here * 3.0 * (grad / layers_here) * (k - 1.0) / k if zero_stage >= 3 else 0.0 * k
     scatter = 2.0 * grad * (k - 1.0) / k if zero_stage in (1, 2) else 0.0 * k
     data = scatter + grad / k * 2.0 * (r - 1.0) / r
     intra = (
         where(tp_in_node, tensor, 0.0)
-        + where(t * cp <= q.domain, context, 0.0)
+        + where(t * cp <= q.stage.domain, context, 0.0)
         + experts_inside
         + where(pp_in_node, pipeline, 0.0)
         + where(shard_in_node, sharding, 0.0)

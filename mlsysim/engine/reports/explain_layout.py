@@ -9,9 +9,10 @@ speedup, efficiency, global batch, training time, cost and the bottleneck.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mlsysim.core.formatting import fmt_num, fmt_time
+from mlsysim.engine.model.equations import one_device_reference
 from mlsysim.engine.reports.layout_steps import layout_steps
 from mlsysim.physics.optimizer import optimizer_step_time
 from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
@@ -25,25 +26,19 @@ Row = tuple[str, str, str, str]
 def layout_rows(r: ResultView) -> list[Row]:
     """Every step of a layout scenario's derivation (``r.figures.layout`` is not None)."""
     f = r.figures
-    assert f.layout is not None and f.layout_arguments is not None
-    arguments: dict[str, Any] = dict(f.layout_arguments)
-    arguments.pop("sequence_parallel", None)
-    flash = arguments.pop("flash_attention", None)
-    structured: dict[str, Any] = {k: arguments.pop(k) for k in ("mla", "moe") if k in arguments}  # None or a tuple
-    inputs: dict[str, Any] = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
-    inputs.update(structured)
-    inputs["flash_attention"] = bool(flash) and flash == flash  # None or NaN: off
-    if r.job is not None and r.job.matmul_format:
-        inputs["matmul_format"] = r.job.matmul_format
+    assert f.layout is not None
+    layout, cluster = f.layout.records.layout, f.layout.records.cluster
+    matmul_format = r.job.matmul_format if r.job is not None and r.job.matmul_format else None
     rows = [
         row
-        for row in layout_steps(inputs, f.layout)
-        if not (row[0] == "optimizer step" and math.isinf(float(inputs["memory_bandwidth"])))
+        for row in layout_steps(f.layout, matmul_format)
+        if not (row[0] == "optimizer step" and math.isinf(float(cluster.memory_bandwidth)))
         and not (row[0] == "MFU" and math.isnan(float(f.layout.mfu)))
     ]
     n, big_n = r.n_devices, r.inputs["nodes"]
-    d, m, b = float(f.data_parallel), float(inputs["micro_batches"]), float(inputs["micro_batch"])
+    d, m, b = float(f.data_parallel), float(layout.micro_batches), float(layout.micro_batch)
     t1 = float(r.model_inputs.step_time)
+    reference = float(one_device_reference(t1, f.layout))
     given_opt = float(f.optimizer_time) - float(f.layout.optimizer_time)
     terms = [("layout update", float(f.layout.update_time))]
     if given_opt:
@@ -59,20 +54,32 @@ def layout_rows(r: ResultView) -> list[Row]:
                      " + ".join(fmt_time(v) for _, v in terms), fmt_time(f.update_time)))
     x = r.model_inputs
     one_opt = float(x.optimizer_step_time + optimizer_step_time(x.parameters, x.optimizer_bytes, x.memory_bandwidth))
+    step, symbol = (t1, "T1") if reference == t1 else (reference, "T_ref")
+    if reference != t1:
+        layout = f.layout.records.layout
+        rows.append((
+            "one-device reference: the layout's kernels do the work faster than one device running the whole "
+            "model, so the speedup is measured against one device running them",
+            "T_ref = min(T1, t_c t cp L / L_s)",
+            f"min({fmt_time(t1)}, {fmt_time(f.layout.terms.compute.micro_batch_time)} x {fmt_num(layout.tensor_parallel)}"
+            f" x {fmt_num(layout.context_parallel)} x {fmt_num(f.layout.records.shape.layers)} / "
+            f"{fmt_num(f.layout.terms.stage.layers)})", fmt_time(reference)))
     if one_opt:
-        speedup = ("speedup", "speedup = d (m T1 + t_opt,1) / update_time  (samples per second over one "
+        speedup = ("speedup", f"speedup = d (m {symbol} + t_opt,1) / update_time  (samples per second over one "
                    "device's; t_opt,1 = N beta / B_mem + optimizer_step_time)",
-                   f"{fmt_num(d)} x ({fmt_num(m)} x {fmt_time(t1)} + {fmt_time(one_opt)}) / {fmt_time(f.update_time)}",
+                   f"{fmt_num(d)} x ({fmt_num(m)} x {fmt_time(step)} + {fmt_time(one_opt)}) / {fmt_time(f.update_time)}",
                    fmt_num(f.speedup))
     else:
-        speedup = ("speedup", "speedup = m d T1 / update_time  (samples per second over one device's)",
-                   f"{fmt_num(m)} x {fmt_num(d)} x {fmt_time(t1)} / {fmt_time(f.update_time)}", fmt_num(f.speedup))
+        speedup = ("speedup", f"speedup = m d {symbol} / update_time  (samples per second over one device's)",
+                   f"{fmt_num(m)} x {fmt_num(d)} x {fmt_time(step)} / {fmt_time(f.update_time)}", fmt_num(f.speedup))
     rows += [
         speedup,
         ("efficiency", "efficiency = speedup / n", f"{fmt_num(f.speedup)} / {n}", fmt_num(f.efficiency)),
         ("global batch", "global_batch = b m d", f"{fmt_num(b)} x {fmt_num(m)} x {fmt_num(d)}", str(r.global_batch)),
-        (f"training time on {n} devices", "training_time = T_train(one device) / speedup",
-         f"{fmt_time(r.model_inputs.training_time)} / {fmt_num(f.speedup)}", f"{f.training_time / 3600:.6g} h"),
+        (f"training time on {n} devices", "training_time = T_train(one device) x update_time / (d (m T1 + t_opt,1))"
+         if one_opt else "training_time = T_train(one device) x update_time / (m d T1)",
+         f"{fmt_time(r.model_inputs.training_time)} x {fmt_time(f.update_time)} / ({fmt_num(d)} x ({fmt_num(m)} x "
+         f"{fmt_time(t1)} + {fmt_time(one_opt)}))", f"{f.training_time / 3600:.6g} h"),
     ]
     if r.cost is None:
         rows.append(("cost", "cost = training_time x N x node_hour_rate", "no node_hour_rate given", "none"))
@@ -89,7 +96,7 @@ def _synchronization_row(r: ResultView, m: float) -> Row:
     """The straggler wait and update overhead, with the micro-batch time t_c in place of T1."""
     f, c, n = r.figures, r.choices, r.n_devices
     assert f.layout is not None
-    t_c = fmt_time(f.layout.parts.micro_batch_time)
+    t_c = fmt_time(f.layout.terms.compute.micro_batch_time)
     overhead = fmt_time(c.update_overhead if n > 1 else 0.0)
     if c.host_jitter:
         share = float(r.model_inputs.input_pipeline)

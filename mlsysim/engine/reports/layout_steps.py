@@ -12,7 +12,6 @@ printed right-hand side from its printed operands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
@@ -24,12 +23,14 @@ from mlsysim.physics.experts import (
     all_to_alls_per_layer,
 )
 from mlsysim.physics.layout import (
-    ADAM_BYTES_PER_PARAMETER,
     COMPUTE_EQUATION,
     UPDATE_EQUATION,
     LayoutFigures,
+    LayoutTerms,
 )
+from mlsysim.physics.operators import Experts
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
+from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
 
 Step = tuple[str, str, str, str]
@@ -45,85 +46,101 @@ def _n(x: object) -> str:
     return fmt_num(float(x))  # type: ignore[arg-type]
 
 
-def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step]:
-    """The derivation of ``figures`` (one layout, scalars) from the ``inputs`` it was computed with.
+class Priced(NamedTuple):
+    """What a layout was priced from (its records), with the mixture of experts where the layout puts it and
+    the name of the linear layers' format (None: not known), as the derivation reads them."""
 
-    ``inputs`` are the keyword arguments of :func:`~mlsysim.physics.layout.layout_figures`
-    (missing optional ones take its defaults). Steps of terms that are zero
+    shape: ModelShape
+    cluster: Cluster
+    layout: Layout
+    rates: Rates
+    moe: Experts | None
+    matmul_format: str | None
+
+
+def priced(figures: LayoutFigures, matmul_format: str | None = None) -> Priced:
+    """The records of ``figures`` (one layout, scalars) as :class:`Priced`."""
+    return Priced(*figures.records, figures.terms.experts.experts, matmul_format)
+
+
+def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> list[Step]:
+    """The derivation of ``figures`` (one layout, scalars) from the records it was priced from.
+
+    ``matmul_format`` names the linear layers' format in the operator rows. Steps of terms that are zero
     for the layout (no pipeline, no ZeRO-3, ...) are left out; context
     parallelism (cp > 1) and a mixture of experts add their own steps
     (:func:`_context_steps`, :func:`_expert_steps`), a dense layout with cp = 1 prints as before.
     """
-    i = {**_DEFAULTS, **inputs}
-    f, q = figures, figures.parts
-    t, p, v = float(i["tensor_parallel"]), float(i["pipeline_parallel"]), float(i["pipeline_chunks"])
-    b, m = float(i["micro_batch"]), float(i["micro_batches"])
-    cp = float(i["context_parallel"])
-    moe = i["moe"]
+    i = priced(figures, matmul_format)
+    f, q = figures, figures.terms
+    t, p, v = float(i.layout.tensor_parallel), float(i.layout.pipeline_parallel), float(i.layout.pipeline_chunks)
+    b, m = float(i.layout.micro_batch), float(i.layout.micro_batches)
+    cp = float(i.layout.context_parallel)
+    moe = i.moe
     split = cp > 1 or moe is not None  # the update has t_cp and t_ep terms
     tcp = f"{_n(t)}" if cp == 1 else f"{_n(t)} x {_n(cp)}"  # the devices one sequence's work is split over
     steps: list[Step] = []
     add = steps.append
 
-    L, ls = float(i["layers"]), float(q.stage_layers)
+    L, ls = float(i.shape.layers), float(q.stage.layers)
     if p > 1:
         add(("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
              _stage_operands(i, L, p), _n(ls)))
     if moe is None:
         add(("parameters per device", "psi = N (L_s / L) / t",
-             f"{_n(i['parameters'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.parameters_per_device)))
+             f"{_n(i.shape.parameters)} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.sharding.parameters)))
     else:
-        n_e, ep, etp = float(i["expert_parameters"]), float(moe.parallel), float(moe.tensor)
+        n_e, ep, etp = float(i.shape.expert_parameters), float(moe.parallel), float(moe.tensor)
         add(("parameters per device (dense over t, the routed experts over ep x etp)",
              "psi = (N - N_e) (L_s / L) / t + N_e (L_s / L) / (ep etp)",
-             f"({_n(i['parameters'])} - {_n(n_e)}) x ({_n(ls)} / {_n(L)}) / {_n(t)} + {_n(n_e)} x ({_n(ls)} / "
-             f"{_n(L)}) / ({_n(ep)} x {_n(etp)})", _n(q.parameters_per_device)))
+             f"({_n(i.shape.parameters)} - {_n(n_e)}) x ({_n(ls)} / {_n(L)}) / {_n(t)} + {_n(n_e)} x ({_n(ls)} / "
+             f"{_n(L)}) / ({_n(ep)} x {_n(etp)})", _n(q.sharding.parameters)))
     used, width = _flop_shape(i)
     if used is None and width is None:
         add(("model FLOPs per sequence", "F = 6 N s + 12 L h s^2",
-             f"6 x {_n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x {_n(i['hidden'])} x "
-             f"{_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
+             f"6 x {_n(i.shape.parameters)} x {_n(i.shape.seq_len)} + 12 x {_n(i.shape.layers)} x {_n(i.shape.hidden)} x "
+             f"{_n(i.shape.seq_len)} x {_n(i.shape.seq_len)}", _n(q.compute.flops_per_sample)))
     else:
         add(("model FLOPs per sequence (N_act: the parameters a token uses; h_att: the attention's width)",
              "F = 6 N_act s + 12 L h_att s^2",
-             f"6 x {used or _n(i['parameters'])} x {_n(i['seq_len'])} + 12 x {_n(i['layers'])} x "
-             f"{width or _n(i['hidden'])} x {_n(i['seq_len'])} x {_n(i['seq_len'])}", _n(q.flops_per_sample)))
-    given = float(i["device_step_time"]) == float(i["device_step_time"])
+             f"6 x {used or _n(i.shape.parameters)} x {_n(i.shape.seq_len)} + 12 x {_n(i.shape.layers)} x "
+             f"{width or _n(i.shape.hidden)} x {_n(i.shape.seq_len)} x {_n(i.shape.seq_len)}", _n(q.compute.flops_per_sample)))
+    given = float(i.rates.device_step_time) == float(i.rates.device_step_time)
     if given:
         add(("compute per micro-batch", "t_c = T1 (L_s / L) / t" if cp == 1 else "t_c = T1 (L_s / L) / (t cp)",
-             f"{fmt_time(i['device_step_time'])} x ({_n(ls)} / {_n(L)}) / ({tcp})" if cp > 1 else
-             f"{fmt_time(i['device_step_time'])} x ({_n(ls)} / {_n(L)}) / {_n(t)}", fmt_time(q.micro_batch_time)))
+             f"{fmt_time(i.rates.device_step_time)} x ({_n(ls)} / {_n(L)}) / ({tcp})" if cp > 1 else
+             f"{fmt_time(i.rates.device_step_time)} x ({_n(ls)} / {_n(L)}) / {_n(t)}", fmt_time(q.compute.micro_batch_time)))
     else:
-        if float(q.recompute_flops_per_sample) > 0:
-            attention = f"4 x {_n(L)} x {_n(i['hidden'])} x {_n(i['seq_len'])} x {_n(i['seq_len'])}"
-            if i.get("recompute") == "full":
+        if float(q.compute.recompute_flops_per_sample) > 0:
+            attention = f"4 x {_n(L)} x {_n(i.shape.hidden)} x {_n(i.shape.seq_len)} x {_n(i.shape.seq_len)}"
+            if i.layout.recompute == "full":
                 add(("recomputed FLOPs per sequence (full)",
                      "F_re = 2 (N - V h) s + 4 L h s^2" if used is None else "F_re = 2 (N_act - V h) s + 4 L h s^2",
-                     f"2 x ({used or _n(i['parameters'])} - {_n(i['vocab'])} x {_n(i['hidden'])}) x "
-                     f"{_n(i['seq_len'])} + {attention}", _n(q.recompute_flops_per_sample)))
+                     f"2 x ({used or _n(i.shape.parameters)} - {_n(i.shape.vocab)} x {_n(i.shape.hidden)}) x "
+                     f"{_n(i.shape.seq_len)} + {attention}", _n(q.compute.recompute_flops_per_sample)))
             else:
                 add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
-                     _n(q.recompute_flops_per_sample)))
-    if not given and float(i["matmul_ceiling"]) == float(i["matmul_ceiling"]):  # priced operator by operator
+                     _n(q.compute.recompute_flops_per_sample)))
+    if not given and float(i.rates.matmul_ceiling) == float(i.rates.matmul_ceiling):  # priced operator by operator
         steps += _operator_steps(i, q)
     elif not given:
         add(("matrix products per micro-batch",
              "b (F + F_re) (L_s / L) / (t u P)" if cp == 1 else "b (F + F_re) (L_s / L) / (t cp u P)",
-             f"{_n(b)} x ({_n(q.flops_per_sample)} + {_n(q.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
-             f"({tcp} x {_n(i['math_efficiency'])} x {_n(i['peak_flops'])})", fmt_time(q.matmul_time)))
+             f"{_n(b)} x ({_n(q.compute.flops_per_sample)} + {_n(q.compute.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
+             f"({tcp} x {_n(i.rates.math_efficiency)} x {_n(i.cluster.peak_flops)})", fmt_time(q.compute.matmul_time)))
         add(("element-wise per micro-batch", "L_s n_pass a_layer / B_mem",
-             f"{_n(ls)} x {_n(q.elementwise_passes)} x {fmt_bytes(q.stored_bytes)} / "
-             f"{fmt_rate(i['memory_bandwidth'])}", fmt_time(q.elementwise_time)))
+             f"{_n(ls)} x {_n(q.compute.elementwise_passes)} x {fmt_bytes(q.compute.stored_bytes)} / "
+             f"{fmt_rate(i.cluster.memory_bandwidth)}", fmt_time(q.compute.elementwise_time)))
         add(("compute per micro-batch", COMPUTE_EQUATION if cp == 1 else COMPUTE_EQUATION.replace("(t u P)", "(t cp u P)"),
-             f"{fmt_time(q.matmul_time)} + {fmt_time(q.elementwise_time)}", fmt_time(q.micro_batch_time)))
-    add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.micro_batch_time)}", fmt_time(f.compute_time)))
+             f"{fmt_time(q.compute.matmul_time)} + {fmt_time(q.compute.elementwise_time)}", fmt_time(q.compute.micro_batch_time)))
+    add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.compute.micro_batch_time)}", fmt_time(f.compute_time)))
     if t > 1:
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",
-             f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor_latency)} + "
-             f"{fmt_bytes(2 * b * i['seq_len'] / cp * i['hidden'])} x "
-             f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor_rate)}", fmt_time(q.tensor_collective_time)))
+             f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor.latency)} + "
+             f"{fmt_bytes(2 * b * i.shape.seq_len / cp * i.shape.hidden)} x "
+             f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor.rate)}", fmt_time(q.tensor.collective_time)))
         add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
-             f"{_n(ls)} x {_n(q.tensor_collectives)} x {fmt_time(q.tensor_collective_time)} x "
+             f"{_n(ls)} x {_n(q.tensor.collectives)} x {fmt_time(q.tensor.collective_time)} x "
              f"{_n(m)}", fmt_time(f.tensor_time)))
     if cp > 1:
         steps += _context_steps(i, f)
@@ -133,30 +150,30 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
         add(("bubble", BUBBLE_EQUATION, f"({_n(p)} - 1) / ({_n(v)} x {_n(m)})", _n(f.bubble_fraction)))
         if split:
             add(("bubble time", "(p-1)/v (t_c + t_tp + t_cp + t_ep)",
-                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + {fmt_time(q.tensor_micro_batch_time)}"
-                 f" + {fmt_time(q.context_micro_batch_time)} + {fmt_time(q.expert_micro_batch_time)})",
+                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.compute.micro_batch_time)} + {fmt_time(q.tensor.micro_batch_time)}"
+                 f" + {fmt_time(q.context.micro_batch_time)} + {fmt_time(q.experts.micro_batch_time)})",
                  fmt_time(f.bubble_time)))
         else:
             add(("bubble time", "(p-1)/v (t_c + t_tp)",
-                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.micro_batch_time)} + "
-                 f"{fmt_time(q.tensor_micro_batch_time)})", fmt_time(f.bubble_time)))
+                 f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.compute.micro_batch_time)} + "
+                 f"{fmt_time(q.tensor.micro_batch_time)})", fmt_time(f.bubble_time)))
         add(("stage-to-stage transfers", P2P_EQUATION,
-             f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline_latency)} + {fmt_bytes(q.pipeline_message)} / "
-             f"{fmt_rate(q.pipeline_rate)})", fmt_time(f.pipeline_time)))
-    k = float(q.shard_group)
-    if float(i["zero_stage"]) >= 3:
+             f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline.latency)} + {fmt_bytes(q.pipeline.message)} / "
+             f"{fmt_rate(q.pipeline.rate)})", fmt_time(f.pipeline_time)))
+    k = float(q.sharding.group)
+    if float(i.layout.zero_stage) >= 3:
         add(("one layer's gather over the shard group", GATHER_EQUATION,
-             f"({_n(k)} - 1) x {fmt_time(q.shard_latency)} + "
-             f"{fmt_bytes(i['gradient_bytes'] * q.parameters_per_device / ls)} x "
-             f"({_n(k)} - 1) / {_n(k)} / {fmt_rate(q.shard_rate)}",
-             fmt_time(q.layer_gather_time)))
-        c, tf, tb, rg = q.layer_gather_time, q.layer_forward_time, q.layer_backward_time, i["backward_gathers"]
+             f"({_n(k)} - 1) x {fmt_time(q.sharding.latency)} + "
+             f"{fmt_bytes(i.layout.gradient_bytes * q.sharding.parameters / ls)} x "
+             f"({_n(k)} - 1) / {_n(k)} / {fmt_rate(q.sharding.rate)}",
+             fmt_time(q.sharding.layer_gather_time)))
+        c, tf, tb, rg = q.sharding.layer_gather_time, q.sharding.layer_forward_time, q.sharding.layer_backward_time, i.layout.backward_gathers
         rest = ls - 1
         add(("exposed ZeRO-3 per micro-step", LAYERWISE_EQUATION,
              f"{fmt_time(c)} + {_n(rest)} x max(0, {fmt_time(c)} - {fmt_time(tf)}) + {_n(rg)} x {fmt_time(c)} + "
              f"{_n(rest)} x max(0, {_n(rg)} x {fmt_time(c)} + {fmt_time(c)} - {fmt_time(tb)}) + {fmt_time(c)}",
-             fmt_time(q.zero3_micro_step_time)))
-        add(("sharding time", "m T_zero3", f"{_n(m)} x {fmt_time(q.zero3_micro_step_time)}",
+             fmt_time(q.sharding.micro_step_time)))
+        add(("sharding time", "m T_zero3", f"{_n(m)} x {fmt_time(q.sharding.micro_step_time)}",
              fmt_time(f.sharding_time)))
     experts = _expert_gradients(i, f) if moe is not None else None
     if float(f.data_time) > 0:
@@ -167,21 +184,21 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
                  f"({_n(experts.group)} - 1) / {_n(experts.group)} / {fmt_rate(experts.rate)})",
                  fmt_time(experts.sync)))
             add(("gradient synchronisation", "c_rs + c_ar + c_e - hidden + c_ag",
-                 f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} + {fmt_time(experts.sync)} - "
-                 f"{fmt_time(q.hidden_time)} + {fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
+                 f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)} + {fmt_time(experts.sync)} - "
+                 f"{fmt_time(q.data.hidden_time)} + {fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
         else:
             add(("gradient synchronisation", "c_rs + c_ar - hidden + c_ag",
-                 f"{fmt_time(q.scatter_time)} + {fmt_time(q.replica_time)} - {fmt_time(q.hidden_time)} + "
-                 f"{fmt_time(q.scatter_time)}", fmt_time(f.data_time)))
-    if float(i["optimizer_bytes"]) > 0:
-        if experts is not None and float(i["zero_stage"]) >= 1:
+                 f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)} - {fmt_time(q.data.hidden_time)} + "
+                 f"{fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
+    if float(i.layout.optimizer_bytes) > 0:
+        if experts is not None and float(i.layout.zero_stage) >= 1:
             add(("optimizer step", "(psi_dense / k + psi_e / d_e) x beta / B_mem",
                  f"({_n(experts.dense)} / {_n(k)} + {_n(experts.parameters)} / {_n(experts.group)}) x "
-                 f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
+                 f"{_n(i.layout.optimizer_bytes)} / {fmt_rate(i.cluster.memory_bandwidth)}", fmt_time(f.optimizer_time)))
         else:
             add(("optimizer step", "psi' x beta / B_mem",
-                 f"{_n(q.parameters_per_device)} / {_n(k if float(i['zero_stage']) >= 1 else 1)} x "
-                 f"{_n(i['optimizer_bytes'])} / {fmt_rate(i['memory_bandwidth'])}", fmt_time(f.optimizer_time)))
+                 f"{_n(q.sharding.parameters)} / {_n(k if float(i.layout.zero_stage) >= 1 else 1)} x "
+                 f"{_n(i.layout.optimizer_bytes)} / {fmt_rate(i.cluster.memory_bandwidth)}", fmt_time(f.optimizer_time)))
     terms = (f.compute_time, f.tensor_time, *((f.context_time, f.expert_time) if split else ()), f.bubble_time,
              f.pipeline_time, f.sharding_time, f.data_time, f.optimizer_time)
     add(("update", UPDATE_EQUATION_SPLIT if split else UPDATE_EQUATION, " + ".join(fmt_time(x) for x in terms),
@@ -190,18 +207,18 @@ def layout_steps(inputs: Mapping[str, Any], figures: LayoutFigures) -> list[Step
          f"{fmt_bytes(f.state_bytes)} + {fmt_bytes(f.activation_bytes)} + {fmt_bytes(f.buffer_bytes)}",
          fmt_bytes(f.memory_bytes)))
     add(("MFU", "B F / (T n P)",
-         f"{_n(b)} x {_n(m)} x {_n(f.data_parallel)} x {_n(q.flops_per_sample)} / ({fmt_time(f.update_time)} x "
-         f"{_n(i['devices'])} x {_n(i['peak_flops'])})", _n(f.mfu)))
+         f"{_n(b)} x {_n(m)} x {_n(f.data_parallel)} x {_n(q.compute.flops_per_sample)} / ({fmt_time(f.update_time)} x "
+         f"{_n(i.cluster.devices)} x {_n(i.cluster.peak_flops)})", _n(f.mfu)))
     return steps
 
 
-def _flop_shape(i: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def _flop_shape(i: Priced) -> tuple[str | None, str | None]:
     """N_act (a mixture of experts' active parameters) and h_att (multi-head latent attention's width) as
     printed operands, or None where F uses N and h."""
-    active = float(i["active_parameters"])
+    active = float(i.shape.active_parameters)
     used = _n(active) if active == active else None
-    mla = i["mla"]
-    width = (f"({_n(i['heads'])} x ({_n(mla.nope)} + {_n(mla.rope)} + {_n(mla.value)}) / 2)"
+    mla = i.shape.mla
+    width = (f"({_n(i.shape.heads)} x ({_n(mla.nope)} + {_n(mla.rope)} + {_n(mla.value)}) / 2)"
              if mla is not None else None)
     return used, width
 
@@ -211,50 +228,51 @@ def _domain_words(group: float, domain: float) -> str:
             else f"across scale-up domains of {_n(domain)} devices, over the NICs")
 
 
-def context_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> tuple[float, float, float, bool]:
+def context_link(figures: LayoutFigures) -> tuple[float, float, float, bool]:
     """(ring size t cp, its rate B_cp, its latency alpha, inside the scale-up domain) of the context-parallel
     ring: the cp ranks after the t tensor ranks (Megatron-Core's order), as
     :func:`~mlsysim.physics.layout.layout_figures` places it."""
-    i = {**_DEFAULTS, **inputs}
-    span = float(i["tensor_parallel"]) * float(i["context_parallel"])
-    inside = span <= float(figures.parts.domain)
-    return span, float(figures.parts.context_rate), float(i["intra_latency" if inside else "inter_latency"]), inside
+    lay, cluster = figures.records.layout, figures.records.cluster
+    span = float(lay.tensor_parallel) * float(lay.context_parallel)
+    inside = span <= float(figures.terms.stage.domain)
+    latency = cluster.intra_latency if inside else cluster.inter_latency
+    return span, float(figures.terms.context.rate), float(latency), inside
 
 
-def _context_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
+def _context_steps(i: Priced, f: LayoutFigures) -> list[Step]:
     """Ring attention's key/value blocks (:mod:`~mlsysim.physics.context_parallel`), per layer and micro-batch."""
-    q = f.parts
-    t, cp, b, s = float(i["tensor_parallel"]), float(i["context_parallel"]), float(i["micro_batch"]), float(i["seq_len"])
-    kv = float(i["kv_heads"]) if float(i["kv_heads"]) == float(i["kv_heads"]) else float(i["heads"])
-    ls = float(q.stage_layers)
-    span, rate, latency, inside = context_link(i, f)
-    attention = float(q.operators.attention_time) / ls if float(q.operators.attention_time) > 0 else (
-        12.0 * b * s * s * float(i["hidden"]) / (t * cp) / (float(i["math_efficiency"]) * float(i["peak_flops"])))
-    n_kv = kv_passes(str(i.get("recompute", "none")))
-    head_dim = float(i["hidden"]) / float(i["heads"])
-    gather = float(i["context_all_gather"]) > 0
+    q = f.terms
+    t, cp, b, s = float(i.layout.tensor_parallel), float(i.layout.context_parallel), float(i.layout.micro_batch), float(i.shape.seq_len)
+    kv = float(i.shape.kv_heads) if float(i.shape.kv_heads) == float(i.shape.kv_heads) else float(i.shape.heads)
+    ls = float(q.stage.layers)
+    span, rate, latency, inside = context_link(f)
+    attention = float(q.compute.operators.attention_time) / ls if float(q.compute.operators.attention_time) > 0 else (
+        12.0 * b * s * s * float(i.shape.hidden) / (t * cp) / (float(i.rates.math_efficiency) * float(i.cluster.peak_flops)))
+    n_kv = kv_passes(str(i.layout.recompute))
+    head_dim = float(i.shape.hidden) / float(i.shape.heads)
+    gather = float(i.layout.context_all_gather) > 0
     if gather:
         exposed = (f"context-parallel all-gathers per micro-batch, exposed beyond the local block's attention "
                    f"(t_att,layer / cp; the keys and values of the other cp - 1 blocks gathered, the gradients "
-                   f"reduce-scattered); the group of {_n(span)} devices runs {_domain_words(span, float(q.domain))} "
+                   f"reduce-scattered); the group of {_n(span)} devices runs {_domain_words(span, float(q.stage.domain))} "
                    f"at B_cp; n_kv = {_n(n_kv)} passes{' (the forward recomputed)' if n_kv > 3 else ''}")
         equation = "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer / cp)"
         covered = f"{fmt_time(attention)} / {_n(cp)}"
     else:
         exposed = (f"context-parallel ring per micro-batch, exposed beyond each layer's attention (t_att,layer); the "
-                   f"ring of {_n(span)} devices runs {_domain_words(span, float(q.domain))} at B_cp; n_kv = "
+                   f"ring of {_n(span)} devices runs {_domain_words(span, float(q.stage.domain))} at B_cp; n_kv = "
                    f"{_n(n_kv)} block passes{' (the forward recomputed)' if n_kv > 3 else ''}")
         equation = "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)"
         covered = fmt_time(attention)
     return [
         ("keys and values of one ring block (one layer, one device)", "M_kv = 2 b (s / cp) a_kv d B_act / t",
          f"2 x {_n(b)} x ({_n(s)} / {_n(cp)}) x {_n(kv)} x {_n(head_dim)} x {_n(KV_BYTES)} / {_n(t)}",
-         fmt_bytes(q.context_message)),
+         fmt_bytes(q.context.message)),
         (exposed, equation,
-         f"{_n(ls)} x max(0, {_n(n_kv)} x ({_n(cp)} - 1) x ({fmt_bytes(q.context_message)} / {fmt_rate(rate)} + "
+         f"{_n(ls)} x max(0, {_n(n_kv)} x ({_n(cp)} - 1) x ({fmt_bytes(q.context.message)} / {fmt_rate(rate)} + "
          f"{fmt_time(latency) if latency else '0 ms'}) - {covered})",
-         fmt_time(q.context_micro_batch_time)),
-        ("context-parallel time", "m t_cp", f"{_n(i['micro_batches'])} x {fmt_time(q.context_micro_batch_time)}",
+         fmt_time(q.context.micro_batch_time)),
+        ("context-parallel time", "m t_cp", f"{_n(i.layout.micro_batches)} x {fmt_time(q.context.micro_batch_time)}",
          fmt_time(f.context_time)),
     ]
 
@@ -280,18 +298,19 @@ class ExpertLink(NamedTuple):
     """s_out: the share of M_a2a over the NICs."""
 
 
-def expert_link(inputs: Mapping[str, Any], figures: LayoutFigures) -> ExpertLink:
-    """The all-to-all of ``inputs``' mixture of experts (``inputs["moe"]`` not None)."""
-    i = {**_DEFAULTS, **inputs}
-    q, moe = figures.parts, i["moe"]
-    domain = float(q.domain)
+def expert_link(figures: LayoutFigures) -> ExpertLink:
+    """The all-to-all of the layout's mixture of experts (there is one)."""
+    i = priced(figures)
+    q, moe = figures.terms, i.moe
+    assert moe is not None
+    domain = float(q.stage.domain)
     ep, etp = float(moe.parallel), float(moe.tensor)
-    nics = float(i["nics_per_node"]) * domain / float(i["devices_per_node"])
-    nic_rate = float(i["nic_bandwidth"]) * min(nics, domain) / domain
-    latency = float(i["intra_latency" if ep * etp <= domain else "inter_latency"])
+    nics = float(i.cluster.nics_per_node) * domain / float(i.cluster.devices_per_node)
+    nic_rate = float(i.cluster.nic_bandwidth) * min(nics, domain) / domain
+    latency = float(i.cluster.intra_latency if ep * etp <= domain else i.cluster.inter_latency)
     # the message, the ranks in the domain and the time: the layout's own (LayoutParts), not recomputed
-    return ExpertLink(float(q.expert_message), float(q.expert_local), nic_rate, nics, latency,
-                      float(q.expert_all_to_all_time), float(q.expert_inside_share), float(q.expert_outside_share))
+    return ExpertLink(float(q.experts.message), float(q.experts.local), nic_rate, nics, latency,
+                      float(q.experts.all_to_all_time), float(q.experts.inside_share), float(q.experts.outside_share))
 
 
 def _g(x: float) -> str:
@@ -325,33 +344,34 @@ def _dispatch_shares(moe: Any, ep: float, a: ExpertLink) -> list[Step]:
     ]
 
 
-def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
+def _expert_steps(i: Priced, f: LayoutFigures) -> list[Step]:
     """Expert parallelism's all-to-alls (:mod:`~mlsysim.physics.experts`), per MoE layer and micro-batch."""
-    q, moe = f.parts, i["moe"]
-    ep, etp, domain = float(moe.parallel), float(moe.tensor), float(q.domain)
+    q, moe = f.terms, i.moe
+    assert moe is not None
+    ep, etp, domain = float(moe.parallel), float(moe.tensor), float(q.stage.domain)
     if ep <= 1:
         return []
-    t, cp, b, s = float(i["tensor_parallel"]), float(i["context_parallel"]), float(i["micro_batch"]), float(i["seq_len"])
-    a = expert_link(i, f)
-    ls, m = float(q.stage_layers), float(i["micro_batches"])
-    n_a2a = all_to_alls_per_layer(str(i.get("recompute", "none")))
-    overlap = float(i["expert_overlap"]) > 0
-    cover = float(q.micro_batch_time) / ls if overlap else 0.0
+    t, cp, b, s = float(i.layout.tensor_parallel), float(i.layout.context_parallel), float(i.layout.micro_batch), float(i.shape.seq_len)
+    a = expert_link(f)
+    ls, m = float(q.stage.layers), float(i.layout.micro_batches)
+    n_a2a = all_to_alls_per_layer(str(i.layout.recompute))
+    overlap = float(i.layout.expert_overlap) > 0
+    cover = float(q.compute.micro_batch_time) / ls if overlap else 0.0
     tokens = f"{_n(b)} x {_n(s)}" if cp == 1 else f"{_n(b)} x {_n(s)} / {_n(cp)}"
     return [
         ("all-to-all message (what one device sends in one dispatch or combine; T = b s / cp tokens)",
          "M_a2a = (T / t) k h B_act etp",
-         f"{tokens} / {_n(t)} x {_n(moe.top_k)} x {_n(i['hidden'])} x {_n(TOKEN_BYTES)} x {_n(etp)}",
+         f"{tokens} / {_n(t)} x {_n(moe.top_k)} x {_n(i.shape.hidden)} x {_n(TOKEN_BYTES)} x {_n(etp)}",
          fmt_bytes(a.message)),
         (f"all-to-all ranks in the device's scale-up domain of D = {_n(domain)} devices (the other ep - q "
          "over the NICs)", "q = min(ep, max(1, D / etp))", f"min({_n(ep)}, max(1, {_n(domain)} / {_n(etp)}))",
          _n(a.local)),
         ("NIC bandwidth per device (its share of the domain's NICs)", "B_nic,dev = B_nic min(k_D, D) / D",
-         f"{fmt_rate(i['nic_bandwidth'])} x min({_n(a.nics)}, {_n(domain)}) / {_n(domain)}", fmt_rate(a.nic_rate)),
+         f"{fmt_rate(i.cluster.nic_bandwidth)} x min({_n(a.nics)}, {_n(domain)}) / {_n(domain)}", fmt_rate(a.nic_rate)),
         *_dispatch_shares(moe, ep, a),
         ("one all-to-all (the share inside the domain over NVLink and the rest over the NICs, at once)",
          "t_a2a = max(s_in M_a2a / B_intra, s_out M_a2a / B_nic,dev) + (ep - 1) alpha",
-         f"max({_g(a.inside)} x {fmt_bytes(a.message)} / {fmt_rate(i['intra_bandwidth'])}, "
+         f"max({_g(a.inside)} x {fmt_bytes(a.message)} / {fmt_rate(i.cluster.intra_bandwidth)}, "
          f"{_g(a.outside)} x {fmt_bytes(a.message)} / {fmt_rate(a.nic_rate)}) + "
          f"({_n(ep)} - 1) x {fmt_time(a.latency) if a.latency else '0 ms'}", fmt_time(a.time)),
         (f"expert all-to-alls per micro-batch, exposed ({_n(n_a2a)} a layer: dispatch and combine, forward and "
@@ -359,8 +379,8 @@ def _expert_steps(i: Mapping[str, Any], f: LayoutFigures) -> list[Step]:
          + ("overlapped with another micro-batch's layer compute t_c / L_s" if overlap else "not overlapped")
          + ")", "t_ep = L_s sigma max(0, n_a2a t_a2a - t_overlap)",
          f"{_n(ls)} x {_n(moe.share)} x max(0, {_n(n_a2a)} x {fmt_time(a.time)} - "
-         f"{fmt_time(cover) if cover else '0 ms'})", fmt_time(q.expert_micro_batch_time)),
-        ("expert-parallel time", "m t_ep", f"{_n(m)} x {fmt_time(q.expert_micro_batch_time)}",
+         f"{fmt_time(cover) if cover else '0 ms'})", fmt_time(q.experts.micro_batch_time)),
+        ("expert-parallel time", "m t_ep", f"{_n(m)} x {fmt_time(q.experts.micro_batch_time)}",
          fmt_time(f.expert_time)),
     ]
 
@@ -381,53 +401,41 @@ class ExpertGradients(NamedTuple):
     """c_e: their reduce-scatter and all-gather (0 where d_e = 1)."""
 
 
-def _expert_gradients(i: Mapping[str, Any], f: LayoutFigures) -> ExpertGradients:
+def _expert_gradients(i: Priced, f: LayoutFigures) -> ExpertGradients:
     """The experts' parameters and gradient reduction: the layout's own figures (LayoutParts), not recomputed."""
-    q = f.parts
-    psi_e = float(q.expert_parameters_per_device)
-    return ExpertGradients(float(q.dense_parameters_per_device), psi_e, float(q.expert_data_parallel),
-                           float(i["gradient_bytes"]) * psi_e, float(q.expert_sync_rate),
-                           float(q.expert_sync_latency), float(q.expert_sync_time))
+    q = f.terms
+    psi_e = float(q.sharding.expert_parameters)
+    return ExpertGradients(float(q.sharding.dense_parameters), psi_e, float(q.data.expert_ranks),
+                           float(i.layout.gradient_bytes) * psi_e, float(q.data.expert_rate),
+                           float(q.data.expert_latency), float(q.data.expert_time))
 
 
-def _operator_steps(i: Mapping[str, Any], q: Any) -> list[Step]:
+def _operator_steps(i: Priced, q: LayoutTerms) -> list[Step]:
     """t_c of one micro-batch on the slowest stage, class by class (``LayoutParts.operators``)."""
-    peak = float(i["peak_flops"])
-    matmul_peak, attention = float(i["matmul_peak"]), float(i["attention_ceiling"])
-    ceiling = float(i["matmul_ceiling"])
+    peak = float(i.cluster.peak_flops)
+    matmul_peak, attention = float(i.rates.matmul_peak), float(i.rates.attention_ceiling)
+    ceiling = float(i.rates.matmul_ceiling)
     return operator_rows(
-        q.operators,
-        matmul_format=str(i.get("matmul_format") or "at matmul_peak"),
+        q.compute.operators,
+        matmul_format=str(i.matmul_format or "at matmul_peak"),
         matmul_peak=matmul_peak if matmul_peak == matmul_peak else peak,
         matmul_ceiling=ceiling,
         attention_peak=peak,
         attention_ceiling=attention if attention == attention else ceiling,
-        flash_attention=bool(i.get("flash_attention")),
+        flash_attention=bool(i.layout.flash_attention),
         fmt_time=fmt_time,
         total="t_c",
-        total_value=float(q.micro_batch_time),
-        scope=f"one micro-batch of b = {_n(i['micro_batch'])} samples on the slowest stage's {_n(q.stage_layers)} layers, "
-              f"1/{_n(i['tensor_parallel'])} of each",
+        total_value=float(q.compute.micro_batch_time),
+        scope=f"one micro-batch of b = {_n(i.layout.micro_batch)} samples on the slowest stage's {_n(q.stage.layers)} layers, "
+              f"1/{_n(i.layout.tensor_parallel)} of each",
         layers="L_s",
-        expert_ceiling=float(i["moe"].ceiling) if i.get("moe") is not None else float("nan"),
+        expert_ceiling=float(i.moe.ceiling) if i.moe is not None else float("nan"),
     )
 
 
-def _stage_operands(i: Mapping[str, Any], layers: float, p: float) -> str:
+def _stage_operands(i: Priced, layers: float, p: float) -> str:
     """The operands of the slowest stage's layers: the given first/last counts, the rest over the other stages."""
-    given = [float(i[name]) for name in ("first_stage_layers", "last_stage_layers") if float(i[name]) == float(i[name])]
+    counts = (float(i.layout.first_stage_layers), float(i.layout.last_stage_layers))
+    given = [c for c in counts if c == c]
     rest = f"ceil(({_n(layers)}{''.join(f' - {_n(c)}' for c in given)}) / {_n(p - len(given))})"
     return f"max({', '.join([*(_n(c) for c in given), rest])})" if given else rest
-
-
-_DEFAULTS: dict[str, Any] = {
-    "tensor_parallel": 1.0, "pipeline_parallel": 1.0, "pipeline_chunks": 1.0, "micro_batch": 1.0,
-    "micro_batches": 1.0, "zero_stage": 0.0, "shard_group": 0.0, "backward_gathers": 1.0, "data_overlap": 1.0,
-    "intra_latency": 0.0, "inter_latency": 0.0, "gradient_bytes": 2.0, "device_step_time": float("nan"),
-    "first_stage_layers": float("nan"), "last_stage_layers": float("nan"),
-    "optimizer_bytes": ADAM_BYTES_PER_PARAMETER, "matmul_ceiling": float("nan"), "matmul_peak": float("nan"),
-    "attention_ceiling": float("nan"), "context_parallel": 1.0, "context_all_gather": 0.0, "kv_heads": float("nan"),
-    "mla": None, "moe": None,
-    "active_parameters": float("nan"), "expert_parameters": 0.0, "expert_overlap": 0.0,
-}
-"""The defaults of :func:`~mlsysim.physics.layout.layout_figures`' optional inputs."""

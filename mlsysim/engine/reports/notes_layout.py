@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mlsysim.engine.model.equations import one_device_reference
 from mlsysim.engine.reports.layout_steps import context_link, expert_link
 from mlsysim.engine.reports.notes import origins_notes, sanity_notes
 
@@ -15,17 +16,17 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
     """Short notes on a layout: t, p, v, d and sharding; its largest terms; memory; the sanity notes."""
     f, x, c = r.figures, r.model_inputs, r.choices
     layout = f.layout
-    assert layout is not None and f.layout_arguments is not None
-    a = f.layout_arguments
-    t, p, v, d = int(a["tensor_parallel"]), int(a["pipeline_parallel"]), int(a["pipeline_chunks"]), int(f.data_parallel)
+    assert layout is not None
+    a = layout.records.layout
+    t, p, v, d = int(a.tensor_parallel), int(a.pipeline_parallel), int(a.pipeline_chunks), int(f.data_parallel)
     g = int(x.devices_per_node)
-    k = int(layout.parts.shard_group)
+    k = int(layout.terms.sharding.group)
     sharding = (
         "no sharding" if c.zero_stage == 0
         else f"ZeRO-{c.zero_stage} over {k} ranks" + (f" (HSDP: {d // k} replicas)" if k < d else "")
     )
-    cp = int(float(a.get("context_parallel", 1.0)))
-    moe = a.get("moe")
+    cp = int(float(a.context_parallel))
+    moe = layout.terms.experts.experts
     ep, etp = (1, 1) if moe is None else (int(float(moe.parallel)), int(float(moe.tensor)))
     experts = (f" ep={ep}" if ep > 1 else "") + (f" etp={etp}" if etp > 1 else "")
     notes = [
@@ -33,13 +34,13 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
         + f" d={d}{experts}, {sharding}, "
         f"{int(x.accumulation_steps)} micro-batches of {int(x.per_device_batch)} per update",
     ]
-    if float(f.efficiency) > 1.0:
+    t1 = float(x.step_time)
+    if float(one_device_reference(t1, layout)) < t1:
         notes.append(
-            f"scaling efficiency {float(f.efficiency):.1%} is above 1: a device of this layout does its share "
-            "faster than one device runs the whole model alone (the reference of the speedup)"
-            + (": the experts' grouped products see ep times the tokens each, larger matrices than one device's"
-               if ep > 1 else "")
-            + "; compare layouts by update time and cost, not by the efficiency"
+            "the layout's kernels do a micro-batch's work faster than one device runs the whole model alone"
+            + (" (the experts' grouped products see ep times the tokens each, and each expert's weights are cast "
+               "once for all of them)" if ep > 1 else "")
+            + ": the speedup and efficiency are measured against one device running the layout's kernels"
         )
     m = int(x.accumulation_steps)
     if p > 1 and m < p:
@@ -48,8 +49,8 @@ def layout_notes(r: ResultView) -> tuple[str, ...]:
             f"{(p - 1) / (v * m):.3g}x the compute (a batch-size ramp-up runs so; raise accumulation_steps to "
             f"{p} or more for a pipeline that keeps its stages busy)"
         )
-    stage_layers = float(layout.parts.stage_layers)
-    layers = float(a["layers"])
+    stage_layers = float(layout.terms.stage.layers)
+    layers = float(layout.records.shape.layers)
     if p > 1 and stage_layers * p != layers:
         notes.append(
             f"uneven stages: the slowest holds {stage_layers:g} of {layers:g} layers (an even cut would be "
@@ -94,23 +95,24 @@ def _link_notes(r: ResultView) -> list[str]:
     """Which link the context-parallel ring and the expert-parallel all-to-alls span: inside the scale-up
     (NVLink) domain of D devices, or across it over the NICs."""
     f = r.figures
-    layout, a = f.layout, f.layout_arguments
-    assert layout is not None and a is not None
-    domain = float(layout.parts.domain)
+    layout = f.layout
+    assert layout is not None
+    a = layout.records.layout
+    domain = float(layout.terms.stage.domain)
     notes = []
-    cp = float(a.get("context_parallel", 1.0))
+    cp = float(a.context_parallel)
     if cp > 1:
-        span, rate, _, inside = context_link(a, layout)
+        span, rate, _, inside = context_link(layout)
         where = (f"inside the NVLink domain of {domain:g} devices" if inside
                  else f"across NVLink domains of {domain:g} devices, over the NICs")
-        gather = float(a.get("context_all_gather", 0.0)) > 0
+        gather = float(a.context_all_gather) > 0
         kind, beyond = ("all-gather", "the local block's attention") if gather else ("ring", "the attention")
         notes.append(f"context-parallel {kind} (t x cp = {span:g} devices) {where}: {rate / 1e9:.4g} GB/s per "
                      f"device, exposed {float(f.context_parallel_time) * 1e3:.4g} ms per update beyond {beyond}")
-    moe = a.get("moe")
+    moe = layout.terms.experts.experts
     if moe is not None and float(moe.parallel) > 1:
         ep, etp = float(moe.parallel), float(moe.tensor)
-        link = expert_link(a, layout)
+        link = expert_link(layout)
         if ep * etp <= domain:
             where = f"inside the NVLink domain of {domain:g} devices"
         else:
@@ -119,7 +121,7 @@ def _link_notes(r: ResultView) -> list[str]:
                      f"({link.nic_rate / 1e9:.4g} GB/s per device"
                      + ("; hierarchical dispatch: once per remote domain holding a token's experts)"
                         if float(moe.hierarchical) > 0 else ")"))
-        overlap = float(a.get("expert_overlap", 0.0)) > 0
+        overlap = float(a.expert_overlap) > 0
         notes.append(f"expert all-to-alls (ep x etp = {ep * etp:g} devices) {where}; "
                      + ("overlapped with another micro-batch's compute" if overlap else "not overlapped"))
     return notes

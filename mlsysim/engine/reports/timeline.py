@@ -51,7 +51,7 @@ last micro-step's backward.
 When the step is priced operator by operator (:mod:`mlsysim.physics.operators`),
 each compute segment is split into the operator classes (kinds ``matmul``,
 ``attention``, ``cast``, ``elementwise``) in proportion to their times: the
-layout's ``LayoutParts.operators`` (t_c by class on the slowest stage) where
+layout's ``ComputeTerm.operators`` (t_c by class on the slowest stage) where
 the layout prices t_c itself from the operators, else the job's
 ``Job.operators`` (T1 by class: t_c = T1 (L_s / L) / t keeps its shares). The
 pieces keep the compute's ``figure`` (``compute_time``), so they still add up
@@ -148,12 +148,11 @@ def operator_shares(result: ResultView) -> tuple[tuple[str, str, float], ...]:
     come from the operators (see the module docstring)."""
     f = result.figures
     ops = None
-    arguments = f.layout_arguments
-    if f.layout is not None and arguments is not None:
-        ceiling = float(arguments.get("matmul_ceiling", math.nan))
-        given = float(arguments.get("device_step_time", math.nan))
+    if f.layout is not None:
+        rates = f.layout.records.rates
+        ceiling, given = float(rates.matmul_ceiling), float(rates.device_step_time)
         if ceiling == ceiling and given != given:  # the layout priced t_c from the operators itself
-            ops = f.layout.parts.operators
+            ops = f.layout.terms.compute.operators
     job = result.job
     if ops is None and job is not None and job.operators is not None:
         ops = job.operators
@@ -194,7 +193,7 @@ def timeline(result: ResultView, *, max_units: int = MAX_UNITS, max_rows: int | 
         rows = [_data_parallel_row(result, max_units)]
         stages = 1
     else:
-        stages = int(float(f.layout_arguments["pipeline_parallel"])) if f.layout_arguments else 1
+        stages = int(float(f.layout.records.layout.pipeline_parallel))
         rows = _layout_rows(result, _shown_stages(stages, max_rows), max_units)
     return Timeline(tuple(rows), float(f.update_time), stages)
 
@@ -282,25 +281,25 @@ class _Unit(NamedTuple):
 
 def _unit(r: ResultView) -> tuple[_Unit, int, int, int]:
     f = r.figures
-    assert f.layout is not None and f.layout_arguments is not None
-    q, a = f.layout.parts, f.layout_arguments
-    p, v = int(float(a["pipeline_parallel"])), int(float(a["pipeline_chunks"]))
-    m = int(round(float(a["micro_batches"])))
+    assert f.layout is not None
+    q, a = f.layout.terms, f.layout.records.layout
+    p, v = int(float(a.pipeline_parallel)), int(float(a.pipeline_chunks))
+    m = int(round(float(a.micro_batches)))
     units = v * m
-    t_c, t_tp = float(q.micro_batch_time), float(q.tensor_micro_batch_time)
-    c = float(q.tensor_collectives)
-    compute_f = t_c / 3.0 / v  # the model's t_f = t_c / 3 (LayoutParts.layer_forward_time x L_s)
+    t_c, t_tp = float(q.compute.micro_batch_time), float(q.tensor.micro_batch_time)
+    c = float(q.tensor.collectives)
+    compute_f = t_c / 3.0 / v  # the model's t_f = t_c / 3 (ShardingTerm.layer_forward_time x L_s)
     compute_b = t_c / v - compute_f
     tensor_f = t_tp * 2.0 / c / v if c else 0.0  # two of a layer's c all-reduces are the forward's
     tensor_b = t_tp / v - tensor_f
-    recompute = str(a.get("recompute", "none"))
-    t_cp, t_ep = float(q.context_micro_batch_time), float(q.expert_micro_batch_time)
+    recompute = str(a.recompute)
+    t_cp, t_ep = float(q.context.micro_batch_time), float(q.experts.micro_batch_time)
     context_f = t_cp / kv_passes(recompute) / v  # one of the ring's n_kv passes is the forward's
     context_b = t_cp / v - context_f
     experts_f = t_ep * 2.0 / all_to_alls_per_layer(recompute) / v  # dispatch and combine of the forward
     experts_b = t_ep / v - experts_f
-    zero3 = float(q.zero3_micro_step_time)
-    gather, t_f, rest = float(q.layer_gather_time), float(q.layer_forward_time), float(q.stage_layers) - 1.0
+    zero3 = float(q.sharding.micro_step_time)
+    gather, t_f, rest = float(q.sharding.layer_gather_time), float(q.sharding.layer_forward_time), float(q.stage.layers) - 1.0
     zero3_f = min(zero3, gather + rest * max(0.0, gather - t_f)) / v if zero3 > 0 else 0.0
     zero3_b = zero3 / v - zero3_f
     send = float(f.pipeline_transfer_time) / (2.0 * (units + p - 1))
@@ -450,9 +449,9 @@ def _stage_row(r: ResultView, unit: _Unit, ops: list[_Op], s: int, p: int, v: in
               + _wait(unit, span - clock, "done: waiting for the last stage"))
     f = r.figures
     assert f.layout is not None
-    q = f.layout.parts
+    q = f.layout.terms
     zero3_done = sum(d for d, kind, *_ in pieces if kind == "sharding")  # ZeRO-3's share shifts the row
-    gather = float(q.scatter_time)  # ZeRO-1/2: the all-gather after the step, as long as the scatter
+    gather = float(q.data.scatter_time)  # ZeRO-1/2: the all-gather after the step, as long as the scatter
     pieces += [
         (float(f.data_parallel_time) - gather, "data", "gradient reduction not hidden", "data_parallel_time"),
         (float(f.optimizer_time), "optimizer", "optimizer step", "optimizer_time"),
@@ -462,7 +461,7 @@ def _stage_row(r: ResultView, unit: _Unit, ops: list[_Op], s: int, p: int, v: in
     ]
     segments = _laid(pieces)
     hidden: tuple[Segment, ...] = ()
-    hide = float(q.hidden_time)
+    hide = float(q.data.hidden_time)
     if hide > 0:
         end = last_backward + zero3_done  # the last backward's end, ZeRO-3's pieces before it included
         length = min(hide, end)
@@ -476,6 +475,6 @@ def figure_of(result: ResultView, name: str) -> float:
     f = result.figures
     if name == "hidden_time":
         assert f.layout is not None
-        return float(f.layout.parts.hidden_time)
+        return float(f.layout.terms.data.hidden_time)
     value = float(getattr(f, name))
     return 0.0 if math.isnan(value) else value

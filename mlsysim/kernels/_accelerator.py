@@ -1,0 +1,47 @@
+"""A registry accelerator given as itself or by name, and the datasheet figures kernel models read (SI)."""
+
+from __future__ import annotations
+
+from mlsysim.core.exceptions import InputError, UnknownNameError
+from mlsysim.hardware.registry import Hardware
+from mlsysim.hardware.types import Accelerator
+
+
+def accelerator_entry(accelerator: Accelerator | str) -> Accelerator:
+    """The registry accelerator ``accelerator`` names (``"H100"`` or ``Hardware.Cloud.H100``)."""
+    if isinstance(accelerator, Accelerator):
+        return accelerator
+    if not isinstance(accelerator, str):
+        raise InputError(f"expected a registry accelerator or its name (e.g. 'H100'), got {accelerator!r}",
+                         field="accelerator")
+    try:
+        entry = Hardware.get(accelerator.strip().split(".")[-1])
+    except UnknownNameError as error:
+        raise InputError(str(error), field="accelerator") from None
+    if not isinstance(entry, Accelerator):
+        raise InputError(f"{accelerator!r} is not an accelerator", field="accelerator")
+    return entry
+
+
+def accelerator_name(accelerator: Accelerator) -> str:
+    """The registry's short name of an entry (``"H100"``), as tables name it."""
+    for path, entry in Hardware.walk():
+        if entry is accelerator:
+            return str(path).rsplit(".", 1)[-1]
+    return accelerator.name
+
+
+def peak_flops(accelerator: Accelerator, fmt: str) -> float:
+    """The datasheet's dense peak in format ``fmt``, FLOP/s (InputError naming the formats it has)."""
+    return float(accelerator.peak_flops(fmt).to("flop / s").magnitude)
+
+
+def memory_bandwidth(accelerator: Accelerator) -> float:
+    """The memory's peak bandwidth, B/s."""
+    return float(accelerator.memory.bandwidth.to("B / s").magnitude)
+
+
+def compute_unit_count(accelerator: Accelerator) -> float:
+    """SMs (or CUs) where the registry states the count; 1 where it does not (wave quantisation off)."""
+    units = accelerator.compute_units
+    return float(units.count) if units is not None else 1.0
