@@ -38,6 +38,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError, UnitsError
 from mlsysim.core.units import Quantity, ureg
+from mlsysim.kernels._accelerator import accelerator_entry, nvlink_rate
 from mlsysim.kernels.result import KernelEstimate
 from mlsysim.physics import collective_curves as curves
 from mlsysim.physics.bounds import KernelTime
@@ -302,8 +303,8 @@ def link_level(link: str, domain: float, gpus_per_node: float) -> str:
 
 def table_fabrics(table: KernelTable) -> list[Fabric]:
     """Each row's :class:`Fabric` (the accelerator from the registry, NIC share from ``nic_rate``)."""
-    accelerator = _accelerator(table.accelerator)
-    rate = _nvlink_rate(accelerator)
+    accelerator = accelerator_entry(table.accelerator)
+    rate = nvlink_rate(accelerator)
     architecture = _architecture(accelerator)
     columns = table.columns
     fabrics = []
@@ -465,7 +466,7 @@ def fabric_of(
         default_out = _fabric_kind(system)
         label = system.name
     else:
-        acc = _accelerator(accelerator)  # type: ignore[arg-type]
+        acc = accelerator_entry(accelerator)  # type: ignore[arg-type]
         per_node = domain_size = n
         nic_rate, default_out, label = 0.0, None, acc.name
     if link in SCALE_UP_LINKS or link is None:
@@ -484,7 +485,7 @@ def fabric_of(
         raise InputError(f"group: {n} ranks span more than one NVLink domain of {domain_size}, and the node names "
                          "no NIC fabric; give link= (infiniband, roce, efa)", field="group")
     domain = min(n, domain_size)
-    fabric = Fabric(_architecture(acc), level, _nvlink_rate(acc), nic_rate, out_link if n > domain_size else None)
+    fabric = Fabric(_architecture(acc), level, nvlink_rate(acc), nic_rate, out_link if n > domain_size else None)
     where = f"{label} ({level}" + (f" + {out_link}" if fabric.out_link else "") + ")"
     return fabric, domain, where
 
@@ -502,22 +503,8 @@ def _fabric_kind(node: Node) -> str | None:
     return None
 
 
-def _accelerator(accelerator: Accelerator | str) -> Accelerator:
-    if isinstance(accelerator, str):
-        from mlsysim.core.registry import CATALOG
-
-        return cast("Accelerator", CATALOG.entry("accelerators", accelerator))
-    return accelerator
-
-
 def _architecture(accelerator: Accelerator) -> str:
     if not accelerator.architecture:
         raise InputError(f"{accelerator.name} has no architecture in the registry, so no collective table applies; "
                          f"{SUPPLY}", field="accelerator")
     return accelerator.architecture
-
-
-def _nvlink_rate(accelerator: Accelerator) -> float:
-    """A rank's nominal NVLink rate per direction, bytes/s (the registry's ``nvlink.bandwidth_per_direction``)."""
-    return float(accelerator.nvlink.bandwidth_per_direction.to("byte/s").magnitude)
-

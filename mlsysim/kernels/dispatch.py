@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.kernels._accelerator import accelerator_entry, nvlink_rate
 from mlsysim.kernels.collectives import (
     SUPPLY,
     Constant,
-    _accelerator,
     _architecture,
-    _nvlink_rate,
     fabric_of,
     read_fits,
 )
@@ -178,7 +177,7 @@ def dispatch(
 
 def _rows(table: KernelTable) -> dict[str, np.ndarray]:
     """The arrays :func:`dispatch_time` takes for every row (rates from the registry and ``nic_rate``)."""
-    accelerator = _accelerator(table.accelerator)
+    accelerator = accelerator_entry(table.accelerator)
     c = table.columns
     limit = c["route_limit"] if "route_limit" in c else np.zeros(len(table))
     return {
@@ -187,13 +186,13 @@ def _rows(table: KernelTable) -> dict[str, np.ndarray]:
         "top_k": c["top_k"], "experts": c["experts"], "ranks": c["ranks"],
         "domain_ranks": c["ranks_per_domain"] if "ranks_per_domain" in c else c["ranks"],
         "route_limit": np.where(limit > 0, limit, np.inf),
-        "up_rate": np.full(len(table), _nvlink_rate(accelerator)),
+        "up_rate": np.full(len(table), nvlink_rate(accelerator)),
         "out_rate": c["nic_rate"] if "nic_rate" in c else np.zeros(len(table)),
     }
 
 
 def _keys(table: KernelTable) -> tuple[str, list[str | None], list[str]]:
-    architecture = _architecture(_accelerator(table.accelerator))
+    architecture = _architecture(accelerator_entry(table.accelerator))
     c = table.columns
     domains = (c["ranks"] / np.minimum(c["ranks_per_domain"], c["ranks"])) if "ranks_per_domain" in c else np.ones(len(table))
     links = [str(link) if d > 1 else None for link, d in zip(c["link"], domains, strict=True)]
