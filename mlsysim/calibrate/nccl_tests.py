@@ -21,11 +21,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mlsysim.calibrate.fit import COLLECTIVES, CollectiveFit, check_collective, fit_collective
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_bytes
 from mlsysim.core.text import printable, short
+
+if TYPE_CHECKING:
+    from mlsysim.kernels.tables import KernelTable
 
 MAX_LOG_BYTES = 256 * 2**20
 """Largest nccl-tests log read (a real one is a few kilobytes; 50 MB is read in seconds)."""
@@ -40,6 +44,8 @@ _TEST_NAME = re.compile(
     r"scatter|gather|hypercube)_perf\b"
 )
 _RANK_LINE = re.compile(r"^#\s*Rank\s+(\d+)\s+Group\s+\d+", re.IGNORECASE)
+_HOST = re.compile(r"\bon\s+(\S+)\s+device\b")
+_VERSION = re.compile(r"NCCL version\s+(\S+)|nccl-library=(\d+)")
 _RUN_HEADER = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _AVERAGE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _QUOTE = re.compile(r"^(\s*>)+")
@@ -70,6 +76,7 @@ class Run:
     line: int
     collective: str | None = None
     ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
     rows: list[Row] = field(default_factory=list)
     started: bool = False
     has_root: bool | None = None
@@ -212,6 +219,9 @@ def _header(line: str, run: Run, where: str) -> None:
     rank = _RANK_LINE.match(line)
     if rank:
         run.ranks.add(int(_number(rank.group(1), "Rank", where, integer=True)))
+        host = _HOST.search(line)
+        if host:
+            run.hosts.add(host.group(1))
         return
     average = _AVERAGE.match(line)
     if average:
@@ -374,3 +384,85 @@ def _ranks_of(run: Run, ranks: int | None, path: str) -> int:
             field="ranks",
         )
     return ranks
+
+
+KERNEL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+              "alltoall": "all_to_all", "sendrecv": "send_recv", "broadcast": "broadcast"}
+"""nccl-tests binaries (``<name>_perf``) whose runs become rows of a collective kernel table, and the op each is."""
+
+
+def kernel_table(
+    path: str | Path,
+    *,
+    accelerator: str,
+    link: str | None = None,
+    nic_rate: float | None = None,
+    domain: int | None = None,
+    ranks: int | None = None,
+    in_place: bool = False,
+    algorithm: str = "auto",
+) -> KernelTable:
+    """Every run of an nccl-tests log as one collective table in the kernel-table format
+    (:mod:`mlsysim.kernels.tables`): one row per size, the time as measured (out-of-place, or
+    ``in_place``), rows nccl-tests flagged wrong left out.
+
+    ``ranks`` comes from the log's ``# Rank`` lines (or is given); its nodes from the hosts those
+    lines name. A log on one host is a run inside one NVLink domain (``link`` ``nvlink``, or
+    ``nvl72`` for ranks of an NVL72 rack); one across hosts must name the fabric between them
+    (``link``: infiniband, roce or efa) and each GPU's share of the NICs (``nic_rate``, bytes/s per
+    direction). ``domain`` (ranks per NVLink domain) defaults to the ranks per host (the whole
+    group for ``nvl72``). The table's source is the file (title, path, the NCCL version the log
+    prints); fit it with :func:`mlsysim.kernels.collective_fit.fit_collectives` (a cluster's
+    constants: ``start=`` the shipped ones, ``keep=("half_size", "sharpness")``).
+    """
+    from mlsysim.kernels.tables import build_table
+
+    p = Path(path)
+    text = read_bytes(p, limit=MAX_LOG_BYTES).decode("utf-8", errors="replace")
+    runs = parse_nccl_tests(text, printable(str(p)))
+    if not runs:
+        raise InputError(f"{p}: no nccl-tests data rows found", field="path")
+    rows: list[list[object]] = []
+    hosts: set[str] = set()
+    counts: set[int] = set()
+    for run in runs:
+        name = run.collective or ("all_gather" if run.redop == "none" else "all_reduce")
+        if name not in KERNEL_OPS:
+            raise InputError(f"{p}:{run.line}: {name}_perf output is not a collective the kernel model prices; "
+                             f"expected {', '.join(k + '_perf' for k in KERNEL_OPS)}", field="path")
+        n = _ranks_of(run, ranks, str(p))
+        counts.add(n)
+        hosts |= run.hosts
+        for size, time, _ in (point for point in (_point(row, in_place) for row in run.rows) if point is not None):
+            rows.append([KERNEL_OPS[name], size, n, time])
+    if len(counts) > 1:
+        raise InputError(f"{p}: the runs have different numbers of ranks ({sorted(counts)}); split the file",
+                         field="ranks")
+    n = counts.pop()
+    nodes = max(len(hosts), 1)
+    if n % nodes:
+        raise InputError(f"{p}: {n} ranks on {nodes} hosts is not the same count on each", field="ranks")
+    per_node = n // nodes
+    if link is None:
+        if nodes > 1:
+            raise InputError(f"{p}: the log spans {nodes} hosts; name the fabric between them "
+                             "(link: infiniband, roce or efa)", field="link")
+        link = "nvlink"
+    if nodes > 1 and link in ("nvlink",):
+        raise InputError(f"{p}: the log spans {nodes} hosts, which one node's NVLink does not join; "
+                         "link: nvl72 (one NVL72 rack), infiniband, roce or efa", field="link")
+    if link in ("infiniband", "roce", "efa") and (nic_rate is None or not nic_rate > 0):
+        raise InputError(f"{p}: a run across {link} needs each GPU's share of the NICs (nic_rate, bytes/s "
+                         "per direction)", field="nic_rate")
+    span = domain if domain is not None else (n if link == "nvl72" else per_node)
+    version = _VERSION.search(text)
+    software = (f"NCCL {version.group(1) or version.group(2)}" if version else "NCCL (version not in the log)")
+    source = {"title": f"the user's nccl-tests log {p.name}", "url": str(p), "date": "unknown",
+              "hardware": f"{n} x {accelerator} on {nodes} host(s) ({link})", "software": software,
+              "notes": f"read by mlsysim.calibrate.nccl_tests.kernel_table ({'in-place' if in_place else 'out-of-place'}"
+                       " times; rows nccl-tests flagged wrong left out)"}
+    columns = ["op", "bytes", "group", "link", "domain", "nodes", "gpus_per_node", "nic_rate", "algorithm", "time"]
+    full = [[op, size, group, link, span, nodes, per_node, nic_rate or 0.0, algorithm, time]
+            for op, size, group, time in rows]
+    return build_table(name=p.name, kind="collective", split="fit", accelerator=accelerator, source=source,
+                       columns=columns, rows=full, units={"bytes": "B", "nic_rate": "B/s", "time": "s"})

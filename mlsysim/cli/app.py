@@ -142,17 +142,20 @@ def registry(
         None, help=REGISTRY_GROUP_HELP
     ),
     sources: bool = Option(
-        False, "--sources", help="Also print each entry's source and note."
+        False, "--sources", help="Also print each entry's source and note (a kernel table's full citation)."
     ),
 ) -> None:
     """List the registry entries (the names --set and scenario files accept), with their key figures
-    and the file each comes from (built-in, or a --registry file).
+    and the file each comes from (built-in, or a --registry file); 'kernels' lists the measured kernel
+    tables shipped with mlsysim (kind, accelerator, fit or holdout, rows, source).
 
     Examples:
 
       mlsysim registry fabrics
 
       mlsysim registry models --sources
+
+      mlsysim registry kernels --sources
 
       mlsysim --registry my_cluster.toml registry nodes
     """

@@ -9,6 +9,8 @@ SET_HELP = (
 
 REGISTRY_GROUPS = ("models", "accelerators", "nodes", "fabrics", "prices", "grids", "failures")
 """The groups ``mlsysim registry`` lists, in its order (every kind of the registry's catalog)."""
-REGISTRY_GROUP_HELP = f"{', '.join(REGISTRY_GROUPS[:-1])} or {REGISTRY_GROUPS[-1]} (default: all)."
+KERNEL_GROUP = "kernels"
+"""The group of ``mlsysim registry`` that lists the shipped kernel tables (after the catalog's kinds)."""
+REGISTRY_GROUP_HELP = f"{', '.join(REGISTRY_GROUPS)} or {KERNEL_GROUP} (default: all)."
 
 FORCE_HELP = "Replace read-only output files."

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from mlsysim.cli.options import REGISTRY_GROUPS
+from mlsysim.cli.options import KERNEL_GROUP, REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
 from mlsysim.core.suggest import unknown
 from mlsysim.core.text import printable
@@ -634,8 +634,10 @@ def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
     from mlsysim.core.registry import CATALOG
 
     figures = _registry_figures()
-    if group is not None and group.lower() not in figures:
-        raise UnknownNameError(unknown(group, "registry group", figures))
+    if group is not None and group.lower() not in (*figures, KERNEL_GROUP):
+        raise UnknownNameError(unknown(group, "registry group", (*figures, KERNEL_GROUP)))
+    if group is not None and group.lower() == KERNEL_GROUP:
+        return kernel_table_lines(sources=sources)
     listing = list(CATALOG.listing())
     lines: list[str] = []
     for kind, figure in figures.items():
@@ -649,6 +651,27 @@ def registry_lines(group: str | None, *, sources: bool = False) -> list[str]:
             if sources:
                 lines.append(f"  {''.ljust(width)}  source: {entry.source}")
                 lines.append(f"  {''.ljust(width)}  note: {entry.note}")
+    if group is None:
+        lines.extend(kernel_table_lines(sources=sources))
+    return lines
+
+
+def kernel_table_lines(*, sources: bool = False) -> list[str]:
+    """One line per shipped kernel table (file, kind, accelerator, split, rows, source's title and date);
+    with ``sources`` its full citation and what its figures are."""
+    from mlsysim.kernels.tables import shipped_tables
+
+    shipped = shipped_tables()
+    lines = [f"{KERNEL_GROUP}:"]
+    if not shipped:
+        return [*lines, "  (none shipped)"]
+    width = max(len(t.name) for t in shipped)
+    for table in shipped:
+        lines.append(printable(f"  {table.name.ljust(width)}  {table.kind}, {table.accelerator}, {table.split}, "
+                               f"{len(table)} rows: {table.source.title} ({table.source.date})"))
+        if sources:
+            lines.append(printable(f"  {''.ljust(width)}  source: {table.source.cite()}"))
+            lines.append(printable(f"  {''.ljust(width)}  notes: {table.source.notes}"))
     return lines
 
 

@@ -41,6 +41,11 @@ def memory_bandwidth(accelerator: Accelerator) -> float:
     return float(accelerator.memory.bandwidth.to("B / s").magnitude)
 
 
+def nvlink_rate(accelerator: Accelerator) -> float:
+    """A rank's nominal NVLink rate per direction, B/s (the registry's ``nvlink.bandwidth_per_direction``)."""
+    return float(accelerator.nvlink.bandwidth_per_direction.to("B / s").magnitude)
+
+
 def compute_unit_count(accelerator: Accelerator) -> float:
     """SMs (or CUs) where the registry states the count; 1 where it does not (wave quantisation off)."""
     units = accelerator.compute_units

@@ -28,11 +28,21 @@ cuDNN's convention, :func:`mlsysim.physics.attention.attention_flops`: 2 (d + d_
 per query-key pair forward, 2 (3 d + 2 d_v) backward, the pairs above a causal diagonal
 not counted; ``kv_len`` and ``head_dim_v`` default to ``seq_len`` and ``head_dim``); a
 memory-bound kernel's ``bandwidth`` (its ``bytes`` read and written over its time, with
-a unit such as GB/s). An attention table's ``direction`` is ``forward``, ``backward`` or
+a unit such as GB/s); a collective's ``busbw`` as nccl-tests prints it (``bytes`` is
+nccl-tests' size; time = bytes F / busbw, F the bus factor of the op over ``group`` ranks,
+:func:`~mlsysim.physics.collective_curves.bus_factor`); an expert dispatch's ``bandwidth``
+over the ``bytes`` it counts (time = bytes / bandwidth; the source's convention for what it
+counts goes in ``notes``). An attention table's ``direction`` is ``forward``, ``backward`` or
 ``forward+backward``. A matrix product's ``batch``, where given, is the number of products,
 or of groups of a grouped product, in one kernel. A row measured with the device held below
 its default power gives it in ``power_limit`` (watts once read). The required columns of each kind are :data:`REQUIRED`; other
-columns are kept as they are (numbers as floats, words as strings). A table that lacks
+columns are kept as they are (numbers as floats, words as strings). The collective model
+also reads ``domain`` (ranks per NVLink domain), ``gpus_per_node``, ``nic_rate`` (a GPU's
+share of the NICs), ``algorithm`` and ``library`` (the measuring program, when not
+nccl-tests); the dispatch model ``format``, ``kernel``, ``ranks_per_domain``,
+``route_limit``, ``link`` and ``nic_rate`` (:mod:`mlsysim.kernels.collectives`,
+:mod:`mlsysim.kernels.dispatch`); a collective's ``op`` is one of
+:data:`~mlsysim.physics.collective_curves.OPS`. A table that lacks
 a column, gives a word where a number belongs, a unit of the wrong dimension, an unknown
 direction or a time that is not positive is refused with an
 :class:`~mlsysim.core.exceptions.InputError` naming the file, the row and the column.
@@ -56,6 +66,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
 from mlsysim.core.units import UnitsError, parse_unit, ureg
 from mlsysim.physics.attention import DIRECTIONS, attention_flops
+from mlsysim.physics.collective_curves import OPS, bus_factor
 
 KINDS = ("matmul", "attention", "collective", "dispatch", "memory")
 """The kinds of kernel a table may hold."""
@@ -72,7 +83,9 @@ REQUIRED: Mapping[str, tuple[str, ...]] = {
 }
 """Columns each kind must give, besides ``time`` (or the rate it is derived from)."""
 
-RATES: Mapping[str, str] = {"matmul": "tflops", "attention": "tflops", "memory": "bandwidth"}
+RATES: Mapping[str, str] = {
+    "matmul": "tflops", "attention": "tflops", "memory": "bandwidth", "collective": "busbw", "dispatch": "bandwidth",
+}
 """The rate column a kind may give instead of ``time`` (see the module docstring)."""
 
 WORD_COLUMNS = frozenset({"format", "direction", "op", "link", "algorithm", "library", "layout", "kernel", "note"})
@@ -82,6 +95,8 @@ DIMENSIONS: Mapping[str, tuple[str, str, str]] = {
     "time": ("s", "time", "us"),
     "bytes": ("byte", "data", "B"),
     "bandwidth": ("byte / s", "data per time", "GB/s"),
+    "busbw": ("byte / s", "data per time", "GB/s"),
+    "nic_rate": ("byte / s", "data per time", "GB/s"),
     "power_limit": ("W", "power", "W"),
 }
 """Columns with a dimension: the canonical unit each is read into (a unit of the same dimension is
@@ -210,6 +225,8 @@ def build_table(
     rate = RATES.get(kind)
     if "time" not in names and (rate is None or rate not in names):
         lacking.append("time" + (f" (or {rate})" if rate else ""))
+    elif "time" not in names and rate == "bandwidth" and "bytes" not in names:
+        lacking.append("bytes (the count its bandwidth is over)")
     if lacking:
         raise _refuse(where, f"a {kind} table needs the columns {', '.join(lacking)}")
     if not rows:
@@ -236,18 +253,27 @@ def build_table(
             position = list(out["direction"]).index(unknown_direction[0]) + 1
             raise _refuse(where, f"row {position}, column 'direction': expected one of "
                                  f"{', '.join(DIRECTIONS)}, got {unknown_direction[0]!r}")
+    if kind == "collective":
+        unknown_op = [i for i, o in enumerate(out["op"]) if o not in OPS]
+        if unknown_op:
+            raise _refuse(where, f"row {unknown_op[0] + 1}, column 'op': {out['op'][unknown_op[0]]!r} is not one of "
+                                 f"{', '.join(OPS)}")
     if "time" not in out:
-        out["time"] = _time_from_rate(kind, out)
-    bad = np.flatnonzero(~(out["time"] > 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["time"] = _time_from_rate(kind, out)
+    bad = np.flatnonzero(~((out["time"] > 0) & np.isfinite(out["time"])))
     if bad.size:
-        raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero")
+        raise _refuse(where, f"row {bad[0] + 1}: a time must be above zero and finite")
     return KernelTable(name, kind, split, accelerator, Source(**{f: str(source[f]) for f in SOURCE_FIELDS}), out)
 
 
 def _time_from_rate(kind: str, out: Mapping[str, np.ndarray]) -> np.ndarray:
     """Seconds of each row from its rate column (:data:`RATES`)."""
-    if kind == "memory":
+    if kind in ("memory", "dispatch"):
         return out["bytes"] / out["bandwidth"]
+    if kind == "collective":
+        op = np.array([OPS.index(str(o)) for o in out["op"]])
+        return np.asarray(out["bytes"] * bus_factor(op, out["group"]) / out["busbw"])
     if kind == "attention":
         direction = np.array([float(DIRECTIONS[d]) for d in out["direction"]])
         flops = attention_flops(out["batch"], out["heads"], out["seq_len"], out.get("kv_len", out["seq_len"]),

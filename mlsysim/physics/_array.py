@@ -51,3 +51,11 @@ def where(condition: Num, a: Num, b: Num) -> Num:
     if type(condition) is _ndarray or type(a) is _ndarray or type(b) is _ndarray:
         return np.where(condition, a, b)
     return a if condition else b
+
+
+def plain(value: Num) -> Num:
+    """A numpy result as the caller's kind: a 0-d array as a float (an int for integer codes), an array as it is."""
+    array = np.asarray(value)
+    if array.ndim:
+        return array
+    return int(array) if array.dtype.kind in "iu" else float(array)

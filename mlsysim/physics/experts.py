@@ -67,16 +67,22 @@ def ranks_per_domain(expert_parallel: Num, expert_tensor: Num, domain: Num) -> N
     return minimum(expert_parallel, maximum(1.0, domain / expert_tensor))
 
 
-def remote_domains_per_token(experts: Num, top_k: Num, group: Num, local: Num) -> Num:
-    """r = (n - 1) (1 - C(E - E / n, k) / C(E, k)), n = ep / q: the remote domains that hold any of a
-    token's k experts (k whole; the product form of the binomials' ratio, prod_{i<k} (E - E/n - i) / (E - i))."""
-    domains = group / local
+def none_in_domain(experts: Num, top_k: Num, domains: Num) -> Num:
+    """C(E - E / n, k) / C(E, k): the chance that one of n equal domains holds none of a token's k
+    experts drawn without replacement from E (k whole; the product form prod_{i<k} (E - E/n - i) / (E - i))."""
     per_domain = experts / domains
     missed: Num = 1.0
     for i in range(int(round(float(np.max(top_k))))):
         factor = maximum(experts - per_domain - i, 0.0) / maximum(experts - i, 1.0)
         missed = missed * where(i < top_k, factor, 1.0)
-    return (domains - 1.0) * (1.0 - missed)
+    return missed
+
+
+def remote_domains_per_token(experts: Num, top_k: Num, group: Num, local: Num) -> Num:
+    """r = (n - 1) (1 - C(E - E / n, k) / C(E, k)), n = ep / q: the remote domains that hold any of a
+    token's k experts (:func:`none_in_domain`)."""
+    domains = group / local
+    return (domains - 1.0) * (1.0 - none_in_domain(experts, top_k, domains))
 
 
 def all_to_all_shares(group: Num, local: Num, experts: Num, top_k: Num, hierarchical: Num) -> tuple[Num, Num]:

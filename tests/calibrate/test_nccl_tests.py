@@ -157,3 +157,37 @@ def test_unsupported_test_is_refused(tmp_path):
     path.write_text(H100.read_text().replace("all_reduce_perf", "alltoall_perf"))
     with pytest.raises(InputError, match="alltoall_perf output cannot be fitted"):
         from_nccl_tests(path)
+
+
+def test_an_nccl_tests_log_becomes_a_collective_kernel_table():
+    from mlsysim.calibrate.nccl_tests import kernel_table
+
+    table = kernel_table(FIXTURES / "h100_8gpu_all_gather_reduce_scatter.txt", accelerator="H100")
+    assert table.kind == "collective" and table.split == "fit" and table.accelerator == "H100"
+    assert set(table.columns["op"]) == {"all_gather", "reduce_scatter"}
+    assert set(table.columns["group"]) == {8.0} and set(table.columns["link"]) == {"nvlink"}
+    assert table.time.min() > 0 and table.source.title.endswith("h100_8gpu_all_gather_reduce_scatter.txt")
+
+
+def test_a_users_log_refits_the_clusters_rates_and_latencies_from_the_shipped_constants():
+    from mlsysim.calibrate.nccl_tests import kernel_table
+    from mlsysim.kernels.collective_fit import fit_collectives
+    from mlsysim.kernels.collectives import predict_table, shipped_constants
+
+    table = kernel_table(FIXTURES / "h100_8gpu_all_gather_reduce_scatter.txt", accelerator="H100")
+    fit = fit_collectives([table], start=shipped_constants(), keep=("half_size", "sharpness"))
+    assert fit.constants.common["half_size"] == shipped_constants().common["half_size"]
+    assert fit.constants.scale_up["Hopper"]["ring_efficiency"].tables == (table.name,)
+    assert np.median(np.abs(predict_table(table, fit.constants) / table.time - 1)) < 0.05
+
+
+def test_a_log_across_hosts_must_name_its_fabric_and_nic_share():
+    from mlsysim.calibrate.nccl_tests import kernel_table
+
+    path = FIXTURES / "two_node_ndr_all_reduce_out_of_place.txt"
+    with pytest.raises(InputError, match="spans 2 hosts; name the fabric"):
+        kernel_table(path, accelerator="H100")
+    with pytest.raises(InputError, match="nic_rate"):
+        kernel_table(path, accelerator="H100", link="infiniband")
+    table = kernel_table(path, accelerator="H100", link="infiniband", nic_rate=50e9)
+    assert set(table.columns["nodes"]) == {2.0} and set(table.columns["domain"]) == {1.0}

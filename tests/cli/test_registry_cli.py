@@ -104,3 +104,37 @@ def test_registry_help_names_every_group_it_lists(capsys):
         assert kind in help_text, kind
         assert main(["registry", kind]) == 0
         assert capsys.readouterr().out.startswith(f"{kind}:\n")
+
+
+def test_registry_kernels_lists_every_shipped_table_through_the_runner():
+    from click.testing import CliRunner
+
+    from mlsysim.cli.app import app
+    from mlsysim.kernels.tables import shipped_tables
+
+    result = CliRunner().invoke(app, ["registry", "kernels"])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0] == "kernels:"
+    for table in shipped_tables():
+        line = next(line for line in lines if line.split()[0] == table.name)
+        assert f"{table.kind}, {table.accelerator}, {table.split}, {len(table)} rows: {table.source.title}" in line
+    assert "source:" not in result.output
+
+
+def test_registry_kernels_sources_prints_each_tables_citation():
+    from click.testing import CliRunner
+
+    from mlsysim.cli.app import app
+    from mlsysim.kernels.tables import shipped_tables
+
+    result = CliRunner().invoke(app, ["registry", "kernels", "--sources"])
+    assert result.exit_code == 0
+    for table in shipped_tables():
+        assert f"source: {table.source.cite()}" in result.output
+
+
+def test_an_unknown_registry_group_suggests_kernels(capsys):
+    code, out, err = run(capsys, "registry", "kernel")
+    assert code == 2 and out == ""
+    assert "did you mean 'kernels'" in err and len(err.strip().splitlines()) == 1
