@@ -1,14 +1,19 @@
-"""Write the operator model's fitted matrix-product ceilings (``mlsysim/data/matmul_ceilings.json``).
+"""Write the in-training matrix-product ceilings (``mlsysim/data/matmul_ceilings.json``).
 
-The ceilings are those :func:`mlsysim.validation.parallel.validation` fits on the published
-model-parallel runs (each run's exact ceiling found through the public scenario; a generation
-and format's ceiling the median of its runs'), stored per architecture:
+The operator model prices every kernel with the device's measured kernels (:mod:`mlsysim.kernels`:
+floors, tiles, waves, split-K, fused attention, streaming kernels, the clock under a power limit).
+What isolated kernels reach and what they reach inside a training step differ: the clocks a whole
+node sustains, the caches the other kernels leave, the host's launches. That share is the one thing
+fitted on whole runs here, named: the in-training ceiling c_f of each architecture and format, the
+fraction of the format's peak its products' main loops reach in training, never above the best
+measured kernel of its GPU and format (:func:`mlsysim.validation.parallel.kernel_bound`). The
+ceilings are those :func:`mlsysim.validation.parallel.validation` fits on the published
+model-parallel runs (each run's exact ceiling found through the public scenario; a generation and
+format's ceiling the median of its runs'), stored per architecture:
 
 * ``Ampere``: the A100 runs' 16-bit ceiling;
-* ``Hopper``: the 700 W H100 SXM runs' 16-bit ceiling (Llama 3 405B); the low-precision
-  formats were measured only on the 500 W Grand Teton H100s of the TorchTitan runs, so the
-  stored FP8 ceilings are the SXM 16-bit ceiling times the ratio FP8 / 16-bit fitted there
-  (the formats' relative speed assumed to carry across the power limit; said in docs/operators.md);
+* ``Hopper``: the H100 SXM runs' (700 W, and the TorchTitan runs' 500 W Grand Teton H100s through
+  their ``power_limit``), per format;
 * ``Hopper MoE``, ``Blackwell MoE``, ``Blackwell Ultra MoE``: the routed experts' ceilings
   (``expert_ceiling``) fitted on the mixtures of experts on H100 and H800, GB200 and GB300, their attention,
   dense and shared layers at the dense ceilings (:data:`mlsysim.validation.parallel.EXPERT_GENERATIONS`);
@@ -30,10 +35,11 @@ from pathlib import Path
 from mlsysim.validation.parallel import DENSE, HOPPER_EXPERTS, SIXTEEN_BIT, validation
 
 ABOUT = (
-    "Fitted ceilings of the operator model (mlsysim.physics.matmul): the fraction of a format's dense peak an "
-    "architecture's large matrix products reach in training, fitted on the published model-parallel runs by "
-    "python -m mlsysim.validation.ceilings (Hopper's low-precision formats: the 16-bit ceiling of the H100 SXM "
-    "runs times the FP8/16-bit ratio fitted on the 500 W H100 runs; '<architecture> MoE': the routed experts' "
+    "In-training ceilings of the operator model (the c_f of mlsysim.physics.gemm inside a training step; every "
+    "other kernel figure measured, mlsysim/data/kernel_fits): the fraction of a format's dense peak an "
+    "architecture's products' main loops reach in training, fitted on the published model-parallel runs by "
+    "python -m mlsysim.validation.ceilings, never above the best measured kernel of the GPU and format "
+    "(Hopper: the H100 SXM runs, the 500 W TorchTitan runs through their power_limit; '<architecture> MoE': the routed experts' "
     "ceilings of a mixture of experts, fitted on the H100/H800, GB200 and GB300 mixtures of experts with their "
     "other layers at the dense ceilings, the GB300's 16-bit one the GB200's; Blackwell and Blackwell Ultra dense: "
     "the fractions of the peak Hopper's reach, MXFP8 at Hopper's FP8 one, no dense Blackwell run being "
@@ -43,7 +49,7 @@ ABOUT = (
 
 def fitted_table() -> dict[str, dict[str, float]]:
     """The ceilings per architecture and format, from the in-sample fit (rounded to 3 digits)."""
-    fit = validation().efficiency  # completed: the H100's FP8 from the 500 W H100s' ratio (LOW_FORMATS_FROM)
+    fit = validation().efficiency  # completed (parallel._complete)
     hopper = {f: fit["H100"][f] for f in (SIXTEEN_BIT, "fp8", "fp8_rowwise")}
     hopper_moe = {f: fit[HOPPER_EXPERTS][f] for f in (SIXTEEN_BIT, "fp8")}
     blackwell = {f: fit["GB200"][DENSE + f] for f in (SIXTEEN_BIT, "mxfp8")}

@@ -61,6 +61,8 @@ from mlsysim.core.units import quantity
 from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.io.files import assumptions_value
 from mlsysim.engine.reports.band_store import Scores
+from mlsysim.hardware.registry import Systems
+from mlsysim.kernels.device import device_kernels
 
 SEED = Assumptions()
 """The assumptions the published runs are predicted under by default: the links at their
@@ -74,7 +76,7 @@ MEDIAN_TARGET = 0.05
 """Issue 29: median |error| with each family left out at most 5%."""
 
 NODE_OF_GENERATION = {
-    "A100": "DGX_A100", "H100": "DGX_H100", "H100 500 W": "DGX_H100", "H100 MoE": "DGX_H100",
+    "A100": "DGX_A100", "H100": "DGX_H100", "H100 MoE": "DGX_H100",
     "GB200": "GB200_NVL72", "GB300": "GB300_NVL72",
 }
 """The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs).
@@ -300,9 +302,9 @@ IMPLEMENTATION_RATES = {ZERO3_FAMILY: "sharding_rate", MTNLG_FAMILY: "pipeline_r
 DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
 
 U_RANGE = (0.02, 1.0)
-"""Bisection range of a matrix-product ceiling."""
+"""Bisection range of a matrix-product ceiling (its top: the best measured kernel's, :func:`kernel_bound`)."""
 
-ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper", "H100 500 W": "Hopper"}
+ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper"}
 """The registry architecture of each GPU generation (the key of its fitted ceilings)."""
 
 SIXTEEN_BIT = "bf16"
@@ -340,7 +342,7 @@ def _generation(entry: Mapping[str, Any]) -> str:
     if entry["model"].get("moe") and ("H100" in gpu or "H800" in gpu):
         return HOPPER_EXPERTS
     if "H100" in gpu:
-        return POWER_CAPPED_H100 if "500 W" in gpu else "H100"
+        return "H100"
     return "A100"
 
 
@@ -370,10 +372,11 @@ def _node(entry: Mapping[str, Any]) -> str:
     return found or NODE_OF_GENERATION[_generation(entry)]
 
 
-POWER_CAPPED_H100 = "H100 500 W"
-"""Meta's Grand Teton H100s of the TorchTitan runs: a 96 GB HBM2e part capped at 500 W, whose peak and memory
-bandwidth the source says are unknown ("between SXM and NVL"). A different operating point from the 700 W
-H100 SXM of a DGX H100: its ceilings are fitted on its own runs (its node's other figures are the DGX H100's)."""
+POWER_LIMITED = {"500 W": "500 W"}
+"""Meta's Grand Teton H100s of the TorchTitan runs run capped at 500 W (their peak and memory bandwidth the source
+says are unknown, "between SXM and NVL": the DGX H100's figures): the scenario's ``power_limit``, which slows
+their compute-bound kernels by the measured curve (:func:`mlsysim.physics.clocks.sustained_fraction`); they share
+the H100 SXM's ceilings."""
 
 
 def _assumed(case_id: str) -> dict[str, Any]:
@@ -529,6 +532,9 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
         "optimizer": "adam",
         "assumptions": {"overlap": bool(overlap)},
     }
+    limit = next((watts for text, watts in POWER_LIMITED.items() if text in str(entry["hardware"]["gpu"])), None)
+    if limit is not None:
+        inputs["power_limit"] = limit
     if v > 1:
         inputs["pipeline_chunks"] = int(v)
     inputs.update(_expert_layout(layout, assumed))
@@ -763,7 +769,15 @@ def exact_ceiling(
         ceilings = {**dict(dense), SIXTEEN_BIT: c if case.format == SIXTEEN_BIT else sixteen, case.format: c}
         return predicted_time(case, ceilings, None, base) > case.measured_time
 
-    return _bisect(slower, *U_RANGE)
+    return _bisect(slower, U_RANGE[0], kernel_bound(case))
+
+
+@cache
+def kernel_bound(case: ParallelCase) -> float:
+    """The best measured kernel's efficiency of the run's accelerator in its format
+    (:func:`mlsysim.kernels.device.device_kernels`): no ceiling is fitted above it."""
+    node = Systems.get(str(case.inputs["node"]))
+    return float(device_kernels(node.accelerator, case.format).matmul_ceiling)
 
 
 @cache
@@ -824,24 +838,13 @@ tensor cores; the GB300's dense 8- and 16-bit peaks equal the GB200's), then the
 experts with no run, the dense H100's (the linear layers' ceiling, as a scenario without a fitted expert
 ceiling). Other generations without runs take the A100's, as before."""
 
-LOW_FORMATS_FROM = {"H100": POWER_CAPPED_H100}
-"""Generations whose low-precision formats were measured only on another of the same architecture: their
-ceiling there is this generation's 16-bit one times the other's ratio of the format's to its 16-bit ceiling
-(the formats' relative speed carried across the power limit: the H100 SXM's FP8 from the 500 W H100s')."""
-
-
 def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Every generation's ceilings; a generation fitted on no run takes the A100's (a Blackwell one, per format,
     :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`), a
-    low-precision format of :data:`LOW_FORMATS_FROM` the other generation's ratio; an expert generation's table
+    an expert generation's table
     holds its dense generation's ceilings too, as ``"dense <format>"`` (:data:`EXPERT_GENERATIONS`)."""
     fallback = u.get("A100", next(iter(u.values())))
     out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION if g not in GENERATION_FALLBACK}
-    for g, other in LOW_FORMATS_FROM.items():
-        source = out.get(other, {})
-        for f, value in source.items():
-            if f not in out[g] and f != "mxfp8" and SIXTEEN_BIT in source:  # Hopper has no MX formats
-                out[g][f] = out[g][SIXTEEN_BIT] * value / source[SIXTEEN_BIT]
     for g, chain in GENERATION_FALLBACK.items():
         table = dict(u.get(g, {}))
         for other in chain:
@@ -1133,6 +1136,16 @@ def _layout_text(inputs: Mapping[str, object]) -> str:
     return text + f" {str(get('recompute', 'selective'))[:4]}"
 
 
+def _bound_text(generation: str, matmul_format: str) -> str:
+    """`` [<= 0.81]``: the best measured kernel's efficiency of the generation's GPU in the format."""
+    try:
+        node = Systems.get(NODE_OF_GENERATION[generation])
+        bound = float(device_kernels(node.accelerator, matmul_format).matmul_ceiling)
+    except (KeyError, ValueError):
+        return ""
+    return f" [<= {bound:.3f}]"
+
+
 def report() -> str:
     """The validation table as text: every run held out and in sample, per family, the constants."""
     v = validation()
@@ -1158,10 +1171,13 @@ def report() -> str:
         )
     lines += [
         "",
-        "constants: matrix-product ceilings per generation and format (matmul_ceiling), fitted on all runs "
-        "priced by the links: "
+        "measured (no fit on runs): every kernel's floor, tiles, waves and split-K, fused attention, memory-bound "
+        "kernels, the clock under a power limit (mlsysim registry kernels --sources)",
+        "fitted on whole runs (named implementation factors, each bounded):",
+        "  in-training ceilings per generation and format (matmul_ceiling: what the products' main loops reach "
+        "inside a training step), fitted on all runs priced by the links, [bound: the best measured kernel]: "
         + "; ".join(
-            f"{g} " + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items()))
+            f"{g} " + ", ".join(f"{f} {x:.3f}{_bound_text(g, f)}" for f, x in sorted(c.items()))
             for g, c in sorted(v.efficiency.items()) if g not in EXPERT_GENERATIONS
         ),
         "  mixtures of experts' routed experts (expert_ceiling; attention, dense and shared layers at the dense "
