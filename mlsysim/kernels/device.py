@@ -63,7 +63,8 @@ def _device_kernels(accelerator: Accelerator, matmul_format: str, matmul: Matmul
     constants = KernelConstants(
         launch=linear.launch, fill=linear.fill, epilogue_share=linear.epilogue_share,
         stream_efficiency=linear.memory_efficiency, reference_power=tdp, power_exponent=fit.power_exponent,
-        memory_fraction=fraction, memory_floor=floor, **_attention(accelerator, None),  # type: ignore[arg-type]
+        memory_fraction=fraction, memory_floor=floor, sixteen_bit_best=sixteen.ceiling,
+        **_attention(accelerator, None),  # type: ignore[arg-type]
     )
     return DeviceKernels(constants, linear.peak, linear.ceiling, sixteen.peak, sixteen.ceiling, linear.compute_units,
                          "kernel tables (mlsysim/data/kernels)")

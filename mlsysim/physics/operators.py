@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import Num, maximum, where
+from mlsysim.physics._array import Num, maximum, minimum, where
 from mlsysim.physics.attention import (
     UNFUSED_PASSES,
     Direction,
@@ -350,6 +350,13 @@ def attention_core(shape: ModelShape, layout: Layout, here: Num, device: Device)
             here * counted * (3.0 + reruns))
 
 
+def in_training_share(device: Device) -> Num:
+    """The share of their measured rate compute-bound kernels keep inside a training step: the in-training
+    16-bit ceiling over the best measured 16-bit product (at most 1; 1 where the best is not known)."""
+    best = device.kernels.sixteen_bit_best
+    return where(best == best, minimum(device.sixteen_bit_ceiling / where(best == best, best, 1.0), 1.0), 1.0)
+
+
 def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num, seq: Num, d_qk: Num,
                            d_v: Num) -> tuple[Num, Num]:
     """(forward, backward) seconds of one causal fused attention call of the whole sequence, by the device's
@@ -357,7 +364,8 @@ def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num
     share of the FLOPs)."""
     c = device.kernels
     common = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq, seq_k=seq, head_dim=d_qk, head_dim_v=d_v,
-                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak * device.sustained,
+                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak * device.sustained
+                  * in_training_share(device),
                   bandwidth=device.bandwidth, compute_units=device.compute_units, head_overhead=c.head_overhead,
                   floor=c.attention_floor)
     if c.attention_forward is not None and c.attention_backward is not None:

@@ -12,8 +12,10 @@ model-parallel runs (each run's exact ceiling found through the public scenario;
 format's ceiling the median of its runs'), stored per architecture:
 
 * ``Ampere``: the A100 runs' 16-bit ceiling;
-* ``Hopper``: the H100 SXM runs' (700 W, and the TorchTitan runs' 500 W Grand Teton H100s through
-  their ``power_limit``), per format;
+* ``Hopper``: the 700 W H100 SXM runs' 16-bit ceiling (Llama 3 405B); the low-precision formats were
+  measured only on the 500 W Grand Teton H100s of the TorchTitan runs (their power limit priced by the
+  clock curve), so the stored FP8 ceilings are the SXM 16-bit ceiling times the ratio FP8 / 16-bit fitted
+  there (the formats' relative speed assumed to carry across the two stacks);
 * ``Hopper MoE``, ``Blackwell MoE``, ``Blackwell Ultra MoE``: the routed experts' ceilings
   (``expert_ceiling``) fitted on the mixtures of experts on H100 and H800, GB200 and GB300, their attention,
   dense and shared layers at the dense ceilings (:data:`mlsysim.validation.parallel.EXPERT_GENERATIONS`);
@@ -32,6 +34,8 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from mlsysim.hardware.registry import Hardware
+from mlsysim.kernels.device import device_kernels
 from mlsysim.validation.parallel import DENSE, HOPPER_EXPERTS, SIXTEEN_BIT, validation
 
 ABOUT = (
@@ -39,7 +43,8 @@ ABOUT = (
     "other kernel figure measured, mlsysim/data/kernel_fits): the fraction of a format's dense peak an "
     "architecture's products' main loops reach in training, fitted on the published model-parallel runs by "
     "python -m mlsysim.validation.ceilings, never above the best measured kernel of the GPU and format "
-    "(Hopper: the H100 SXM runs, the 500 W TorchTitan runs through their power_limit; '<architecture> MoE': the routed experts' "
+    "(Hopper's low-precision formats: the 16-bit ceiling of the H100 SXM runs times the FP8/16-bit ratio fitted on "
+    "the 500 W H100 runs, priced at their power_limit; '<architecture> MoE': the routed experts' "
     "ceilings of a mixture of experts, fitted on the H100/H800, GB200 and GB300 mixtures of experts with their "
     "other layers at the dense ceilings, the GB300's 16-bit one the GB200's; Blackwell and Blackwell Ultra dense: "
     "the fractions of the peak Hopper's reach, MXFP8 at Hopper's FP8 one, no dense Blackwell run being "
@@ -49,7 +54,7 @@ ABOUT = (
 
 def fitted_table() -> dict[str, dict[str, float]]:
     """The ceilings per architecture and format, from the in-sample fit (rounded to 3 digits)."""
-    fit = validation().efficiency  # completed (parallel._complete)
+    fit = validation().efficiency  # completed: the H100's FP8 from the 500 W H100s' ratio (LOW_FORMATS_FROM)
     hopper = {f: fit["H100"][f] for f in (SIXTEEN_BIT, "fp8", "fp8_rowwise")}
     hopper_moe = {f: fit[HOPPER_EXPERTS][f] for f in (SIXTEEN_BIT, "fp8")}
     blackwell = {f: fit["GB200"][DENSE + f] for f in (SIXTEEN_BIT, "mxfp8")}
@@ -64,7 +69,26 @@ def fitted_table() -> dict[str, dict[str, float]]:
         "Blackwell Ultra": {f: fit["GB300"][DENSE + f] for f in (SIXTEEN_BIT, "mxfp8")},
         "Blackwell Ultra MoE": ultra_moe,
     }
-    return {arch: {fmt: round(v, 3) for fmt, v in sorted(formats.items())} for arch, formats in table.items()}
+    return {arch: {fmt: round(min(v, kernel_best(arch.removesuffix(MOE), fmt)), 3) for fmt, v in sorted(formats.items())}
+            for arch, formats in table.items()}
+
+
+MOE = " MoE"
+
+
+def kernel_best(architecture: str, matmul_format: str) -> float:
+    """The least, over the registry's accelerators of ``architecture`` with measured kernels in the format, of
+    their best measured kernel's efficiency (:func:`mlsysim.kernels.device.device_kernels`): the bound of an
+    in-training ceiling (1 where no accelerator of it is measured in the format)."""
+    bounds = []
+    for _, entry in Hardware.walk():
+        if getattr(entry, "architecture", None) != architecture:
+            continue
+        try:
+            bounds.append(float(device_kernels(entry, matmul_format).matmul_ceiling))
+        except ValueError:
+            continue
+    return min(bounds, default=1.0)
 
 
 def document() -> dict[str, object]:

@@ -76,7 +76,7 @@ MEDIAN_TARGET = 0.05
 """Issue 29: median |error| with each family left out at most 5%."""
 
 NODE_OF_GENERATION = {
-    "A100": "DGX_A100", "H100": "DGX_H100", "H100 MoE": "DGX_H100",
+    "A100": "DGX_A100", "H100": "DGX_H100", "H100 500 W": "DGX_H100", "H100 MoE": "DGX_H100",
     "GB200": "GB200_NVL72", "GB300": "GB300_NVL72",
 }
 """The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs).
@@ -304,7 +304,7 @@ DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
 U_RANGE = (0.02, 1.0)
 """Bisection range of a matrix-product ceiling (its top: the best measured kernel's, :func:`kernel_bound`)."""
 
-ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper"}
+ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper", "H100 500 W": "Hopper"}
 """The registry architecture of each GPU generation (the key of its fitted ceilings)."""
 
 SIXTEEN_BIT = "bf16"
@@ -342,7 +342,7 @@ def _generation(entry: Mapping[str, Any]) -> str:
     if entry["model"].get("moe") and ("H100" in gpu or "H800" in gpu):
         return HOPPER_EXPERTS
     if "H100" in gpu:
-        return "H100"
+        return POWER_CAPPED_H100 if "500 W" in gpu else "H100"
     return "A100"
 
 
@@ -373,10 +373,16 @@ def _node(entry: Mapping[str, Any]) -> str:
 
 
 POWER_LIMITED = {"500 W": "500 W"}
-"""Meta's Grand Teton H100s of the TorchTitan runs run capped at 500 W (their peak and memory bandwidth the source
-says are unknown, "between SXM and NVL": the DGX H100's figures): the scenario's ``power_limit``, which slows
-their compute-bound kernels by the measured curve (:func:`mlsysim.physics.clocks.sustained_fraction`); they share
-the H100 SXM's ceilings."""
+"""The runs' stated power limit, the scenario's ``power_limit``: their compute-bound kernels slow by the measured
+curve (:func:`mlsysim.physics.clocks.sustained_fraction`)."""
+
+POWER_CAPPED_H100 = "H100 500 W"
+"""Meta's Grand Teton H100s of the TorchTitan runs: a 96 GB HBM2e part capped at 500 W, whose peak and memory
+bandwidth the source says are unknown ("between SXM and NVL"). Their power limit is priced by the measured clock
+curve (``power_limit`` 500 W: 0.78 of the 700 W rate), and still they run 30-50% below what the H100 SXM's
+kernels predict at that limit: their in-training ceilings are fitted on their own runs, a named implementation
+factor of that hardware and software stack (HBM2e, eager FSDP2), not applied to any other scenario (a user's
+H100 with a 500 W ``power_limit`` is priced by the clock curve and the H100 SXM's in-training ceilings)."""
 
 
 def _assumed(case_id: str) -> dict[str, Any]:
@@ -659,13 +665,24 @@ def load_entries() -> tuple[dict[str, Any], ...]:
 
 
 def not_expressible() -> dict[str, str]:
-    """Every run the scenario cannot express, with what it lacks."""
+    """Every run the scenario cannot express, with what it lacks (a source's layout the scenario has no words
+    for, or a kernel no table measures: the step comes from the measured kernels)."""
     out = dict(NOT_EXPRESSIBLE)
     for e in load_entries():
-        why = frontier_not_expressible(e)
+        why = frontier_not_expressible(e) or _no_kernels(e)
         if why is not None:
             out[e["id"]] = why
     return out
+
+
+def _no_kernels(entry: Mapping[str, Any]) -> str | None:
+    """Why the run's kernels are not measured (its GPU and format in no kernel table), or None."""
+    node = Systems.get(_node(entry))
+    try:
+        device_kernels(node.accelerator, _matmul_format(entry))
+    except ValueError as error:
+        return f"no measured kernels: {error}"
+    return None
 
 
 @cache
@@ -838,13 +855,24 @@ tensor cores; the GB300's dense 8- and 16-bit peaks equal the GB200's), then the
 experts with no run, the dense H100's (the linear layers' ceiling, as a scenario without a fitted expert
 ceiling). Other generations without runs take the A100's, as before."""
 
+LOW_FORMATS_FROM = {"H100": POWER_CAPPED_H100}
+"""Generations whose low-precision formats were measured only on another of the same architecture: their
+ceiling there is this generation's 16-bit one times the other's ratio of the format's to its 16-bit ceiling
+(the formats' relative speed carried across the two stacks: the H100 SXM's FP8 from the 500 W H100s')."""
+
+
 def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Every generation's ceilings; a generation fitted on no run takes the A100's (a Blackwell one, per format,
     :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`), a
-    an expert generation's table
+    low-precision format of :data:`LOW_FORMATS_FROM` the other generation's ratio; an expert generation's table
     holds its dense generation's ceilings too, as ``"dense <format>"`` (:data:`EXPERT_GENERATIONS`)."""
     fallback = u.get("A100", next(iter(u.values())))
     out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION if g not in GENERATION_FALLBACK}
+    for g, other in LOW_FORMATS_FROM.items():
+        source = out.get(other, {})
+        for f, value in source.items():
+            if f not in out[g] and f != "mxfp8" and SIXTEEN_BIT in source:  # Hopper has no MX formats
+                out[g][f] = out[g][SIXTEEN_BIT] * value / source[SIXTEEN_BIT]
     for g, chain in GENERATION_FALLBACK.items():
         table = dict(u.get(g, {}))
         for other in chain:
