@@ -808,11 +808,11 @@ def implied_rate(case: ParallelCase, ceilings: tuple[tuple[str, float], ...], ba
 
 
 def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, dict[str, float]]:
-    """The ceilings per GPU generation and format: the 16-bit one the median of the exact ceilings of
-    the 16-bit runs priced by the links (a run whose family has an implementation rate does not inform
-    it); a low-precision format's the median of its runs' exact ceilings with the 16-bit one fitted.
-    Then the mixtures of experts' (:data:`EXPERT_GENERATIONS`): their routed experts' ceiling per format,
-    the median of their runs' exact ones with the rest of each run at the dense ceilings just fitted."""
+    """The in-training ceilings per GPU generation: the 16-bit one the median of the exact ceilings of the
+    16-bit runs priced by the links (a run whose family has an implementation rate does not inform it); every
+    other format's follows from it and the measured kernels (:func:`_complete`: the same share of the best
+    measured kernel). Then the mixtures of experts' (:data:`EXPERT_GENERATIONS`): their routed experts' ceiling
+    per format, the median of their runs' exact ones with the rest of each run at the dense ceilings."""
     cases = list(cases)
     dense_cases = [c for c in cases if c.rate is None and c.generation not in EXPERT_GENERATIONS]
     sixteen: dict[str, list[float]] = {}
@@ -820,14 +820,6 @@ def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> d
         if case.format == SIXTEEN_BIT:
             sixteen.setdefault(case.generation, []).append(exact_ceiling(case, math.nan, base))
     fitted = {g: {SIXTEEN_BIT: statistics.median(cs)} for g, cs in sixteen.items()}
-    complete = _complete(fitted)
-    low: dict[tuple[str, str], list[float]] = {}
-    for case in dense_cases:
-        if case.format != SIXTEEN_BIT:
-            c16 = complete[case.generation][SIXTEEN_BIT]
-            low.setdefault((case.generation, case.format), []).append(exact_ceiling(case, c16, base))
-    for (g, f), cs in low.items():
-        fitted.setdefault(g, {SIXTEEN_BIT: complete[g][SIXTEEN_BIT]})[f] = statistics.median(cs)
     complete = _complete(fitted)
     experts: dict[tuple[str, str], list[float]] = {}
     for case in cases:
@@ -841,9 +833,27 @@ def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> d
     return fitted
 
 
-FORMAT_FALLBACK = {"fp8_rowwise": "fp8", "mxfp8": "fp8"}
-"""A format fitted on no run takes this one's ceiling (FP8 with row scales, or with MX block scales: the
-tensorwise FP8 one)."""
+FORMATS = ("bf16", "fp8", "fp8_rowwise", "fp8_blockwise", "mxfp8", "nvfp4")
+"""The formats a generation's ceilings are completed in (where its GPU's kernels are measured in them)."""
+
+
+@cache
+def best_kernel(generation: str, matmul_format: str) -> float | None:
+    """The best measured kernel's efficiency of the generation's GPU in a format
+    (:func:`mlsysim.kernels.device.device_kernels`); None where none is measured in it."""
+    accelerator = Systems.get(NODE_OF_GENERATION[generation]).accelerator
+    try:
+        return float(device_kernels(accelerator, matmul_format).matmul_ceiling)
+    except ValueError:
+        return None
+
+
+def in_training(generation: str, share: float, matmul_format: str) -> float | None:
+    """The in-training ceiling of a format: the ``share`` of the generation's best measured kernel in it (None
+    where its GPU has no kernel measured in the format)."""
+    best = best_kernel(generation, matmul_format)
+    return None if best is None else share * best
+
 
 GENERATION_FALLBACK = {
     "H100 MoE": ("H100",), "GB300": ("GB200", "H100 MoE"), "GB200": ("GB300", "H100 MoE"),
@@ -855,37 +865,32 @@ tensor cores; the GB300's dense 8- and 16-bit peaks equal the GB200's), then the
 experts with no run, the dense H100's (the linear layers' ceiling, as a scenario without a fitted expert
 ceiling). Other generations without runs take the A100's, as before."""
 
-LOW_FORMATS_FROM = {"H100": POWER_CAPPED_H100}
-"""Generations whose low-precision formats were measured only on another of the same architecture: their
-ceiling there is this generation's 16-bit one times the other's ratio of the format's to its 16-bit ceiling
-(the formats' relative speed carried across the two stacks: the H100 SXM's FP8 from the 500 W H100s')."""
-
-
 def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Every generation's ceilings; a generation fitted on no run takes the A100's (a Blackwell one, per format,
-    :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`), a
-    low-precision format of :data:`LOW_FORMATS_FROM` the other generation's ratio; an expert generation's table
+    :data:`GENERATION_FALLBACK`), every other format the same share of its best measured kernel as the 16-bit
+    one (:func:`in_training`); an expert generation's table
     holds its dense generation's ceilings too, as ``"dense <format>"`` (:data:`EXPERT_GENERATIONS`)."""
     fallback = u.get("A100", next(iter(u.values())))
     out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION if g not in GENERATION_FALLBACK}
-    for g, other in LOW_FORMATS_FROM.items():
-        source = out.get(other, {})
-        for f, value in source.items():
-            if f not in out[g] and f != "mxfp8" and SIXTEEN_BIT in source:  # Hopper has no MX formats
-                out[g][f] = out[g][SIXTEEN_BIT] * value / source[SIXTEEN_BIT]
+    for g, table in out.items():
+        share = table[SIXTEEN_BIT] / (best_kernel(g, SIXTEEN_BIT) or math.inf) if SIXTEEN_BIT in table else None
+        for f in FORMATS:
+            if f not in table and share and (value := in_training(g, share, f)):
+                table[f] = value
     for g, chain in GENERATION_FALLBACK.items():
         table = dict(u.get(g, {}))
         for other in chain:
             for f, value in (u.get(other) or out.get(other) or {}).items():
                 if f not in table and not f.startswith(DENSE):
                     table[f] = value
+        known = next((f for f in FORMATS if f in table and best_kernel(g, f)), None)
+        if known is not None:  # a format with no run: the same share of its best measured kernel
+            share = table[known] / (best_kernel(g, known) or math.inf)
+            table.update({f: value for f in FORMATS if f not in table and (value := in_training(g, share, f))})
         out[g] = table
-    for table in out.values():
-        for f, other in FORMAT_FALLBACK.items():
-            if f not in table and other in table:
-                table[f] = table[other]
-    for g, dense in EXPERT_GENERATIONS.items():
-        out[g].update({DENSE + f: value for f, value in out[dense].items()})
+    for g, dense in EXPERT_GENERATIONS.items():  # the dense generation's share of the experts' GPU's kernels
+        share = out[dense][SIXTEEN_BIT] / (best_kernel(dense, SIXTEEN_BIT) or math.inf)
+        out[g].update({DENSE + f: value for f in FORMATS if (value := in_training(g, share, f))})
     return out
 
 

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
+from mlsysim.kernels.device import device_kernels
 from mlsysim.physics.matmul import (
     K_OVERHEAD,
     TILE_M,
@@ -16,7 +17,6 @@ from mlsysim.physics.matmul import (
     tile_quantization,
     wave_quantization,
 )
-from mlsysim.kernels.device import device_kernels
 from mlsysim.physics.operators import mlp_width, operator_times
 from mlsysim.physics.records import records_from
 

@@ -537,32 +537,35 @@ class Ceilings(NamedTuple):
 
 
 def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceilings:
-    """The ceilings of a step from the operators: an assumption's, else the in-training ceiling fitted on the
-    architecture's published runs (:func:`~mlsysim.physics.matmul.fitted_ceiling`: what its kernels reach
-    inside a training step), never above the device's best measured kernel in the format
-    (:func:`mlsysim.kernels.device.device_kernels`), which prices it where no run informs one. A mixture of
-    experts' routed experts take ``expert_ceiling``, else the one fitted on the architecture's published
-    mixtures of experts, else the linear layers'."""
+    """The ceilings of a step from the operators: an assumption's, else the in-training share of the device's
+    best measured kernels. The share is the architecture's 16-bit in-training ceiling (fitted on its published
+    runs, :func:`~mlsysim.physics.matmul.fitted_ceiling`: what its kernels reach inside a training step) over
+    the device's best measured 16-bit kernel (at most 1; 1 where no run informs one): every format runs at that
+    share of its own best measured kernel (:func:`mlsysim.kernels.device.device_kernels`), so the formats'
+    relative speed is the kernels'. A mixture of experts' routed experts take ``expert_ceiling``, else the one
+    fitted on the architecture's published mixtures of experts, else the linear layers'."""
     accelerator: Accelerator = out["accelerator"]
     architecture = accelerator.architecture
     assumptions = out["assumptions"]
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
     given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
-    fitted = fitted_ceiling(architecture, matmul_format)
-    ceiling = given or min(fitted or kernels.matmul_ceiling, kernels.matmul_ceiling)
+    fitted = fitted_ceiling(architecture, sixteen_bit_of(out))
+    share = min(1.0, fitted / kernels.sixteen_bit_ceiling) if fitted else 1.0
+    ceiling = given or share * kernels.matmul_ceiling
     if given_attention:
         attention = given_attention
     elif matmul_format in SIXTEEN_BIT and given:
         attention = given
     else:
-        attention = min(fitted_ceiling(architecture, sixteen_bit_of(out)) or kernels.sixteen_bit_ceiling,
-                        kernels.sixteen_bit_ceiling)
-    source = "assumed" if given else (f"in training on {architecture}" if fitted else "the best measured kernel")
+        attention = share * kernels.sixteen_bit_ceiling
+    source = "assumed" if given else (
+        f"in training on {architecture}: {share:.3g} of the best measured kernel" if fitted
+        else "the best measured kernel")
     experts = math.nan
     if getattr(out["workload"], "experts", None) is not None:
         fitted_experts = fitted_ceiling(architecture, matmul_format, experts=True)
-        experts = given_experts or fitted_experts or ceiling
+        experts = given_experts or (min(fitted_experts, kernels.matmul_ceiling) if fitted_experts else ceiling)
         origin = "assumed" if given_experts else "in training, mixtures of experts" if fitted_experts else (
             "the linear layers'")
         source += f"; routed experts {experts:.3g} {origin}"

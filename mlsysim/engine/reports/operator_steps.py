@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mlsysim.core.formatting import fmt_rate
 from mlsysim.physics.operators import FUSED_ELEMENTWISE_SHARE, OperatorTimes
 from mlsysim.physics.records import KernelConstants
 
@@ -47,7 +48,7 @@ def _streaming_row(what: str, symbol: str, seconds: float, moved: float, count: 
     return (
         what,
         f"{symbol} = n t_0 + bytes / (f B_mem)",
-        f"{_g(count)} x {fmt_time(floor)} + {_g(moved)} B / ({fraction:g} x {_g(bandwidth)} B/s)",
+        f"{_g(count)} x {fmt_time(floor)} + {_g(moved)} B / ({fraction:g} x {fmt_rate(bandwidth)})",
         fmt_time(seconds),
     )
 
