@@ -519,7 +519,7 @@ class DataParallelScaleOutResult:
     achieved_mfu = OptionalFloatField(
         doc="the job's model FLOPs utilisation: model FLOPs per second per device over the peak "
         "(Chowdhery et al. 2022; recomputation not counted), None where the FLOPs or the peak are "
-        "unknown; the input mfu is the devices' kernel efficiency, this the whole job's",
+        "unknown; the input mfu is one device's step alone (one device achieves it), this the whole job's",
         label="MFU achieved by the job (model FLOPs / peak)", row=14, display="percent",
         header="MFU",
     )

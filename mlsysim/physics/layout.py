@@ -15,23 +15,17 @@ The update (one device of the first pipeline stage; m micro-batches of b samples
 
     T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt
 
-* ``t_c``, one micro-batch's compute: the matrix products at a fraction u of
-  the peak (u, the math-kernel efficiency, is the one constant a GPU
-  generation is calibrated with) plus the memory-bound element-wise work of
-  the layers at the memory bandwidth:
+* ``t_c``, one micro-batch's compute. Given the model FLOPs utilisation u
+  (``mfu``, as Megatron-LM, NeMo and the PaLM paper report it), the model
+  FLOPs at u of the peak, nothing added (the recomputed forward and the
+  element-wise work are inside a measured MFU):
 
-      t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
+      t_c = b F (L_s / L) / (t cp u P)
 
-  F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`);
-  F_re the recomputed forward (full: 2 (N - V h) s + 4 L h s^2; selective:
-  the attention core's 4 L h s^2; Korthikanti et al. 2022, section 5);
-  a_layer the layer's stored activations on the device (Korthikanti et al.
-  2022, Table 2), each byte of which crosses the memory bus n_pass = 4 times
-  (written and read in the forward, read with its gradient written and read
-  in the backward), 6 under full recomputation (the forward again): an
-  order-of-magnitude count of the element-wise kernels (layer norms,
-  dropout, softmax, activation functions, residuals), not a fitted figure
-  (Williams, Waterman and Patterson 2009, "Roofline", for memory-bound work).
+  F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`).
+  Given ``matmul_ceiling`` instead, t_c is priced operator by operator
+  (:mod:`~mlsysim.physics.operators`: the products at their ceiling, the
+  recomputed forward, the element-wise work at the memory bandwidth).
 * ``t_tp``: :func:`~mlsysim.physics.tensor_parallel.tp_time_per_micro_batch`.
 * the bubble: :func:`~mlsysim.physics.pipeline.bubble_fraction` of m (t_c + t_tp).
 * ``T_p2p``: :func:`~mlsysim.physics.pipeline.p2p_time`.
@@ -100,7 +94,6 @@ from mlsysim.physics.operators import (
     Experts,
     MultiHeadLatent,
     OperatorTimes,
-    elementwise_passes,
     operator_times_by_distinct_rows,
 )
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER, optimizer_step_time
@@ -128,7 +121,7 @@ from mlsysim.physics.tensor_parallel import (
 )
 
 UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
-COMPUTE_EQUATION = "t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem"
+COMPUTE_EQUATION = "t_c = b F (L_s / L) / (t u P)"
 
 ADAM_BYTES_PER_PARAMETER = OPTIMIZER_BYTES_PER_PARAMETER["adam"]
 """Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
@@ -148,13 +141,7 @@ class LayoutParts(NamedTuple):
     recompute_flops_per_sample: Num
     """F_re (:func:`recompute_flops_per_sample`)."""
     matmul_time: Num
-    """b (F + F_re) (L_s / L) / (t u P)."""
-    stored_bytes: Num
-    """Activation bytes one layer stores on the device (without recomputation): the element-wise traffic unit."""
-    elementwise_passes: Num
-    """n_pass: 4, or 6 with full recomputation."""
-    elementwise_time: Num
-    """L_s n_pass a_layer / B_mem."""
+    """b F (L_s / L) / (t cp u P): the step from the model FLOPs utilisation u."""
     micro_batch_time: Num
     """t_c (or T1 (L_s / L) / t when a device step time is given)."""
     tensor_rate: Num
@@ -403,23 +390,6 @@ def _stage_counts_fit(layers: Num, p: Num, first: Num, last: Num) -> bool | Arra
     return (given == 0) | ((p > 1) & (others >= 0) & (layers - taken >= others) & ((others > 0) | (layers == taken)))
 
 
-def elementwise_bytes_per_sample(
-    layers: Num, seq_len: Num, hidden: Num, heads: Num, recompute: str, flash_attention: bool = False
-) -> Num:
-    """Bytes the memory-bound element-wise work of one sample moves on one device (t = 1):
-
-        E = L n_pass a_layer(b = 1)
-
-    a_layer the activation bytes a layer's forward writes (Korthikanti et al. 2022,
-    Table 2, as stored without recomputation), n_pass :func:`elementwise_passes`. The
-    same count as the element-wise term of :func:`layout_figures` at t = p = 1.
-    """
-    stored = tp_activation_bytes_per_layer(
-        seq_len, 1.0, hidden, heads, 1.0, recompute="none", flash_attention=flash_attention
-    )
-    return layers * elementwise_passes(recompute) * stored
-
-
 def check_layout(
     *,
     devices: int,
@@ -614,8 +584,8 @@ def layout_figures(
     divisor of d), ``backward_gathers`` (1: ZeRO-3 gathers again in the
     backward; 0: parameters kept unsharded after the forward),
     ``data_overlap`` (1: the gradient sync overlaps the last backward).
-    Assumption: ``math_efficiency`` u, the fraction of peak the matrix
-    products reach. ``device_step_time`` T1, when given (not NaN), is a
+    ``math_efficiency`` u: the model FLOPs utilisation of one device's step
+    (``mfu``: model FLOPs over the peak, nothing added). ``device_step_time`` T1, when given (not NaN), is a
     measured or derived time of one micro-batch's forward and backward of
     the whole model on one device; it replaces the FLOP-based t_c by
     T1 (L_s / L) / t, as a profiled step time enters the data-parallel model.
@@ -659,16 +629,10 @@ def layout_figures(
     width = hidden if mla is None else heads * (mla.nope + mla.rope + mla.value) / 2.0
     model_per_sample = transformer_flops_per_sample(used, layers, hidden, seq_len, width)
     extra = recompute_flops_per_sample(used, layers, hidden, seq_len, vocab, recompute)
-    matmul = b * (model_per_sample + extra) * share / (t * cp * math_efficiency * peak_flops)
-    stored = tp_activation_bytes_per_layer(
-        s_dev, b, hidden, heads, t, sequence_parallel=sequence_parallel, recompute="none",
-        flash_attention=flash_attention,
-    )
-    passes = elementwise_passes(recompute)
-    elementwise = layers_here * passes * stored / memory_bandwidth
+    # from the model FLOPs utilisation u (mfu): the model FLOPs alone, recomputation and element-wise work inside u
+    matmul = b * model_per_sample * share / (t * cp * math_efficiency * peak_flops)
     zero = 0.0 * matmul
-    from_flops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp),
-                               zero, zero, layers_here * passes * stored)
+    from_flops = OperatorTimes(matmul, zero, zero, zero, b * model_per_sample * share / (t * cp), zero, zero, zero)
     if type(matmul_ceiling) is float and matmul_ceiling != matmul_ceiling:
         ops = from_flops
     else:
@@ -846,9 +810,6 @@ def layout_figures(
             flops_per_sample=model_per_sample,
             recompute_flops_per_sample=extra,
             matmul_time=matmul,
-            stored_bytes=stored,
-            elementwise_passes=passes,
-            elementwise_time=elementwise,
             micro_batch_time=t_c,
             tensor_rate=tp_rate,
             tensor_latency=tp_latency,

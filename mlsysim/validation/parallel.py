@@ -20,11 +20,12 @@ with what is missing; a run the source does not describe fully enough in
 
 Constants, fitted and reported honestly:
 
-* ``mfu`` u, the math-kernel efficiency of one GPU generation: the u that
-  makes each run's prediction exact is found by bisection, and a generation's
-  u is the median of those of the runs it is fitted on (which minimises the
-  median error). Runs whose family has an implementation rate (below) do not
-  inform u.
+* ``matmul_ceiling``, the fraction of a format's peak the linear layers' matrix
+  products reach on one GPU generation (the step priced operator by operator; no
+  ``mfu`` is given): the ceiling that makes each run's prediction exact is found
+  by bisection, and a generation's ceiling is the median of those of the runs it
+  is fitted on (which minimises the median error). Runs whose family has an
+  implementation rate (below) do not inform it.
 * An implementation's achieved collective rate, a named assumption of one
   family only (:data:`IMPLEMENTATION_RATES`): DeepSpeed's ZeRO-3 of 2021
   (``sharding_rate``) and DeepSpeed's pipeline engine of 2021 in MT-NLG
@@ -32,7 +33,7 @@ Constants, fitted and reported honestly:
   is reported predicted from the family's other runs (leave one run out).
 
 The headline is the figure with each family left out: the family's runs
-predicted with the u fitted on the other families (a generation with no run
+predicted with the ceilings fitted on the other families (a generation with no run
 left takes the A100's); the in-sample figure comes second.
 
 Comparison, like with like. A source reports teraFLOP/s per GPU under its own
@@ -64,7 +65,7 @@ from mlsysim.engine.reports.bands import Scores
 
 SEED = Assumptions()
 """The assumptions the published runs are predicted under by default: the links at their
-nominal rate (the kernel efficiency is fitted on them), each run's own overlap."""
+nominal rate (the matrix-product ceilings are fitted on them), each run's own overlap."""
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult

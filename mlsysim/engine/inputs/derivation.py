@@ -10,12 +10,12 @@ checks that the sources agree, and derives the numeric inputs through
 :func:`derive_inputs`: the same function a sweep runs on arrays, so a sweep's
 row and the scalar solve of the same layout share every formula:
 
-* ``step_time = b (F + F_re) / (P u) + b E / B_mem``
-  (:func:`mlsysim.physics.compute.step_time_from_flops`) from ``mfu`` u (the
-  math-kernel efficiency), the workload's model FLOPs per sample F, the FLOPs
-  its recompute mode adds F_re, the accelerator's dense peak P at the training
-  precision, and the bytes E its memory-bound element-wise work moves at the
-  memory bandwidth B_mem (where one is known);
+* ``step_time = b F / (P u)``
+  (:func:`mlsysim.physics.compute.step_time_from_flops`) from ``mfu`` u, the
+  model FLOPs utilisation as Megatron-LM, NeMo and the PaLM paper report it,
+  the workload's model FLOPs per sample F and the accelerator's dense peak P
+  at the training precision: nothing added on top (recomputation and the
+  element-wise work are inside a measured MFU), so one device achieves MFU u;
 * ``training_time = S T1 / b`` with S = ``training_samples``, or
   ``training_tokens`` / sequence length;
 * ``activation_memory = a_1 b``: layers x
@@ -56,7 +56,6 @@ from mlsysim.physics.compute import (
     samples_from_tokens,
     step_time_from_flops,
 )
-from mlsysim.physics.layout import elementwise_bytes_per_sample, recompute_flops_per_sample
 from mlsysim.physics.matmul import (
     MATMUL_FORMATS,
     SIXTEEN_BIT,
@@ -83,9 +82,6 @@ DERIVED_ATTRIBUTES: Final = (
     "peak_flops",
     "sequence_length",
     "activation_memory_per_sample",
-    "recompute_flops_per_sample",
-    "elementwise_bytes_per_sample",
-    "elementwise_bytes_fused",
     "matmul_ceiling",
     "matmul_peak",
     "attention_ceiling",
@@ -125,10 +121,6 @@ class Job(NamedTuple):
     activation_memory_per_sample: float = math.nan
     recompute: str = DEFAULT_RECOMPUTE
     activations: str = "none"  # "derived", "given" or "none" (not counted)
-    recompute_flops_per_sample: float = 0.0
-    elementwise_bytes_per_sample: float = 0.0
-    elementwise_bytes_fused: float = 0.0
-    """E with fused attention kernels (``flash_attention``): the attention matrices never stored."""
     matmul_ceiling: float = math.nan
     """The linear layers' fitted (or assumed) ceiling when the step comes from the operators; NaN otherwise."""
     matmul_peak: float = math.nan
@@ -147,7 +139,7 @@ class Job(NamedTuple):
     """The operator classes of one local step of the whole model on one device (a step from the operators)."""
     matmul_format: str = ""
     operator_efficiency: float = math.nan
-    """u = b (F + F_re) / (P T1) of a step from the operators: the kernel efficiency it implies (NaN otherwise)."""
+    """u = b F / (P T1) of a step from the operators: the one-device MFU it implies (NaN otherwise)."""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
@@ -199,11 +191,6 @@ class Derivable(Protocol):
     training_samples: Num
     sequence_length: Num
     activation_memory_per_sample: Num
-    recompute_flops_per_sample: Num
-    elementwise_bytes_per_sample: Num
-    elementwise_bytes_fused: Num
-    flash_attention: Num
-    memory_bandwidth: Num
 
 
 def derive_inputs(x: Derivable) -> Derivable:
@@ -213,7 +200,7 @@ def derive_inputs(x: Derivable) -> Derivable:
     a target is NaN where the layout derives it, a number where it was given
     (or swept):
 
-        step_time = b (F + F_re) / (P u) + b E / B_mem   (mfu u; E fused with flash_attention)
+        step_time = b F / (P u)                   (mfu u: model FLOPs utilisation, nothing added)
         training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
         activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
 
@@ -233,15 +220,7 @@ def derive_inputs(x: Derivable) -> Derivable:
             return from_flops()
 
         def from_flops() -> Num:
-            fused = x.flash_attention
-            if type(fused) is float:
-                elementwise = x.elementwise_bytes_fused if fused > 0 else x.elementwise_bytes_per_sample
-            else:
-                elementwise = np.where(np.asarray(fused) > 0, x.elementwise_bytes_fused, x.elementwise_bytes_per_sample)
-            return step_time_from_flops(
-                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu,
-                x.recompute_flops_per_sample, elementwise, x.memory_bandwidth,
-            )
+            return step_time_from_flops(x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu)
 
         x.step_time = _fill(step, derived_step)
     time = x.training_time
@@ -343,11 +322,6 @@ class _Scalars:
     training_samples: Num = math.nan
     sequence_length: Num = math.nan
     activation_memory_per_sample: Num = math.nan
-    recompute_flops_per_sample: Num = 0.0
-    elementwise_bytes_per_sample: Num = 0.0
-    elementwise_bytes_fused: Num = 0.0
-    flash_attention: Num = math.nan
-    memory_bandwidth: Num = math.inf
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -407,29 +381,17 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     peak = samples = per_sample = nan
 
     mfu = out["mfu"]
-    recomputed = elementwise = fused = 0.0
     operators: dict[str, Any] = {}
     if mfu is None and out["step_time"] is None and batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
     if operators:
         x.peak_flops = peak = operators["peak"]
-        x.recompute_flops_per_sample = recomputed = operators["recomputed"]
-        x.mfu = operators["mfu"]  # T1 through the FLOP equation, its element-wise work inside the operators
+        x.mfu = operators["mfu"]  # T1 through the FLOP equation: the one-device MFU the operators imply
         origins["step_time"] = operators["origin"]
-        # what a sweep's row that gives mfu needs to price it from the FLOPs
-        _, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
     elif mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
-        if facts.shape:
-            recomputed, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
-            x.recompute_flops_per_sample = recomputed
-            x.elementwise_bytes_per_sample, x.elementwise_bytes_fused = elementwise, fused
-            if out["flash_attention"] is not None:
-                x.flash_attention = float(out["flash_attention"])
-            if out["memory_bandwidth"] is not None:
-                x.memory_bandwidth = to_canonical(out["memory_bandwidth"], "bandwidth")
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
@@ -473,10 +435,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
     figures = {k: operators[k] for k in _OPERATOR_FIGURES} if operators else {}
-    return Job(
-        origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
-        recomputed, elementwise, fused, **figures,
-    )
+    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations, **figures)
 
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
@@ -563,9 +522,9 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`), or {} where
     the accelerator, a peak or a ceiling is missing.
 
-    The step of one device (the whole model, b samples) is T1 = sum of the operator classes; it enters
-    the data-parallel model as the kernel efficiency it implies, u = b (F + F_re) / (P T1), so that
-    b (F + F_re) / (P u) = T1 (E counted in T1's memory-bound class).
+    The step of one device (the whole model, b samples) is T1 = sum of the operator classes (recomputation
+    and the element-wise work among them); it enters the data-parallel model as the one-device MFU it
+    implies, u = b F / (P T1), so that b F / (P u) = T1.
     """
     accelerator: Accelerator | None = out["accelerator"]
     if accelerator is None:
@@ -594,17 +553,12 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "compute_units": units, "cast_bytes": cast, "matmul_bytes": width, "fused_elementwise": float(fused),
     }
     times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]))
-    active = shape["active_parameters"]
-    recomputed = float(recompute_flops_per_sample(
-        facts.parameters if active != active else active, shape["layers"], shape["hidden"], shape["seq_len"],
-        shape["vocab"], recompute,
-    ))
     step = float(times.total)
     model = facts.flops_per_sample or math.nan
+    implied = batch * model / (peak * step)
     return {
         "peak": peak,
-        "recomputed": recomputed,
-        "mfu": batch * (model + recomputed) / (peak * step),
+        "mfu": implied,
         "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source})",
         "matmul_ceiling": float(ceiling),
         "matmul_peak": matmul_peak,
@@ -616,22 +570,8 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "matmul_bytes": width,
         "operators": times,
         "matmul_format": matmul_format,
-        "operator_efficiency": batch * (model + recomputed) / (peak * step),
+        "operator_efficiency": implied,
     }
-
-
-def _recomputed_and_elementwise(workload: Workload, recompute: str) -> tuple[float, float, float]:
-    """F_re, and E without and with fused attention, of one sample of a transformer workload."""
-    shape = shape_numbers(workload, recompute)
-    layers, hidden, heads, seq_len = shape["layers"], shape["hidden"], shape["heads"], shape["seq_len"]
-    active = shape["active_parameters"]  # a mixture of experts reruns the parameters a token uses
-    recomputed = recompute_flops_per_sample(
-        workload_facts(workload).parameters if active != active else active, layers, hidden, seq_len,
-        shape["vocab"], recompute,
-    )
-    plain = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute)
-    fused = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute, flash_attention=True)
-    return float(recomputed), float(plain), float(fused)
 
 
 def _number(numbers: Mapping[str, float], name: str, value: object, dimension: str) -> float:

@@ -1041,8 +1041,9 @@ _TABLE: tuple[InputField, ...] = (
         "workload",
         InputField(
             "mfu",
-            "kernel efficiency (0-1): the fraction of peak the device's matrix products reach, from "
-            "which step_time is derived; not a published job MFU (the job's achieved MFU is a result)",
+            "model FLOPs utilisation of one device's step (0-1, as Megatron-LM, NeMo and the PaLM paper "
+            "report it): step_time = batch x model FLOPs / (peak x mfu), nothing added; the job's MFU is a "
+            "result (the matrix products' fraction of peak is assumptions.matmul_ceiling)",
             "number",
             check_mfu,
             parse_mfu,

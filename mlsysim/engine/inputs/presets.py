@@ -176,9 +176,9 @@ def node_figures(node: Node, precision: str = "bf16", math_efficiency: float = 0
     """The ``cluster`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry node.
 
     Peak FLOP/s at ``precision``, HBM bandwidth, the per-device intra-node link,
-    one NIC's rate and their count, all per direction, SI units; and the
-    math-kernel efficiency u (an assumption: ``mlsysim.validation.parallel``
-    fits 0.59 for A100 and 0.73 for H100 on published runs).
+    one NIC's rate and their count, all per direction, SI units; and ``math_efficiency``
+    u, the model FLOPs utilisation of one device's step (``mfu``; an assumption: published
+    runs report 0.38-0.54 for a whole job).
     """
     acc = node.accelerator
     return {

@@ -136,10 +136,6 @@ class Inputs:
     # context parallelism (physics.context_parallel) and a scale-up domain beyond the node (NVL72); NaN: none
     context_parallel: Num = math.nan
     scale_up_domain: Num = math.nan
-    # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.inputs.derivation)
-    recompute_flops_per_sample: Num = 0.0
-    elementwise_bytes_per_sample: Num = 0.0
-    elementwise_bytes_fused: Num = 0.0
     # the operator model (mlsysim.physics.operators): the shape's attention groups and MLP, and, when
     # the step comes from the operators, the products' peak and fitted ceilings (NaN: priced from u)
     kv_heads: Num = math.nan
@@ -896,10 +892,10 @@ def layout_arguments(x: Inputs, c: Choices) -> dict[str, Any]:
     the implementations' achieved rates where the assumptions name them
     (``sharding_rate``, ``pipeline_rate``). Compute: a measured device step time T1
     (one micro-batch of the whole model on one device) enters as
-    ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is
-    computed from the FLOPs instead, recomputation and the memory-bound element-wise
-    work included: t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
-    (u is the math-kernel efficiency); a step from the operators (neither given) is priced
+    ``device_step_time``, so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u (the
+    model FLOPs utilisation a run reports) is computed from the model FLOPs instead, nothing
+    added (recomputation and the element-wise work are inside a measured MFU):
+    t_c = b F (L_s / L) / (t cp u P); a step from the operators (neither given) is priced
     operator by operator at the layout's own t, b and stage (``matmul_ceiling`` and the
     operator figures the derivation found; :mod:`~mlsysim.physics.operators`). Optimizer: the scenario's beta bytes per
     parameter at B_mem (none without an optimizer). ``algorithm`` ``auto`` prices the
