@@ -171,12 +171,14 @@ def test_tokens_need_a_sequence_length():
 
 
 @pytest.mark.parametrize(
-    "mode, expected",
-    [("none", 354 * 2**30), ("selective", 34 * 2**30), ("full", 2 * 2**30)],
+    "mode, flash, expected",
+    [("none", 0, 354 * 2**30), ("none", None, 34 * 2**30), ("selective", None, 34 * 2**30),
+     ("full", None, 2 * 2**30)],
 )
-def test_activation_memory_of_llama3_8b_per_recompute_mode(mode, expected):
-    # 32 layers x s b h = 32 x 8192 x 1 x 4096 = 2^30; x (34 + 5 x 32 x 8192 / 4096) = 354 for none
-    s = job(node=DGX, recompute=mode, **MEASURED)
+def test_activation_memory_of_llama3_8b_per_recompute_mode(mode, flash, expected):
+    # 32 layers x s b h = 32 x 8192 x 1 x 4096 = 2^30; x (34 + 5 x 32 x 8192 / 4096) = 354 for none with
+    # the attention matrices stored (flash_attention=0); fused attention, the default, stores 34
+    s = job(node=DGX, recompute=mode, flash_attention=flash, **MEASURED)
     assert s.activation_memory.to("B").magnitude == expected
     assert s.job.activations == "derived"
     state = 16 * 8.03e9  # ZeRO stage 0: 16 bytes per parameter

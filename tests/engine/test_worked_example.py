@@ -62,13 +62,15 @@ def test_one_device_time_for_1e12_tokens():
 
 
 @pytest.mark.parametrize(
-    "mode, gigabytes",
+    "mode, flash, gigabytes",
     # 32 layers x 8192 x 1 x 4096 = 2^30 bytes per unit:
-    # none: 2^30 x (34 + 5 x 32 x 8192 / 4096) = 2^30 x 354; selective: 2^30 x 34; full: 2^30 x 2
-    [("none", 380.104605696), ("selective", 36.507222016), ("full", 2.147483648)],
+    # none with the attention matrices stored: 2^30 x (34 + 5 x 32 x 8192 / 4096) = 2^30 x 354; none with
+    # fused attention (the default) and selective: 2^30 x 34; full: 2^30 x 2
+    [("none", 0, 380.104605696), ("none", None, 36.507222016), ("selective", None, 36.507222016),
+     ("full", None, 2.147483648)],
 )
-def test_activation_memory_per_recompute_mode(mode, gigabytes):
-    memory = JOB.variant(recompute=mode).activation_memory.to("GB").magnitude
+def test_activation_memory_per_recompute_mode(mode, flash, gigabytes):
+    memory = JOB.variant(recompute=mode, flash_attention=flash).activation_memory.to("GB").magnitude
     assert memory == pytest.approx(gigabytes, rel=1e-12)
 
 

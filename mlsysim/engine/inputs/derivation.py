@@ -21,7 +21,8 @@ row and the scalar solve of the same layout share every formula:
 * ``activation_memory = a_1 b``: layers x
   :func:`mlsysim.physics.activations.activation_bytes_per_layer` of one sample,
   whenever the workload has a transformer shape (``recompute`` chooses the
-  strategy).
+  strategy; fused attention, the default, never stores the s x s matrices that
+  ``recompute="none"`` would otherwise keep).
 
 What came from where is kept in :attr:`Job.origins`, for ``explain`` and the
 command line.
@@ -49,7 +50,7 @@ from mlsysim.engine.inputs.workload_figures import (
     shape_numbers,
     workload_facts,
 )
-from mlsysim.engine.model.equations import experts_of, multi_head_latent
+from mlsysim.engine.model.equations import experts_of, fused_attention, multi_head_latent
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -82,6 +83,7 @@ DERIVED_ATTRIBUTES: Final = (
     "peak_flops",
     "sequence_length",
     "activation_memory_per_sample",
+    "activation_memory_fused",
     "matmul_ceiling",
     "matmul_peak",
     "attention_ceiling",
@@ -119,6 +121,7 @@ class Job(NamedTuple):
     sequence_length: float = math.nan
     samples: float = math.nan
     activation_memory_per_sample: float = math.nan
+    """Activation bytes of one sample in the recompute mode, the attention kernels not fused."""
     recompute: str = DEFAULT_RECOMPUTE
     activations: str = "none"  # "derived", "given" or "none" (not counted)
     matmul_ceiling: float = math.nan
@@ -140,6 +143,9 @@ class Job(NamedTuple):
     matmul_format: str = ""
     operator_efficiency: float = math.nan
     """u = b F / (P T1) of a step from the operators: the one-device MFU it implies (NaN otherwise)."""
+    activation_memory_fused: float = math.nan
+    """Activation bytes of one sample with fused attention kernels (the default): the attention's s x s
+    matrices never stored (:func:`fused_mode`)."""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
@@ -191,6 +197,8 @@ class Derivable(Protocol):
     training_samples: Num
     sequence_length: Num
     activation_memory_per_sample: Num
+    activation_memory_fused: Num
+    flash_attention: Num
 
 
 def derive_inputs(x: Derivable) -> Derivable:
@@ -202,7 +210,8 @@ def derive_inputs(x: Derivable) -> Derivable:
 
         step_time = b F / (P u)                   (mfu u: model FLOPs utilisation, nothing added)
         training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
-        activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
+        activation_memory = a_1 b                 (a_1 bytes per sample, with fused attention where
+                                                   flash_attention is 1 or not given; 0 without a shape)
 
     ``activation_memory_per_sample`` is left NaN where the activation memory was given
     (a parallel layout counts its own activations unless they were given).
@@ -236,7 +245,7 @@ def derive_inputs(x: Derivable) -> Derivable:
         x.training_time = _fill(time, training_time)
     memory = x.activation_memory
     if (memory != memory) if type(memory) is float else _any_nan(memory):
-        per_sample = x.activation_memory_per_sample
+        per_sample = _activations_per_sample(x)
         x.activation_memory = _fill(
             memory,
             lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
@@ -246,6 +255,23 @@ def derive_inputs(x: Derivable) -> Derivable:
     elif type(memory) is not float or memory == memory:  # given: nothing derived per sample
         x.activation_memory_per_sample = memory * np.nan
     return x
+
+
+def _activations_per_sample(x: Derivable) -> Num:
+    """a_1 of each row: the fused-attention figure where the kernels are fused (``flash_attention`` 1, or not
+    given: :data:`~mlsysim.engine.model.equations.FUSED_ATTENTION_DEFAULT`), the plain one elsewhere."""
+    plain, fused, flash = x.activation_memory_per_sample, x.activation_memory_fused, x.flash_attention
+    if type(flash) is float and type(plain) is float:
+        return plain if flash == 0.0 or fused != fused else fused
+    if _all_nan(fused):
+        return plain
+    return np.where(fused_attention(flash) > 0, fused, plain)
+
+
+def fused_mode(recompute: str) -> str:
+    """The recompute mode whose activations fused attention kernels store: none keeps no s x s attention
+    matrices with them (Dao et al. 2022), as selective recomputation does (Korthikanti et al. 2022, Table 2)."""
+    return "selective" if recompute == "none" else recompute
 
 
 def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash: bool) -> OperatorTimes:
@@ -280,8 +306,7 @@ def _operator_step_rows(x: Any) -> Num:
     get = partial(getattr, x)
     codes = np.unique(np.asarray(x.recompute_code, dtype=float))
     recompute = RECOMPUTE_MODES[int(codes[0])]
-    fused = np.asarray(x.flash_attention, dtype=float)
-    on = np.where(np.isnan(fused), 0.0, fused) > 0
+    on = np.asarray(fused_attention(np.asarray(x.flash_attention, dtype=float))) > 0
     if on.all() or not on.any():
         return _operator_times(get, x.per_device_batch, recompute, bool(on.all())).total
     return np.where(on, _operator_times(get, x.per_device_batch, recompute, True).total,
@@ -322,6 +347,8 @@ class _Scalars:
     training_samples: Num = math.nan
     sequence_length: Num = math.nan
     activation_memory_per_sample: Num = math.nan
+    activation_memory_fused: Num = math.nan
+    flash_attention: Num = math.nan
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -378,7 +405,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     fps = nan if facts.flops_per_sample is None else facts.flops_per_sample
     x.flops_per_sample = fps
     x.sequence_length = sequence_length = facts.sequence_length
-    peak = samples = per_sample = nan
+    peak = samples = per_sample = fused_per_sample = nan
 
     mfu = out["mfu"]
     operators: dict[str, Any] = {}
@@ -423,8 +450,13 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         x.activation_memory = _number(numbers, "activation_memory", out["activation_memory"], "data")
     elif facts.shape and batch is not None:
         x.activation_memory_per_sample = per_sample = facts.activation_per_sample[recompute]
+        x.activation_memory_fused = fused_per_sample = facts.activation_per_sample[fused_mode(recompute)]
         activations = "derived"
-        origins["activation_memory"] = f"recompute={recompute}"
+        flash = out["flash_attention"]
+        x.flash_attention = math.nan if flash is None else float(flash)
+        origins["activation_memory"] = f"recompute={recompute}" + (
+            ", fused attention" if recompute == "none" and flash != 0 else ""
+        )
     else:
         activations = "none"
         x.activation_memory = 0.0
@@ -435,7 +467,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
     figures = {k: operators[k] for k in _OPERATOR_FIGURES} if operators else {}
-    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations, **figures)
+    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations, **figures,
+               activation_memory_fused=fused_per_sample)
 
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
@@ -552,7 +585,8 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "expert_ceiling": experts,
         "compute_units": units, "cast_bytes": cast, "matmul_bytes": width, "fused_elementwise": float(fused),
     }
-    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]))
+    fused = out["flash_attention"] != 0  # None: the default, fused
+    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, fused)
     step = float(times.total)
     model = facts.flops_per_sample or math.nan
     implied = batch * model / (peak * step)

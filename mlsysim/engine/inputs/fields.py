@@ -895,7 +895,14 @@ _TABLE: tuple[InputField, ...] = (
             "L_last",
         ),
     ),
-    _in("layout", _switch("flash_attention", "fused attention kernels (FlashAttention): 1 on, 0 off (None: off)")),
+    _in(
+        "layout",
+        _switch(
+            "flash_attention",
+            "fused attention kernels (FlashAttention): the s x s attention matrices never stored: 1 on, 0 off "
+            "(None: on, today's practice)",
+        ),
+    ),
     _in(
         "layout",
         _switch(
@@ -1084,7 +1091,7 @@ _TABLE: tuple[InputField, ...] = (
         "layout",
         InputField(
             "recompute",
-            "activation recomputation: none, selective (default, as FlashAttention) or full",
+            "activation recomputation: none, selective (default: the attention core) or full",
             "choice",
             check_recompute,
             lambda text: text.strip(),

@@ -128,7 +128,7 @@ class Inputs:
     vocab: Num = 0.0
     recompute_code: Num = 1.0
     # uneven pipeline stages (physics.layout.slowest_stage_layers), attention kernels and FSDP's
-    # resharding (docs/parallelism.md); NaN = not given: even stages, unfused attention, reshard
+    # resharding (docs/parallelism.md); NaN = not given: even stages, fused attention, reshard
     first_stage_layers: Num = math.nan
     last_stage_layers: Num = math.nan
     flash_attention: Num = math.nan
@@ -136,6 +136,8 @@ class Inputs:
     # context parallelism (physics.context_parallel) and a scale-up domain beyond the node (NVL72); NaN: none
     context_parallel: Num = math.nan
     scale_up_domain: Num = math.nan
+    # activation bytes of one sample with fused attention (mlsysim.engine.inputs.derivation; NaN: none derived)
+    activation_memory_fused: Num = math.nan
     # the operator model (mlsysim.physics.operators): the shape's attention groups and MLP, and, when
     # the step comes from the operators, the products' peak and fitted ceilings (NaN: priced from u)
     kv_heads: Num = math.nan
@@ -820,13 +822,24 @@ LAYOUT_INPUTS = (
     "sequence_parallel",
     "first_stage_layers",
     "last_stage_layers",
-    "flash_attention",
     "context_parallel",
     "expert_parallel",
     "expert_tensor_parallel",
 )
 """The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN);
-a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`)."""
+a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`). Not
+``flash_attention``: the attention kernels are no layout (the data-parallel model reads
+them too, in the activations), and their default is on."""
+
+FUSED_ATTENTION_DEFAULT = 1.0
+"""``flash_attention`` when not given (NaN): fused attention kernels, on. Every training stack
+since 2023 runs them by default (:data:`mlsysim.engine.inputs.defaults.DEFAULTS`, the table of
+defaults with their sources)."""
+
+
+def fused_attention(value: Num) -> Num:
+    """1 where the attention kernels are fused (``flash_attention`` given 1, or not given), else 0."""
+    return _or(value, FUSED_ATTENTION_DEFAULT)
 
 
 _layout_values = attrgetter(*LAYOUT_INPUTS)
@@ -1033,7 +1046,8 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
     the gradient sync: the data-parallel group, d <= g / t), across nodes otherwise.
     """
     arguments = layout_arguments(x, c)
-    f = _layout_of(arguments, {"sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention})
+    fused = fused_attention(x.flash_attention)
+    f = _layout_of(arguments, {"sequence_parallel": x.sequence_parallel, "flash_attention": fused})
     q = f.parts
     t, p = arguments["tensor_parallel"], arguments["pipeline_parallel"]
     g, big_n, m = x.devices_per_node, x.nodes, x.accumulation_steps
@@ -1133,7 +1147,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES) -> Figures:
         gather_buffer_memory=f.buffer_bytes,
         layout_valid=valid,
         layout=f,
-        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel, "flash_attention": x.flash_attention},
+        layout_arguments={**arguments, "sequence_parallel": x.sequence_parallel, "flash_attention": fused},
     )
 
 

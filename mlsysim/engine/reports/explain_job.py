@@ -128,7 +128,7 @@ def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str,
         matmul_ceiling=job.matmul_ceiling,
         attention_peak=attention_peak,
         attention_ceiling=job.attention_ceiling,
-        flash_attention=values["flash_attention"] == 1,
+        flash_attention=values["flash_attention"] != 0,  # None: the default, fused
         fmt_time=lambda x: f"{x:.6g} s",
         total="T1",
         total_value=t1,
@@ -151,12 +151,15 @@ def _activation_rows(values: Checked, job: Job) -> list[tuple[str, str, str, str
     rows: list[tuple[str, str, str, str]] = []
     w, b = values["workload"], values["per_device_batch"]
     if job.activations == "derived":
-        equation, numbers = _ACTIVATION_EQUATIONS[job.recompute]
+        fused = job.recompute == "none" and values["flash_attention"] != 0  # None: the default, fused
+        equation, numbers = _ACTIVATION_EQUATIONS["selective" if fused else job.recompute]
         memory = to_canonical(values["activation_memory"], "data")
         rows.append(
             (
-                f"activation memory, recompute={job.recompute} "
-                "(Korthikanti et al. 2022: 16-bit, transformer layers only)",
+                f"activation memory, recompute={job.recompute}"
+                + (" with fused attention (its s x s matrices never stored; flash_attention=0 stores them)"
+                   if fused else "")
+                + " (Korthikanti et al. 2022: 16-bit, transformer layers only)",
                 f"A_act = {equation}",
                 numbers.format(L=w.layers, s=w.seq_len, b=b, h=w.hidden_dim, a=w.heads),
                 f"{memory / 1e9:.6g} GB",

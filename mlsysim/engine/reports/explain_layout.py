@@ -32,7 +32,7 @@ def layout_rows(r: ResultView) -> list[Row]:
     structured: dict[str, Any] = {k: arguments.pop(k) for k in ("mla", "moe") if k in arguments}  # None or a tuple
     inputs: dict[str, Any] = {k: (v if isinstance(v, str) else float(v)) for k, v in arguments.items()}
     inputs.update(structured)
-    inputs["flash_attention"] = bool(flash) and flash == flash  # None or NaN: off
+    inputs["flash_attention"] = bool(flash)  # the model's figure: 1 or 0 (not given: the default, 1)
     if r.job is not None and r.job.matmul_format:
         inputs["matmul_format"] = r.job.matmul_format
     rows = [
