@@ -525,7 +525,8 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
         "pipeline_parallel": int(p),
         "zero_stage": int(zero),
         "recompute": recompute,
-        "sequence_parallel": 1 if layout.get("sequence_parallel") else 0,
+        # Megatron turns sequence parallelism off at t = 1 (nothing to split): the scenario refuses it there
+        "sequence_parallel": 1 if layout.get("sequence_parallel") and int(t) > 1 else 0,
         "flash_attention": int(assumed.get("flash_attention", 0)),
         "optimizer": "adam",
         "assumptions": {"overlap": bool(overlap)},
@@ -535,7 +536,7 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
     inputs.update(_expert_layout(layout, assumed))
     if layout.get("torch_compile"):
         inputs["fused_elementwise"] = 1
-    if layout.get("async_tensor_parallel"):
+    if layout.get("async_tensor_parallel") and int(t) > 1:
         inputs["tensor_overlap"] = 1
     for name in ("reshard_after_forward", "first_stage_layers", "last_stage_layers"):
         if name in assumed:

@@ -73,3 +73,72 @@ def test_the_seed_scenarios_keep_their_figures_under_the_new_defaults(capsys):
     doc = run_json(capsys, "Gpt2DataParallelFourNodes10GbE")
     assert doc["result"]["update_time"]["value"] == pytest.approx(6461.66666666, rel=1e-9)
     assert doc["inputs"]["activation_memory"]["value"] == 34 * 48 * 1024 * 16 * 1600  # 34 L s b h
+
+
+def refused(capsys, *argv):
+    """The one line a refused command prints (exit 2, nothing on stdout)."""
+    code, out, err = run(capsys, "run", *argv)
+    assert (code, out, err.count("\n")) == (2, "", 1), err
+    return err
+
+
+@pytest.mark.parametrize("node, fmt", [("DGX_A100", "fp8"), ("DGX_B200", "bf16"), ("DGX_B200", "fp8"),
+                                       ("DGX_B200", "nvfp4")])
+def test_matmul_format_beside_mfu_is_refused_with_the_reason(capsys, node, fmt):
+    """Item 3: a step from mfu is the model FLOPs at the precision's peak x mfu; the products' format was
+    dropped (A100 + fp8 accepted, B200 bf16 / fp8 / nvfp4 identical)."""
+    err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", f"node={node}", "--set", "mfu=0.4",
+                  "--set", f"matmul_format={fmt}")
+    assert f"matmul_format: matmul_format={fmt} prices the linear layers' products" in err
+    assert "comes from mfu" in err and "--set mfu=none" in err
+
+
+def test_an_operator_input_beside_a_measured_step_is_refused(capsys):
+    err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", "step_time=3 s", "--set", "fused_elementwise=1")
+    assert "fused_elementwise: fused_elementwise=1" in err and "comes from step_time (the step is measured)" in err
+
+
+@pytest.mark.parametrize("switch, size", [
+    ("sequence_parallel", "tensor_parallel"), ("tensor_overlap", "tensor_parallel"),
+    ("context_all_gather", "context_parallel"), ("expert_overlap", "expert_parallel"),
+    ("hierarchical_dispatch", "expert_parallel"),
+])
+def test_a_switch_without_the_layout_it_acts_on_is_refused(capsys, switch, size):
+    """Item 3: hierarchical_dispatch or expert_overlap at ep 1, context_all_gather without cp, tensor_overlap
+    and sequence_parallel at t 1 did nothing and were accepted."""
+    err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", "mfu=0.4", "--set", f"{switch}=1")
+    assert f"{switch}: {switch}=1" in err and f"but {size} is 1: it does nothing here" in err
+    assert f"give {size} > 1" in err
+    # off, or with the layout it acts on, it is accepted
+    assert run(capsys, "run", *LLAMA_ON_ONE_H100, "--set", "mfu=0.4", "--set", f"{switch}=0")[0] == 0
+
+
+def test_sequence_parallel_with_tensor_parallel_is_priced(capsys):
+    base = [*LLAMA_ON_ONE_H100[:4], "--set", "devices_per_node=2", *LLAMA_ON_ONE_H100[6:], "--set", "mfu=0.4",
+            "--set", "tensor_parallel=2", "--set", "recompute=none"]
+    plain = run_json(capsys, *base)
+    split = run_json(capsys, *base, "--set", "sequence_parallel=1")
+    assert split["result"]["memory_per_device"]["value"] < plain["result"]["memory_per_device"]["value"]
+
+
+def test_nvfp4_on_blackwell_names_the_format_what_is_missing_and_an_input_the_cli_takes(capsys):
+    """Item 6: the error named step_time and suggested an assumption the command line refused."""
+    job = [*LLAMA_ON_ONE_H100, "--set", "node=DGX_B200", "--set", "matmul_format=nvfp4"]
+    err = refused(capsys, *job)
+    assert "matmul_format: no matrix-product ceiling is measured for the NVIDIA B200 (Blackwell) in nvfp4" in err
+    assert "step_time:" not in err and "measured there: bf16, mxfp8" in err
+    assert "--set assumptions.matmul_ceiling=0.5" in err
+    code, out, err = run(capsys, "run", *job, "--set", "assumptions.matmul_ceiling=0.5")
+    assert code == 0, err
+
+
+def test_a_format_the_accelerator_does_not_run_is_refused(capsys):
+    err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", "node=DGX_A100", "--set", "matmul_format=fp8")
+    assert "matmul_format: the NVIDIA A100 SXM4 80GB (Ampere) has no fp8 peak in the registry" in err
+
+
+def test_a_step_faster_than_the_peak_allows_is_refused(capsys):
+    """Item 4: never a utilisation above 100%: a measured step shorter than the model FLOPs at the peak."""
+    err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", "step_time=100 ms")
+    assert "step_time: step_time (100 ms) is shorter than one step's model FLOPs" in err
+    assert "model FLOPs utilisation of 5.056, above 1" in err

@@ -16,7 +16,7 @@ LLAMA_JOB = DataParallelScaleOutScenario(
     precision="bf16",
     node=Systems.Nodes.DGX_H100,
     nodes=2,
-    step_time=Q_(1.3, "s"),
+    step_time=Q_(4, "s"),  # slower than the model FLOPs at the peak of the nodes and batches swept (A100: 1.6 s)
     training_tokens=Q_(1e11, "token"),
     per_device_batch=1,
 )
@@ -101,18 +101,26 @@ def test_step_time_from_flops_is_derived_again_per_node_mfu_and_batch():
 
 
 def test_a_measured_step_time_on_an_axis_wins_over_mfu():
-    axes = {"step_time": [Q_(1, "s"), Q_(2, "s")], "per_device_batch": [1, 2]}
+    axes = {"step_time": [Q_(2, "s"), Q_(3, "s")], "per_device_batch": [1, 2]}
     table = sweep(FLOPS_JOB, **axes)
-    assert table["compute_time"].tolist() == [1000.0, 1000.0, 2000.0, 2000.0]
+    assert table["compute_time"].tolist() == [2000.0, 2000.0, 3000.0, 3000.0]
+    # a step shorter than its model FLOPs at the peak (b = 2: 1.01 s on an H100) is refused, as one scenario is
+    with pytest.raises(InputError, match="1 of 4 combinations have a step_time shorter"):
+        sweep(FLOPS_JOB, step_time=[Q_(1, "s"), Q_(2, "s")], per_device_batch=[1, 2])
+    with pytest.raises(InputError, match="model FLOPs utilisation of 1.011, above 1"):
+        FLOPS_JOB.variant(step_time=Q_(1, "s"), per_device_batch=2)
 
 
 def test_a_time_cleared_on_an_axis_needs_something_to_derive_it():
     # on an H100 the cleared step comes from the operators, in the sweep as in the scalar solve
     axes = {"step_time": [None, Q_(1, "s")]}
     assert_table_matches_scalar(sweep(LLAMA_JOB, **axes), LLAMA_JOB, axes)
-    # on a V100 (no fitted ceiling) nothing derives it
-    with pytest.raises(InputError, match="step_time"):
-        sweep(LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100), step_time=[None, Q_(1, "s")])
+    # on a V100 nothing derives it: it has no bf16 peak (the job's precision), nor a fitted ceiling
+    with pytest.raises(InputError, match="has no bf16 peak"):
+        sweep(LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100), step_time=[None, Q_(3, "s")])
+    with pytest.raises(InputError, match="no matrix-product ceiling is measured for the NVIDIA V100"):
+        v100 = LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100, precision="fp16", step_time=Q_(5, "s"))
+        sweep(v100, step_time=[None, Q_(5, "s")])
 
 
 # -- the property: every row of any sweep is the scalar solve of its layout -----------------

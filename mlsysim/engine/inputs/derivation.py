@@ -41,7 +41,7 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.formatting import fmt_given
-from mlsysim.core.suggest import setting
+from mlsysim.core.suggest import nested_setting, setting
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.inputs.presets import PRESETS, preset_figures
 from mlsysim.engine.inputs.workload_figures import (
@@ -409,8 +409,12 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
 
     mfu = out["mfu"]
     operators: dict[str, Any] = {}
-    if mfu is None and out["step_time"] is None and batch is not None and facts.shape:
+    if mfu is not None or out["step_time"] is not None:
+        _refuse_operator_inputs(out, "mfu" if mfu is not None else "step_time")
+    elif batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
+        if not operators and out["accelerator"] is not None:
+            raise _operator_gap(out)
     if operators:
         x.peak_flops = peak = operators["peak"]
         x.mfu = operators["mfu"]  # T1 through the FLOP equation: the one-device MFU the operators imply
@@ -427,6 +431,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
             peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         except InputError:
             peak = nan
+        if batch is not None and out["step_time"] is not None:
+            _check_step_within_peak(out, float(batch) * fps, peak, x.step_time)
 
     tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
@@ -534,6 +540,78 @@ def _ceilings(out: Checked, matmul_format: str, sixteen: str) -> Ceilings:
         origin = "assumed" if given_experts else "fitted for mixtures of experts" if fitted else "the linear layers'"
         source += f"; routed experts {experts:.3g} {origin}"
     return Ceilings(ceiling, attention, experts, source)
+
+
+OPERATOR_INPUTS: Final = {
+    "matmul_format": "prices the linear layers' products in their number format",
+    "fused_elementwise": "prices the element-wise kernels fused",
+}
+"""Inputs that only a step priced from the operators reads, with what they change there."""
+
+
+def _refuse_operator_inputs(out: Checked, source: str) -> None:
+    """Refuse an input of the operator model beside a step that does not come from the operators (issue 40: an
+    input that changes nothing is an error with its reason, never dropped): a measured ``step_time`` is what it
+    is, and an ``mfu`` is a measured model FLOPs utilisation, its products' format and kernels inside it."""
+    why = ("the step is measured" if source == "step_time"
+           else "a measured model FLOPs utilisation holds the products' format and kernels: the step is the model "
+                "FLOPs at the precision's peak x mfu")
+    for name, does in OPERATOR_INPUTS.items():
+        value = out[name]
+        if value is None or value == 0:  # not given, or given off: nothing dropped
+            continue
+        raise InputError(
+            f"{name}={value} {does} when the step is priced from the operators, but here it comes from {source} "
+            f"({why}): it would change nothing; leave {name} out, or clear {source} ({setting(source, None)}) to "
+            "price the step from the operators",
+            loc=(name,),
+        )
+
+
+def _operator_gap(out: Checked) -> InputError:
+    """What a step priced from the operators lacks on this accelerator (a peak or a ceiling), as an error at the
+    input that chose it (``matmul_format``, ``precision``; ``step_time`` where nothing was chosen), saying
+    how to supply it."""
+    accelerator: Accelerator = out["accelerator"]
+    matmul_format, sixteen = operator_formats(out)
+    precision = out["precision"] or "fp16"
+    chosen = "matmul_format" if out["matmul_format"] is not None else "step_time"
+    named = f"the {accelerator.name}" + (f" ({accelerator.architecture})" if accelerator.architecture else "")
+    peaks = ", ".join(accelerator.dense_flops) or "none"
+    for fmt, at in ((precision, "precision"), (MATMUL_FORMATS[matmul_format], chosen), (sixteen, "step_time")):
+        if fmt not in accelerator.dense_flops:
+            return InputError(
+                f"{named} has no {fmt} peak in the registry (its peaks: {peaks}): it does not run {fmt} products; "
+                f"give a format it has, or an accelerator that runs {fmt} (node= or accelerator=)",
+                loc=(at,),
+            )
+    ceiling, attention, _, _ = _ceilings(out, matmul_format, sixteen)
+    missing = matmul_format if ceiling is None else sixteen
+    measured = ", ".join(fitted_formats(accelerator.architecture)) or "none"
+    assume = nested_setting("assumptions", "matmul_ceiling" if ceiling is None else "attention_ceiling", "0.5")
+    what = "" if chosen == "matmul_format" and ceiling is None else "a step priced from the operators: "
+    return InputError(
+        f"{what}no matrix-product ceiling is measured for {named} in {missing} (measured there: {measured}); the "
+        f"operators need the fraction of {missing}'s peak ({to_canonical(accelerator.peak_flops(missing), 'compute_rate') / 1e12:g} "
+        f"Tflop/s) its products reach: give it, {assume} (your own measurement: mlsysim calibrate matmuls fits it), "
+        + ("or leave matmul_format out and give a measured step_time or mfu" if chosen == "matmul_format"
+           else "or give a measured step_time, or mfu (the model FLOPs utilisation of one device's step)"),
+        loc=("matmul_format" if chosen == "matmul_format" and ceiling is None else "step_time",),
+    )
+
+
+def _check_step_within_peak(out: Checked, flops: float, peak: float, step: Num) -> None:
+    """Refuse a given step time shorter than its model FLOPs at the accelerator's peak: the model FLOPs
+    utilisation it implies, b F / (P T1), would exceed 1 (issue 40: never a utilisation above 100%)."""
+    implied = flops / (peak * float(step))
+    if implied > 1.0:
+        raise InputError(
+            f"step_time ({fmt_given(out['step_time'])}) is shorter than one step's model FLOPs at the "
+            f"{out['accelerator'].name}'s {out['precision'] or 'fp16'} peak ({flops / peak:.4g} s): it implies a "
+            f"model FLOPs utilisation of {implied:.4g}, above 1; check step_time, per_device_batch, the workload or "
+            "the accelerator",
+            loc=("step_time",),
+        )
 
 
 def _no_operator_step(out: Checked, shape: bool) -> str:

@@ -78,17 +78,26 @@ def apply_overrides(
 
 
 def scenario_from_assignments(assignments: Sequence[str]) -> DataParallelScaleOutScenario:
-    """A new scenario from ``FIELD=VALUE`` texts alone (``mlsysim run --set ...`` without a name)."""
+    """A new scenario from ``FIELD=VALUE`` texts alone (``mlsysim run --set ...`` without a name);
+    ``assumptions.FIELD=VALUE`` changes one choice of the assumptions given (the seed's by default)."""
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
     data: dict[str, object] = {}
+    assumption_changes: dict[str, object] = {}
     for text in assignments:
         name, value = parse_assignment(text)
         if name.startswith("assumptions."):
-            raise InputError(
-                f"{name}: set assumptions.FIELD on a named scenario or in a file; "
-                "here give assumptions=seed or assumptions=realistic",
-                field="assumptions",
-            )
+            sub = name.split(".", 1)[1]
+            try:
+                assumption_changes[sub] = assumption_from_text(sub, value)
+            except InputError as exc:
+                raise exc.at("assumptions").with_input(value) from None
+            continue
         data[name] = coerce_field(name, value)
+    if assumption_changes:
+        base = cast(Assumptions, data.get("assumptions", Assumptions()))
+        try:
+            data["assumptions"] = base.variant(**assumption_changes)
+        except InputError as exc:
+            raise exc.at("assumptions") from None
     return DataParallelScaleOutScenario(**data)
