@@ -163,6 +163,10 @@ class TransformerWorkload(Workload):
     hidden_dim: Annotated[int | None, _optional(check_positive_int)] = None
     heads: Annotated[int | None, _optional(check_positive_int)] = None
     seq_len: Annotated[int | None, _optional(check_positive_int)] = None
+    """Tokens per training sequence: the length the model was (or is to be) trained at, not its context window."""
+    context_window: Annotated[int | None, _optional(check_positive_int)] = None
+    """The longest sequence the released model takes (its context window), where the source states one: a fact
+    about the model, not read by the step (Mixtral 8x22B: 65,536, its training length not published)."""
     vocab_size: Annotated[int | None, _optional(check_positive_int)] = None
     kv_heads: Annotated[int | None, _optional(check_positive_int)] = None
     """Key/value heads of grouped-query attention (Ainslie et al. 2023); None: as many as ``heads``."""

@@ -142,3 +142,57 @@ def test_a_step_faster_than_the_peak_allows_is_refused(capsys):
     err = refused(capsys, *LLAMA_ON_ONE_H100, "--set", "step_time=100 ms")
     assert "step_time: step_time (100 ms) is shorter than one step's model FLOPs" in err
     assert "model FLOPs utilisation of 5.056, above 1" in err
+
+
+def test_mixtral_8x22b_trains_at_the_length_a_job_gives_not_its_context_window(capsys, tmp_path):
+    """Item 6: the registry's Mixtral 8x22B carried its 64K context window as the training sequence; its
+    training length is not published, so a job gives its own: on the command line, in a file, on an axis."""
+    job = ["--set", "workload=Mixtral_8x22B", "--set", "node=DGX_H100", "--set", "nodes=4", "--set",
+           "fabric=InfiniBand_NDR", "--set", "zero_stage=3", "--set", "mfu=0.4", "--set", "per_device_batch=1",
+           "--set", "training_tokens=1e9 token"]
+    err = refused(capsys, *job)
+    assert "Mixtral 8x22B has no seq_len" in err and "65,536 tokens is its context window" in err
+    assert "--set workload.seq_len=4096" in err
+    doc = run_json(capsys, *job, "--set", "workload.seq_len=4096")
+    assert doc["inputs"]["workload"] == "Mixtral 8x22B [seq_len=4096]"
+    # 1e9 tokens / 4096 = 244,140.625 sequences
+    assert doc["derived"]["training_time"] == "training_tokens"
+    path = tmp_path / "job.toml"
+    path.write_text("\n".join(f"{k} = {v}" for k, v in (
+        ("node", '"DGX_H100"'), ("nodes", 4), ("fabric", '"InfiniBand_NDR"'), ("zero_stage", 3), ("mfu", 0.4),
+        ("per_device_batch", 1), ("training_tokens", '"1e9 token"'))) + '\n[workload]\nbase = "Mixtral_8x22B"\nseq_len = 4096\n')
+    from_file = run_json(capsys, "--file", path)
+    assert from_file["result"] == doc["result"]
+    code, out, err = run(capsys, "sweep", *job, "--axis", "workload.seq_len=2048,4096", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [row["workload"] for row in rows] == ["Mixtral 8x22B [seq_len=2048]", "Mixtral 8x22B [seq_len=4096]"]
+    assert rows[1]["update_time"]["value"] == pytest.approx(doc["result"]["update_time"]["value"], rel=1e-12)
+
+
+def test_a_workload_figure_is_checked_as_the_workload_checks_it(capsys):
+    err = refused(capsys, "Gpt2DataParallelOneNode", "--set", "workload.seq_len=0")
+    assert "workload.seq_len" in err
+    err = refused(capsys, "Gpt2DataParallelOneNode", "--set", "workload.seqlen=1024")
+    assert "did you mean 'seq_len'" in err
+    # DeepSeek-V3 with 300B active parameters (item 4), typed on the command line
+    err = refused(capsys, "--set", "workload=DeepSeek_V3", "--set", "workload.active_parameters=300e9 param",
+                  "--set", "node=HGX_H800", "--set", "per_device_batch=1", "--set", "mfu=0.4",
+                  "--set", "training_tokens=1e9 token")
+    assert "workload.active_parameters: active_parameters (3e+11) disagrees with the shape" in err
+
+
+def test_a_sweep_whose_axes_complete_its_base_runs(capsys):
+    """Item 7: a one-node scenario with --set nodes=4 and the inter-node link on an axis was refused
+    although every combination is complete."""
+    code, out, err = run(capsys, "sweep", "Gpt2DataParallelOneNode", "--set", "nodes=4",
+                         "--axis", "inter_bandwidth=10 Gbps,100 Gbps", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["scenario"] == "Gpt2DataParallelOneNode [nodes=4]"
+    # the 10 Gb row is SPEC's Gpt2DataParallelFourNodes10GbE
+    assert doc["rows"][0]["update_time"]["value"] == pytest.approx(6461.666666666667, rel=1e-12)
+    # an axis that completes nothing leaves the base's own error
+    code, out, err = run(capsys, "sweep", "Gpt2DataParallelOneNode", "--set", "nodes=4",
+                         "--axis", "accumulation_steps=1,2")
+    assert code == 2 and "inter_bandwidth: required when nodes > 1" in err

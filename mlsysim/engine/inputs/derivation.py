@@ -47,6 +47,7 @@ from mlsysim.engine.inputs.presets import PRESETS, preset_figures
 from mlsysim.engine.inputs.workload_figures import (
     DEFAULT_RECOMPUTE,
     peak_flops,
+    shape_gap,
     shape_numbers,
     workload_facts,
 )
@@ -617,7 +618,7 @@ def _check_step_within_peak(out: Checked, flops: float, peak: float, step: Num) 
 def _no_operator_step(out: Checked, shape: bool) -> str:
     """Why a step cannot come from the operators (for an error message)."""
     if not shape:
-        return "the workload has no transformer shape to price operator by operator"
+        return shape_gap(out["workload"]) or "the workload has no transformer shape to price operator by operator"
     if out["accelerator"] is None:
         return "a step from the operators needs node= or accelerator="
     matmul_format, sixteen = operator_formats(out)
@@ -707,7 +708,9 @@ def _check_mfu_sources(out: Checked, workload: Workload, fps: float | None) -> N
             loc=("mfu",),
         )
     if fps is None:
+        gap = shape_gap(workload)
         raise InputError(
+            f"{gap}; its FLOPs need it (or give step_time)" if gap else
             f"{workload.name} states neither a transformer shape (layers, hidden_dim, "
             "seq_len) nor forward_flops_per_sample, so its FLOPs are unknown; give step_time",
             loc=("mfu",),
@@ -730,9 +733,10 @@ def _job_samples(out: Checked, workload: Workload, tokens: object, samples: obje
     if samples is not None:
         return to_canonical(samples, "samples")
     if not workload_facts(workload).shape:
+        gap = shape_gap(workload)
         raise InputError(
-            f"{workload.name} has no sequence length to turn tokens into samples; "
-            "give training_samples",
+            f"{gap}; turning tokens into samples needs it (or give training_samples)" if gap else
+            f"{workload.name} has no sequence length to turn tokens into samples; give training_samples",
             loc=("training_tokens",),
         )
     return float(samples_from_tokens(to_canonical(tokens, "tokens"), float(getattr(workload, "seq_len"))))  # noqa: B009 - a transformer's, checked above

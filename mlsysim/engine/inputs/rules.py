@@ -310,7 +310,11 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
     shape = {a: getattr(workload, a, None) for a in ("layers", "hidden_dim", "heads", "seq_len")}
     missing = [a for a, v in shape.items() if v is None]
     if missing:
+        from mlsysim.engine.inputs.workload_figures import shape_gap
+
+        gap = shape_gap(workload)
         raise InputError(
+            f"a parallel layout needs a transformer's shape: {gap}" if gap else
             f"a parallel layout needs a transformer workload; {getattr(workload, 'name', workload)} has no "
             f"{', '.join(missing)}; leave {', '.join(LAYOUT_FIELDS)} out for the data-parallel model",
             loc=("tensor_parallel" if values.get("tensor_parallel") is not None else _first_given(values),),
