@@ -430,7 +430,9 @@ class DataParallelScaleOutResult:
         row=38, header="bubble",
     )
     bubble_fraction = OptionalFloatField(
-        doc="(p-1)/(v m)", label="bubble fraction", row=39, display="percent", header="bubble %",
+        doc="the pipeline bubble's share of the update: bubble_time / update_time (the schedule's (p-1)/(v m) "
+        "is the bubble over the compute, above 1 when there are fewer micro-batches than stages)",
+        label="bubble, share of the update", row=39, display="percent", header="bubble %",
     )
     state_memory = OptionalQuantityField(
         "byte", doc="weights, gradients and optimizer state on one device (sharded)",

@@ -231,7 +231,10 @@ class Space:
                 if example is None:
                     where = np.argwhere(full)[0] if full.ndim else ()
                     example = _example(rule.fields, values, self.axes, numeric, where)
-                    example_values = values
+                    example_values = {  # the example's own row: its message names its figures
+                        **values, **{name: self.axes[p].values[int(where[p])] for name, p in numeric.items()
+                                     if name in rule.fields and len(where)},
+                    }
             if broken_count and not (rule.inert and broken_count < on_count):
                 raise InputError(
                     f"sweep: {broken_count} of {self.size} combinations have {rule.phrase} "

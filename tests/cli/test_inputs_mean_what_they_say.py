@@ -196,3 +196,49 @@ def test_a_sweep_whose_axes_complete_its_base_runs(capsys):
     code, out, err = run(capsys, "sweep", "Gpt2DataParallelOneNode", "--set", "nodes=4",
                          "--axis", "accumulation_steps=1,2")
     assert code == 2 and "inter_bandwidth: required when nodes > 1" in err
+
+
+def test_a_token_count_without_a_unit_counts_tokens(capsys):
+    """Item 7: training_tokens=1e12 was refused for its missing unit; a count has one unit."""
+    base = [*LLAMA_ON_ONE_H100[:8], "--set", "mfu=0.4"]
+    bare = run_json(capsys, *base, "--set", "training_tokens=1e12")
+    spelled = run_json(capsys, *base, "--set", "training_tokens=1e12 token")
+    assert bare["result"] == spelled["result"]
+    assert bare["inputs"]["training_tokens"] == {"value": 1e12, "unit": "token"}
+    assert run_json(capsys, *base, "--set", "training_samples=1e8")["inputs"]["training_samples"]["unit"] == "sample"
+    err = refused(capsys, *base, "--set", "training_tokens=1e12 s")
+    assert "training_tokens: expected a number of tokens" in err
+
+
+def test_a_node_name_with_a_dot_is_quoted_whole(capsys):
+    """Item 7: --set node=p5.48xlarge said '48xlarge'."""
+    err = refused(capsys, "Gpt2DataParallelOneNode", "--set", "node=p5.48xlarge")
+    assert "unknown Nodes entry 'p5.48xlarge'; did you mean 'AWS_p5_48xlarge'?" in err
+    assert run(capsys, "run", "Gpt2DataParallelOneNode", "--set", "node=Systems.Nodes.DGX_H100")[0] == 0
+
+
+def test_a_run_shorter_than_one_update_says_so(capsys):
+    """Item 7: 100,000 nodes gave a training time shorter than one update, unsaid."""
+    code, out, err = run(capsys, "run", "Gpt2DataParallelFourNodes10GbE", "--set", "nodes=100000")
+    assert code == 0, err
+    assert "training time on 800000 devices 0.4 s (less than one update: see the notes)" in out
+    assert "the whole run, 800,000 samples, is less than one update's global batch of 12,800,000" in out
+    assert "at most 6,250 nodes fill one update" in out
+    code, out, err = run(capsys, "run", "Gpt2DataParallelFourNodes10GbE", "--set", "nodes=6250")
+    assert "less than one update" not in out
+
+
+def test_the_bubble_is_shown_as_a_share_of_the_update(capsys):
+    """Item 7: 'bubble fraction' printed 300% (its ratio (p-1)/(v m) to the compute)."""
+    job = ["--set", "workload=Llama3_8B", "--set", "node=DGX_H100", "--set", "per_device_batch=1",
+           "--set", "training_tokens=1e9", "--set", "mfu=0.4", "--set", "pipeline_parallel=4",
+           "--set", "accumulation_steps=1"]
+    doc = run_json(capsys, *job)
+    share = doc["result"]["bubble_fraction"]
+    assert share == pytest.approx(doc["result"]["bubble_time"]["value"] / doc["result"]["update_time"]["value"])
+    assert 0.5 < share < 0.75  # 3 of 4 slots idle, less the stage transfers
+    code, out, err = run(capsys, "run", *job)
+    line = next(x for x in out.splitlines() if x.startswith("bubble, share of the update"))
+    assert f"({share:.1%})" in line
+    code, out, err = run(capsys, "explain", *job)
+    assert "(4 - 1) / (1 x 1)" in out  # explain keeps the schedule's ratio to the compute

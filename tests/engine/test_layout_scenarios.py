@@ -63,7 +63,7 @@ def test_worked_example_through_a_scenario_equals_the_physics(layout):
         "tensor_parallel_time": reference.tensor_time, "bubble_time": reference.bubble_time,
         "pipeline_transfer_time": reference.pipeline_time, "sharding_time": reference.sharding_time,
         "data_parallel_time": reference.data_time, "optimizer_time": reference.optimizer_time,
-        "bubble_fraction": reference.bubble_fraction, "data_parallel": reference.data_parallel,
+        "bubble_fraction": reference.bubble_time / reference.update_time, "data_parallel": reference.data_parallel,
         "memory_per_device": reference.memory_bytes, "state_memory": reference.state_bytes,
         "stage_activation_memory": reference.activation_bytes, "gather_buffer_memory": reference.buffer_bytes,
     }
@@ -205,7 +205,8 @@ def test_any_valid_layout_adds_up(t, p, v, m_per_p, zero, nodes, sp, recompute, 
     assert r.data_parallel * t * p == 8 * nodes
     assert r.global_batch == 16 * m * r.data_parallel
     assert f.memory_per_device == pytest.approx(f.state_memory + f.stage_activation_memory + f.gather_buffer_memory)
-    assert f.bubble_fraction == pytest.approx((p - 1) / (v * m))
+    assert f.bubble_fraction == pytest.approx(f.bubble_time / f.update_time)
+    assert f.layout.bubble_fraction == pytest.approx((p - 1) / (v * m))
     assert 0 < r.efficiency <= 1 + 1e-12
     assert all(x >= 0 for x in terms)
 
@@ -250,7 +251,8 @@ def test_production_pipelines_evaluate():
         tensor_parallel=4, pipeline_parallel=12,
     ).result
     assert ramp.figures.layout.parts.stage_layers == 6.0  # ceil(70 / 12)
-    assert ramp.bubble_fraction == pytest.approx(11.0)  # (p - 1) / m: fill and drain dominate
+    assert ramp.figures.layout.bubble_fraction == pytest.approx(11.0)  # (p - 1) / m: fill and drain dominate
+    assert 0.8 < ramp.bubble_fraction < 11 / 12  # the share of the update: 11 of 12 slots, less the other terms
     assert any("fewer micro-batches" in note for note in ramp.constraint_trace)
 
 
@@ -281,7 +283,8 @@ def test_two_micro_batches_on_four_stages_evaluate_with_a_note():
         mfu=0.5, training_tokens=Q_(1e12, "token"), per_device_batch=1, accumulation_steps=2,
         tensor_parallel=8, pipeline_parallel=4,
     ).result
-    assert r.bubble_fraction == pytest.approx(1.5)  # (p - 1) / m
+    assert r.figures.layout.bubble_fraction == pytest.approx(1.5)  # (p - 1) / m
+    assert r.bubble_fraction == pytest.approx(r.bubble_time / r.update_time)  # 3 of 5 slots, less the rest
     stage = r.figures.layout.parts.micro_batch_time + r.figures.layout.parts.tensor_micro_batch_time
     assert float(r.compute_time.to("s").magnitude + r.tensor_parallel_time.to("s").magnitude
                  + r.bubble_time.to("s").magnitude) == pytest.approx(5 * stage)  # (m + p - 1) slots

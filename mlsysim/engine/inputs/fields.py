@@ -495,6 +495,30 @@ def _fraction_number(value: Value) -> float:
     return float(cast(float, value))
 
 
+COUNT_UNITS: Final = {"tokens": "token", "samples": "sample"}
+"""The unit of a count that a bare number means (``training_tokens=1e12`` is 1e12 tokens)."""
+
+
+def _counted(f: InputField) -> InputField:
+    """``f``, a count of tokens or samples, also given as a bare number of them (typed ``1e12`` or passed as
+    ``1e12``): a count has one unit, so a number without it cannot mean anything else."""
+    unit = COUNT_UNITS[cast(str, f.dimension)]
+    check, parse = f.check, f.parse
+
+    def bare(value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return quantity(value, unit)
+        return value
+
+    def counted_parse(text: str) -> object:
+        try:
+            return bare(parse_float(text))
+        except InputError:
+            return parse(text)
+
+    return dataclasses.replace(f, check=lambda value: check(bare(value)), parse=counted_parse)
+
+
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.inputs.presets`), given as itself or by name."""
     check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
@@ -1063,28 +1087,32 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "workload",
-        _quantity(
-            "training_tokens",
-            "tokens to train on, from which training_time is derived",
-            "tokens",
-            "token",
-            "D",
-            default=None,
-            optional=True,
-            seed=False,
+        _counted(
+            _quantity(
+                "training_tokens",
+                "tokens to train on (a bare number counts tokens), from which training_time is derived",
+                "tokens",
+                "token",
+                "D",
+                default=None,
+                optional=True,
+                seed=False,
+            )
         ),
     ),
     _in(
         "workload",
-        _quantity(
-            "training_samples",
-            "samples to train on, from which training_time is derived",
-            "samples",
-            "sample",
-            "S",
-            default=None,
-            optional=True,
-            seed=False,
+        _counted(
+            _quantity(
+                "training_samples",
+                "samples to train on (a bare number counts samples), from which training_time is derived",
+                "samples",
+                "sample",
+                "S",
+                default=None,
+                optional=True,
+                seed=False,
+            )
         ),
     ),
     _in(

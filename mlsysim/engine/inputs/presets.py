@@ -64,10 +64,14 @@ def _lookup(kind: str, value: object) -> object:
     """A registry entry of ``kind``, given as itself or by name (bare errors)."""
     registry, cls = _registry(kind)
     if isinstance(value, str):
-        try:
-            value = registry.get(value.strip().split(".")[-1])
+        text = value.strip()
+        try:  # the name as typed, else its last part (``Systems.Nodes.DGX_H100``)
+            value = registry.get(text)
         except UnknownNameError as exc:
-            raise InputError(str(exc)) from None
+            try:
+                value = registry.get(text.rsplit(".", 1)[-1])
+            except UnknownNameError:
+                raise InputError(str(exc)) from None  # the error of the whole name: 'p5.48xlarge
     if not isinstance(value, cls):
         example = next(path.rsplit(".", 1)[-1] for path, _ in registry.walk())
         raise InputError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from mlsysim.core.formatting import fmt_time
 from mlsysim.core.units import quantity, to_canonical
 from mlsysim.engine.inputs.derivation import Checked, Job
 from mlsysim.engine.reports.scale import cluster_note
@@ -126,6 +127,31 @@ def origins_notes(job: Job) -> tuple[str, ...]:
             continue  # said by memory_note
         by_origin.setdefault(origin, []).append(name)
     return tuple(f"from {origin}: {', '.join(names)}" for origin, names in by_origin.items())
+
+
+def shorter_than_one_update(r: ResultView) -> bool:
+    """Whether the run's training time is shorter than one of its updates: its samples do not fill one
+    global batch (issue 40: 100,000 nodes of a 25-hour GPT-2 job 'trained' in 0.4 s of 6.6 s updates)."""
+    return float(r.figures.training_time) < float(r.figures.update_time)
+
+
+def short_run_note(r: ResultView) -> tuple[str, ...]:
+    """Where the whole run is shorter than one update: said, with its samples, the global batch and the most
+    devices that one update's batch leaves room for (the training time is then the per-sample rate's
+    extrapolation, not a schedule that can run)."""
+    if not shorter_than_one_update(r):
+        return ()
+    x = r.model_inputs
+    samples = float(x.training_time) * float(x.per_device_batch) / float(x.step_time)
+    batch = r.global_batch
+    most = max(1, int(r.inputs["nodes"] * samples // batch)) if r.inputs else 1
+    return (
+        f"the whole run, {samples:,.0f} samples, is less than one update's global batch of {batch:,}: it ends "
+        f"inside its first update, so its training time ({fmt_time(float(r.figures.training_time))}, shorter "
+        f"than one update of {fmt_time(float(r.figures.update_time))}) is the per-sample rate extrapolated, not "
+        f"a schedule that can run; at most {most:,} nodes fill one update (or fewer accumulation steps, or a "
+        "longer run)",
+    )
 
 
 def mfu_note(r: ResultView) -> tuple[str, ...]:
