@@ -144,7 +144,8 @@ def short_run_note(r: ResultView) -> tuple[str, ...]:
     x = r.model_inputs
     samples = float(x.training_time) * float(x.per_device_batch) / float(x.step_time)
     batch = r.global_batch
-    most = max(1, int(r.inputs["nodes"] * samples // batch)) if r.inputs else 1
+    nodes = float(x.nodes)
+    most = max(1, int(nodes * samples // batch))
     return (
         f"the whole run, {samples:,.0f} samples, is less than one update's global batch of {batch:,}: it ends "
         f"inside its first update, so its training time ({fmt_time(float(r.figures.training_time))}, shorter "
