@@ -102,7 +102,8 @@ def test_megatrons_count_reproduces_a_quoted_rate():
 
 def test_one_ceiling_per_generation_and_format(checked):
     u = checked.efficiency
-    assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300"}
+    assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300", "B200"}
+    assert u["B200"] == u["A100"]  # no B200 run: a generation without runs takes the A100's (_complete)
     assert u["A100"]["bf16"] == pytest.approx(0.693, abs=3e-3)
     assert u["H100"]["bf16"] == pytest.approx(0.767, abs=3e-3)
     capped = u[POWER_CAPPED_H100]

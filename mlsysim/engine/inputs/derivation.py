@@ -497,6 +497,11 @@ def operator_numbers(job: Job) -> dict[str, float]:
     return {name: float(getattr(job, name)) for name in OPERATOR_NUMBERS}
 
 
+def peak_format(matmul_format: str) -> str:
+    """The format whose peak a linear layers' ``matmul_format`` runs at (``fp8_rowwise``: the fp8 peak)."""
+    return MATMUL_FORMATS[matmul_format]
+
+
 def operator_formats(out: Checked) -> tuple[str, str]:
     """The linear layers' format and the 16-bit format of the attention core and output layer."""
     precision = out["precision"] or "fp16"
