@@ -38,11 +38,11 @@ fabric = "InfiniBand_NDR"
 # inter_bandwidth = "400 Gbps"
 # node_hour_rate = "32 USD/hour"
 
-# Speed of one device: the kernel efficiency of its matrix products (0-1; not a
-# published job MFU, which also counts communication and bubbles), from which
-# step_time = batch x (model + recomputed FLOPs) / (peak FLOP/s x mfu)
-#             + batch x element-wise bytes / memory bandwidth;
-# or a measured step_time instead.
+# Speed of one device: its model FLOPs utilisation (0-1; MFU as Megatron-LM,
+# NeMo and the PaLM paper report it: recomputation and element-wise work are
+# inside it), from which step_time = batch x model FLOPs / (peak FLOP/s x mfu);
+# or a measured step_time instead. The job's own MFU (communication, bubbles
+# and waits included) is a result.
 mfu = 0.4
 # step_time = "1.81 s"
 per_device_batch = 1

@@ -9,14 +9,54 @@ from typing import TYPE_CHECKING
 
 import click
 
+from mlsysim.core.exceptions import InputError
+
 if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
 def load(
-    name: str | None, file: str | None, sets: list[str] | None
+    name: str | None, file: str | None, sets: list[str] | None, axes: list[str] | None = None
 ) -> DataParallelScaleOutScenario:
-    """The scenario named, or read from ``--file``, with ``--set`` overrides."""
+    """The scenario named, or read from ``--file``, with ``--set`` overrides.
+
+    ``axes`` (a sweep's or a plan's ``--axis`` texts): a base that is incomplete or refused without them (one
+    node's scenario with ``--set nodes=4`` and the inter-node link on an axis; a workload's sequence length on
+    an axis) is built with each axis at its first value, which every row then replaces; the error of the base
+    alone is raised when that fails too.
+    """
+    try:
+        return _load(name, file, sets)
+    except (InputError, click.BadParameter):
+        if not axes:
+            raise
+        from mlsysim.planning.axes import first_setting
+
+        try:
+            scenario = _load(name, file, [*(sets or []), *(first_setting(text) for text in axes)])
+        except InputError:
+            pass
+        else:  # named after what was set, not the axes' first values (each row replaces them)
+            return scenario if scenario.name is None else scenario.variant(name=_name(name, file, sets))
+        raise
+
+
+def _name(name: str | None, file: str | None, sets: list[str] | None) -> str | None:
+    """The name ``_load`` gives the scenario named or read from a file, with ``sets`` (as ``apply_overrides``)."""
+    if file is not None:
+        from mlsysim.engine.io.files import load_scenario
+
+        base = load_scenario(file).name
+    else:
+        from mlsysim.engine.scenarios import Scenarios
+
+        base = Scenarios.get(name).name if name is not None else None
+    if base is None or not sets:
+        return base
+    return f"{base} [{', '.join(text.strip() for text in sets)}]"
+
+
+def _load(name: str | None, file: str | None, sets: list[str] | None) -> DataParallelScaleOutScenario:
     from mlsysim.engine.io.overrides import apply_overrides
 
     if name is None and file is None:

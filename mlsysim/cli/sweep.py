@@ -424,7 +424,7 @@ def sweep_command(
     check_outputs(csv, plot, parquet, force)
     if parquet is not None and (csv is not None or plot is not None):
         raise InputError("--parquet writes every row to a file: give --csv/--plot without it")
-    scenario = load(name, file, set_)
+    scenario = load(name, file, set_, axis)
     axes = _axes(axis, scenario)
     kinds = ("efficiency", "speedup", "breakdown")
     if plot_kind not in kinds:
@@ -601,7 +601,7 @@ def plan_command(
     from mlsysim.planning.plan import PlanInterrupted, plan
 
     check_outputs(csv, plot, force=force)
-    scenario = load(name, file, set_)
+    scenario = load(name, file, set_, axis)
     axes = _axes(axis, scenario)
     limits: dict[str, Any] = {} if max_layouts is None else {"max_layouts": max_layouts}
     try:

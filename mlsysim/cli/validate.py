@@ -39,7 +39,7 @@ def parallel(
 
     Each run is a scenario (the one a user builds; --json prints its inputs) and
     its prediction is that scenario's result. Leads with each family predicted by
-    constants fitted without it, then in sample (one kernel efficiency per GPU
+    constants fitted without it, then in sample (one matrix-product ceiling per GPU
     generation; ZeRO-3's and MT-NLG's pipeline engine's achieved rates fitted on
     their own runs), per family, and the runs not predicted with what they lack.
     """

@@ -81,6 +81,25 @@ def setting(name: str, value: str | None, unit: str | None = None) -> str:
     return f"{name}={value if _is_number(value) else repr(value)}"
 
 
+def nested_setting(parent: str, name: str, value: str) -> str:
+    """One field of an input made of fields (``assumptions``, ``workload``) set to a value, as the
+    caller writes it: the object's own ``variant`` in Python, a dotted ``--set`` on the command line.
+
+    >>> nested_setting("assumptions", "matmul_ceiling", "0.5")
+    'assumptions=scenario.assumptions.variant(matmul_ceiling=0.5)'
+    >>> with caller_syntax("text"):
+    ...     nested_setting("assumptions", "matmul_ceiling", "0.5"), nested_setting("workload", "seq_len", "4096")
+    ('--set assumptions.matmul_ceiling=0.5', '--set workload.seq_len=4096')
+    """
+    syntax = SYNTAX.get()
+    if syntax == "text":
+        return setting(f"{parent}.{name}", value)
+    if syntax == "form":
+        return f"{parent} {name} {value}"
+    typed = value if _is_number(value) else repr(value)
+    return f"{parent}=scenario.{parent}.variant({name}={typed})"
+
+
 def option(name: str, value: str) -> str:
     """An option of a command (a keyword argument of its function), as the caller writes it.
 
@@ -227,6 +246,7 @@ __all__ = [
     "examples",
     "known",
     "nearest_list",
+    "nested_setting",
     "option",
     "setting",
     "typed_names",

@@ -430,7 +430,9 @@ class DataParallelScaleOutResult:
         row=38, header="bubble",
     )
     bubble_fraction = OptionalFloatField(
-        doc="(p-1)/(v m)", label="bubble fraction", row=39, display="percent", header="bubble %",
+        doc="the pipeline bubble's share of the update: bubble_time / update_time (the schedule's (p-1)/(v m) "
+        "is the bubble over the compute, above 1 when there are fewer micro-batches than stages)",
+        label="bubble, share of the update", row=39, display="percent", header="bubble %",
     )
     state_memory = OptionalQuantityField(
         "byte", doc="weights, gradients and optimizer state on one device (sharded)",
@@ -519,7 +521,7 @@ class DataParallelScaleOutResult:
     achieved_mfu = OptionalFloatField(
         doc="the job's model FLOPs utilisation: model FLOPs per second per device over the peak "
         "(Chowdhery et al. 2022; recomputation not counted), None where the FLOPs or the peak are "
-        "unknown; the input mfu is the devices' kernel efficiency, this the whole job's",
+        "unknown; the input mfu is one device's step alone (one device achieves it), this the whole job's",
         label="MFU achieved by the job (model FLOPs / peak)", row=14, display="percent",
         header="MFU",
     )

@@ -18,7 +18,7 @@ from mlsysim.core.validation import (
     check_positive_int,
     check_positive_quantity,
 )
-from mlsysim.models.moe import moe_layer_count
+from mlsysim.models.moe import moe_layer_count, parameter_counts
 from mlsysim.physics.precision import BYTES_PER_ELEMENT, check_precision
 
 _check_data = check_positive_quantity("data")
@@ -163,6 +163,10 @@ class TransformerWorkload(Workload):
     hidden_dim: Annotated[int | None, _optional(check_positive_int)] = None
     heads: Annotated[int | None, _optional(check_positive_int)] = None
     seq_len: Annotated[int | None, _optional(check_positive_int)] = None
+    """Tokens per training sequence: the length the model was (or is to be) trained at, not its context window."""
+    context_window: Annotated[int | None, _optional(check_positive_int)] = None
+    """The longest sequence the released model takes (its context window), where the source states one: a fact
+    about the model, not read by the step (Mixtral 8x22B: 65,536, its training length not published)."""
     vocab_size: Annotated[int | None, _optional(check_positive_int)] = None
     kv_heads: Annotated[int | None, _optional(check_positive_int)] = None
     """Key/value heads of grouped-query attention (Ainslie et al. 2023); None: as many as ``heads``."""
@@ -287,9 +291,45 @@ class TransformerWorkload(Workload):
                              "set attention='mla' too", field=given[0])
         return self
 
+    @model_validator(mode="after")
+    def _counts_agree_with_the_shape(self) -> TransformerWorkload:
+        """Refuse stated parameter counts that a complete shape contradicts (issue 40: DeepSeek-V3 with 300B
+        active parameters printed an MFU of 293%): beyond :data:`PARAMETER_COUNT_TOLERANCE` of the count
+        :func:`~mlsysim.models.moe.parameter_counts` makes, the figures describe two different models."""
+        try:
+            total, active = parameter_counts(self)
+        except InputError:  # a shape too incomplete to count: nothing to compare
+            return self
+        stated = {"parameters": self.parameters, "active_parameters": self.active_parameters}
+        for name, counted in (("parameters", total), ("active_parameters", active)):
+            value = stated[name]
+            if value is None or name == "active_parameters" and self.experts is None:
+                continue
+            given = to_canonical(value, "count")
+            if abs(given - counted) > PARAMETER_COUNT_TOLERANCE * counted:
+                raise InputError(
+                    f"{name} ({given:.4g}) disagrees with the shape, which counts {counted:.4g}"
+                    + (" used per token" if name == "active_parameters" else "")
+                    + f" (layers, widths, {'experts, ' if self.experts else ''}vocabulary; embeddings "
+                    f"{'tied' if self.tied_embeddings else 'untied'}; biases and norms not counted): more than "
+                    f"{PARAMETER_COUNT_TOLERANCE:.0%} apart, they describe two different models; correct one "
+                    + ("(tied_embeddings=True where the output layer shares the embedding)"
+                       if name == "parameters" and not self.tied_embeddings else "of them"),
+                    field=name,
+                )
+        return self
+
     def is_moe(self) -> bool:
         """Whether the model is a mixture of experts (``experts`` given)."""
         return self.experts is not None
+
+
+PARAMETER_COUNT_TOLERANCE = 0.10
+"""How far a stated parameter count may be from the shape's count (:func:`~mlsysim.models.moe.parameter_counts`).
+The registry's stated counts are within 1.5% of it (DeepSeek-V3: 37B active stated, 37.55B counted; Mixtral
+8x22B: 141B stated, 140.6B counted); sources round to two significant figures (a "7B" model of 6.74B is 3.9%
+off) and the count leaves out biases, norms and modules outside the layers (DeepSeek-V3's multi-token
+prediction, 2% of its total). Beyond 10% the figures describe two different models."""
 
 
 ATTENTION_KINDS = ("mha", "mla")

@@ -85,26 +85,22 @@ def step_time_from_flops(
     per_device_batch: Num,
     peak_flops: Num,
     mfu: Num,
-    recompute_flops_per_sample: Num = 0.0,
-    elementwise_bytes_per_sample: Num = 0.0,
-    memory_bandwidth: Num = math.inf,
 ) -> Num:
-    """Seconds of one local step of one device from the work it does.
+    """Seconds of one local step of one device from its model FLOPs utilisation.
 
-        T1 = b (F + F_re) / (P u) + b E / B_mem
+        T1 = b F / (P u)
 
-    F model FLOPs per sample, F_re the FLOPs recomputation adds (0 without it),
-    b per-device (micro-)batch, P the device's dense peak FLOP/s at the training
-    precision, u the math-kernel efficiency in (0, 1]: the fraction of the peak
-    the device's matrix products reach on one device, without the job's
-    communication, bubbles and waits (with F_re = E = 0 it is the one-device MFU:
-    Chowdhery et al. 2022, appendix B, MFU = achieved model FLOP/s over peak).
-    E the bytes the memory-bound element-wise work of one sample moves
-    (:func:`mlsysim.physics.layout.elementwise_bytes_per_sample`) at the memory
-    bandwidth B_mem (inf: not counted).
+    F model FLOPs per sample (recomputation not counted), b per-device
+    (micro-)batch, P the device's dense peak FLOP/s at the training precision,
+    u the model FLOPs utilisation in (0, 1] as Megatron-LM, NeMo and the PaLM
+    paper report it (Chowdhery et al. 2022, appendix B: achieved model FLOP/s
+    over peak). Nothing is added on top: a measured MFU already holds the
+    recomputed forward, the element-wise kernels and every other loss of the
+    device's step, so one device at this T1 achieves MFU u. The fraction of the
+    peak the matrix products alone reach is a different quantity (the
+    ``matmul_ceiling`` assumption of a step priced operator by operator).
     """
-    matmul = (flops_per_sample + recompute_flops_per_sample) * per_device_batch / (peak_flops * mfu)
-    return matmul + per_device_batch * elementwise_bytes_per_sample / memory_bandwidth
+    return flops_per_sample * per_device_batch / (peak_flops * mfu)
 
 
 def samples_from_tokens(tokens: Num, seq_len: Num) -> Num:

@@ -15,23 +15,18 @@ The update (one device of the first pipeline stage; m micro-batches of b samples
 
     T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt
 
-* ``t_c``, one micro-batch's compute: the matrix products at a fraction u of
-  the peak (u, the math-kernel efficiency, is the one constant a GPU
-  generation is calibrated with) plus the memory-bound element-wise work of
-  the layers at the memory bandwidth:
+* ``t_c``, one micro-batch's compute. Given the model FLOPs utilisation u
+  (``mfu``, as Megatron-LM, NeMo and the PaLM paper report it), the model
+  FLOPs at u of the peak, nothing added (the recomputed forward and the
+  element-wise work are inside a measured MFU):
 
-      t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem
+      t_c = b F (L_s / L) / (t cp u P)
 
-  F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`);
-  F_re the recomputed forward (full: 2 (N - V h) s + 4 L h s^2; selective:
-  the attention core's 4 L h s^2; Korthikanti et al. 2022, section 5);
-  a_layer the layer's stored activations on the device (Korthikanti et al.
-  2022, Table 2), each byte of which crosses the memory bus n_pass = 4 times
-  (written and read in the forward, read with its gradient written and read
-  in the backward), 6 under full recomputation (the forward again): an
-  order-of-magnitude count of the element-wise kernels (layer norms,
-  dropout, softmax, activation functions, residuals), not a fitted figure
-  (Williams, Waterman and Patterson 2009, "Roofline", for memory-bound work).
+  F = 6 N s + 12 L h s^2 model FLOPs per sample (:mod:`~mlsysim.physics.compute`).
+  Without it, t_c is priced kernel by kernel with the device's measured kernels
+  (:mod:`~mlsysim.physics.operators`: the products at their in-training ceiling,
+  the recomputed forward, the fused attention, the element-wise work), or from a
+  measured device step T1 (L_s / L) / (t cp).
 * ``t_tp``: :func:`~mlsysim.physics.tensor_parallel.tp_time_per_micro_batch`.
 * the bubble: :func:`~mlsysim.physics.pipeline.bubble_fraction` of m (t_c + t_tp).
 * ``T_p2p``: :func:`~mlsysim.physics.pipeline.p2p_time`.
@@ -86,10 +81,8 @@ import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics._array import Array, Num, is_array, maximum, where
-from mlsysim.physics.operators import elementwise_passes
 from mlsysim.physics.optimizer import OPTIMIZER_BYTES_PER_PARAMETER
 from mlsysim.physics.records import Cluster, Layout, LayoutRecords, ModelShape, Rates
-from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
 from mlsysim.physics.terms import (
     ComputeTerm,
     ContextTerm,
@@ -116,7 +109,7 @@ from mlsysim.physics.terms import (
 )
 
 UPDATE_EQUATION = "T = m t_c + m t_tp + (p-1)/v (t_c + t_tp) + T_p2p + m T_zero3 + T_data + T_opt"
-COMPUTE_EQUATION = "t_c = b (F + F_re) (L_s / L) / (t u P) + L_s n_pass a_layer / B_mem"
+COMPUTE_EQUATION = "t_c = b F (L_s / L) / (t u P)"
 
 ADAM_BYTES_PER_PARAMETER = OPTIMIZER_BYTES_PER_PARAMETER["adam"]
 """Bytes the Adam step moves per parameter (:mod:`mlsysim.physics.optimizer`: 7 fp32 tensors read or written)."""
@@ -240,23 +233,6 @@ def _stage_counts_fit(layers: Num, p: Num, first: Num, last: Num) -> bool | Arra
     others = p - given
     # one stage given both counts: they must name the same stage (p = 1 is refused with a count)
     return (given == 0) | ((p > 1) & (others >= 0) & (layers - taken >= others) & ((others > 0) | (layers == taken)))
-
-
-def elementwise_bytes_per_sample(
-    layers: Num, seq_len: Num, hidden: Num, heads: Num, recompute: str, flash_attention: bool = False
-) -> Num:
-    """Bytes the memory-bound element-wise work of one sample moves on one device (t = 1):
-
-        E = L n_pass a_layer(b = 1)
-
-    a_layer the activation bytes a layer's forward writes (Korthikanti et al. 2022,
-    Table 2, as stored without recomputation), n_pass :func:`elementwise_passes`. The
-    same count as the element-wise term of :func:`layout_figures` at t = p = 1.
-    """
-    stored = tp_activation_bytes_per_layer(
-        seq_len, 1.0, hidden, heads, 1.0, recompute="none", flash_attention=flash_attention
-    )
-    return layers * elementwise_passes(recompute) * stored
 
 
 def check_layout(
@@ -441,7 +417,6 @@ __all__ = [
     "LayoutTerms",
     "check_layout",
     "data_parallel_size",
-    "elementwise_bytes_per_sample",
     "layout_figures",
     "layout_mask",
     "recompute_flops_per_sample",

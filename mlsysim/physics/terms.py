@@ -28,7 +28,6 @@ from mlsysim.physics.experts import (
 from mlsysim.physics.operators import (
     Experts,
     OperatorTimes,
-    elementwise_passes,
     experts_in,
     operator_times_by_distinct_rows,
 )
@@ -166,13 +165,7 @@ class ComputeTerm(NamedTuple):
     recompute_flops_per_sample: Num
     """F_re (:func:`recompute_flops_per_sample`)."""
     matmul_time: Num
-    """b (F + F_re) (L_s / L) / (t cp u P)."""
-    stored_bytes: Num
-    """Activation bytes one layer stores on the device (without recomputation): the element-wise traffic unit."""
-    elementwise_passes: Num
-    """n_pass: 4, or 6 with full recomputation."""
-    elementwise_time: Num
-    """L_s n_pass a_layer / B_mem."""
+    """b F (L_s / L) / (t cp u P): the step from the model FLOPs utilisation u."""
     operators: OperatorTimes
     """t_c by operator class (:mod:`~mlsysim.physics.operators`); from FLOPs at u, the products and the
     element-wise work only; all zero when a device step time is given."""
@@ -181,35 +174,30 @@ class ComputeTerm(NamedTuple):
 
 
 def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates, stage: Stage) -> ComputeTerm:
-    """t_c = T1 (L_s / L) / (t cp) from a measured device step; else operator by operator where a matrix-
-    product ceiling is given (:func:`~mlsysim.physics.operators.operator_times`); else from the FLOPs at u:
+    """t_c = T1 (L_s / L) / (t cp) from a measured device step; else kernel by kernel where a matrix-product
+    ceiling and the device's measured kernels are given (:func:`~mlsysim.physics.operators.operator_times`);
+    else from the model FLOPs utilisation u (``mfu``: model FLOPs over the peak, nothing added; the recomputed
+    forward and the element-wise work are inside a measured MFU):
 
-        t_c = b (F + F_re) (L_s / L) / (t cp u P) + L_s n_pass a_layer / B_mem
+        t_c = b F (L_s / L) / (t cp u P)
 
     (a mixture of experts computes with the parameters a token uses; multi-head latent attention's
     attention core is as wide as its heads' query, key and value widths)."""
     t, cp, b = layout.tensor_parallel, layout.context_parallel, layout.micro_batch
-    share, layers_here = stage.share, stage.layers
+    share = stage.share
     used = where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
     mla = shape.mla
     width = shape.hidden if mla is None else shape.heads * (mla.nope + mla.rope + mla.value) / 2.0
     model_per_sample = transformer_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, width)
     extra = recompute_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, shape.vocab, layout.recompute)
-    matmul = b * (model_per_sample + extra) * share / (t * cp * rates.math_efficiency * cluster.peak_flops)
-    stored = tp_activation_bytes_per_layer(
-        stage.tokens, b, shape.hidden, shape.heads, t, sequence_parallel=layout.sequence_parallel,
-        recompute="none", flash_attention=layout.flash_attention, kv_len=shape.seq_len,
-    )
-    passes = elementwise_passes(layout.recompute)
-    elementwise = layers_here * passes * stored / cluster.memory_bandwidth
+    matmul = b * model_per_sample * share / (t * cp * rates.math_efficiency * cluster.peak_flops)
     zero = 0.0 * matmul
-    from_flops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp),
-                               zero, zero, layers_here * passes * stored)
+    from_flops = OperatorTimes(matmul, zero, zero, zero, b * model_per_sample * share / (t * cp), zero, zero, zero)
     ceiling = rates.matmul_ceiling
     if rates.kernels is None or (type(ceiling) is float and ceiling != ceiling):
         ops = from_flops  # no row is priced from the operators (no measured kernels, or no ceiling)
     else:
-        priced = operator_times_by_distinct_rows(shape, cluster, layout, rates, layers_here)
+        priced = operator_times_by_distinct_rows(shape, cluster, layout, rates, stage.layers)
         # rows without a ceiling (a sweep's rows that give mfu) are priced from the FLOPs at u
         by_operators = ceiling == ceiling
         ops = priced if type(by_operators) is bool else OperatorTimes(
@@ -217,7 +205,7 @@ def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rat
         )
     step = rates.device_step_time
     t_c = where(step == step, step * share / (t * cp), ops.total)
-    return ComputeTerm(model_per_sample, extra, matmul, stored, passes, elementwise, ops, t_c)
+    return ComputeTerm(model_per_sample, extra, matmul, ops, t_c)
 
 
 class TensorTerm(NamedTuple):

@@ -13,10 +13,18 @@ from collections.abc import Sequence
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.text import check_text, parse_int
 from mlsysim.engine.inputs.assumptions import assumption_from_text
-from mlsysim.engine.io.overrides import coerce_field
+from mlsysim.engine.io.overrides import WORKLOAD_PREFIX, coerce_field, vary_workload
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
+
+
+def first_setting(text: str) -> str:
+    """``"nodes=4..64:4"`` -> ``"nodes=4"``: the first value of an axis as a ``--set`` (a base scenario that the
+    axes complete is built with them: ``--set nodes=4 --axis "inter_bandwidth=10 Gbps,100 Gbps"``)."""
+    field, _, spec = text.partition("=")
+    found = _RANGE.fullmatch(spec)
+    return f"{field.strip()}={found[1] if found else spec.split(',')[0].strip()}"
 
 
 def parse_axis(text: str, scenario: DataParallelScaleOutScenario) -> tuple[str, Sequence[object]]:
@@ -41,11 +49,21 @@ def parse_axis(text: str, scenario: DataParallelScaleOutScenario) -> tuple[str, 
             raise InputError(
                 f"--axis {field}: the range {spec.strip()!r} holds no values", field=field
             )
+        if field.startswith(WORKLOAD_PREFIX):
+            return "workload", _workloads(scenario, field, list(values))
         return field, values
     parts = [p.strip() for p in spec.split(",")]
+    if field.startswith(WORKLOAD_PREFIX):  # one figure of the workload: an axis of workloads
+        return "workload", _workloads(scenario, field, parts)
     if field.startswith("assumptions."):
         sub = field.split(".", 1)[1]
         return "assumptions", [
             scenario.assumptions.variant(**{sub: assumption_from_text(sub, p)}) for p in parts
         ]
     return field, [coerce_field(field, p) for p in parts]
+
+
+def _workloads(scenario: DataParallelScaleOutScenario, field: str, values: Sequence[object]) -> list[object]:
+    """The scenario's workload with its figure ``workload.FIELD`` at each value (``vary_workload``)."""
+    name = field.removeprefix(WORKLOAD_PREFIX)
+    return [vary_workload(scenario.workload, {name: value}) for value in values]

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.formatting import fmt_given
+from mlsysim.core.units import to_canonical
 from mlsysim.engine.inputs.derivation import derive_inputs, sweep_base
 from mlsysim.engine.inputs.fields import CATEGORICAL_FIELDS, FIELDS
 from mlsysim.engine.inputs.rules import RULES
@@ -205,7 +207,7 @@ class Space:
             for picks in itertools.product(*(range(self.shape[p]) for p in categorical))
         ]
         for rule in RULES:
-            broken_count, example, example_values = 0, None, groups[0]
+            broken_count, on_count, example, example_values = 0, 0, None, groups[0]
             for values in groups:
                 operands = []
                 for name, read in zip(rule.fields, rule.reads, strict=True):
@@ -218,20 +220,26 @@ class Space:
                     column = [read(values.get(name) if v is None else v) for v in self.axes[p].values]
                     operands.append(np.asarray(column).reshape(shape))
                 broken = np.asarray(rule.broken(*operands), dtype=bool)
-                if not broken.any():
-                    continue
                 rest = math.prod(
                     self.shape[p]
                     for p in range(ndim)
                     if p not in categorical and self.axes[p].field not in rule.fields
                 )
-                full = np.broadcast_to(broken, np.broadcast_shapes(broken.shape, *(np.shape(o) for o in operands)))
+                grid = np.broadcast_shapes(broken.shape, *(np.shape(o) for o in operands))
+                if rule.inert:  # the combinations that give the input at all
+                    on_count += int(np.broadcast_to(np.asarray(operands[0], dtype=bool), grid).sum()) * rest
+                if not broken.any():
+                    continue
+                full = np.broadcast_to(broken, grid)
                 broken_count += int(full.sum()) * rest
                 if example is None:
                     where = np.argwhere(full)[0] if full.ndim else ()
                     example = _example(rule.fields, values, self.axes, numeric, where)
-                    example_values = values
-            if broken_count:
+                    example_values = {  # the example's own row: its message names its figures
+                        **values, **{name: self.axes[p].values[int(where[p])] for name, p in numeric.items()
+                                     if name in rule.fields and len(where)},
+                    }
+            if broken_count and not (rule.inert and broken_count < on_count):
                 raise InputError(
                     f"sweep: {broken_count} of {self.size} combinations have {rule.phrase} "
                     f"(e.g. {example}): {rule.message(example_values)}",
@@ -239,6 +247,57 @@ class Space:
                     type="rule",
                     ctx={"fields": rule.fields, "layouts": broken_count},
                 )
+        self._check_steps_within_peak(categorical, numeric)
+
+    def _check_steps_within_peak(self, categorical: list[int], numeric: dict[str, int]) -> None:
+        """Refuse the combinations whose given step time is shorter than their model FLOPs at the peak (a model
+        FLOPs utilisation b F / (P T1) above 1), as the scalar solve refuses one
+        (:mod:`mlsysim.engine.inputs.derivation`): the steps and batches of the axes over each group's FLOPs
+        and peak."""
+        ndim = len(self.axes)
+        count, example = 0, ""
+        for picks in itertools.product(*(range(self.shape[p]) for p in categorical)):
+            group = self.group_scenario(dict(zip(categorical, picks, strict=True)))
+            job = group.job
+            if not job.flops_per_sample > 0 or not job.peak_flops > 0:
+                continue
+            operands = []
+            for name, unit in (("step_time", "s"), ("per_device_batch", None)):
+                p = numeric.get(name)
+                if p is None:
+                    value = getattr(group, name)
+                    if name == "step_time" and job.derives("step_time"):
+                        value = None
+                    operands.append(np.asarray(_number(value, unit)))
+                    continue
+                shape = [1] * ndim
+                shape[p] = self.shape[p]
+                operands.append(np.asarray([_number(v, unit) for v in self.axes[p].values]).reshape(shape))
+            step, batch = operands
+            implied = batch * job.flops_per_sample / (job.peak_flops * step)
+            over = np.broadcast_to(implied > 1.0, np.broadcast_shapes(step.shape, batch.shape))
+            if not over.any():
+                continue
+            rest = math.prod(
+                self.shape[p] for p in range(ndim)
+                if p not in categorical and self.axes[p].field not in ("step_time", "per_device_batch")
+            )
+            count += int(over.sum()) * rest
+            if not example:
+                where = np.argwhere(over)[0] if over.ndim else ()
+                picked = {p: self.axes[p].values[int(where[p])] for p in numeric.values()
+                          if len(where) and self.axes[p].field in ("step_time", "per_device_batch")}
+                shown = ", ".join(f"{self.axes[p].field}={fmt_given(v)}" for p, v in picked.items())
+                example = f"{shown + ' on ' if shown else ''}{job.peak_flops / 1e12:g} Tflop/s"
+        if count:
+            raise InputError(
+                f"sweep: {count} of {self.size} combinations have a step_time shorter than one step's model FLOPs "
+                f"at the accelerator's peak (e.g. {example}): a model FLOPs utilisation above 1; give a step_time "
+                "measured at each batch and node, or mfu",
+                field="step_time",
+                type="rule",
+                ctx={"fields": ("step_time", "per_device_batch"), "layouts": count},
+            )
 
     def _numeric(self, position: int) -> np.ndarray:
         values = self._canonical.get(position)
@@ -283,6 +342,15 @@ class Space:
             )
 
 
+def _number(value: object, unit: str | None) -> float:
+    """A step time in seconds or a batch as a float; NaN where not given (None: derived)."""
+    if value is None:
+        return math.nan
+    if unit is None:
+        return float(value)  # type: ignore[arg-type]
+    return float(to_canonical(value, "time"))
+
+
 def _example(
     fields: tuple[str, ...],
     values: dict[str, Value],
@@ -291,8 +359,6 @@ def _example(
     where: np.ndarray | tuple[()],
 ) -> str:
     """``nodes=4, inter_bandwidth=None``: a layout that breaks a rule."""
-    from mlsysim.core.formatting import fmt_given
-
     parts = []
     for name in fields:
         p = numeric.get(name)

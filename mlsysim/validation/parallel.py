@@ -20,11 +20,12 @@ with what is missing; a run the source does not describe fully enough in
 
 Constants, fitted and reported honestly:
 
-* ``mfu`` u, the math-kernel efficiency of one GPU generation: the u that
-  makes each run's prediction exact is found by bisection, and a generation's
-  u is the median of those of the runs it is fitted on (which minimises the
-  median error). Runs whose family has an implementation rate (below) do not
-  inform u.
+* ``matmul_ceiling``, the fraction of a format's peak the linear layers' matrix
+  products reach on one GPU generation (the step priced operator by operator; no
+  ``mfu`` is given): the ceiling that makes each run's prediction exact is found
+  by bisection, and a generation's ceiling is the median of those of the runs it
+  is fitted on (which minimises the median error). Runs whose family has an
+  implementation rate (below) do not inform it.
 * An implementation's achieved collective rate, a named assumption of one
   family only (:data:`IMPLEMENTATION_RATES`): DeepSpeed's ZeRO-3 of 2021
   (``sharding_rate``) and DeepSpeed's pipeline engine of 2021 in MT-NLG
@@ -32,7 +33,7 @@ Constants, fitted and reported honestly:
   is reported predicted from the family's other runs (leave one run out).
 
 The headline is the figure with each family left out: the family's runs
-predicted with the u fitted on the other families (a generation with no run
+predicted with the ceilings fitted on the other families (a generation with no run
 left takes the A100's); the in-sample figure comes second.
 
 Comparison, like with like. A source reports teraFLOP/s per GPU under its own
@@ -63,10 +64,11 @@ from mlsysim.engine.io.files import assumptions_value
 from mlsysim.engine.reports.band_store import Scores
 from mlsysim.hardware.registry import Systems
 from mlsysim.kernels.device import device_kernels
+from mlsysim.validation import records
 
 SEED = Assumptions()
 """The assumptions the published runs are predicted under by default: the links at their
-nominal rate (the kernel efficiency is fitted on them), each run's own overlap."""
+nominal rate (the matrix-product ceilings are fitted on them), each run's own overlap."""
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult
@@ -77,15 +79,12 @@ MEDIAN_TARGET = 0.05
 
 NODE_OF_GENERATION = {
     "A100": "DGX_A100", "H100": "DGX_H100", "H100 500 W": "DGX_H100", "H100 MoE": "DGX_H100",
-    "GB200": "GB200_NVL72", "GB300": "GB300_NVL72",
+    "GB200": "GB200_NVL72", "GB300": "GB300_NVL72", "B200": "DGX_B200",
 }
-"""The registry node whose figures a run's GPU generation is given (peak, HBM, NVLink, NICs).
-Llama 3's Grand Teton servers have the same 400 Gb/s per GPU as a DGX H100."""
-
-NODE_OF_GPU = {"H800": "HGX_H800"}
-"""GPUs whose node is not their ceilings' generation's: the H800 (DeepSeek-V3) is the H100 SXM's GH100 die at
-the same clocks and dense peak (989 teraFLOP/s 16-bit) with its NVLink cut to 400 GB/s, so it shares the
-H100's fitted ceilings (and informs them) on its own node (HGX_H800). No run here is on a DGX B200."""
+"""The registry node of each GPU generation (peak, HBM, NVLink, NICs); a run's own node is its GPU's
+(:data:`mlsysim.validation.records.GPUS`: the H800, the H100's GH100 die at the same clocks and dense peak
+with its NVLink cut to 400 GB/s, shares the H100's ceilings on its own node, HGX_H800). Llama 3's Grand
+Teton servers have the same 400 Gb/s per GPU as a DGX H100. No shipped run is on a DGX B200."""
 
 CLUSTER_NETWORK: dict[str, dict[str, object]] = {
     "Jean Zay": {"inter_bandwidth": "100 Gbps", "nics_per_node": 4},
@@ -153,17 +152,21 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "tensor_parallel": 8,
         "pipeline_parallel": 12,
         "recompute": "full",
+        "sequence_parallel": 0,
         "overlap": False,
         "why": "Table 2 gives only t p = 96; t = 8 (one node, as in every Table 1 model of 18B parameters and more) "
         "leaves p = 12; full recomputation as in Table 1; the gradient all-reduce after the backward (--DDP-impl "
-        "local, as every pipelined run of the released examples/sc21 scripts)",
+        "local, as every pipelined run of the released examples/sc21 scripts); no sequence parallelism (Megatron-LM "
+        "of 2021 had none: Korthikanti et al. 2022 introduced it)",
     },
     "narayanan2021_table2_ptd_530B": {
         "pipeline_chunks": 3,
         "recompute": "full",
+        "sequence_parallel": 0,
         "overlap": False,
         "why": "'the 530-billion-parameter model from Table 1': its interleaving (v = 3), full recomputation and "
-        "gradient all-reduce after the backward (--DDP-impl local in examples/sc21/run_table_1.sh)",
+        "gradient all-reduce after the backward (--DDP-impl local in examples/sc21/run_table_1.sh); no sequence "
+        "parallelism (Megatron-LM of 2021 had none)",
     },
     "narayanan2021_table2_zero3": {
         "recompute": "full",
@@ -173,8 +176,11 @@ ASSUMED: dict[str, dict[str, Any]] = {
     "mtnlg530b": {
         "micro_batch": 1,
         "recompute": "full",
+        "vocab": 51200,
         "overlap": False,
-        "why": "micro-batch not read from the paper (1, as every other 530B run here); full recomputation because "
+        "why": "vocabulary not read from the paper: GPT-2's BPE (50,257 tokens) padded to 51,200 as Megatron-LM pads "
+        "it for t = 8, as every other Megatron run here; "
+        "micro-batch not read from the paper (1, as every other 530B run here); full recomputation because "
         "the quoted teraFLOP/s equal Megatron-LM's count with the recomputed forward (126 x 2240 x 60.1 s = "
         "1.70e19 FLOPs); DeepSpeed's pipeline engine reduces gradients after the pipeline flush",
     },
@@ -188,7 +194,8 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "first_stage_layers": 7,
         "last_stage_layers": 7,
         "context_all_gather": 1,
-        "why": "context parallelism (the 131K-token run) all-gathers the keys and values before the local "
+        "sequence_parallel": 0,
+        "why": "sequence parallelism not stated (none); context parallelism (the 131K-token run) all-gathers the keys and values before the local "
         "queries' attention (section 3.3.2: 'we first all-gather the key (K) and value (V) tensors'); "
         "the interleaving V is not stated (4 assumed: about 2 layers per chunk on 8-layer stages); "
         "FSDP that does not reshard after the forward; one sequence per micro-batch (the table's batch per "
@@ -199,6 +206,7 @@ ASSUMED: dict[str, dict[str, Any]] = {
     "torchtitan_t5_llama405b_512gpu_fsdp8_tp8_pp8_interleaved": {
         "flash_attention": 1,
         "pipeline_chunks": 2,
+        "micro_batch": 1,
         "why": "as every TorchTitan run (fused attention); the interleaving is not stated: 2 chunks per stage "
         "assumed (126 layers on 8 stages x 2); one sequence per micro-batch (the local batch of 32 as 32 "
         "pipeline micro-batches)",
@@ -206,7 +214,9 @@ ASSUMED: dict[str, dict[str, Any]] = {
     "torchtitan": {
         "flash_attention": 1,
         "context_all_gather": 1,
-        "why": "context parallelism by torchtitan's default 'allgather' rotation (experimental."
+        "micro_batch": 1,
+        "why": "the pipelined runs' micro-batch not stated: one sequence per micro-batch (the local batch as "
+        "pipeline micro-batches, torchtitan's default); context parallelism by torchtitan's default 'allgather' rotation (experimental."
         "context_parallel_rotate_method at the benchmark commit: the key/value shards all-gathered after the "
         "first sub-attention); PyTorch's scaled_dot_product_attention runs fused (FlashAttention or cuDNN) kernels "
         "on H100; the "
@@ -219,7 +229,8 @@ ASSUMED: dict[str, dict[str, Any]] = {
     },
     "mcore_moe": {
         "flash_attention": 1,
-        "why": "Megatron-Core runs Transformer Engine's fused attention; the distributed optimizer is ZeRO-1 "
+        "recompute": "none",
+        "why": "where the recomputation is not stated, none; Megatron-Core runs Transformer Engine's fused attention; the distributed optimizer is ZeRO-1 "
         "(zero_stage 1); its recompute modules (norms, activations, the dense layers' MLP, MLA's up-projection) "
         "are none of the scenario's modes (none, the attention core, the whole layer): 'none' (elementwise "
         "re-runs, a few percent); force-balanced routing (expert_imbalance 1, the default); FP8-blockwise (128x128 "
@@ -231,20 +242,20 @@ ASSUMED: dict[str, dict[str, Any]] = {
     },
     "mcore_moe_dsv3_gb300_256gpu_mxfp8": {
         "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
-        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1,
+        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1, "recompute": "none",
         "why": "layout not stated in what was read: the report's DeepSeek-V3 GB200 case-study layout on the same "
         "256 GPUs (TP1 PP4 VPP4 EP64, batch 8192 x 1), which NVIDIA's Megatron-Bridge notes also give for GB300; "
         "no all-to-all overlap (as that case study); otherwise as the family (Megatron-Core defaults)",
     },
     "mcore_moe_dsv3_gb200_256gpu_bf16": {
         "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
-        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1,
+        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1, "recompute": "none",
         "why": "layout not stated in what was read: the report's DeepSeek-V3 GB200 MXFP8 case-study layout on the "
         "same 256 GPUs (TP1 PP4 VPP4 EP64, batch 8192 x 1), no all-to-all overlap; otherwise as the family",
     },
     "mcore_moe_qwen3_235b_gb300_256gpu_mxfp8": {
         "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 6,
-        "expert_parallel": 64, "global_batch": 3072, "micro_batch": 3, "expert_overlap": 1, "flash_attention": 1,
+        "expert_parallel": 64, "global_batch": 3072, "micro_batch": 3, "expert_overlap": 1, "flash_attention": 1, "recompute": "none",
         "why": "layout not stated in what was read: the same report's Qwen3-235B GB200 MXFP8 layout on the same "
         "256 GPUs (TP1 PP4 VPP6 EP64, batch 3072 x 3, all-to-all overlapped); otherwise as the family",
     },
@@ -255,7 +266,9 @@ ASSUMED: dict[str, dict[str, Any]] = {
     },
     "modelzoo_qwen3": {
         "flash_attention": 1,
-        "why": "as the Megatron-Core MoE report (same team and software): Transformer Engine's fused attention, the "
+        "micro_batch": 1,
+        "recompute": "none",
+        "why": "where the recomputation is not stated, none; as the Megatron-Core MoE report (same team and software): Transformer Engine's fused attention, the "
         "distributed optimizer as ZeRO-1, the recompute modules (norms, activations) as 'none' and the long-context "
         "runs' 'moe' module (the MoE layer's forward re-run) as 'none' too (no mode re-runs the MLP alone: the "
         "prediction misses that re-run), Megatron FSDP as ZeRO-3; routing of the five-layout table not stated "
@@ -334,21 +347,19 @@ class ParallelCase:
 
 
 def _generation(entry: Mapping[str, Any]) -> str:
-    """The generation whose ceilings a run is priced with and informs (the H800's: the H100's)."""
-    gpu = entry["hardware"]["gpu"]
-    for name in ("GB300", "GB200"):
-        if gpu.startswith(name):
-            return name
-    if entry["model"].get("moe") and ("H100" in gpu or "H800" in gpu):
+    """The generation whose ceilings a run is priced with and informs (the H800's: the H100's; a GPU the
+    reader does not know is refused, :func:`mlsysim.validation.records.gpu`)."""
+    generation, _ = records.gpu(entry)
+    if generation == "H100" and entry["model"].get("moe"):
         return HOPPER_EXPERTS
-    if "H100" in gpu:
-        return POWER_CAPPED_H100 if "500 W" in gpu else "H100"
-    return "A100"
+    if generation == "H100" and "500 W" in str(entry["hardware"]["gpu"]):
+        return POWER_CAPPED_H100
+    return generation
 
 
 HOPPER_EXPERTS = "H100 MoE"
 """The mixtures of experts on H100 and H800 (the same GH100 die and dense peak; the H800 on its own node,
-:data:`NODE_OF_GPU`). Their fitted ceilings are their routed experts' (``expert_ceiling``,
+:data:`mlsysim.validation.records.GPUS`). Their fitted ceilings are their routed experts' (``expert_ceiling``,
 :data:`EXPERT_GENERATIONS`): pooled with the dense H100 runs as one ceiling, their exact ceilings (about 0.5 of
 the 16-bit peak) pulled the H100's from 0.78 to 0.59 and Llama 3 405B's held-out error from -5% to -17%."""
 
@@ -367,9 +378,7 @@ DENSE = "dense "
 
 
 def _node(entry: Mapping[str, Any]) -> str:
-    gpu = str(entry["hardware"]["gpu"])
-    found = next((node for name, node in NODE_OF_GPU.items() if gpu.startswith(name)), None)
-    return found or NODE_OF_GENERATION[_generation(entry)]
+    return records.gpu(entry)[1]
 
 
 POWER_LIMITED = {"500 W": "500 W"}
@@ -390,17 +399,40 @@ def _assumed(case_id: str) -> dict[str, Any]:
     return dict(ASSUMED[max(keys, key=len)]) if keys else {}
 
 
-def _recompute_mode(value: object) -> str:
-    """The scenario's recompute mode of a source's text; Megatron-Core's module lists ("selective: norm, act",
-    its ``--recompute-modules``) re-run norms, activations or single projections, none of the scenario's modes
-    (the attention core, the whole layer): 'none', the nearest (the family's ASSUMED says so)."""
-    text = str(value or "none").lower()
+def _recompute_mode(entry: Mapping[str, Any], assumed: Mapping[str, Any]) -> str:
+    """The scenario's recompute mode of a run: the source's text (``full``, ``selective``, ``none``; Megatron-Core's
+    module lists, "selective: norm, act" of its ``--recompute-modules``, re-run norms, activations or single
+    projections, none of the scenario's modes, the attention core or the whole layer: 'none', the nearest, which
+    the family's ASSUMED says), else the run's ASSUMED recompute (also where the text is Llama 3's "none for 8K
+    sequences"); refused where neither states it."""
+    value = entry["layout"].get("recompute")
+    text = str(value or "").strip().lower()
+    if not text or text.startswith("none for"):
+        if "recompute" in assumed:
+            return str(assumed["recompute"])
+        raise records.refuse(entry, "layout.recompute", "not stated, and the run's ASSUMED gives no recompute")
     if text.startswith("selective:"):
         return "none"
-    for mode in ("selective", "full"):
+    for mode in ("selective", "full", "none"):
         if text.startswith(mode):
             return mode
-    return "none"
+    raise records.refuse(entry, "layout.recompute", "expected full, selective or none (or a module list)")
+
+
+def _sequence_parallel(entry: Mapping[str, Any], assumed: Mapping[str, Any], t: int) -> int:
+    """Sequence parallelism of a run: at t = 1 nothing to split (0; Megatron turns it off there, and the
+    scenario refuses it); else the source's true or false, or the run's ASSUMED where the source does not say."""
+    value = entry["layout"].get("sequence_parallel")
+    if t == 1:
+        return 0
+    if value is None:
+        if "sequence_parallel" not in assumed:
+            raise records.refuse(entry, "layout.sequence_parallel",
+                                 "not stated at tensor_parallel > 1, and the run's ASSUMED does not say")
+        return int(assumed["sequence_parallel"])
+    if not isinstance(value, bool):
+        raise records.refuse(entry, "layout.sequence_parallel", "expected true, false or null")
+    return int(value)
 
 
 def hardware_flops(batch: float, seq_len: float, layers: float, hidden: float, vocab: float) -> float:
@@ -430,7 +462,7 @@ A100_PEAK = 312e12
 """The dense 16-bit peak Korthikanti et al.'s MFU is a fraction of (A100: 312 teraFLOP/s)."""
 
 
-def megatron_moe_flops_per_token(model: Mapping[str, Any]) -> float:
+def megatron_moe_flops_per_token(model: Mapping[str, Any], gated_mlp: bool | None = None) -> float:
     """Megatron-Core's model FLOPs per token of a grouped-query-attention mixture of experts, as its
     ``num_floating_point_operations`` counts them for 'TFLOPS/GPU' (megatron/training/training.py: 3 passes
     x 2 FLOPs per multiply-add, no recomputation, causal attention halved, top-k routed SwiGLU experts):
@@ -445,7 +477,9 @@ def megatron_moe_flops_per_token(model: Mapping[str, Any]) -> float:
     head_dim = model.get("head_dim") or h // model["heads"]
     q = model["heads"] * head_dim
     kv = (model.get("kv_heads") or model["heads"]) * head_dim
-    gated = 1.5 if "SwiGLU" in str(model.get("arch") or "") else 1.0
+    if gated_mlp is None:
+        gated_mlp = records.required_gated_mlp({"id": model.get("arch"), "model": model})
+    gated = 1.5 if gated_mlp else 1.0
     experts = moe["top_k"] * moe["expert_hidden"] + (moe.get("shared_experts") or 0) * moe["expert_hidden"]
     mlp = 12.0 * layers * h * experts * gated
     attention = 6.0 * layers * (h * (q + 2 * kv) + q * s / 2 * 2 + q * h)
@@ -454,7 +488,7 @@ def megatron_moe_flops_per_token(model: Mapping[str, Any]) -> float:
 
 def _measured_time(entry: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[float, str]:
     measured = entry["measured"]
-    batch = entry["global_batch"] or _assumed(entry["id"]).get("global_batch")
+    batch = records.number(entry, "global_batch", assumed=_assumed(entry["id"]), key="global_batch", integer=True)
     if measured.get("pretrain_gpu_hours"):
         updates = float(measured["pretrain_tokens"]) / (batch * model["seq_len"])
         return float(measured["pretrain_gpu_hours"]) * 3600.0 / entry["gpus"] / updates, "GPU-hours (whole run)"
@@ -466,11 +500,12 @@ def _measured_time(entry: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[
     if measured.get("step_time_s"):
         return float(measured["step_time_s"]), "step time"
     if model.get("moe"):
-        flops = batch * model["seq_len"] * megatron_moe_flops_per_token(model)
+        flops = batch * model["seq_len"] * megatron_moe_flops_per_token(model, records.required_gated_mlp(entry))
         return flops / (float(measured["tflops_per_gpu"]) * 1e12 * entry["gpus"]), "teraFLOP/s per GPU (Megatron-Core)"
     if not measured.get("tflops_per_gpu") and measured.get("mfu"):
-        batch = entry["global_batch"] or _assumed(entry["id"])["global_batch"]
-        flops = korthikanti_model_flops(batch, model["seq_len"], model["layers"], model["hidden"], model["vocab"])
+        batch = records.number(entry, "global_batch", assumed=_assumed(entry["id"]), key="global_batch")
+        vocab = records.number(entry, "model.vocab", assumed=_assumed(entry["id"]), key="vocab", integer=True)
+        flops = korthikanti_model_flops(batch, model["seq_len"], model["layers"], model["hidden"], vocab)
         return flops / (float(measured["mfu"]) / 100.0 * A100_PEAK * entry["gpus"]), "MFU (model FLOPs)"
     rate = float(measured["tflops_per_gpu"]) * 1e12 * entry["gpus"]
     if entry["id"].startswith("llama3"):
@@ -478,8 +513,8 @@ def _measured_time(entry: Mapping[str, Any], model: Mapping[str, Any]) -> tuple[
         flops = palm_model_flops(tokens, model["params_billion"] * 1e9, model["layers"], model["hidden"],
                                  model["seq_len"])
     else:
-        flops = hardware_flops(entry["global_batch"], model["seq_len"], model["layers"], model["hidden"],
-                               model["vocab"] or 51200)
+        vocab = records.number(entry, "model.vocab", assumed=_assumed(entry["id"]), key="vocab", integer=True)
+        flops = hardware_flops(entry["global_batch"], model["seq_len"], model["layers"], model["hidden"], vocab)
     return flops / rate, "teraFLOP/s per GPU"
 
 
@@ -496,17 +531,27 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
     """
     model, layout = entry["model"], entry["layout"]
     assumed = _assumed(entry["id"])
-    t = layout.get("tensor_parallel") or assumed["tensor_parallel"]
-    p = layout.get("pipeline_parallel") or assumed["pipeline_parallel"]
-    d = layout["data_parallel"] or assumed["data_parallel"]
+
+    def count(path: str, key: str) -> int:
+        return int(records.number(entry, path, assumed=assumed, key=key, integer=True))
+
+    t = count("layout.tensor_parallel", "tensor_parallel")
+    p = count("layout.pipeline_parallel", "pipeline_parallel")
+    d = count("layout.data_parallel", "data_parallel")
     chunks = layout.get("interleave_chunks")
-    v = chunks if isinstance(chunks, int) else assumed.get("pipeline_chunks", 1)
-    b = entry.get("micro_batch") or assumed.get("micro_batch", 1)
-    m = (entry["global_batch"] or assumed["global_batch"]) // (d * b)
-    recompute = assumed.get("recompute") or _recompute_mode(layout.get("recompute"))
-    if layout.get("recompute") and not str(layout["recompute"]).startswith("none for"):
-        recompute = _recompute_mode(layout["recompute"])
-    zero = layout.get("zero_stage") or assumed.get("zero_stage", 0) or _sharding(layout)
+    if chunks is None:  # null: the run's ASSUMED interleaving, else none (a source that interleaves says so)
+        v = int(assumed.get("pipeline_chunks", 1))
+    elif isinstance(chunks, int) and not isinstance(chunks, bool):
+        v = chunks
+    elif "pipeline_chunks" in assumed:  # "V (interleaved schedule, value not stated)": the run's ASSUMED count
+        v = int(assumed["pipeline_chunks"])
+    else:
+        raise records.refuse(entry, "layout.interleave_chunks", "no count, and the run's ASSUMED gives none")
+    b = count("micro_batch", "micro_batch")
+    m = count("global_batch", "global_batch") // (d * b)
+    recompute = _recompute_mode(entry, assumed)
+    stage, group = records.sharding(entry)
+    zero = layout.get("zero_stage") or assumed.get("zero_stage", 0) or stage
     overlap = layout.get("dp_grad_allreduce_overlap") is not False and assumed.get("overlap", True)
     inputs: dict[str, object] = {
         "name": entry["id"],
@@ -514,15 +559,15 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
             "kind": "transformer",
             "name": str(model.get("arch") or entry["id"]),
             "parameters": f"{model['params_billion']}e9 param",
-            "layers": int(model["layers"]),
-            "hidden_dim": int(model["hidden"]),
-            "heads": int(model["heads"]),
-            "seq_len": int(model["seq_len"]),
-            "vocab_size": int(model.get("vocab") or 51200),
-            **_shape_extras(model),
+            "layers": count("model.layers", "layers"),
+            "hidden_dim": count("model.hidden", "hidden"),
+            "heads": count("model.heads", "heads"),
+            "seq_len": count("model.seq_len", "seq_len"),
+            "vocab_size": count("model.vocab", "vocab"),
+            **_shape_extras(entry),
         },
         "precision": "bf16",
-        "matmul_format": _matmul_format(entry),
+        "matmul_format": _matmul_format(entry)[0],
         "node": _node(entry),
         "nodes": int(entry["gpus"]) // int(entry["hardware"]["gpus_per_node"]),
         **_cluster_network(entry),
@@ -533,7 +578,7 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
         "pipeline_parallel": int(p),
         "zero_stage": int(zero),
         "recompute": recompute,
-        "sequence_parallel": 1 if layout.get("sequence_parallel") else 0,
+        "sequence_parallel": _sequence_parallel(entry, assumed, t),
         "flash_attention": int(assumed.get("flash_attention", 0)),
         "optimizer": "adam",
         "assumptions": {"overlap": bool(overlap)},
@@ -543,10 +588,12 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
         inputs["power_limit"] = limit
     if v > 1:
         inputs["pipeline_chunks"] = int(v)
+    if group is not None and group < d:  # an FSDP group of fewer than d ranks: HSDP
+        inputs["shard_group"] = group
     inputs.update(_expert_layout(layout, assumed))
     if layout.get("torch_compile"):
         inputs["fused_elementwise"] = 1
-    if layout.get("async_tensor_parallel"):
+    if layout.get("async_tensor_parallel") and int(t) > 1:
         inputs["tensor_overlap"] = 1
     for name in ("reshard_after_forward", "first_stage_layers", "last_stage_layers"):
         if name in assumed:
@@ -573,14 +620,6 @@ def _registry_workload(model: Mapping[str, Any]) -> str | dict[str, object] | No
     if int(model["seq_len"]) == int(workload.seq_len):
         return name
     return _workload_table(workload) | {"seq_len": int(model["seq_len"])}
-
-
-def _sharding(layout: Mapping[str, Any]) -> int:
-    """ZeRO stage of Megatron's options: its FSDP shards everything (3), its distributed optimizer the optimizer
-    state (1: ZeRO-1)."""
-    if str(layout.get("fsdp") or "").lower().startswith("on"):
-        return 3
-    return 1 if layout.get("distributed_optimizer") else 0
 
 
 HIERARCHICAL_DISPATCHERS = ("DeepEP", "HybridEP")
@@ -610,30 +649,41 @@ def _expert_layout(layout: Mapping[str, Any], assumed: Mapping[str, Any]) -> dic
     return out
 
 
-def _matmul_format(entry: Mapping[str, Any]) -> str:
-    """The linear layers' format of a run: bf16, fp8 (tensorwise scales: torchao's Float8 default; Megatron's
-    blockwise and DeepSeek's fine-grained FP8 priced as it, said in ASSUMED), fp8_rowwise or mxfp8."""
-    text = str(entry.get("precision") or "bf16").lower()
-    if text.startswith("mxfp8"):
-        return "mxfp8"
-    if not text.startswith("fp8"):
-        return "bf16"
-    return "fp8_rowwise" if "rowwise" in text else "fp8"
+def _matmul_format(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """(the linear layers' format of a run, the ceiling it is priced with and informs): bf16 or fp16 (the
+    16-bit ceiling), fp8 (tensorwise scales: torchao's Float8 default; Megatron's blockwise and DeepSeek's
+    fine-grained FP8 priced as it where ASSUMED says so), fp8_rowwise, mxfp8 or nvfp4
+    (:func:`mlsysim.validation.records.matmul_format`), never read as bf16. Refused: a format the run's GPU has
+    no peak for (an A100's FP8); one its GPU has no measured kernels for is not predicted (:func:`_no_kernels`)."""
+    from mlsysim.hardware.registry import Systems
+
+    fmt = records.matmul_format(entry, str(_assumed(entry["id"]).get("why", "")))
+    records.check_format_on(entry, fmt, getattr(Systems.Nodes, _node(entry)).accelerator)
+    return fmt, SIXTEEN_BIT if fmt in ("bf16", "fp16") else fmt
 
 
-def _shape_extras(model: Mapping[str, Any]) -> dict[str, object]:
-    """Grouped-query attention, the MLP's width and its gate, where the source states them."""
+def _shape_extras(entry: Mapping[str, Any]) -> dict[str, object]:
+    """Grouped-query attention, the MLP's width and its gate, where the source states them (the gate read,
+    never guessed: :func:`mlsysim.validation.records.required_gated_mlp`)."""
     out: dict[str, object] = {}
-    if model.get("kv_heads"):
-        out["kv_heads"] = int(model["kv_heads"])
-    if model.get("ffn_hidden"):
-        out["ffn_hidden"] = int(model["ffn_hidden"])
-        out["gated_mlp"] = "SwiGLU" in str(model.get("arch") or "")
+    kv = records.optional_count(entry, "model.kv_heads")
+    if kv is not None:
+        out["kv_heads"] = kv
+    width = records.optional_count(entry, "model.ffn_hidden")
+    if width is not None:
+        out["ffn_hidden"] = width
+        out["gated_mlp"] = records.required_gated_mlp(entry)
     return out
 
 
 def case_of(entry: Mapping[str, Any]) -> ParallelCase:
-    """One entry of the data file as a :class:`ParallelCase`."""
+    """One entry of the data file as a :class:`ParallelCase` (every field read or refused:
+    :mod:`mlsysim.validation.records`)."""
+    from mlsysim.hardware.registry import Systems
+
+    records.check_fields(entry)
+    records.check_numbers(entry)
+    records.check_peaks(entry, getattr(Systems.Nodes, _node(entry)))
     family = entry["family"].split(" (")[0]
     measured_time, metric = _measured_time(entry, entry["model"])
     return ParallelCase(
@@ -646,7 +696,7 @@ def case_of(entry: Mapping[str, Any]) -> ParallelCase:
         metric=metric,
         assumptions=str(_assumed(entry["id"]).get("why", "")),
         rate=IMPLEMENTATION_RATES.get(family),
-        format=_matmul_format(entry),
+        format=_matmul_format(entry)[1],
     )
 
 
@@ -679,7 +729,7 @@ def _no_kernels(entry: Mapping[str, Any]) -> str | None:
     """Why the run's kernels are not measured (its GPU and format in no kernel table), or None."""
     node = Systems.get(_node(entry))
     try:
-        device_kernels(node.accelerator, _matmul_format(entry))
+        device_kernels(node.accelerator, _matmul_format(entry)[0])
     except ValueError as error:
         return f"no measured kernels: {error}"
     return None
@@ -1211,7 +1261,8 @@ def report() -> str:
         "inside a training step), fitted on all runs priced by the links, [bound: the best measured kernel]: "
         + "; ".join(
             f"{g} " + ", ".join(f"{f} {x:.3f}{_bound_text(g, f)}" for f, x in sorted(c.items()))
-            for g, c in sorted(v.efficiency.items()) if g not in EXPERT_GENERATIONS
+            for g, c in sorted(v.efficiency.items())
+            if g not in EXPERT_GENERATIONS and any(r.case.generation == g for r in v.in_sample)
         ),
         "  mixtures of experts' routed experts (expert_ceiling; attention, dense and shared layers at the dense "
         "generation's): "

@@ -41,10 +41,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -55,6 +56,7 @@ from mlsysim.engine.model.equations import Figures, Inputs, evaluate
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload
+from mlsysim.validation.records import RecordError
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -265,7 +267,7 @@ def family_of(case_id: str) -> Family:
     for family in FAMILIES:
         if case_id.startswith(family.prefix):
             return family
-    raise KeyError(f"no family for case {case_id!r}; add its prefix to FAMILIES")
+    raise RecordError(f"{case_id}: id: no family for this case; add its prefix to FAMILIES")
 
 
 def memory_bandwidth_of(case_id: str) -> float:
@@ -273,7 +275,17 @@ def memory_bandwidth_of(case_id: str) -> float:
     for token, bandwidth, _source in PLATFORMS:
         if token in case_id:
             return bandwidth
-    raise KeyError(f"no platform for case {case_id!r}; add its token to PLATFORMS")
+    raise RecordError(f"{case_id}: id: no platform (GPU memory bandwidth) for this case; add its token to PLATFORMS")
+
+
+def gradient_precision_of(record: Mapping[str, Any]) -> str:
+    """The gradients' format on the wire of a case record (``grad_bytes``: 4 fp32, 2 fp16); another width is
+    refused (:class:`~mlsysim.validation.records.RecordError`), never read as one of them."""
+    width = record.get("grad_bytes")
+    if width not in PRECISION_OF_GRADIENT_BYTES:
+        raise RecordError(f"{record.get('id', '?')}: grad_bytes = {width!r}: expected "
+                          f"{' or '.join(map(str, PRECISION_OF_GRADIENT_BYTES))} bytes per element")
+    return PRECISION_OF_GRADIENT_BYTES[width]
 
 
 def compute_precision_of(case: Case) -> str:
@@ -281,7 +293,7 @@ def compute_precision_of(case: Case) -> str:
     for token, precision in (("AMP", "fp16"), ("BF16", "bf16"), ("TF32", "tf32"), ("FP32", "fp32")):
         if f"-{token}" in case.id:
             return precision
-    return PRECISION_OF_GRADIENT_BYTES[case.raw["grad_bytes"]]
+    return gradient_precision_of(case.raw)
 
 
 @cache
@@ -323,7 +335,7 @@ def scenario_for(
     extra: dict[str, object] = {}
     if not seed:
         extra = {
-            "gradient_precision": PRECISION_OF_GRADIENT_BYTES[c["grad_bytes"]],
+            "gradient_precision": gradient_precision_of(c),
             "optimizer": family_of(case.id).optimizer,
             "memory_bandwidth": quantity(memory_bandwidth_of(case.id), "B/s"),
             "inter_transport": "tcp" if "TCP" in case.id else None,
@@ -339,7 +351,7 @@ def scenario_for(
         name=case.id,
         description=case.source,
         workload=Workload(name=case.id, parameters=quantity(float(c["params"]), "param")),
-        precision=PRECISION_OF_GRADIENT_BYTES[c["grad_bytes"]]
+        precision=gradient_precision_of(c)
         if seed
         else compute_precision_of(case),
         step_time=quantity(float(c["t1_s"] if step_time is None else step_time), "s"),

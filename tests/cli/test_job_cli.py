@@ -29,8 +29,8 @@ def test_run_with_set_only_plans_the_job(capsys):
     assert err == ""
     assert "(from node DGX_H100)" in out and "(from fabric InfiniBand_NDR)" in out
     assert "(from mfu)" in out and "(from training_tokens)" in out
-    assert "1.80677 s" in out  # the derived step time (model FLOPs, the recomputed attention, element-wise work)
-    assert "516.35" in out
+    assert "1.26401 s" in out  # the derived step time: model FLOPs / (peak x mfu), nothing added
+    assert "372.57" in out
 
 
 def test_run_json_names_what_was_derived(capsys):
@@ -42,7 +42,7 @@ def test_run_json_names_what_was_derived(capsys):
     assert doc["derived"]["step_time"] == "mfu"
     assert doc["derived"]["training_time"] == "training_tokens"
     assert doc["inputs"]["node"] == "DGX_H100"
-    assert doc["result"]["training_time"]["value"] == __import__("pytest").approx(516.352, rel=1e-5)
+    assert doc["result"]["training_time"]["value"] == __import__("pytest").approx(372.570, rel=1e-5)
 
 
 def test_run_without_a_scenario_or_set_is_one_line_and_exit_2(capsys):
@@ -52,13 +52,15 @@ def test_run_without_a_scenario_or_set_is_one_line_and_exit_2(capsys):
 
 
 def test_a_job_missing_its_speed_says_how_to_derive_it(capsys):
-    # a V100 node: no fitted matrix-product ceiling, so nothing prices the operators
+    # a V100 node: no measured kernels, so nothing prices the operators
     code, _, err = run(
         capsys, "run", *JOB[:2], "--set", "node=DGX1_V100", "--set", "training_time=10 hour",
         "--set", "per_device_batch=1",
     )
-    assert code == 2 and "step_time: required field is missing; or give mfu" in err
-    assert "derives it from its operators" in err
+    assert code == 2 and err.count("\n") == 1
+    assert ("step_time: a step priced from the operators on the NVIDIA V100 SXM2 32GB (Volta): no matmul table "
+            "measures fp16 on Volta") in err
+    assert "mlsysim calibrate kernels FILE" in err and "or give a measured step_time, or mfu" in err
 
 
 def test_a_job_on_a_fitted_accelerator_prices_its_step_from_the_operators(capsys):

@@ -225,8 +225,8 @@ def test_a_flag_reads_booleans_in_files(tmp_path, suffix, written, want):
     path = tmp_path / f"job{suffix}"
     sep = " = " if suffix == ".toml" else ": "
     base = '"Gpt2DataParallelOneNode"' if suffix == ".toml" else "Gpt2DataParallelOneNode"
-    path.write_text(f"base{sep}{base}\ntensor_parallel{sep}1\nsequence_parallel{sep}{written}\n")
-    assert load_scenario(path).sequence_parallel == want
+    path.write_text(f"base{sep}{base}\nflash_attention{sep}{written}\n")
+    assert load_scenario(path).flash_attention == want
 
 
 def test_an_integer_of_5000_digits_names_its_line_and_field_not_pythons_setting(tmp_path):

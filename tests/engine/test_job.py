@@ -22,7 +22,9 @@ from mlsysim.hardware.registry import Hardware, Systems
 LLAMA = Models.Language.Llama3_8B
 DGX = Systems.Nodes.DGX_H100
 NDR = Systems.Fabrics.InfiniBand_NDR
-MEASURED = {"step_time": Q_(1, "s"), "training_time": Q_(1, "h")}
+MEASURED = {"step_time": Q_(30, "s"), "training_time": Q_(1000, "h")}
+"""A measured profile slower than every model's FLOPs at the peak of the nodes used here (GPT-3 on an H100: 2.2 s;
+a shorter step is refused: it implies a model FLOPs utilisation above 1)."""
 
 
 def job(**given):
@@ -102,9 +104,9 @@ def test_a_variant_derives_the_preset_fields_again():
 
 
 def test_training_tokens_give_the_one_device_time():
-    # 1e12 tokens / 8192 = 122,070,312.5 samples x 2 s / batch 4 = 61,035,156.25 s
-    s = job(node=DGX, step_time=Q_(2, "s"), per_device_batch=4, training_tokens=Q_(1e12, "token"))
-    assert s.training_time.to("s").magnitude == 61_035_156.25
+    # 1e12 tokens / 8192 = 122,070,312.5 samples x 4 s / batch 4 = 122,070,312.5 s
+    s = job(node=DGX, step_time=Q_(4, "s"), per_device_batch=4, training_tokens=Q_(1e12, "token"))
+    assert s.training_time.to("s").magnitude == 122_070_312.5
     assert s.job.samples == 122_070_312.5
     assert s.job.origins["training_time"] == "training_tokens"
 
@@ -171,12 +173,14 @@ def test_tokens_need_a_sequence_length():
 
 
 @pytest.mark.parametrize(
-    "mode, expected",
-    [("none", 354 * 2**30), ("selective", 34 * 2**30), ("full", 2 * 2**30)],
+    "mode, flash, expected",
+    [("none", 0, 354 * 2**30), ("none", None, 34 * 2**30), ("selective", None, 34 * 2**30),
+     ("full", None, 2 * 2**30)],
 )
-def test_activation_memory_of_llama3_8b_per_recompute_mode(mode, expected):
-    # 32 layers x s b h = 32 x 8192 x 1 x 4096 = 2^30; x (34 + 5 x 32 x 8192 / 4096) = 354 for none
-    s = job(node=DGX, recompute=mode, **MEASURED)
+def test_activation_memory_of_llama3_8b_per_recompute_mode(mode, flash, expected):
+    # 32 layers x s b h = 32 x 8192 x 1 x 4096 = 2^30; x (34 + 5 x 32 x 8192 / 4096) = 354 for none with
+    # the attention matrices stored (flash_attention=0); fused attention, the default, stores 34
+    s = job(node=DGX, recompute=mode, flash_attention=flash, **MEASURED)
     assert s.activation_memory.to("B").magnitude == expected
     assert s.job.activations == "derived"
     state = 16 * 8.03e9  # ZeRO stage 0: 16 bytes per parameter
@@ -263,10 +267,11 @@ def test_clearing_a_measured_time_lets_it_be_derived():
         step_time=None, mfu=0.4, training_time=None, training_tokens=Q_(1e9, "token")
     )
     assert derived.job.derives("step_time") and derived.job.derives("training_time")
-    # on an H100 (a fitted matrix-product ceiling) a cleared step time comes from the operators
+    # on an H100 (measured kernels) a cleared step time comes from the operators
     assert s.variant(step_time=None).job.origins["step_time"].startswith("operators (bf16")
-    with pytest.raises(InputError, match="step_time: required field is missing; or give mfu"):
-        job(node=Systems.Nodes.DGX1_V100, **MEASURED).variant(step_time=None)
+    with pytest.raises(InputError, match="step_time: a step priced from the operators on the NVIDIA V100 .*: no matmul "
+                                         "table measures"):
+        job(node=Systems.Nodes.DGX1_V100, **MEASURED).variant(step_time=None, precision="fp16")
 
 
 def _batch_notes(s: DataParallelScaleOutScenario) -> list[str]:

@@ -54,7 +54,7 @@ PARALLEL = {  # context parallelism's ring and expert parallelism's all-to-alls,
     "deepseek-v3-expert-parallel": ["workload=DeepSeek_V3", "node=HGX_H800", "nodes=32", "per_device_batch=1",
                                     "accumulation_steps=32", "pipeline_parallel=4", "expert_parallel=64",
                                     "zero_stage=1", "flash_attention=1", "matmul_format=fp8",
-                                    "training_tokens=1e12 token"],
+                                    "step_time=none", "training_time=none", "training_tokens=1e12 token"],
 }
 SEEDS = Scenarios.names()
 

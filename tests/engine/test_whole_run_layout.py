@@ -40,7 +40,7 @@ def _405b_t8_p16(zero_stage: int) -> DataParallelScaleOutScenario:
     return DataParallelScaleOutScenario(
         workload=workload, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=128,
         fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=32,
-        zero_stage=zero_stage, tensor_parallel=8, pipeline_parallel=16, step_time=Q_(10, "s"),
+        zero_stage=zero_stage, tensor_parallel=8, pipeline_parallel=16, step_time=Q_(40, "s"),
         training_time=Q_(1000, "hour"), **FAILURES,
     )  # fmt: skip
 

@@ -46,6 +46,9 @@ def test_every_workload_cites_its_source(path, workload):
 @pytest.mark.parametrize("path, workload", WORKLOADS)
 def test_every_workload_has_its_shape_or_its_forward_flops(path, workload):
     if isinstance(workload, TransformerWorkload):
+        if workload.seq_len is None:  # the training length is not published: the context window is stated
+            assert workload.context_window is not None and "not published" in workload.note
+            workload = workload.variant(seq_len=4096)
         shape = (workload.layers, workload.hidden_dim, workload.heads, workload.seq_len)
         assert None not in shape and workload.vocab_size is not None
         assert workload.hidden_dim % workload.heads == 0

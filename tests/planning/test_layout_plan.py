@@ -8,14 +8,14 @@ import pytest
 import mlsysim
 from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Systems
 from mlsysim.core.exceptions import InputError
-from tests.planning.conftest import assert_table_matches_scalar
+from tests.planning.conftest import assert_table_matches_scalar, variant_of_row
 
 BASE = DataParallelScaleOutScenario(
     workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=64,
     fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=32, mfu=0.45,
     training_tokens=Q_(1e12, "token"), optimizer="adam", memory_bandwidth=Q_(3.35, "TB/s"),
     device_memory=Q_(80, "GB"), node_hour_rate=Q_(98, "USD/hour"), assumptions=Assumptions(overlap=True),
-    tensor_parallel=1, zero_stage=3, sequence_parallel=1,
+    tensor_parallel=2, zero_stage=3, sequence_parallel=1,
 )
 
 
@@ -34,7 +34,7 @@ def test_a_plan_over_t_and_p_is_the_best_of_a_brute_force_and_drops_broken_layou
     feasible, broken = [], 0
     for t, pp in itertools.product(*axes.values()):
         try:
-            scenario = BASE.variant(tensor_parallel=t, pipeline_parallel=pp)
+            scenario = variant_of_row(BASE, {"tensor_parallel": t, "pipeline_parallel": pp})
             r = scenario.result
         except InputError:
             broken += 1

@@ -85,7 +85,8 @@ SPACES = [
         {"zero_stage": [0, 1, 2, 3], "nodes": [1, 2, 4, 8], "accumulation_steps": [1, 8]},
     ),
     (  # derived inputs: training time and activations per layout (the batch is not folded)
-        LLAMA_JOB.variant(node_hour_rate=Q_(98, "USD/hour")),
+        # a step of 7 s: slower than 4 sequences' model FLOPs at the A100's peak (6.4 s)
+        LLAMA_JOB.variant(node_hour_rate=Q_(98, "USD/hour"), step_time=Q_(7, "s")),
         {
             "per_device_batch": [1, 2, 4],
             "nodes": [1, 2, 4, 8],

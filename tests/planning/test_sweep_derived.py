@@ -16,7 +16,7 @@ LLAMA_JOB = DataParallelScaleOutScenario(
     precision="bf16",
     node=Systems.Nodes.DGX_H100,
     nodes=2,
-    step_time=Q_(1.3, "s"),
+    step_time=Q_(4, "s"),  # slower than the model FLOPs at the peak of the nodes and batches swept (A100: 1.6 s)
     training_tokens=Q_(1e11, "token"),
     per_device_batch=1,
 )
@@ -88,32 +88,39 @@ def test_step_time_from_flops_is_derived_again_per_node_mfu_and_batch():
     }
     table = sweep(FLOPS_JOB, **axes)
     assert_table_matches_scalar(table, FLOPS_JOB, axes)
-    # compute per update = b (F + F_re) / (P u) + b E / B_mem: the A100's 312 Tflop/s and
-    # 2.039 TB/s against the H100's 989.4 and 3.35 (Llama 2 7B: F_re the attention core)
+    # compute per update = A b F / (P u) (u the model FLOPs utilisation: nothing added): the A100's
+    # 312 Tflop/s against the H100's 989.4
     compute = table["compute_time"].reshape(2, 2, 2) / 1e3
-    job = FLOPS_JOB.job
-    flops = job.flops_per_sample + job.recompute_flops_per_sample
-    for i, (peak, bandwidth) in enumerate(((989.4e12, 3.35e12), (312e12, 2.039e12))):
+    flops = FLOPS_JOB.job.flops_per_sample
+    for i, peak in enumerate((989.4e12, 312e12)):
         for j, u in enumerate((0.3, 0.5)):
             for k, b in enumerate((1, 2)):
-                expected = FLOPS_JOB.accumulation_steps * b * (flops / (peak * u) + job.elementwise_bytes_per_sample / bandwidth)
+                expected = FLOPS_JOB.accumulation_steps * b * flops / (peak * u)
                 assert compute[i, j, k] == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(compute[:, :, 1] / compute[:, :, 0], 2.0, rtol=1e-12)
 
 
 def test_a_measured_step_time_on_an_axis_wins_over_mfu():
-    axes = {"step_time": [Q_(1, "s"), Q_(2, "s")], "per_device_batch": [1, 2]}
+    axes = {"step_time": [Q_(2, "s"), Q_(3, "s")], "per_device_batch": [1, 2]}
     table = sweep(FLOPS_JOB, **axes)
-    assert table["compute_time"].tolist() == [1000.0, 1000.0, 2000.0, 2000.0]
+    assert table["compute_time"].tolist() == [2000.0, 2000.0, 3000.0, 3000.0]
+    # a step shorter than its model FLOPs at the peak (b = 2: 1.01 s on an H100) is refused, as one scenario is
+    with pytest.raises(InputError, match="1 of 4 combinations have a step_time shorter"):
+        sweep(FLOPS_JOB, step_time=[Q_(1, "s"), Q_(2, "s")], per_device_batch=[1, 2])
+    with pytest.raises(InputError, match="model FLOPs utilisation of 1.011, above 1"):
+        FLOPS_JOB.variant(step_time=Q_(1, "s"), per_device_batch=2)
 
 
 def test_a_time_cleared_on_an_axis_needs_something_to_derive_it():
     # on an H100 the cleared step comes from the operators, in the sweep as in the scalar solve
     axes = {"step_time": [None, Q_(1, "s")]}
     assert_table_matches_scalar(sweep(LLAMA_JOB, **axes), LLAMA_JOB, axes)
-    # on a V100 (no fitted ceiling) nothing derives it
-    with pytest.raises(InputError, match="step_time"):
-        sweep(LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100), step_time=[None, Q_(1, "s")])
+    # on a V100 nothing derives it: it has no bf16 peak (the job's precision), nor a fitted ceiling
+    with pytest.raises(InputError, match="has no bf16 peak"):
+        sweep(LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100), step_time=[None, Q_(3, "s")])
+    with pytest.raises(InputError, match="no matmul table measures fp16 on Volta"):
+        v100 = LLAMA_JOB.variant(node=Systems.Nodes.DGX1_V100, precision="fp16", step_time=Q_(5, "s"))
+        sweep(v100, step_time=[None, Q_(5, "s")])
 
 
 # -- the property: every row of any sweep is the scalar solve of its layout -----------------
@@ -165,13 +172,17 @@ def test_every_sweep_row_equals_the_scalar_solve_presets_and_fabrics_included(ba
         assert_table_matches_scalar(table, base, axes)
 
 
-def test_a_step_from_flops_follows_the_recompute_mode_and_fused_attention_on_axes():
-    """F_re and the element-wise bytes change with the recompute mode and with fused attention:
-    each row derives its own step time, as the scalar solve does."""
+def test_a_step_from_mfu_keeps_its_time_over_recompute_and_fused_attention_axes():
+    """A given mfu is a measured model FLOPs utilisation: the recomputed forward and the kernels' fusion are
+    inside it, so every row of a recompute or fused-attention axis has the same step (each row derived as the
+    scalar solve derives it); a step from the operators prices the recomputed forward."""
     axes = {"recompute": ["none", "selective", "full"], "flash_attention": [0, 1], "per_device_batch": [1, 2]}
     table = sweep(FLOPS_JOB, **axes)
     assert_table_matches_scalar(table, FLOPS_JOB, axes)
-    steps = {m: FLOPS_JOB.variant(recompute=m).step_time.to("s").magnitude for m in ("none", "selective", "full")}
+    compute = table["compute_time"].reshape(3, 2, 2)
+    np.testing.assert_allclose(compute, np.broadcast_to(compute[:1, :1, :], compute.shape), rtol=1e-12)
+    priced = FLOPS_JOB.variant(mfu=None)
+    steps = {m: priced.variant(recompute=m).step_time.to("s").magnitude for m in ("none", "selective", "full")}
     assert steps["none"] < steps["selective"] < steps["full"]
 
 

@@ -70,11 +70,11 @@ def test_post_json_takes_text_numbers_and_quantities(client):
 
 @pytest.mark.parametrize(("value", "want"), [(True, 1), (False, 0), ("Yes", 1), ("no", 0), (1, 1)])
 def test_a_flag_takes_json_booleans_and_words(client, value, want):
-    body = {"scenario": ONE, "set": {"tensor_parallel": 1, "sequence_parallel": value}}
+    body = {"scenario": ONE, "set": {"flash_attention": value}}
     answer = client.post("/api/evaluate", json=body)
     assert answer.status_code == 200, answer.text
-    same_figures(answer.json()["result"], library("tensor_parallel=1", f"sequence_parallel={want}").result)
-    assert answer.json()["values"]["sequence_parallel"] in (str(want), str(bool(want)).lower())
+    same_figures(answer.json()["result"], library(f"flash_attention={want}").result)
+    assert answer.json()["values"]["flash_attention"] in (str(want), str(bool(want)).lower())
 
 
 def test_a_json_integer_of_5000_digits_is_refused_by_its_size(client):

@@ -108,7 +108,7 @@ def test_one_in_training_share_per_generation(checked):
     from mlsysim.validation.parallel import best_kernel
 
     u = checked.efficiency
-    assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300"}
+    assert set(u) == {"A100", "H100", POWER_CAPPED_H100, HOPPER_EXPERTS, "GB200", "GB300", "B200"}
     assert u["A100"]["bf16"] == pytest.approx(0.665, abs=3e-3)
     assert u["H100"]["bf16"] == pytest.approx(0.755, abs=3e-3)
     capped = u[POWER_CAPPED_H100]

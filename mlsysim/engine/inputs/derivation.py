@@ -10,18 +10,19 @@ checks that the sources agree, and derives the numeric inputs through
 :func:`derive_inputs`: the same function a sweep runs on arrays, so a sweep's
 row and the scalar solve of the same layout share every formula:
 
-* ``step_time = b (F + F_re) / (P u) + b E / B_mem``
-  (:func:`mlsysim.physics.compute.step_time_from_flops`) from ``mfu`` u (the
-  math-kernel efficiency), the workload's model FLOPs per sample F, the FLOPs
-  its recompute mode adds F_re, the accelerator's dense peak P at the training
-  precision, and the bytes E its memory-bound element-wise work moves at the
-  memory bandwidth B_mem (where one is known);
+* ``step_time = b F / (P u)``
+  (:func:`mlsysim.physics.compute.step_time_from_flops`) from ``mfu`` u, the
+  model FLOPs utilisation as Megatron-LM, NeMo and the PaLM paper report it,
+  the workload's model FLOPs per sample F and the accelerator's dense peak P
+  at the training precision: nothing added on top (recomputation and the
+  element-wise work are inside a measured MFU), so one device achieves MFU u;
 * ``training_time = S T1 / b`` with S = ``training_samples``, or
   ``training_tokens`` / sequence length;
 * ``activation_memory = a_1 b``: layers x
   :func:`mlsysim.physics.activations.activation_bytes_per_layer` of one sample,
   whenever the workload has a transformer shape (``recompute`` chooses the
-  strategy).
+  strategy; fused attention, the default, never stores the s x s matrices that
+  ``recompute="none"`` would otherwise keep).
 
 What came from where is kept in :attr:`Job.origins`, for ``explain`` and the
 command line.
@@ -46,10 +47,11 @@ from mlsysim.engine.inputs.presets import PRESETS, preset_figures
 from mlsysim.engine.inputs.workload_figures import (
     DEFAULT_RECOMPUTE,
     peak_flops,
+    shape_gap,
     shape_numbers,
     workload_facts,
 )
-from mlsysim.engine.model.equations import mixture_of_experts, multi_head_latent
+from mlsysim.engine.model.equations import fused_attention, mixture_of_experts, multi_head_latent
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
@@ -57,7 +59,6 @@ from mlsysim.physics.compute import (
     samples_from_tokens,
     step_time_from_flops,
 )
-from mlsysim.physics.layout import elementwise_bytes_per_sample, recompute_flops_per_sample
 from mlsysim.physics.matmul import (
     MATMUL_FORMATS,
     SIXTEEN_BIT,
@@ -81,9 +82,7 @@ DERIVED_ATTRIBUTES: Final = (
     "peak_flops",
     "sequence_length",
     "activation_memory_per_sample",
-    "recompute_flops_per_sample",
-    "elementwise_bytes_per_sample",
-    "elementwise_bytes_fused",
+    "activation_memory_fused",
     "matmul_ceiling",
     "matmul_peak",
     "attention_ceiling",
@@ -121,12 +120,9 @@ class Job(NamedTuple):
     sequence_length: float = math.nan
     samples: float = math.nan
     activation_memory_per_sample: float = math.nan
+    """Activation bytes of one sample in the recompute mode, the attention kernels not fused."""
     recompute: str = DEFAULT_RECOMPUTE
     activations: str = "none"  # "derived", "given" or "none" (not counted)
-    recompute_flops_per_sample: float = 0.0
-    elementwise_bytes_per_sample: float = 0.0
-    elementwise_bytes_fused: float = 0.0
-    """E with fused attention kernels (``flash_attention``): the attention matrices never stored."""
     matmul_ceiling: float = math.nan
     """The linear layers' fitted (or assumed) ceiling when the step comes from the operators; NaN otherwise."""
     matmul_peak: float = math.nan
@@ -147,7 +143,10 @@ class Job(NamedTuple):
     """The device's measured kernels a step from the operators is priced with (:mod:`mlsysim.kernels`)."""
     matmul_format: str = ""
     operator_efficiency: float = math.nan
-    """u = b (F + F_re) / (P T1) of a step from the operators: the kernel efficiency it implies (NaN otherwise)."""
+    """u = b F / (P T1) of a step from the operators: the one-device MFU it implies (NaN otherwise)."""
+    activation_memory_fused: float = math.nan
+    """Activation bytes of one sample with fused attention kernels (the default): the attention's s x s
+    matrices never stored (:func:`fused_mode`)."""
 
     def model_attributes(self) -> dict[str, float]:
         """The derived attributes of :class:`~mlsysim.engine.model.equations.Inputs`."""
@@ -199,11 +198,8 @@ class Derivable(Protocol):
     training_samples: Num
     sequence_length: Num
     activation_memory_per_sample: Num
-    recompute_flops_per_sample: Num
-    elementwise_bytes_per_sample: Num
-    elementwise_bytes_fused: Num
+    activation_memory_fused: Num
     flash_attention: Num
-    memory_bandwidth: Num
 
 
 def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Derivable:
@@ -213,9 +209,10 @@ def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Deriv
     a target is NaN where the layout derives it, a number where it was given
     (or swept):
 
-        step_time = b (F + F_re) / (P u) + b E / B_mem   (mfu u; E fused with flash_attention)
+        step_time = b F / (P u)                   (mfu u: model FLOPs utilisation, nothing added)
         training_time = S T1 / b,  S = D / s      (tokens D, or samples S)
-        activation_memory = a_1 b                 (a_1 bytes per sample; 0 without a shape)
+        activation_memory = a_1 b                 (a_1 bytes per sample, with fused attention where
+                                                   flash_attention is 1 or not given; 0 without a shape)
 
     ``activation_memory_per_sample`` is left NaN where the activation memory was given
     (a parallel layout counts its own activations unless they were given). ``kernels``: the device's
@@ -234,15 +231,7 @@ def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Deriv
             return from_flops()
 
         def from_flops() -> Num:
-            fused = x.flash_attention
-            if type(fused) is float:
-                elementwise = x.elementwise_bytes_fused if fused > 0 else x.elementwise_bytes_per_sample
-            else:
-                elementwise = np.where(np.asarray(fused) > 0, x.elementwise_bytes_fused, x.elementwise_bytes_per_sample)
-            return step_time_from_flops(
-                x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu,
-                x.recompute_flops_per_sample, elementwise, x.memory_bandwidth,
-            )
+            return step_time_from_flops(x.flops_per_sample, x.per_device_batch, x.peak_flops, x.mfu)
 
         x.step_time = _fill(step, derived_step)
     time = x.training_time
@@ -258,7 +247,7 @@ def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Deriv
         x.training_time = _fill(time, training_time)
     memory = x.activation_memory
     if (memory != memory) if type(memory) is float else _any_nan(memory):
-        per_sample = x.activation_memory_per_sample
+        per_sample = _activations_per_sample(x)
         x.activation_memory = _fill(
             memory,
             lambda: 0.0 if _all_nan(per_sample) else per_sample * x.per_device_batch,
@@ -268,6 +257,23 @@ def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Deriv
     elif type(memory) is not float or memory == memory:  # given: nothing derived per sample
         x.activation_memory_per_sample = memory * np.nan
     return x
+
+
+def _activations_per_sample(x: Derivable) -> Num:
+    """a_1 of each row: the fused-attention figure where the kernels are fused (``flash_attention`` 1, or not
+    given: :data:`~mlsysim.engine.model.equations.FUSED_ATTENTION_DEFAULT`), the plain one elsewhere."""
+    plain, fused, flash = x.activation_memory_per_sample, x.activation_memory_fused, x.flash_attention
+    if type(flash) is float and type(plain) is float:
+        return plain if flash == 0.0 or fused != fused else fused
+    if _all_nan(fused):
+        return plain
+    return np.where(fused_attention(flash) > 0, fused, plain)
+
+
+def fused_mode(recompute: str) -> str:
+    """The recompute mode whose activations fused attention kernels store: none keeps no s x s attention
+    matrices with them (Dao et al. 2022), as selective recomputation does (Korthikanti et al. 2022, Table 2)."""
+    return "selective" if recompute == "none" else recompute
 
 
 def _operator_times(get: Callable[[str], Num], batch: Num, recompute: str, flash: bool,
@@ -314,8 +320,7 @@ def _operator_step_rows(x: Any, kernels: KernelConstants | None) -> Num:
     get = partial(getattr, x)
     codes = np.unique(np.asarray(x.recompute_code, dtype=float))
     recompute = RECOMPUTE_MODES[int(codes[0])]
-    fused = np.asarray(x.flash_attention, dtype=float)
-    on = np.where(np.isnan(fused), 0.0, fused) > 0
+    on = np.asarray(fused_attention(np.asarray(x.flash_attention, dtype=float))) > 0
     if on.all() or not on.any():
         return _operator_times(get, x.per_device_batch, recompute, bool(on.all()), kernels).total
     return np.where(on, _operator_times(get, x.per_device_batch, recompute, True, kernels).total,
@@ -356,11 +361,8 @@ class _Scalars:
     training_samples: Num = math.nan
     sequence_length: Num = math.nan
     activation_memory_per_sample: Num = math.nan
-    recompute_flops_per_sample: Num = 0.0
-    elementwise_bytes_per_sample: Num = 0.0
-    elementwise_bytes_fused: Num = 0.0
+    activation_memory_fused: Num = math.nan
     flash_attention: Num = math.nan
-    memory_bandwidth: Num = math.inf
 
 
 # -- resolution ------------------------------------------------------------------------------
@@ -417,32 +419,24 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     fps = nan if facts.flops_per_sample is None else facts.flops_per_sample
     x.flops_per_sample = fps
     x.sequence_length = sequence_length = facts.sequence_length
-    peak = samples = per_sample = nan
+    peak = samples = per_sample = fused_per_sample = nan
 
     mfu = out["mfu"]
-    recomputed = elementwise = fused = 0.0
     operators: dict[str, Any] = {}
-    if mfu is None and out["step_time"] is None and batch is not None and facts.shape:
+    if mfu is not None or out["step_time"] is not None:
+        _refuse_operator_inputs(out, "mfu" if mfu is not None else "step_time")
+    elif batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
+        if not operators and out["accelerator"] is not None:
+            raise _operator_gap(out)
     if operators:
         x.peak_flops = peak = operators["peak"]
-        x.recompute_flops_per_sample = recomputed = operators["recomputed"]
-        x.mfu = operators["mfu"]  # T1 through the FLOP equation, its element-wise work inside the operators
+        x.mfu = operators["mfu"]  # T1 through the FLOP equation: the one-device MFU the operators imply
         origins["step_time"] = operators["origin"]
-        # what a sweep's row that gives mfu needs to price it from the FLOPs
-        _, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
     elif mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         x.mfu = mfu
-        if facts.shape:
-            recomputed, elementwise, fused = _recomputed_and_elementwise(workload, recompute)
-            x.recompute_flops_per_sample = recomputed
-            x.elementwise_bytes_per_sample, x.elementwise_bytes_fused = elementwise, fused
-            if out["flash_attention"] is not None:
-                x.flash_attention = float(out["flash_attention"])
-            if out["memory_bandwidth"] is not None:
-                x.memory_bandwidth = to_canonical(out["memory_bandwidth"], "bandwidth")
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
@@ -457,6 +451,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
             peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         except InputError:
             peak = nan
+        if batch is not None and out["step_time"] is not None:
+            _check_step_within_peak(out, float(batch) * fps, peak, x.step_time)
 
     tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
@@ -480,8 +476,13 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         x.activation_memory = _number(numbers, "activation_memory", out["activation_memory"], "data")
     elif facts.shape and batch is not None:
         x.activation_memory_per_sample = per_sample = facts.activation_per_sample[recompute]
+        x.activation_memory_fused = fused_per_sample = facts.activation_per_sample[fused_mode(recompute)]
         activations = "derived"
-        origins["activation_memory"] = f"recompute={recompute}"
+        flash = out["flash_attention"]
+        x.flash_attention = math.nan if flash is None else float(flash)
+        origins["activation_memory"] = f"recompute={recompute}" + (
+            ", fused attention" if recompute == "none" and flash != 0 else ""
+        )
     else:
         activations = "none"
         x.activation_memory = 0.0
@@ -492,10 +493,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
     figures = {k: operators[k] for k in _OPERATOR_FIGURES} if operators else {}
-    return Job(
-        origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
-        recomputed, elementwise, fused, **figures,
-    )
+    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations, **figures,
+               activation_memory_fused=fused_per_sample)
 
 
 _OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
@@ -515,6 +514,11 @@ def operator_numbers(job: Job) -> dict[str, float]:
     if job.operator_efficiency != job.operator_efficiency:
         return {}
     return {name: float(getattr(job, name)) for name in OPERATOR_NUMBERS}
+
+
+def peak_format(matmul_format: str) -> str:
+    """The format whose peak a linear layers' ``matmul_format`` runs at (``fp8_rowwise``: the fp8 peak)."""
+    return MATMUL_FORMATS[matmul_format]
 
 
 def operator_formats(out: Checked) -> tuple[str, str]:
@@ -609,10 +613,82 @@ def _power_limit(out: Checked, accelerator: Accelerator) -> float:
     return watts
 
 
+OPERATOR_INPUTS: Final = {
+    "matmul_format": "prices the linear layers' products in their number format",
+    "fused_elementwise": "prices the element-wise kernels fused",
+}
+"""Inputs that only a step priced from the operators reads, with what they change there."""
+
+
+def _refuse_operator_inputs(out: Checked, source: str) -> None:
+    """Refuse an input of the operator model beside a step that does not come from the operators (issue 40: an
+    input that changes nothing is an error with its reason, never dropped): a measured ``step_time`` is what it
+    is, and an ``mfu`` is a measured model FLOPs utilisation, its products' format and kernels inside it."""
+    why = ("the step is measured" if source == "step_time"
+           else "a measured model FLOPs utilisation holds the products' format and kernels: the step is the model "
+                "FLOPs at the precision's peak x mfu")
+    for name, does in OPERATOR_INPUTS.items():
+        value = out[name]
+        if value is None or value == 0:  # not given, or given off: nothing dropped
+            continue
+        raise InputError(
+            f"{name}={value} {does} when the step is priced from the operators, but here it comes from {source} "
+            f"({why}): it would change nothing; leave {name} out, or clear {source} ({setting(source, None)}) to "
+            "price the step from the operators",
+            loc=(name,),
+        )
+
+
+def _operator_gap(out: Checked) -> InputError:
+    """What a step priced from the operators lacks on this accelerator (a peak, or a measured kernel table), as an
+    error at the input that chose it (``precision``, ``matmul_format``, ``flash_attention``; ``step_time`` where
+    nothing was chosen), saying how to supply it."""
+    accelerator: Accelerator = out["accelerator"]
+    matmul_format, sixteen = operator_formats(out)
+    precision = out["precision"] or "fp16"
+    chosen = "matmul_format" if out["matmul_format"] is not None else "step_time"
+    named = f"the {accelerator.name}" + (f" ({accelerator.architecture})" if accelerator.architecture else "")
+    peaks = ", ".join(accelerator.dense_flops) or "none"
+    for fmt, at in ((precision, "precision"), (MATMUL_FORMATS[matmul_format], chosen), (sixteen, "step_time")):
+        if fmt not in accelerator.dense_flops:
+            return InputError(
+                f"{named} has no {fmt} peak in the registry (its peaks: {peaks}): it does not run {fmt} products; "
+                f"give a format it has, or an accelerator that runs {fmt} (node= or accelerator=)",
+                loc=(at,),
+            )
+    found = _device_kernels(out, matmul_format)
+    reason = found if isinstance(found, str) else "the step can come from the operators"
+    at = "step_time"
+    if reason.startswith(f"no matmul table measures {matmul_format} ") and chosen == "matmul_format":
+        at = "matmul_format"
+    elif reason.startswith("no fused-attention table") and out["flash_attention"] is not None:
+        at = "flash_attention"
+    return InputError(
+        ("" if at != "step_time" else f"a step priced from the operators on {named}: ") + reason + "; "
+        + ("or leave matmul_format out and give a measured step_time or mfu" if at == "matmul_format"
+           else "or give a measured step_time, or mfu (the model FLOPs utilisation of one device's step)"),
+        loc=(at,),
+    )
+
+
+def _check_step_within_peak(out: Checked, flops: float, peak: float, step: Num) -> None:
+    """Refuse a given step time shorter than its model FLOPs at the accelerator's peak: the model FLOPs
+    utilisation it implies, b F / (P T1), would exceed 1 (issue 40: never a utilisation above 100%)."""
+    implied = flops / (peak * float(step))
+    if implied > 1.0:
+        raise InputError(
+            f"step_time ({fmt_given(out['step_time'])}) is shorter than one step's model FLOPs at the "
+            f"{out['accelerator'].name}'s {out['precision'] or 'fp16'} peak ({flops / peak:.4g} s): it implies a "
+            f"model FLOPs utilisation of {implied:.4g}, above 1; check step_time, per_device_batch, the workload or "
+            "the accelerator",
+            loc=("step_time",),
+        )
+
+
 def _no_operator_step(out: Checked, shape: bool) -> str:
     """Why a step cannot come from the operators (for an error message)."""
     if not shape:
-        return "the workload has no transformer shape to price operator by operator"
+        return shape_gap(out["workload"]) or "the workload has no transformer shape to price operator by operator"
     found = _device_kernels(out, operator_formats(out)[0])
     return found if isinstance(found, str) else "the step can come from the operators"
 
@@ -621,9 +697,9 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`) with the device's
     measured kernels, or {} where the accelerator or a kernel table is missing.
 
-    The step of one device (the whole model, b samples) is T1 = sum of the operator classes; it enters
-    the data-parallel model as the kernel efficiency it implies, u = b (F + F_re) / (P T1), so that
-    b (F + F_re) / (P u) = T1 (E counted in T1's memory-bound class).
+    The step of one device (the whole model, b samples) is T1 = sum of the operator classes (recomputation
+    and the element-wise work among them); it enters the data-parallel model as the one-device MFU it
+    implies, u = b F / (P T1), so that b F / (P u) = T1.
     """
     matmul_format, sixteen = operator_formats(out)
     kernels = _device_kernels(out, matmul_format)
@@ -647,19 +723,14 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "expert_ceiling": experts, "compute_units": kernels.compute_units, "cast_bytes": cast, "matmul_bytes": width,
         "fused_elementwise": float(fused), "power_limit": _power_limit(out, accelerator),
     }
-    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, bool(out["flash_attention"]),
-                            kernels.constants)
-    active = shape["active_parameters"]
-    recomputed = float(recompute_flops_per_sample(
-        facts.parameters if active != active else active, shape["layers"], shape["hidden"], shape["seq_len"],
-        shape["vocab"], recompute,
-    ))
+    fused = out["flash_attention"] != 0  # None: the default, fused
+    times = _operator_times(lambda name: numbers.get(name, math.nan), batch, recompute, fused, kernels.constants)
     step = float(times.total)
     model = facts.flops_per_sample or math.nan
+    implied = batch * model / (peak * step)
     return {
         "peak": peak,
-        "recomputed": recomputed,
-        "mfu": batch * (model + recomputed) / (peak * step),
+        "mfu": implied,
         "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; measured kernels)",
         "matmul_ceiling": float(ceiling),
         "matmul_peak": kernels.matmul_peak,
@@ -672,22 +743,8 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "operators": times,
         "kernels": kernels.constants,
         "matmul_format": matmul_format,
-        "operator_efficiency": batch * (model + recomputed) / (peak * step),
+        "operator_efficiency": implied,
     }
-
-
-def _recomputed_and_elementwise(workload: Workload, recompute: str) -> tuple[float, float, float]:
-    """F_re, and E without and with fused attention, of one sample of a transformer workload."""
-    shape = shape_numbers(workload, recompute)
-    layers, hidden, heads, seq_len = shape["layers"], shape["hidden"], shape["heads"], shape["seq_len"]
-    active = shape["active_parameters"]  # a mixture of experts reruns the parameters a token uses
-    recomputed = recompute_flops_per_sample(
-        workload_facts(workload).parameters if active != active else active, layers, hidden, seq_len,
-        shape["vocab"], recompute,
-    )
-    plain = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute)
-    fused = elementwise_bytes_per_sample(layers, seq_len, hidden, heads, recompute, flash_attention=True)
-    return float(recomputed), float(plain), float(fused)
 
 
 def _number(numbers: Mapping[str, float], name: str, value: object, dimension: str) -> float:
@@ -711,7 +768,9 @@ def _check_mfu_sources(out: Checked, workload: Workload, fps: float | None) -> N
             loc=("mfu",),
         )
     if fps is None:
+        gap = shape_gap(workload)
         raise InputError(
+            f"{gap}; its FLOPs need it (or give step_time)" if gap else
             f"{workload.name} states neither a transformer shape (layers, hidden_dim, "
             "seq_len) nor forward_flops_per_sample, so its FLOPs are unknown; give step_time",
             loc=("mfu",),
@@ -734,9 +793,10 @@ def _job_samples(out: Checked, workload: Workload, tokens: object, samples: obje
     if samples is not None:
         return to_canonical(samples, "samples")
     if not workload_facts(workload).shape:
+        gap = shape_gap(workload)
         raise InputError(
-            f"{workload.name} has no sequence length to turn tokens into samples; "
-            "give training_samples",
+            f"{gap}; turning tokens into samples needs it (or give training_samples)" if gap else
+            f"{workload.name} has no sequence length to turn tokens into samples; give training_samples",
             loc=("training_tokens",),
         )
     return float(samples_from_tokens(to_canonical(tokens, "tokens"), float(getattr(workload, "seq_len"))))  # noqa: B009 - a transformer's, checked above

@@ -495,6 +495,30 @@ def _fraction_number(value: Value) -> float:
     return float(cast(float, value))
 
 
+COUNT_UNITS: Final = {"tokens": "token", "samples": "sample"}
+"""The unit of a count that a bare number means (``training_tokens=1e12`` is 1e12 tokens)."""
+
+
+def _counted(f: InputField) -> InputField:
+    """``f``, a count of tokens or samples, also given as a bare number of them (typed ``1e12`` or passed as
+    ``1e12``): a count has one unit, so a number without it cannot mean anything else."""
+    unit = COUNT_UNITS[cast(str, f.dimension)]
+    check, parse = f.check, f.parse
+
+    def bare(value: object) -> object:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return quantity(value, unit)
+        return value
+
+    def counted_parse(text: str) -> object:
+        try:
+            return bare(parse_float(text))
+        except InputError:
+            return parse(text)
+
+    return dataclasses.replace(f, check=lambda value: check(bare(value)), parse=counted_parse)
+
+
 def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.inputs.presets`), given as itself or by name."""
     check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
@@ -895,7 +919,14 @@ _TABLE: tuple[InputField, ...] = (
             "L_last",
         ),
     ),
-    _in("layout", _switch("flash_attention", "fused attention kernels (FlashAttention): 1 on, 0 off (None: off)")),
+    _in(
+        "layout",
+        _switch(
+            "flash_attention",
+            "fused attention kernels (FlashAttention): the s x s attention matrices never stored: 1 on, 0 off "
+            "(None: on, today's practice)",
+        ),
+    ),
     _in(
         "layout",
         _switch(
@@ -1041,8 +1072,9 @@ _TABLE: tuple[InputField, ...] = (
         "workload",
         InputField(
             "mfu",
-            "kernel efficiency (0-1): the fraction of peak the device's matrix products reach, from "
-            "which step_time is derived; not a published job MFU (the job's achieved MFU is a result)",
+            "model FLOPs utilisation of one device's step (0-1, as Megatron-LM, NeMo and the PaLM paper "
+            "report it): step_time = batch x model FLOPs / (peak x mfu), nothing added; the job's MFU is a "
+            "result (the matrix products' fraction of peak is assumptions.matmul_ceiling)",
             "number",
             check_mfu,
             parse_mfu,
@@ -1055,35 +1087,39 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "workload",
-        _quantity(
-            "training_tokens",
-            "tokens to train on, from which training_time is derived",
-            "tokens",
-            "token",
-            "D",
-            default=None,
-            optional=True,
-            seed=False,
+        _counted(
+            _quantity(
+                "training_tokens",
+                "tokens to train on (a bare number counts tokens), from which training_time is derived",
+                "tokens",
+                "token",
+                "D",
+                default=None,
+                optional=True,
+                seed=False,
+            )
         ),
     ),
     _in(
         "workload",
-        _quantity(
-            "training_samples",
-            "samples to train on, from which training_time is derived",
-            "samples",
-            "sample",
-            "S",
-            default=None,
-            optional=True,
-            seed=False,
+        _counted(
+            _quantity(
+                "training_samples",
+                "samples to train on (a bare number counts samples), from which training_time is derived",
+                "samples",
+                "sample",
+                "S",
+                default=None,
+                optional=True,
+                seed=False,
+            )
         ),
     ),
     _in(
         "layout",
         InputField(
             "recompute",
-            "activation recomputation: none, selective (default, as FlashAttention) or full",
+            "activation recomputation: none, selective (default: the attention core) or full",
             "choice",
             check_recompute,
             lambda text: text.strip(),

@@ -64,10 +64,14 @@ def _lookup(kind: str, value: object) -> object:
     """A registry entry of ``kind``, given as itself or by name (bare errors)."""
     registry, cls = _registry(kind)
     if isinstance(value, str):
-        try:
-            value = registry.get(value.strip().split(".")[-1])
+        text = value.strip()
+        try:  # the name as typed, else its last part (``Systems.Nodes.DGX_H100``)
+            value = registry.get(text)
         except UnknownNameError as exc:
-            raise InputError(str(exc)) from None
+            try:
+                value = registry.get(text.rsplit(".", 1)[-1])
+            except UnknownNameError:
+                raise InputError(str(exc)) from None  # the error of the whole name: 'p5.48xlarge
     if not isinstance(value, cls):
         example = next(path.rsplit(".", 1)[-1] for path, _ in registry.walk())
         raise InputError(
@@ -176,9 +180,9 @@ def node_figures(node: Node, precision: str = "bf16", math_efficiency: float = 0
     """The ``cluster`` inputs of :func:`~mlsysim.physics.layout.layout_figures` from a registry node.
 
     Peak FLOP/s at ``precision``, HBM bandwidth, the per-device intra-node link,
-    one NIC's rate and their count, all per direction, SI units; and the
-    math-kernel efficiency u (an assumption: ``mlsysim.validation.parallel``
-    fits 0.59 for A100 and 0.73 for H100 on published runs).
+    one NIC's rate and their count, all per direction, SI units; and ``math_efficiency``
+    u, the model FLOPs utilisation of one device's step (``mfu``; an assumption: published
+    runs report 0.38-0.54 for a whole job).
     """
     acc = node.accelerator
     return {

@@ -50,6 +50,33 @@ def _count(value: object) -> object:
     return value
 
 
+def _on(value: object) -> object:
+    """A switch given on (1; None, not given, and 0 are off)."""
+    return value == 1
+
+
+def _size(value: object) -> object:
+    """A layout count, 1 where not given."""
+    return 1 if value is None else value
+
+
+def _inert(switch: str, size: str, does: str, needs: str) -> Rule:
+    """The rule of a switch that does nothing unless a layout count is above 1: ``switch=1`` with ``size``
+    at 1 (or not given) is refused with the reason, never priced as if it were off (issue 40)."""
+
+    def message(v: Mapping[str, object]) -> str:
+        got = v.get(size)
+        return (
+            f"{switch}=1 {does}, but {size} is {1 if got is None else got}: it does nothing here; "
+            f"give {needs}, or leave {switch} out"
+        )
+
+    return Rule(
+        (switch, size), (_on, _size), lambda on, count: on & (count <= 1), switch, message,
+        f"{switch}=1 and {size} 1", when=switch, inert=True,
+    )
+
+
 def _job_rate(value: object) -> object:
     """A failure rate of a whole job (interruptions/day), not one per device."""
     from mlsysim.core.units import KINDS, Quantity
@@ -108,6 +135,11 @@ class Rule:
     when: str | None = None
     """An input the rule concerns only when it is given (None: always checked); a layout
     without it cannot break the rule, so one scenario skips it at once."""
+    inert: bool = False
+    """The rule of an input that does nothing where it is broken (a switch without the layout it
+    acts on). One scenario refuses it; a sweep or a plan refuses it only where the input does
+    nothing in every combination that gives it (a row at t = 1 of a sweep over t is the switch
+    off, and the table shows it)."""
 
     def is_broken(self, values: Mapping[str, object]) -> bool:
         """Whether one layout's checked ``values`` (every input) break this rule."""
@@ -186,6 +218,28 @@ RULES: Final = (
         "a failure_rate per device and failure_rate_devices",
         when="failure_rate_devices",
     ),
+    _inert(
+        "sequence_parallel", "tensor_parallel",
+        "splits the activations of a tensor-parallel group along the sequence", "tensor_parallel > 1",
+    ),
+    _inert(
+        "tensor_overlap", "tensor_parallel",
+        "overlaps the tensor-parallel collectives with the products", "tensor_parallel > 1",
+    ),
+    _inert(
+        "context_all_gather", "context_parallel",
+        "gathers the keys and values of the other context-parallel ranks", "context_parallel > 1",
+    ),
+    _inert(
+        "expert_overlap", "expert_parallel",
+        "overlaps the expert all-to-alls with another micro-batch's compute",
+        "expert_parallel > 1 (a mixture of experts spread over devices)",
+    ),
+    _inert(
+        "hierarchical_dispatch", "expert_parallel",
+        "routes the expert all-to-alls over the NICs once per node, then NVLink",
+        "expert_parallel > 1 (a mixture of experts spread over devices)",
+    ),
     *(
         Rule(
             ("failure_rate", needed),
@@ -256,7 +310,11 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
     shape = {a: getattr(workload, a, None) for a in ("layers", "hidden_dim", "heads", "seq_len")}
     missing = [a for a, v in shape.items() if v is None]
     if missing:
+        from mlsysim.engine.inputs.workload_figures import shape_gap
+
+        gap = shape_gap(workload)
         raise InputError(
+            f"a parallel layout needs a transformer's shape: {gap}" if gap else
             f"a parallel layout needs a transformer workload; {getattr(workload, 'name', workload)} has no "
             f"{', '.join(missing)}; leave {', '.join(LAYOUT_FIELDS)} out for the data-parallel model",
             loc=("tensor_parallel" if values.get("tensor_parallel") is not None else _first_given(values),),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.core.suggest import nested_setting
 from mlsysim.core.units import to_canonical
 from mlsysim.physics.activations import RECOMPUTE_MODES, activation_bytes
 from mlsysim.physics.compute import cnn_flops_per_sample, transformer_flops_per_sample
@@ -48,6 +49,26 @@ def parse_mfu(text: str) -> float:
     except ValueError:
         raise InputError(f"expected a number in (0, 1] (e.g. 0.4), got {text!r}") from None
 
+
+
+SHAPE_EXAMPLES = {"layers": "32", "hidden_dim": "4096", "heads": "32", "seq_len": "4096"}
+"""What a transformer needs for its FLOPs, activations and layouts, each with an example value."""
+
+
+def shape_gap(workload: object) -> str:
+    """What a transformer workload lacks of :data:`SHAPE_EXAMPLES` and how to give it (``""``: nothing, or not a
+    transformer): a registry model whose training length is not published says so, with its context window."""
+    if not hasattr(workload, "seq_len"):
+        return ""
+    missing = [name for name in SHAPE_EXAMPLES if getattr(workload, name, None) is None]
+    if not missing:
+        return ""
+    window = getattr(workload, "context_window", None)
+    why = (f" (the length it was trained at is not stated; {window:,} tokens is its context window)"
+           if "seq_len" in missing and window else "")
+    name = getattr(workload, "name", "the workload")
+    return (f"{name} has no {', '.join(missing)}{why}: give it, "
+            f"{nested_setting('workload', missing[0], SHAPE_EXAMPLES[missing[0]])}")
 
 
 def has_shape(workload: Workload) -> bool:

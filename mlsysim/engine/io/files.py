@@ -25,7 +25,10 @@ command line (``--set``) because both go through
 An inline workload is a table of :class:`~mlsysim.Workload` fields
 (``[workload]`` with ``name``, ``parameters = "7e9 param"``, optionally
 ``model_size``, ``architecture``; ``kind = "transformer"`` and the shape
-fields make a :class:`~mlsysim.TransformerWorkload`).
+fields make a :class:`~mlsysim.TransformerWorkload`), or a registry model with
+some of its figures changed (``[workload]`` with ``base = "Mixtral_8x22B"`` and
+``seq_len = 4096``; a quoted top-level key ``"workload.seq_len" = 4096`` does the
+same to the scenario's workload, as ``--set workload.seq_len=4096`` does).
 
 Every mistake raises :class:`~mlsysim.core.exceptions.ScenarioFileError`
 naming the file, the line and the field. Writing is atomic: the file is
@@ -94,11 +97,11 @@ def scenario_from_dict(data: Mapping[str, object]) -> DataParallelScaleOutScenar
     Each value is read by its field's entry in the field table; errors are
     located at the field (``exc.loc``), the file loader adds file and line.
     """
-    from mlsysim.engine.io.overrides import coerce_field
+    from mlsysim.engine.io.overrides import coerce_field, split_workload_changes, vary_workload
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.engine.scenarios import Scenarios
 
-    data = dict(data)
+    data, workload_changes = split_workload_changes(data)
     base_name = data.pop("base", None)
     fields: dict[str, object] = {}
     for key, value in data.items():
@@ -107,6 +110,15 @@ def scenario_from_dict(data: Mapping[str, object]) -> DataParallelScaleOutScenar
         else:
             fields[key] = coerce_field(str(key), value)
     try:
+        if workload_changes:
+            workload = fields.get("workload")
+            if workload is None and isinstance(base_name, str):
+                with contextlib.suppress(UnknownNameError):
+                    workload = Scenarios.get(base_name).workload
+            if workload is None:
+                raise InputError("workload.FIELD changes one figure of the workload: give the workload too",
+                                 loc=("workload",))
+            fields["workload"] = vary_workload(cast("Workload", workload), workload_changes)
         if base_name is None:
             return DataParallelScaleOutScenario(**fields)
         if not isinstance(base_name, str):
@@ -131,6 +143,19 @@ def _inline_workload(table: Mapping[str, object]) -> Workload:
     from mlsysim.models.types import TransformerWorkload, Workload
 
     data = dict(table)
+    base = data.pop("base", None)
+    if base is not None:  # a registry model with some of its figures changed
+        from mlsysim.engine.inputs.fields import FIELDS
+        from mlsysim.engine.io.overrides import vary_workload
+
+        if "kind" in data:
+            raise InputError("a workload table with a base takes the base's kind; leave kind out",
+                             loc=("workload", "kind"))
+        try:
+            registered = cast("Workload", FIELDS["workload"].from_text(str(base)))
+        except InputError as exc:
+            raise InputError(exc.message, loc=("workload", "base")) from None
+        return vary_workload(registered, data) if data else registered
     kind = data.pop("kind", "workload")
     if kind not in ("workload", "transformer"):
         raise InputError(

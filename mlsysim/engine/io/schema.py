@@ -83,6 +83,15 @@ class ExplainedInput(pydantic.BaseModel):
     meaning: str
 
 
+class DefaultInEffect(pydantic.BaseModel):
+    """A default the scenario runs with (``mlsysim.engine.inputs.defaults.DEFAULTS``) and its source."""
+
+    input: str
+    value: str
+    meaning: str
+    source: str
+
+
 def json_schema(kind: str) -> dict[str, JSONValue]:
     """The JSON Schema of one kind of document: ``scenario``, ``result`` or ``explanation``."""
     header = {
@@ -100,6 +109,7 @@ def json_schema(kind: str) -> dict[str, JSONValue]:
             "explanation",
             **header,
             inputs=(dict[str, ExplainedInput], ...),
+            defaults=(list[DefaultInEffect], ...),
             model=(str, ...),
             steps=(list[Step], ...),
             notes=(list[str], ...),

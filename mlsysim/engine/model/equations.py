@@ -140,7 +140,7 @@ class Inputs:
     vocab: Num = 0.0
     recompute_code: Num = 1.0
     # uneven pipeline stages (physics.layout.slowest_stage_layers), attention kernels and FSDP's
-    # resharding (docs/parallelism.md); NaN = not given: even stages, unfused attention, reshard
+    # resharding (docs/parallelism.md); NaN = not given: even stages, fused attention, reshard
     first_stage_layers: Num = math.nan
     last_stage_layers: Num = math.nan
     flash_attention: Num = math.nan
@@ -148,10 +148,8 @@ class Inputs:
     # context parallelism (physics.context_parallel) and a scale-up domain beyond the node (NVL72); NaN: none
     context_parallel: Num = math.nan
     scale_up_domain: Num = math.nan
-    # what a step derived from FLOPs adds to the model FLOPs (mlsysim.engine.inputs.derivation)
-    recompute_flops_per_sample: Num = 0.0
-    elementwise_bytes_per_sample: Num = 0.0
-    elementwise_bytes_fused: Num = 0.0
+    # activation bytes of one sample with fused attention (mlsysim.engine.inputs.derivation; NaN: none derived)
+    activation_memory_fused: Num = math.nan
     # the operator model (mlsysim.physics.operators): the shape's attention groups and MLP, and, when
     # the step comes from the operators, the products' peak and fitted ceilings (NaN: priced from u)
     kv_heads: Num = math.nan
@@ -835,13 +833,24 @@ LAYOUT_INPUTS = (
     "sequence_parallel",
     "first_stage_layers",
     "last_stage_layers",
-    "flash_attention",
     "context_parallel",
     "expert_parallel",
     "expert_tensor_parallel",
 )
 """The :class:`Inputs` that switch on :func:`evaluate_layout` when any is given (not NaN);
-a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`)."""
+a ZeRO stage does too, on a workload with layers (:func:`_layout_priced`). Not
+``flash_attention``: the attention kernels are no layout (the data-parallel model reads
+them too, in the activations), and their default is on."""
+
+FUSED_ATTENTION_DEFAULT = 1.0
+"""``flash_attention`` when not given (NaN): fused attention kernels, on. Every training stack
+since 2023 runs them by default (:data:`mlsysim.engine.inputs.defaults.DEFAULTS`, the table of
+defaults with their sources)."""
+
+
+def fused_attention(value: Num) -> Num:
+    """1 where the attention kernels are fused (``flash_attention`` given 1, or not given), else 0."""
+    return _or(value, FUSED_ATTENTION_DEFAULT)
 
 
 _layout_values = attrgetter(*LAYOUT_INPUTS)
@@ -918,8 +927,9 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
     ``reshard_after_forward`` (FSDP: 0 keeps the gathered parameters for the backward), the
     optimizer's beta bytes per parameter (none without an optimizer); ``algorithm`` ``auto`` prices
     the replicas' AllReduce as a ring. Rates: a measured device step time T1 (one micro-batch of the
-    whole model on one device), so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u is computed
-    from the FLOPs instead; a step from the operators (neither given) is priced operator by operator
+    whole model on one device), so t_c = T1 (L_s / L) / t; a step derived from ``mfu`` u (the model FLOPs
+    utilisation a run reports) from the model FLOPs, nothing added, t_c = b F (L_s / L) / (t cp u P); a
+    step from the operators (neither given) is priced kernel by kernel
     at the layout's own t, b and stage (``matmul_ceiling`` and the operator figures the derivation
     found; :mod:`~mlsysim.physics.operators`); the implementations' achieved rates where the
     assumptions name them (``sharding_rate``, ``pipeline_rate``).
@@ -948,7 +958,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         backward_gathers=_or(x.reshard_after_forward, 1.0), data_overlap=1.0 if c.overlap else 0.0,
         gradient_bytes=x.gradient_bytes / x.parameters,
         recompute=RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
-        sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(x.flash_attention),  # type: ignore[arg-type]
+        sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(fused_attention(x.flash_attention)),  # type: ignore[arg-type]
         algorithm="ring" if c.algorithm == "auto" else c.algorithm,
     )
     rates = Rates(
@@ -1129,7 +1139,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES, kernels: KernelConstan
         sharding_time=f.sharding_time,
         data_parallel_time=f.data_time,
         bubble_time=f.bubble_time,
-        bubble_fraction=f.bubble_fraction,
+        bubble_fraction=f.bubble_time / update,  # a share of the update ((p-1)/(v m) is one of the compute)
         tensor_ranks=t,
         pipeline_stages=p,
         data_parallel=d,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
+from mlsysim.engine.inputs.defaults import defaults_in_effect
 from mlsysim.engine.inputs.fields import FIELDS, GROUPS
 from mlsysim.engine.model.equations import UPDATE_TERMS
 from mlsysim.engine.reports.bands import (
@@ -122,9 +123,13 @@ def _heading(
         "description": description,
         "inputs": inputs,
         "groups": groups,
+        "defaults": [(d.field, d.value, d.meaning, d.source) for d in defaults_in_effect(i)],
         "model": model,
         "result": r,
     }
+
+
+DEFAULTS_TITLE = "Defaults in effect (today's practice or the seed contract; give the input to change it)"
 
 
 def _model_line(a: Assumptions) -> str:
@@ -596,6 +601,9 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
         for k in keys:
             v, label = head["inputs"][k]
             out.append(f"    {k.ljust(width)}  {v.ljust(value_width)}  {label}")
+    if head["defaults"]:
+        out += ["", DEFAULTS_TITLE]
+        out += [f"  {name} = {value}: {meaning} ({source})" for name, value, meaning, source in head["defaults"]]
     out.append("")
     out.append(f"Model: {head['model']}")
     out.append("")
@@ -625,6 +633,9 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
         for group, keys in head["groups"].items()
         for k in keys
     ]
+    if head["defaults"]:
+        out += ["", f"**{DEFAULTS_TITLE}**", "", "| input | default | meaning | source |", "|---|---|---|---|"]
+        out += [f"| {name} | {value} | {meaning} | {source} |" for name, value, meaning, source in head["defaults"]]
     out += [
         "",
         f"**Model:** {head['model']}",
@@ -655,6 +666,10 @@ def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
             for group, keys in head["groups"].items()
             for k in keys
         },
+        "defaults": [
+            {"input": name, "value": value, "meaning": meaning, "source": source}
+            for name, value, meaning, source in head["defaults"]
+        ],
         "model": head["model"],
         "steps": [
             {"quantity": what, "equation": eq, "numbers": numbers, "value": value}

@@ -75,43 +75,17 @@ def explain_rows(
             )
         )
         t1 = to_canonical(values["step_time"], "time")
-        recomputed = job.recompute_flops_per_sample
-        fused = values["flash_attention"] == 1
-        moved = job.elementwise_bytes_fused if fused else job.elementwise_bytes_per_sample
-        if recomputed > 0:
-            rows.append(
-                (
-                    f"FLOPs recomputed per sample, recompute={job.recompute} (Korthikanti et al. 2022)",
-                    "F_re = 2 (N - V h) s + 4 L h s^2" if job.recompute == "full" else "F_re = 4 L h s^2",
-                    "",
-                    f"{recomputed:.6g} flop",
-                )
-            )
-        bandwidth = values["memory_bandwidth"]
         if job.operators is not None:
             rows += _operator_step_rows(values, job, t1)
-        elif moved > 0 and bandwidth is not None:
-            rows.append(
-                (
-                    "element-wise bytes per sample (norms, softmax, dropout, activations; "
-                    + ("attention fused" if fused else "attention not fused: flash_attention=1 fuses it")
-                    + ")",
-                    "E = L n_pass a_layer(b = 1)",
-                    "",
-                    f"{moved:.6g} B",
-                )
-            )
-            elementwise = f" + {b} x {moved:.6g} / {to_canonical(bandwidth, 'bandwidth'):.6g}"
         else:
-            elementwise = ""
-        if job.operators is None:
             rows.append(
                 (
-                    "step_time, one device (u: the math-kernel efficiency of the matrix products, "
-                    "not a job's MFU)",
-                    "T1 = b (F + F_re) / (P u) + b E / B_mem",
-                    f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {values['mfu']:g})"
-                    + elementwise,
+                    "step_time, one device (u = mfu: the model FLOPs utilisation, as Megatron-LM, NeMo and the "
+                    "PaLM paper report it; the recomputed forward and the element-wise work are inside it, "
+                    "nothing is added; the fraction of peak the matrix products reach is the matmul_ceiling "
+                    "assumption, not u)",
+                    "T1 = b F / (P u)",
+                    f"{b} x {f:.6g} / ({job.peak_flops:.6g} x {values['mfu']:g})",
                     f"{t1:.6g} s",
                 )
             )
@@ -141,7 +115,7 @@ def explain_rows(
 
 def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str, str, str, str]]:
     """The step of one device priced operator by operator (``job.operators``), class by class, then T1,
-    then the kernel efficiency it implies (the u of a step from ``mfu`` that would give the same T1)."""
+    then the one-device MFU it implies (the ``mfu`` that would give the same T1)."""
     assert job.operators is not None and job.kernels is not None
     accelerator = values["accelerator"]
     _, sixteen = operator_formats(values)
@@ -153,7 +127,7 @@ def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str,
         matmul_peak=job.matmul_peak,
         matmul_ceiling=job.matmul_ceiling,
         attention_peak=attention_peak,
-        flash_attention=values["flash_attention"] == 1,
+        flash_attention=values["flash_attention"] != 0,  # None: the default, fused
         kernels=job.kernels,
         bandwidth=to_canonical(values["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth"),
         fmt_time=lambda x: f"{x:.6g} s",
@@ -162,13 +136,13 @@ def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str,
         scope=f"one step of b = {b} samples on one device",
         expert_ceiling=job.expert_ceiling,
     )
-    f, recomputed = job.flops_per_sample, job.recompute_flops_per_sample
+    f = job.flops_per_sample
     rows.append(
         (
-            "kernel efficiency the step implies (the mfu that would give the same T1; not the job's MFU)",
-            "u = b (F + F_re) / (P T1)",
-            f"{b} x ({f:.6g} + {recomputed:.6g}) / ({job.peak_flops:.6g} x {t1:.6g})",
-            f"{b * (f + recomputed) / (job.peak_flops * t1):.6g}",
+            "model FLOPs utilisation of one device the step implies (the mfu that would give the same T1)",
+            "u = b F / (P T1)",
+            f"{b} x {f:.6g} / ({job.peak_flops:.6g} x {t1:.6g})",
+            f"{b * f / (job.peak_flops * t1):.6g}",
         )
     )
     return rows
@@ -178,12 +152,15 @@ def _activation_rows(values: Checked, job: Job) -> list[tuple[str, str, str, str
     rows: list[tuple[str, str, str, str]] = []
     w, b = values["workload"], values["per_device_batch"]
     if job.activations == "derived":
-        equation, numbers = _ACTIVATION_EQUATIONS[job.recompute]
+        fused = job.recompute == "none" and values["flash_attention"] != 0  # None: the default, fused
+        equation, numbers = _ACTIVATION_EQUATIONS["selective" if fused else job.recompute]
         memory = to_canonical(values["activation_memory"], "data")
         rows.append(
             (
-                f"activation memory, recompute={job.recompute} "
-                "(Korthikanti et al. 2022: 16-bit, transformer layers only)",
+                f"activation memory, recompute={job.recompute}"
+                + (" with fused attention (its s x s matrices never stored; flash_attention=0 stores them)"
+                   if fused else "")
+                + " (Korthikanti et al. 2022: 16-bit, transformer layers only)",
                 f"A_act = {equation}",
                 numbers.format(L=w.layers, s=w.seq_len, b=b, h=w.hidden_dim, a=w.heads),
                 f"{memory / 1e9:.6g} GB",

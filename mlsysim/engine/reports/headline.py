@@ -41,11 +41,12 @@ def headline(result: ResultView) -> str:
     seconds = float(result.figures.update_time)
     update = f"{seconds:.2f} s" if seconds >= 1 else fmt_time(seconds)
     hours = float(result.figures.training_time) / 3600
+    short = " (less than one update: see the notes)" if hours * 3600 < seconds else ""
     cost = "no price given" if result.cost is None else f"{result.cost:,.2f} USD"
     fits = "" if result.fits in (None, True) else "; does NOT fit in device memory"
     return (
         f"{n} device{'s' if n != 1 else ''}{layout}: efficiency {result.efficiency:.1%}, "
         f"update time {update}, training time on {n} device{'s' if n != 1 else ''} "
-        f"{fmt_hours(hours)}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
+        f"{fmt_hours(hours)}{short}, cost {cost}; bottleneck: {result.bottleneck}{fits}"
         + whole_run_headline(result)
     )

@@ -110,29 +110,25 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
         add(("compute per micro-batch", "t_c = T1 (L_s / L) / t" if cp == 1 else "t_c = T1 (L_s / L) / (t cp)",
              f"{fmt_time(i.rates.device_step_time)} x ({_n(ls)} / {_n(L)}) / ({tcp})" if cp > 1 else
              f"{fmt_time(i.rates.device_step_time)} x ({_n(ls)} / {_n(L)}) / {_n(t)}", fmt_time(q.compute.micro_batch_time)))
-    else:
-        if float(q.compute.recompute_flops_per_sample) > 0:
-            attention = f"4 x {_n(L)} x {_n(i.shape.hidden)} x {_n(i.shape.seq_len)} x {_n(i.shape.seq_len)}"
-            if i.layout.recompute == "full":
-                add(("recomputed FLOPs per sequence (full)",
-                     "F_re = 2 (N - V h) s + 4 L h s^2" if used is None else "F_re = 2 (N_act - V h) s + 4 L h s^2",
-                     f"2 x ({used or _n(i.shape.parameters)} - {_n(i.shape.vocab)} x {_n(i.shape.hidden)}) x "
-                     f"{_n(i.shape.seq_len)} + {attention}", _n(q.compute.recompute_flops_per_sample)))
-            else:
-                add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
-                     _n(q.compute.recompute_flops_per_sample)))
+    elif float(i.rates.matmul_ceiling) == float(i.rates.matmul_ceiling) and float(q.compute.recompute_flops_per_sample) > 0:
+        # the operators price the recomputed forward (a step from mfu holds it in u)
+        attention = f"4 x {_n(L)} x {_n(i.shape.hidden)} x {_n(i.shape.seq_len)} x {_n(i.shape.seq_len)}"
+        if i.layout.recompute == "full":
+            add(("recomputed FLOPs per sequence (full)",
+                 "F_re = 2 (N - V h) s + 4 L h s^2" if used is None else "F_re = 2 (N_act - V h) s + 4 L h s^2",
+                 f"2 x ({used or _n(i.shape.parameters)} - {_n(i.shape.vocab)} x {_n(i.shape.hidden)}) x "
+                 f"{_n(i.shape.seq_len)} + {attention}", _n(q.compute.recompute_flops_per_sample)))
+        else:
+            add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
+                 _n(q.compute.recompute_flops_per_sample)))
     if not given and float(i.rates.matmul_ceiling) == float(i.rates.matmul_ceiling):  # priced operator by operator
         steps += _operator_steps(i, q)
     elif not given:
-        add(("matrix products per micro-batch",
-             "b (F + F_re) (L_s / L) / (t u P)" if cp == 1 else "b (F + F_re) (L_s / L) / (t cp u P)",
-             f"{_n(b)} x ({_n(q.compute.flops_per_sample)} + {_n(q.compute.recompute_flops_per_sample)}) x ({_n(ls)} / {_n(L)}) / "
-             f"({tcp} x {_n(i.rates.math_efficiency)} x {_n(i.cluster.peak_flops)})", fmt_time(q.compute.matmul_time)))
-        add(("element-wise per micro-batch", "L_s n_pass a_layer / B_mem",
-             f"{_n(ls)} x {_n(q.compute.elementwise_passes)} x {fmt_bytes(q.compute.stored_bytes)} / "
-             f"{fmt_rate(i.cluster.memory_bandwidth)}", fmt_time(q.compute.elementwise_time)))
-        add(("compute per micro-batch", COMPUTE_EQUATION if cp == 1 else COMPUTE_EQUATION.replace("(t u P)", "(t cp u P)"),
-             f"{fmt_time(q.compute.matmul_time)} + {fmt_time(q.compute.elementwise_time)}", fmt_time(q.compute.micro_batch_time)))
+        add(("compute per micro-batch (u = mfu, the model FLOPs utilisation a run reports: the recomputed forward "
+             "and the element-wise work are inside it, nothing added)",
+             COMPUTE_EQUATION if cp == 1 else COMPUTE_EQUATION.replace("(t u P)", "(t cp u P)"),
+             f"{_n(b)} x {_n(q.compute.flops_per_sample)} x ({_n(ls)} / {_n(L)}) / "
+             f"({tcp} x {_n(i.rates.math_efficiency)} x {_n(i.cluster.peak_flops)})", fmt_time(q.compute.micro_batch_time)))
     add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.compute.micro_batch_time)}", fmt_time(f.compute_time)))
     if t > 1:
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",

@@ -160,10 +160,10 @@ def check_finite(figures: Figures) -> None:
 def constraint_trace(r: DataParallelScaleOutResult) -> tuple[str, ...]:
     """Short notes on what limits this layout and which choices applied."""
     from mlsysim.engine.reports.fit_range import fit_range_notes
-    from mlsysim.engine.reports.notes import mfu_note
+    from mlsysim.engine.reports.notes import mfu_note, short_run_note
 
     v, x, c = r.figures, r.model_inputs, r.choices
-    fitted = fit_range_notes(r, r.inputs["assumptions"]) + mfu_note(r)  # type: ignore[arg-type]
+    fitted = fit_range_notes(r, r.inputs["assumptions"]) + mfu_note(r) + short_run_note(r)  # type: ignore[arg-type]
     if v.layout is not None:
         from mlsysim.engine.reports.notes_layout import layout_notes
 
