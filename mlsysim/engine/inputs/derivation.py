@@ -50,6 +50,7 @@ from mlsysim.engine.inputs.workload_figures import (
     workload_facts,
 )
 from mlsysim.engine.model.equations import mixture_of_experts, multi_head_latent
+from mlsysim.kernels.cluster import check_accelerator, read_cluster_file
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
@@ -423,6 +424,8 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     operators: dict[str, Any] = {}
     if mfu is None and out["step_time"] is None and batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
+    if out["cluster_file"] is not None and not operators:  # never read in silence
+        raise InputError(_cluster_file_unread(out, facts.shape), loc=("cluster_file",))
     if operators:
         x.peak_flops = peak = operators["peak"]
         x.recompute_flops_per_sample = recomputed = operators["recomputed"]
@@ -557,8 +560,12 @@ def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
     accelerator: Accelerator | None = out["accelerator"]
     if accelerator is None:
         return "a step from the operators needs node= or accelerator="
+    cluster = None
+    if out["cluster_file"] is not None:  # the user's fits of this accelerator (another's is refused)
+        cluster = read_cluster_file(out["cluster_file"])
+        check_accelerator(cluster, accelerator)
     try:
-        kernels = device_kernels(accelerator, matmul_format)
+        kernels = device_kernels(accelerator, matmul_format, cluster=cluster)
     except InputError as error:
         return error.message
     if out["flash_attention"]:
@@ -590,6 +597,16 @@ def _no_operator_step(out: Checked, shape: bool) -> str:
         return "the workload has no transformer shape to price operator by operator"
     found = _device_kernels(out, operator_formats(out)[0])
     return found if isinstance(found, str) else "the step can come from the operators"
+
+
+def _cluster_file_unread(out: Checked, shape: bool) -> str:
+    """Why a given cluster file prices nothing: the step does not come from the operators."""
+    given = "mfu" if out["mfu"] is not None else "step_time" if out["step_time"] is not None else None
+    if given is not None:
+        return (f"the cluster file's kernels price a step from the operators, but {given} gives the step; clear "
+                f"one ({given}=none or cluster_file=none)")
+    return (f"the cluster file's kernels price a step from the operators, which this scenario cannot "
+            f"({_no_operator_step(out, shape)})")
 
 
 def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> dict[str, Any]:
@@ -635,7 +652,8 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "peak": peak,
         "recomputed": recomputed,
         "mfu": batch * (model + recomputed) / (peak * step),
-        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source})",
+        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}"
+                  + ("" if out["cluster_file"] is None else f"; kernels from the {kernels.sources}") + ")",
         "matmul_ceiling": float(ceiling),
         "matmul_peak": kernels.matmul_peak,
         "attention_ceiling": float(attention),

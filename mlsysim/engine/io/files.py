@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
 WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
+RELATIVE_PATHS = ("cluster_file",)
+"""Inputs that name a file: a relative path in a scenario file is relative to the scenario file's folder."""
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -80,6 +82,10 @@ def load_scenario(path: str | os.PathLike[str]) -> DataParallelScaleOutScenario:
         check_depth(data)
     except InputError as exc:
         raise ScenarioFileError(str(exc), path=str(file)) from None
+    for key in RELATIVE_PATHS:  # a path in the file is read from the file's folder
+        value = data.get(key)
+        if isinstance(value, str) and value.strip() and not os.path.isabs(os.path.expanduser(value.strip())):
+            data[key] = os.path.normpath(os.path.join(file.parent, value.strip()))
     try:
         return scenario_from_dict(data)
     except InputError as exc:
