@@ -187,12 +187,7 @@ def _read_one(path: Path, kind: str | None, accelerator: str | None, link: str |
             need = " and ".join(o for o, v in (("--kind", kind), ("--accelerator", accelerator)) if v is None)
             raise InputError(f"{name}: a CSV table needs {need} (e.g. --kind matmul --accelerator A100)",
                              field="tables")
-        try:
-            return parse_csv_table(text, name, kind=kind, accelerator=accelerator, source=_own_source(path))
-        except InputError:
-            raise
-        except ValueError as error:  # csv's own errors (a NUL byte, a field too large)
-            raise InputError(f"{name}: not a readable CSV table ({error})", field="tables") from None
+        return parse_csv_table(text, name, kind=kind, accelerator=accelerator, source=_own_source(path))
     if kind not in (None, "collective"):
         raise InputError(f"{name}: read as an nccl-tests log (neither .json nor .csv), a collective table, but "
                          f"--kind {kind}", field="kind")
