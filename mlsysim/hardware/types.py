@@ -110,7 +110,7 @@ class Accelerator(Sourced):
     ``bf16``, ``fp8``, ``int8``; on Blackwell also ``mxfp8``, ``fp6``,
     ``fp4``, ``nvfp4``) to the datasheet's peak rate without structured
     sparsity; :meth:`peak_flops` reads it. ``compute_units`` (SMs or CUs) is
-    there where a vendor document states the count.
+    there where a vendor document, or a cited measurement, states the count.
 
     >>> from mlsysim import Hardware
     >>> Hardware.Cloud.H100.peak_flops("bf16")

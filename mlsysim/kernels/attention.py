@@ -14,7 +14,7 @@ cuDNN on Hopper; cuDNN on Blackwell), not a particular library.
 >>> from mlsysim.kernels.attention import attention
 >>> one = attention("H100", batch=2, heads=16, seq_len=8192, head_dim=128, causal=False)
 >>> one.bound, round(float(one.time.to("ms").magnitude), 2)
-('compute', 1.73)
+('compute', 1.72)
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def _device_kernels(accelerator: Accelerator, matmul_format: str, matmul: Matmul
     constants = KernelConstants(
         launch=linear.launch, fill=linear.fill, epilogue_share=linear.epilogue_share,
         stream_efficiency=linear.memory_efficiency, reference_power=tdp, power_exponent=fit.power_exponent,
-        memory_fraction=fraction, memory_floor=floor,
+        memory_fraction=fraction, memory_floor=floor, sixteen_bit_best=sixteen.ceiling,
         **_attention(accelerator, None if cluster is None else cluster.attention),  # type: ignore[arg-type]
     )
     sources = "kernel tables (mlsysim/data/kernels)" if cluster is None else cluster.describe()

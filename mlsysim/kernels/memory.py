@@ -110,11 +110,19 @@ def shipped_memory_fit() -> Mapping[str, Any]:
     return dict(json.loads(text))
 
 
+SAME_MEMORY: Mapping[str, str] = {"H800": "H100"}
+"""Accelerators whose memory subsystem is another's, stated by the vendor: the H800 SXM5 is the H100 SXM5 (the
+same GH100 die, clocks and HBM3 stacks at 3.35 TB/s) with its NVLink cut to 400 GB/s and FP64 to 1 TFLOPS (NVIDIA
+H800 datasheet; the registry's H800 entry): its streaming kernels are the H100's measured ones. No other
+accelerator borrows another's table."""
+
+
 def memory_constants(accelerator: Accelerator, fit: Mapping[str, Any] | None = None) -> tuple[float, float]:
-    """(fraction, floor s) of ``accelerator``; InputError naming the missing table where no fit covers it."""
+    """(fraction, floor s) of ``accelerator`` (or of the accelerator whose memory it is, :data:`SAME_MEMORY`);
+    InputError naming the missing table where no fit covers it."""
     fitted = (fit or shipped_memory_fit())["accelerators"]
     name = accelerator_name(accelerator)
-    entry = fitted.get(name)
+    entry = fitted.get(name, fitted.get(SAME_MEMORY.get(name, "")))
     if entry is None:
         covered = ", ".join(fitted) or "none"
         raise InputError(f"no memory-bound kernel table covers {name} (covered: {covered}); {HOW_TO_SUPPLY}",

@@ -1,41 +1,42 @@
 """A transformer's compute, operator by operator: one micro-batch's forward and backward on one device.
 
-The step time of a decoder transformer is built from what its kernels do, in
-four classes, each priced at the bound that limits it (Williams, Waterman and
-Patterson 2009, "Roofline": time >= FLOPs / peak and >= bytes / memory
-bandwidth):
+The step time of a decoder transformer is built from the kernels it runs, in four classes, each
+kernel priced by the device's measured kernel models (:mod:`mlsysim.kernels`, constants in
+:class:`~mlsysim.physics.records.KernelConstants`):
 
 * **matrix products** of the linear layers, per layer: the query/key/value
   projection (M, N, K) = (b s, (a + 2 a_kv) d / t, h), the attention output
   projection (b s, h, h / t), the MLP's first (b s, f_in / t, h) and second
   (b s, h, f / t) matrices (f_in = 2 f for a gated MLP: gate and up), and
   the output layer (b s, V / t, h) spread over the layers; each priced
-  forward and its two backward products at their own shapes by
-  :func:`mlsysim.physics.matmul.training_matmul_time`, at the peak and
-  fitted ceiling of the matrix products' format; a mixture of experts' routed
-  experts as grouped products of the tokens each local expert receives, at
-  the experts' own ceiling (:class:`Experts`);
-* **the attention core** (Q K^T and attention x V), in the 16-bit format:
-  fused (FlashAttention, Dao 2023) it runs the causal half of the products
-  (blocks above the diagonal skipped), the backward 2.5 times the forward
-  (five products against two), at a fraction :data:`FUSED_ATTENTION_SHARE`
-  of the 16-bit ceiling; unfused it is two batched products per head, (s, s,
-  d) and (s, d, s), priced like the linear layers (small K: a low efficiency);
+  forward and its two backward products at their own shapes as one kernel each
+  (:func:`mlsysim.physics.gemm.training_product_time`: the launch and fill floor, the fastest
+  tile either way round, split-K, waves over the SMs, the memory traffic), at the
+  ceiling c_f of the products' format (:class:`~mlsysim.physics.records.Rates`); a mixture of
+  experts' routed experts as one grouped kernel of the tokens each local expert receives
+  (:class:`Experts`);
+* **the attention core** in 16 bits: fused (FlashAttention, cuDNN), the forward and backward
+  kernels of the causal call by the measured model of
+  :func:`mlsysim.physics.attention.fused_attention_time` (the forward again where recomputed);
+  unfused, two batched products per head and the score matrix through memory;
 * **casts** to a low-precision format (FP8 and the block-scaled formats):
   each linear layer's operands X (M x K), W (K x N) and gradient dY (M x N)
   are read and written :data:`mlsysim.physics.matmul.CAST_BYTES` times,
-  at the memory bandwidth;
+  :data:`CAST_KERNELS_PER_PRODUCT` memory-bound kernels a product;
 * **memory-bound element-wise work** (norms, activation functions, dropout,
   residual adds, the softmax where unfused, rotary embeddings): each byte of
   a layer's stored activations (Korthikanti et al. 2022, Table 2) crosses the
-  memory bus n_pass times (:func:`elementwise_passes`:
-  4, 6 with full recomputation), half as often with fused element-wise
-  kernels (:data:`FUSED_ELEMENTWISE_SHARE`; torch.compile).
+  memory bus n_pass times (:func:`elementwise_passes`: 4, 6 with full recomputation),
+  in :data:`ELEMENTWISE_KERNELS` kernels a layer, half as often and half as many with
+  fused element-wise kernels (:data:`FUSED_ELEMENTWISE_SHARE`; torch.compile). Casts and
+  element-wise kernels each pay the measured floor t_0 and stream at the measured share f of
+  the bandwidth (:func:`mlsysim.physics.streaming.memory_kernel_time`).
 
 Recomputation reruns what it reruns: full, every layer's forward (products,
 attention, casts); selective, the attention core's forward (Korthikanti et
-al. 2022, section 5). The optimizer step is priced once per update by the
-layout model (:func:`mlsysim.physics.optimizer.optimizer_step_time`).
+al. 2022, section 5). Compute-bound kernels sustain the share of their rate the device's power
+limit leaves (:func:`mlsysim.physics.clocks.sustained_fraction`). The optimizer step is priced
+once per update by the layout model (:func:`mlsysim.physics.optimizer.optimizer_step_time`).
 
 Without ``ffn_hidden`` the MLP's width is what the parameter count leaves
 after attention and one embedding table: f = ((N - V h) / L - h (a + 2 a_kv) d
@@ -49,7 +50,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mlsysim.physics._array import Num, maximum, where
+from mlsysim.physics._array import Num, maximum, minimum, where
 from mlsysim.physics.attention import (
     UNFUSED_PASSES,
     Direction,
@@ -61,17 +62,6 @@ from mlsysim.physics.clocks import sustained_fraction
 from mlsysim.physics.gemm import training_product_time
 from mlsysim.physics.records import Cluster, KernelConstants, Layout, ModelShape, Rates, with_fields
 from mlsysim.physics.tensor_parallel import tp_activation_bytes_per_layer
-
-FUSED_ATTENTION_SHARE = 0.7
-"""Efficiency of a fused attention kernel relative to the large matrix products' ceiling: FlashAttention-2
-reaches 50-73% of the A100's peak forward and backward (Dao 2023, section 4.1) where the matrix products
-reach about 80-90%; FlashAttention-3 75% of the H100's in the forward (Shah et al. 2024). Not fitted."""
-
-CAUSAL_SHARE = 0.5
-"""Share of the attention matrix a causal fused kernel computes (the blocks on and below the diagonal)."""
-
-ATTENTION_BACKWARD = 2.5
-"""Backward over forward work of fused attention: five products against two (Dao 2023, algorithm 2)."""
 
 FUSED_ELEMENTWISE_SHARE = 0.5
 """Memory traffic of the element-wise work with fused kernels (torch.compile), over unfused: chains of
@@ -173,6 +163,10 @@ class OperatorTimes(NamedTuple):
     """FLOPs the attention kernels execute (a causal fused kernel: half the matrix)."""
     cast_bytes: Num
     memory_bytes: Num
+    cast_kernels: Num = 0.0
+    """Cast kernels run (each pays the memory-bound kernels' floor)."""
+    memory_kernels: Num = 0.0
+    """Memory-bound element-wise kernels run."""
 
     @property
     def total(self) -> Num:
@@ -356,6 +350,13 @@ def attention_core(shape: ModelShape, layout: Layout, here: Num, device: Device)
             here * counted * (3.0 + reruns))
 
 
+def in_training_share(device: Device) -> Num:
+    """The share of their measured rate compute-bound kernels keep inside a training step: the in-training
+    16-bit ceiling over the best measured 16-bit product (at most 1; 1 where the best is not known)."""
+    best = device.kernels.sixteen_bit_best
+    return where(best == best, minimum(device.sixteen_bit_ceiling / where(best == best, best, 1.0), 1.0), 1.0)
+
+
 def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num, seq: Num, d_qk: Num,
                            d_v: Num) -> tuple[Num, Num]:
     """(forward, backward) seconds of one causal fused attention call of the whole sequence, by the device's
@@ -363,7 +364,8 @@ def fused_attention_passes(device: Device, batch: Num, heads: Num, kv_heads: Num
     share of the FLOPs)."""
     c = device.kernels
     common = dict(batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq, seq_k=seq, head_dim=d_qk, head_dim_v=d_v,
-                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak * device.sustained,
+                  causal=1.0, element_bytes=ATTENTION_BYTES, peak_flops=device.sixteen_bit_peak * device.sustained
+                  * in_training_share(device),
                   bandwidth=device.bandwidth, compute_units=device.compute_units, head_overhead=c.head_overhead,
                   floor=c.attention_floor)
     if c.attention_forward is not None and c.attention_backward is not None:
@@ -441,15 +443,18 @@ def operator_times(
     fusion = where(layout.fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
     cast_kernels = where(layout.cast_bytes > 0, here * len(products) * CAST_KERNELS_PER_PRODUCT * fusion, 0.0)
     memory = elementwise_bytes(shape, layout, here)
+    memory_kernels = here * ELEMENTWISE_KERNELS * fusion
     return OperatorTimes(
         matmul_time=linear.time,
         attention_time=attention,
         cast_time=memory_kernels_time(device, cast, cast_kernels),
-        memory_time=memory_kernels_time(device, memory, here * ELEMENTWISE_KERNELS * fusion),
+        memory_time=memory_kernels_time(device, memory, memory_kernels),
         matmul_flops=linear.flops,
         attention_flops=attention_flops_done,
         cast_bytes=cast,
         memory_bytes=memory,
+        cast_kernels=cast_kernels,
+        memory_kernels=memory_kernels,
     )
 
 

@@ -189,6 +189,9 @@ class KernelConstants(NamedTuple):
     """Where only the two passes together were measured (FlashAttention-2's A100 figures)."""
     head_overhead: Num = math.nan
     attention_floor: Num = math.nan
+    sixteen_bit_best: Num = math.nan
+    """The best measured 16-bit product's efficiency: the in-training 16-bit ceiling over it is the share of
+    their measured rate the compute-bound kernels keep inside a training step (fused attention too)."""
 
 
 class Rates(NamedTuple):

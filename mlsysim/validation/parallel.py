@@ -61,6 +61,8 @@ from mlsysim.core.units import quantity
 from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.io.files import assumptions_value
 from mlsysim.engine.reports.band_store import Scores
+from mlsysim.hardware.registry import Systems
+from mlsysim.kernels.device import device_kernels
 
 SEED = Assumptions()
 """The assumptions the published runs are predicted under by default: the links at their
@@ -300,7 +302,7 @@ IMPLEMENTATION_RATES = {ZERO3_FAMILY: "sharding_rate", MTNLG_FAMILY: "pipeline_r
 DeepSpeed's pipeline engine, both of 2021 (docs/parallelism.md)."""
 
 U_RANGE = (0.02, 1.0)
-"""Bisection range of a matrix-product ceiling."""
+"""Bisection range of a matrix-product ceiling (its top: the best measured kernel's, :func:`kernel_bound`)."""
 
 ARCHITECTURE_OF_GENERATION = {"A100": "Ampere", "H100": "Hopper", "H100 500 W": "Hopper"}
 """The registry architecture of each GPU generation (the key of its fitted ceilings)."""
@@ -370,10 +372,17 @@ def _node(entry: Mapping[str, Any]) -> str:
     return found or NODE_OF_GENERATION[_generation(entry)]
 
 
+POWER_LIMITED = {"500 W": "500 W"}
+"""The runs' stated power limit, the scenario's ``power_limit``: their compute-bound kernels slow by the measured
+curve (:func:`mlsysim.physics.clocks.sustained_fraction`)."""
+
 POWER_CAPPED_H100 = "H100 500 W"
 """Meta's Grand Teton H100s of the TorchTitan runs: a 96 GB HBM2e part capped at 500 W, whose peak and memory
-bandwidth the source says are unknown ("between SXM and NVL"). A different operating point from the 700 W
-H100 SXM of a DGX H100: its ceilings are fitted on its own runs (its node's other figures are the DGX H100's)."""
+bandwidth the source says are unknown ("between SXM and NVL"). Their power limit is priced by the measured clock
+curve (``power_limit`` 500 W: 0.78 of the 700 W rate), and still they run 30-50% below what the H100 SXM's
+kernels predict at that limit: their in-training ceilings are fitted on their own runs, a named implementation
+factor of that hardware and software stack (HBM2e, eager FSDP2), not applied to any other scenario (a user's
+H100 with a 500 W ``power_limit`` is priced by the clock curve and the H100 SXM's in-training ceilings)."""
 
 
 def _assumed(case_id: str) -> dict[str, Any]:
@@ -529,6 +538,9 @@ def scenario_inputs(entry: Mapping[str, Any]) -> dict[str, object]:
         "optimizer": "adam",
         "assumptions": {"overlap": bool(overlap)},
     }
+    limit = next((watts for text, watts in POWER_LIMITED.items() if text in str(entry["hardware"]["gpu"])), None)
+    if limit is not None:
+        inputs["power_limit"] = limit
     if v > 1:
         inputs["pipeline_chunks"] = int(v)
     inputs.update(_expert_layout(layout, assumed))
@@ -653,13 +665,24 @@ def load_entries() -> tuple[dict[str, Any], ...]:
 
 
 def not_expressible() -> dict[str, str]:
-    """Every run the scenario cannot express, with what it lacks."""
+    """Every run the scenario cannot express, with what it lacks (a source's layout the scenario has no words
+    for, or a kernel no table measures: the step comes from the measured kernels)."""
     out = dict(NOT_EXPRESSIBLE)
     for e in load_entries():
-        why = frontier_not_expressible(e)
+        why = frontier_not_expressible(e) or _no_kernels(e)
         if why is not None:
             out[e["id"]] = why
     return out
+
+
+def _no_kernels(entry: Mapping[str, Any]) -> str | None:
+    """Why the run's kernels are not measured (its GPU and format in no kernel table), or None."""
+    node = Systems.get(_node(entry))
+    try:
+        device_kernels(node.accelerator, _matmul_format(entry))
+    except ValueError as error:
+        return f"no measured kernels: {error}"
+    return None
 
 
 @cache
@@ -763,7 +786,15 @@ def exact_ceiling(
         ceilings = {**dict(dense), SIXTEEN_BIT: c if case.format == SIXTEEN_BIT else sixteen, case.format: c}
         return predicted_time(case, ceilings, None, base) > case.measured_time
 
-    return _bisect(slower, *U_RANGE)
+    return _bisect(slower, U_RANGE[0], kernel_bound(case))
+
+
+@cache
+def kernel_bound(case: ParallelCase) -> float:
+    """The best measured kernel's efficiency of the run's accelerator in its format
+    (:func:`mlsysim.kernels.device.device_kernels`): no ceiling is fitted above it."""
+    node = Systems.get(str(case.inputs["node"]))
+    return float(device_kernels(node.accelerator, case.format).matmul_ceiling)
 
 
 @cache
@@ -777,11 +808,11 @@ def implied_rate(case: ParallelCase, ceilings: tuple[tuple[str, float], ...], ba
 
 
 def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> dict[str, dict[str, float]]:
-    """The ceilings per GPU generation and format: the 16-bit one the median of the exact ceilings of
-    the 16-bit runs priced by the links (a run whose family has an implementation rate does not inform
-    it); a low-precision format's the median of its runs' exact ceilings with the 16-bit one fitted.
-    Then the mixtures of experts' (:data:`EXPERT_GENERATIONS`): their routed experts' ceiling per format,
-    the median of their runs' exact ones with the rest of each run at the dense ceilings just fitted."""
+    """The in-training ceilings per GPU generation: the 16-bit one the median of the exact ceilings of the
+    16-bit runs priced by the links (a run whose family has an implementation rate does not inform it); every
+    other format's follows from it and the measured kernels (:func:`_complete`: the same share of the best
+    measured kernel). Then the mixtures of experts' (:data:`EXPERT_GENERATIONS`): their routed experts' ceiling
+    per format, the median of their runs' exact ones with the rest of each run at the dense ceilings."""
     cases = list(cases)
     dense_cases = [c for c in cases if c.rate is None and c.generation not in EXPERT_GENERATIONS]
     sixteen: dict[str, list[float]] = {}
@@ -789,14 +820,6 @@ def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> d
         if case.format == SIXTEEN_BIT:
             sixteen.setdefault(case.generation, []).append(exact_ceiling(case, math.nan, base))
     fitted = {g: {SIXTEEN_BIT: statistics.median(cs)} for g, cs in sixteen.items()}
-    complete = _complete(fitted)
-    low: dict[tuple[str, str], list[float]] = {}
-    for case in dense_cases:
-        if case.format != SIXTEEN_BIT:
-            c16 = complete[case.generation][SIXTEEN_BIT]
-            low.setdefault((case.generation, case.format), []).append(exact_ceiling(case, c16, base))
-    for (g, f), cs in low.items():
-        fitted.setdefault(g, {SIXTEEN_BIT: complete[g][SIXTEEN_BIT]})[f] = statistics.median(cs)
     complete = _complete(fitted)
     experts: dict[tuple[str, str], list[float]] = {}
     for case in cases:
@@ -810,9 +833,27 @@ def fit_efficiency(cases: Iterable[ParallelCase], base: Assumptions = SEED) -> d
     return fitted
 
 
-FORMAT_FALLBACK = {"fp8_rowwise": "fp8", "mxfp8": "fp8"}
-"""A format fitted on no run takes this one's ceiling (FP8 with row scales, or with MX block scales: the
-tensorwise FP8 one)."""
+FORMATS = ("bf16", "fp8", "fp8_rowwise", "fp8_blockwise", "mxfp8", "nvfp4")
+"""The formats a generation's ceilings are completed in (where its GPU's kernels are measured in them)."""
+
+
+@cache
+def best_kernel(generation: str, matmul_format: str) -> float | None:
+    """The best measured kernel's efficiency of the generation's GPU in a format
+    (:func:`mlsysim.kernels.device.device_kernels`); None where none is measured in it."""
+    accelerator = Systems.get(NODE_OF_GENERATION[generation]).accelerator
+    try:
+        return float(device_kernels(accelerator, matmul_format).matmul_ceiling)
+    except ValueError:
+        return None
+
+
+def in_training(generation: str, share: float, matmul_format: str) -> float | None:
+    """The in-training ceiling of a format: the ``share`` of the generation's best measured kernel in it (None
+    where its GPU has no kernel measured in the format)."""
+    best = best_kernel(generation, matmul_format)
+    return None if best is None else share * best
+
 
 GENERATION_FALLBACK = {
     "H100 MoE": ("H100",), "GB300": ("GB200", "H100 MoE"), "GB200": ("GB300", "H100 MoE"),
@@ -824,37 +865,32 @@ tensor cores; the GB300's dense 8- and 16-bit peaks equal the GB200's), then the
 experts with no run, the dense H100's (the linear layers' ceiling, as a scenario without a fitted expert
 ceiling). Other generations without runs take the A100's, as before."""
 
-LOW_FORMATS_FROM = {"H100": POWER_CAPPED_H100}
-"""Generations whose low-precision formats were measured only on another of the same architecture: their
-ceiling there is this generation's 16-bit one times the other's ratio of the format's to its 16-bit ceiling
-(the formats' relative speed carried across the power limit: the H100 SXM's FP8 from the 500 W H100s')."""
-
-
 def _complete(u: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Every generation's ceilings; a generation fitted on no run takes the A100's (a Blackwell one, per format,
-    :data:`GENERATION_FALLBACK`), a format fitted on no run its fallback's (:data:`FORMAT_FALLBACK`), a
-    low-precision format of :data:`LOW_FORMATS_FROM` the other generation's ratio; an expert generation's table
+    :data:`GENERATION_FALLBACK`), every other format the same share of its best measured kernel as the 16-bit
+    one (:func:`in_training`); an expert generation's table
     holds its dense generation's ceilings too, as ``"dense <format>"`` (:data:`EXPERT_GENERATIONS`)."""
     fallback = u.get("A100", next(iter(u.values())))
     out = {g: dict(u.get(g, fallback)) for g in NODE_OF_GENERATION if g not in GENERATION_FALLBACK}
-    for g, other in LOW_FORMATS_FROM.items():
-        source = out.get(other, {})
-        for f, value in source.items():
-            if f not in out[g] and f != "mxfp8" and SIXTEEN_BIT in source:  # Hopper has no MX formats
-                out[g][f] = out[g][SIXTEEN_BIT] * value / source[SIXTEEN_BIT]
+    for g, table in out.items():
+        share = table[SIXTEEN_BIT] / (best_kernel(g, SIXTEEN_BIT) or math.inf) if SIXTEEN_BIT in table else None
+        for f in FORMATS:
+            if f not in table and share and (value := in_training(g, share, f)):
+                table[f] = value
     for g, chain in GENERATION_FALLBACK.items():
         table = dict(u.get(g, {}))
         for other in chain:
             for f, value in (u.get(other) or out.get(other) or {}).items():
                 if f not in table and not f.startswith(DENSE):
                     table[f] = value
+        known = next((f for f in FORMATS if f in table and best_kernel(g, f)), None)
+        if known is not None:  # a format with no run: the same share of its best measured kernel
+            share = table[known] / (best_kernel(g, known) or math.inf)
+            table.update({f: value for f in FORMATS if f not in table and (value := in_training(g, share, f))})
         out[g] = table
-    for table in out.values():
-        for f, other in FORMAT_FALLBACK.items():
-            if f not in table and other in table:
-                table[f] = table[other]
-    for g, dense in EXPERT_GENERATIONS.items():
-        out[g].update({DENSE + f: value for f, value in out[dense].items()})
+    for g, dense in EXPERT_GENERATIONS.items():  # the dense generation's share of the experts' GPU's kernels
+        share = out[dense][SIXTEEN_BIT] / (best_kernel(dense, SIXTEEN_BIT) or math.inf)
+        out[g].update({DENSE + f: value for f in FORMATS if (value := in_training(g, share, f))})
     return out
 
 
@@ -1133,6 +1169,16 @@ def _layout_text(inputs: Mapping[str, object]) -> str:
     return text + f" {str(get('recompute', 'selective'))[:4]}"
 
 
+def _bound_text(generation: str, matmul_format: str) -> str:
+    """`` [<= 0.81]``: the best measured kernel's efficiency of the generation's GPU in the format."""
+    try:
+        node = Systems.get(NODE_OF_GENERATION[generation])
+        bound = float(device_kernels(node.accelerator, matmul_format).matmul_ceiling)
+    except (KeyError, ValueError):
+        return ""
+    return f" [<= {bound:.3f}]"
+
+
 def report() -> str:
     """The validation table as text: every run held out and in sample, per family, the constants."""
     v = validation()
@@ -1158,10 +1204,13 @@ def report() -> str:
         )
     lines += [
         "",
-        "constants: matrix-product ceilings per generation and format (matmul_ceiling), fitted on all runs "
-        "priced by the links: "
+        "measured (no fit on runs): every kernel's floor, tiles, waves and split-K, fused attention, memory-bound "
+        "kernels, the clock under a power limit (mlsysim registry kernels --sources)",
+        "fitted on whole runs (named implementation factors, each bounded):",
+        "  in-training ceilings per generation and format (matmul_ceiling: what the products' main loops reach "
+        "inside a training step), fitted on all runs priced by the links, [bound: the best measured kernel]: "
         + "; ".join(
-            f"{g} " + ", ".join(f"{f} {x:.3f}" for f, x in sorted(c.items()))
+            f"{g} " + ", ".join(f"{f} {x:.3f}{_bound_text(g, f)}" for f, x in sorted(c.items()))
             for g, c in sorted(v.efficiency.items()) if g not in EXPERT_GENERATIONS
         ),
         "  mixtures of experts' routed experts (expert_ceiling; attention, dense and shared layers at the dense "

@@ -12,7 +12,14 @@ from click.testing import CliRunner
 
 from mlsysim.cli import main
 from mlsysim.kernels.cluster import FORMAT, read_cluster_file
-from tests.kernels.synthetic_tables import SOURCE, matmul_csv, memory_json, table_document, write_json
+from tests.kernels.synthetic_tables import (
+    SOURCE,
+    matmul_csv,
+    memory_json,
+    shape_efficiencies,
+    table_document,
+    write_json,
+)
 
 FIXTURES = Path(__file__).parents[1] / "calibrate" / "fixtures"
 DATA = Path(__file__).parents[2] / "mlsysim" / "data" / "kernels"
@@ -43,17 +50,20 @@ def test_the_fit_is_printed_beside_the_shipped_constants_and_written(tmp_path):
     assert result.exit_code == 0 and result.stderr == "", result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "A100 kernels from 1 table(s): gemms.csv (matmul, 45 rows)"
+    best = f"{max(shape_efficiencies(0.75)):.4g}"  # the fit never goes above the best efficiency measured
     ceiling = next(line.split() for line in lines if line.strip().startswith("ceiling Ampere bf16"))
-    assert ceiling[3:] == ["0.8692", "0.7438", "0.05", "..", "0.7438"]  # shipped, fitted, bound
+    assert ceiling[3:] == ["0.8692", best, "0.05", "..", best]  # shipped, fitted, bound
     errors = next(line.split() for line in lines if line.strip().startswith("gemms.csv"))
-    assert errors == ["gemms.csv", "fit", "45", "13.1%", "13.6%", "0.8%", "0.8%"]
+    assert errors[:3] == ["gemms.csv", "fit", "45"]
+    before, after = [float(e.rstrip("%")) for e in errors[3:5]], [float(e.rstrip("%")) for e in errors[5:]]
+    assert min(before) > 10.0 and max(after) < 1.0  # the shipped ceiling 16% too fast; the user's within 1%
     assert f"wrote {out}: 'mlsysim run NAME --set cluster_file={out}'" in result.stdout
     document = json.loads(out.read_text())
     assert document["format"] == FORMAT and document["accelerator"] == "A100" and document["forced"] == []
     assert document["command"].startswith("mlsysim calibrate kernels ") and "--kind matmul" in document["command"]
     (entry,) = document["kinds"]["matmul"]["tables"]
     assert entry["name"] == "gemms.csv" and entry["rows"] == 45 and entry["source"]["hardware"] == "the user's cluster"
-    assert read_cluster_file(out).matmul.ceilings == {"Ampere": {"bf16": 0.7438}}
+    assert read_cluster_file(out).matmul.ceilings == {"Ampere": {"bf16": float(best)}}
 
 
 def test_json_gives_constants_bounds_and_errors(tmp_path):

@@ -6,9 +6,12 @@ import re
 import pytest
 
 from mlsysim.engine.reports.layout_steps import layout_steps
+from mlsysim.kernels.device import device_kernels
 from mlsysim.physics.layout import layout_figures
 from mlsysim.physics.operators import Experts
 from mlsysim.physics.records import MultiHeadLatent, records_from
+
+H100_KERNELS = device_kernels("H100", "bf16").constants
 
 UNITS = {"TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6, "TB": 1e12, "GB": 1e9, "MB": 1e6, "kB": 1e3, "B": 1.0,
          "h": 3600.0, "s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -40,10 +43,11 @@ CASES = {
     "operators, fp8 with casts, pipeline": dict(
         tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, zero_stage=1.0, sequence_parallel=True,
         flash_attention=True, matmul_ceiling=0.6, matmul_peak=1979e12, attention_ceiling=0.75,
-        compute_units=132.0, kv_heads=8.0, ffn_hidden=28672.0, gated_mlp=1.0, cast_bytes=6.0),
+        compute_units=132.0, kv_heads=8.0, ffn_hidden=28672.0, gated_mlp=1.0, cast_bytes=6.0, matmul_bytes=1.0,
+        kernels=H100_KERNELS),
     "operators, 16-bit, unfused attention, full recompute": dict(
         tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0, recompute="full", matmul_ceiling=0.75,
-        compute_units=132.0, fused_elementwise=1.0),
+        compute_units=132.0, fused_elementwise=1.0, kernels=H100_KERNELS),
     "context parallel 8 over two nodes, full recompute, u-priced": dict(
         tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0, recompute="full", kv_heads=8.0,
         intra_latency=1e-6, inter_latency=5e-6, nic_bandwidth=5e9, flash_attention=True),
@@ -53,7 +57,7 @@ CASES = {
     "context parallel 4 in the node, operators": dict(
         tensor_parallel=2.0, context_parallel=4.0, pipeline_parallel=2.0, micro_batches=8.0, kv_heads=8.0,
         matmul_ceiling=0.75, compute_units=132.0, ffn_hidden=28672.0, gated_mlp=1.0, flash_attention=True,
-        zero_stage=1.0),
+        zero_stage=1.0, kernels=H100_KERNELS),
 }
 DEEPSEEK = dict(parameters=671e9, layers=61.0, hidden=7168.0, heads=128.0, seq_len=4096.0, vocab=129280.0,
                 active_parameters=37e9, expert_parameters=654e9,

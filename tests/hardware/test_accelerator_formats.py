@@ -19,9 +19,6 @@ CLOUD = Hardware.Cloud
 
 HOPPER = ("H100", "H800", "H200")
 BLACKWELL = ("B200", "GB200", "GB300")
-NO_SOURCED_COMPUTE_UNITS = {"H200"}
-"""No document or published measurement read states their SM count: left out rather than guessed (the B200's
-and GB200's 148 come from Chips and Cheese's measurement, NVIDIA stating none)."""
 
 
 def peak(name, fmt):
@@ -40,21 +37,19 @@ def test_every_figure_of_an_accelerator_carries_its_source_and_what_it_is(path, 
 
 @pytest.mark.parametrize("path, gpu", ACCELERATORS)
 def test_compute_units_are_sourced_where_a_document_states_them(path, gpu):
+    # every entry states its count: a vendor document, or where NVIDIA states none a cited measurement
+    # (B200 and GB200: Chips and Cheese; H800: DeepSeek-V3's report; H200: the ML Engineering Open Book)
     name = path.split(".")[-1]
-    if name in NO_SOURCED_COMPUTE_UNITS:
-        assert gpu.compute_units is None
-        assert "no SM count" in gpu.note  # and the entry says why
-        return
     units = gpu.compute_units
     assert units is not None and 60 <= units.count <= 320
     kind = "compute units (CUs)" if name.startswith("MI") else "streaming multiprocessors (SMs)"
-    assert units.name == kind
+    assert units.name == kind and units.source
 
 
 def test_compute_unit_counts_are_the_documented_ones():
     counts = {k: getattr(CLOUD, k).compute_units.count for k in (
-        "V100", "A100", "A100_40GB", "H100", "H800", "GB300", "MI300X")}
-    assert counts == {"V100": 80, "A100": 108, "A100_40GB": 108, "H100": 132, "H800": 132,
+        "V100", "A100", "A100_40GB", "H100", "H800", "H200", "GB300", "MI300X")}
+    assert counts == {"V100": 80, "A100": 108, "A100_40GB": 108, "H100": 132, "H800": 132, "H200": 132,
                       "GB300": 160, "MI300X": 304}
 
 

@@ -49,6 +49,11 @@ def matmul_times(ceiling: float, accelerator: str = "A100", fmt: str = "bf16") -
     return [float(matmul_kernel_time(params, m, n, k).time) * 1e6 for m, n, k in SHAPES]
 
 
+def shape_efficiencies(ceiling: float) -> list[float]:
+    """Each of :data:`SHAPES`' measured efficiency (FLOP/s over the A100's 312 TFLOP/s bf16 peak)."""
+    return [2.0 * m * n * k / (t * 1e-6) / 312e12 for (m, n, k), t in zip(SHAPES, matmul_times(ceiling), strict=True)]
+
+
 def matmul_csv(path: Path, ceiling: float = 0.75) -> Path:
     """An A100 bf16 matmul table as a user's CSV (``time [us]``)."""
     lines = ["m,n,k,format,time [us]"]

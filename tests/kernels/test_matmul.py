@@ -35,6 +35,11 @@ def _us(estimate) -> float:
         ("H800", (4096, 7168, 2048), "fp8_blockwise", 102.96, 0.10),  # DeepGEMM's README (fit)
         ("B200", (4096, 4096, 4096), "fp8", 49.71, 0.10),  # OpenXLA's B200 table (held out)
         ("B200", (4096, 4096, 4096), "bf16", 97.0, 0.15),  # the same, bf16 (held out)
+        ("GB300", (16384, 16384, 16384), "fp8", 2658.6, 0.05),  # Azure's GB300 cuBLASLt, 3308.5 TFLOP/s (fit)
+        ("GB300", (16384, 16384, 16384), "nvfp4", 1018.0, 0.05),  # the same, NVFP4 at 8640.3 TFLOP/s (fit)
+        ("GB300", (8192, 8192, 8192), "fp16", 640.2, 0.05),  # tritonbench aten_matmul on GB300 (held out)
+        ("GB300", (8192, 8192, 1024), "fp16", 78.7, 0.20),  # the same at a short reduction (held out)
+        ("H200", (1280, 4096, 12032), "fp8", 87.0, 0.15),  # MAMF's H200 best fp8 shape, 1453.4 TFLOP/s (fit)
     ],
 )
 def test_measured_products_within_their_error(accelerator, shape, fmt, measured_us, within):
@@ -84,10 +89,11 @@ def test_the_gb200_is_held_to_its_own_measured_best_not_the_b200s():
     ("call", "message"),
     [
         (lambda: matmul("H100", 1024, 1024, 1024, format="tf32"), "no matmul table measures tf32 on Hopper"),
-        (lambda: matmul("GB300", 1024, 1024, 1024), "no matmul table measures bf16 on Blackwell Ultra"),
+        (lambda: matmul("GB300", 1024, 1024, 1024, format="mxfp8"), "no matmul table measures mxfp8 on Blackwell Ultra"),
         (lambda: matmul("H100", 1024, 1024, 1024, format="nvfp4"), "nvfp4"),
         (lambda: matmul("H100", 1024, 1024, 1024, format="fp64"), "unknown matmul_format 'fp64'"),
-        (lambda: matmul("H200", 1024, 1024, 1024), "no SM count"),
+        (lambda: matmul(accelerator_entry("H200").model_copy(update={"compute_units": None}), 1024, 1024, 1024),
+         "no SM count"),
         (lambda: matmul("H100", 0, 1024, 1024), "m: expected whole numbers of at least 1, got 0"),
         (lambda: matmul("H100", 1024, 10.5, 1024), "n: expected whole numbers"),
         (lambda: matmul("H100", 1024, 1024, True), "k: expected whole numbers"),
@@ -100,6 +106,16 @@ def test_the_gb200_is_held_to_its_own_measured_best_not_the_b200s():
 def test_what_no_table_covers_or_no_input_means_is_refused_with_a_line_naming_it(call, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call()
+
+
+def test_the_gb300_ceilings_rest_on_its_own_tables_and_stay_below_the_gb200s_in_bf16():
+    fit = shipped_fit()
+    gb300 = accelerator_entry("GB300")
+    assert gb300.architecture == "Blackwell Ultra" and gb300.compute_units.count == 160
+    # MAMF's B300 row, 1769.0 TFLOP/s against the GB300's 2,500 dense bf16: the bound of the ceiling
+    assert fit.ceiling(gb300, "bf16") == pytest.approx(1769.0 / 2500.0, abs=1e-4)
+    assert fit.ceiling(gb300, "bf16") < fit.ceiling(accelerator_entry("GB200"), "bf16")
+    assert fit.ceiling(gb300, "fp16") == fit.ceiling(gb300, "bf16")
 
 
 def test_the_refusal_of_an_uncovered_format_says_how_to_supply_a_table():

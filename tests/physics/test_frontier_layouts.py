@@ -112,6 +112,7 @@ def test_a_layout_faster_than_one_device_is_measured_against_its_own_kernels():
 def test_only_the_routed_experts_run_at_the_expert_ceiling():
     """A mixture of experts' attention, dense and shared layers keep the dense ceilings; the routed experts'
     grouped products take expert_ceiling: halving it slows only their products, and exactly their time."""
+    from mlsysim.kernels.device import device_kernels
     from mlsysim.physics.operators import Experts, operator_times
     from mlsysim.physics.records import records_from
 
@@ -124,7 +125,8 @@ def test_only_the_routed_experts_run_at_the_expert_ceiling():
     def ops(expert_ceiling=math.nan, **given):
         values = shape | given
         return operator_times(*records_from(peak_flops=values["matmul_peak"], **values,
-                                            moe=experts._replace(ceiling=expert_ceiling)))
+                                            moe=experts._replace(ceiling=expert_ceiling),
+                                            kernels=device_kernels("H100", "bf16").constants))
 
     same = ops()  # NaN: the linear layers' ceiling
     assert ops(0.77).matmul_time == pytest.approx(float(same.matmul_time), rel=1e-12)

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlsysim.core.exceptions import InputError
+from mlsysim.kernels.device import device_kernels
 from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
 from mlsysim.physics.layout import (
     LayoutFigures,
@@ -46,7 +47,8 @@ def test_time_terms_add_up_to_the_update(layout):
     assert f.mfu == pytest.approx(f.model_flops / (f.update_time * layout["devices"]) / 312e12)
 
 
-@pytest.mark.parametrize("operators", [{}, {"matmul_ceiling": 0.7, "compute_units": 108.0, "ffn_hidden": 49152.0}])
+@pytest.mark.parametrize("operators", [{}, {"matmul_ceiling": 0.7, "compute_units": 108.0, "ffn_hidden": 49152.0,
+                                            "kernels": device_kernels("A100", "bf16").constants}])
 def test_an_array_of_layouts_equals_each_layout_alone(operators):
     t = np.array([1.0, 2.0, 8.0, 8.0, 8.0])
     p = np.array([1.0, 4.0, 2.0, 12.0, 1.0])

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
+from mlsysim.kernels.device import device_kernels
 from mlsysim.physics.matmul import (
     K_OVERHEAD,
     TILE_M,
@@ -26,10 +27,14 @@ A100 = {
 }
 
 
+A100_KERNELS = device_kernels("A100", "bf16").constants
+
+
 def _priced(price, **values):
-    """``price`` (:func:`operator_times` or its distinct-row form) of flat values, the stage's layers apart."""
+    """``price`` (:func:`operator_times` or its distinct-row form) of flat values, the stage's layers apart,
+    with the A100's measured kernels."""
     here = values.pop("layers_here", float("nan"))
-    return price(*records_from(peak_flops=values["matmul_peak"], **values), here)
+    return price(*records_from(peak_flops=values["matmul_peak"], kernels=A100_KERNELS, **values), here)
 
 
 def _ops(**given):
@@ -123,7 +128,8 @@ def test_the_step_of_a_job_without_step_time_or_mfu_is_the_operators_sum():
     from mlsysim.physics.matmul import fitted_ceiling
 
     stored = fitted_ceiling("Hopper", "bf16")
-    assert s.job.origins["step_time"] == f"operators (bf16 matrix products, ceiling {stored:.3g} fitted for Hopper)"
+    assert s.job.origins["step_time"] == (
+        f"operators (bf16 matrix products, ceiling {stored:.3g} in training on Hopper; measured kernels)")
     assert s.step_time.to("s").magnitude == pytest.approx(float(s.job.operators.total), rel=1e-12)
     # the seed's path is untouched: a given mfu still prices it from FLOPs
     assert s.variant(mfu=0.5).job.origins["step_time"] == "mfu"

@@ -52,6 +52,7 @@ from mlsysim.engine.inputs.workload_figures import (
 from mlsysim.engine.model.equations import mixture_of_experts, multi_head_latent
 from mlsysim.kernels.cluster import check_accelerator, read_cluster_file
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
+from mlsysim.kernels.matmul import shipped_fit
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -63,6 +64,7 @@ from mlsysim.physics.matmul import (
     MATMUL_FORMATS,
     SIXTEEN_BIT,
     cast_bytes_per_element,
+    fitted_ceiling,
 )
 from mlsysim.physics.operators import OperatorTimes, operator_times
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
@@ -448,6 +450,12 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
+    if out.get("power_limit") is not None and not operators:
+        given = "a measured step_time" if out["step_time"] is not None else "mfu" if mfu is not None else (
+            "no step from the operators")
+        raise InputError(
+            f"power_limit slows the kernels of a step from the operators; with {given} it would change nothing "
+            "(the measured figure holds at the power it ran at): leave power_limit out", loc=("power_limit",))
     if mfu is None and not operators and out["accelerator"] is not None:  # the peak of the achieved MFU
         try:
             peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
@@ -533,26 +541,56 @@ class Ceilings(NamedTuple):
 
 
 def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceilings:
-    """The ceilings of a step from the operators: an assumption's, else the measured kernels' of the device
-    and format (:func:`mlsysim.kernels.device.device_kernels`). A mixture of experts' grouped products run at
-    the linear layers' ceiling unless ``expert_ceiling`` is assumed."""
+    """The ceilings of a step from the operators: an assumption's, else the in-training share of the device's
+    best measured kernels. The share is the architecture's 16-bit in-training ceiling (fitted on its published
+    runs, :func:`~mlsysim.physics.matmul.fitted_ceiling`: what its kernels reach inside a training step) over
+    the device's best measured 16-bit kernel (at most 1; 1 where no run informs one): every format runs at that
+    share of its own best measured kernel (:func:`mlsysim.kernels.device.device_kernels`), so the formats'
+    relative speed is the kernels'. A mixture of experts' routed experts take ``expert_ceiling``, else the one
+    fitted on the architecture's published mixtures of experts, else the linear layers'."""
+    accelerator: Accelerator = out["accelerator"]
+    architecture = accelerator.architecture
     assumptions = out["assumptions"]
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
     given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
-    ceiling = given or kernels.matmul_ceiling
+    fitted = fitted_ceiling(architecture, sixteen_bit_of(out))
+    share = min(1.0, fitted / _fitted_against(out, kernels)) if fitted else 1.0
+    ceiling = given or share * kernels.matmul_ceiling
     if given_attention:
         attention = given_attention
     elif matmul_format in SIXTEEN_BIT and given:
         attention = given
     else:
-        attention = kernels.sixteen_bit_ceiling
-    source = "assumed" if given else "measured kernels"
+        attention = share * kernels.sixteen_bit_ceiling
+    source = "assumed" if given else (
+        f"in training on {architecture}: {share:.3g} of the best measured kernel" if fitted
+        else "the best measured kernel")
     experts = math.nan
-    if getattr(out["workload"], "experts", None) is not None and given_experts:
-        experts = given_experts
-        source += f"; routed experts {experts:.3g} assumed"
+    if getattr(out["workload"], "experts", None) is not None:
+        fitted_experts = fitted_ceiling(architecture, matmul_format, experts=True)
+        experts = given_experts or (min(fitted_experts, kernels.matmul_ceiling) if fitted_experts else ceiling)
+        origin = "assumed" if given_experts else "in training, mixtures of experts" if fitted_experts else (
+            "the linear layers'")
+        source += f"; routed experts {experts:.3g} {origin}"
     return Ceilings(ceiling, attention, experts, source)
+
+
+def _fitted_against(out: Checked, kernels: DeviceKernels) -> float:
+    """The best measured 16-bit kernel the in-training ceiling's share is of: the shipped tables' (the runs it
+    was fitted on were priced with them), so that a cluster file's kernels keep that share of their own rate;
+    the cluster's where no shipped table measures the accelerator's architecture in 16 bits."""
+    if out["cluster_file"] is None:
+        return kernels.sixteen_bit_ceiling
+    try:
+        return shipped_fit().ceiling(out["accelerator"], "bf16")
+    except InputError:
+        return kernels.sixteen_bit_ceiling
+
+
+def sixteen_bit_of(out: Checked) -> str:
+    """The 16-bit format of the attention core and the output layer."""
+    return operator_formats(out)[1]
 
 
 def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
@@ -652,8 +690,9 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "peak": peak,
         "recomputed": recomputed,
         "mfu": batch * (model + recomputed) / (peak * step),
-        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}"
-                  + ("" if out["cluster_file"] is None else f"; kernels from the {kernels.sources}") + ")",
+        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; "
+                  + ("measured kernels" if out["cluster_file"] is None else f"kernels from the {kernels.sources}")
+                  + ")",
         "matmul_ceiling": float(ceiling),
         "matmul_peak": kernels.matmul_peak,
         "attention_ceiling": float(attention),

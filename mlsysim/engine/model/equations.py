@@ -893,6 +893,19 @@ def _scalar_mode(value: Num, name: str) -> float:
     return float(values[0])
 
 
+_LAYOUT_DERIVED = frozenset({
+    "micro_batch", "micro_batches", "zero_stage", "backward_gathers", "data_overlap", "gradient_bytes", "recompute",
+    "sequence_parallel", "flash_attention", "algorithm",
+})
+"""The :class:`~mlsysim.physics.records.Layout` fields :func:`layout_records` derives from inputs of other names
+(or the choices); every other Layout field is the :class:`Inputs` attribute of its name."""
+
+_LAYOUT_BY_NAME: Final = tuple(
+    (name, Layout._field_defaults[name]) for name in Layout._fields if name not in _LAYOUT_DERIVED
+)
+"""(name, default) of the Layout fields taken from the Inputs attribute of their name (NaN there: the default)."""
+
+
 def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None) -> LayoutRecords:
     """The records :func:`~mlsysim.physics.layout.layout_figures` prices a scenario's layout from.
 
@@ -930,17 +943,10 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         power_limit=x.power_limit,
     )
     layout = Layout(
-        tensor_parallel=_or(x.tensor_parallel, 1.0), pipeline_parallel=_or(x.pipeline_parallel, 1.0),
-        pipeline_chunks=_or(x.pipeline_chunks, 1.0), context_parallel=_or(x.context_parallel, 1.0),
-        expert_parallel=_or(x.expert_parallel, 1.0), expert_tensor_parallel=_or(x.expert_tensor_parallel, 1.0),
+        **{name: _or(getattr(x, name), default) for name, default in _LAYOUT_BY_NAME},
         micro_batch=x.per_device_batch, micro_batches=x.accumulation_steps, zero_stage=float(c.zero_stage),
-        shard_group=_or(x.shard_group, 0.0), first_stage_layers=x.first_stage_layers,
-        last_stage_layers=x.last_stage_layers, backward_gathers=_or(x.reshard_after_forward, 1.0),
-        data_overlap=1.0 if c.overlap else 0.0, tensor_overlap=_or(x.tensor_overlap, 0.0),
-        expert_overlap=_or(x.expert_overlap, 0.0), context_all_gather=_or(x.context_all_gather, 0.0),
-        hierarchical_dispatch=_or(x.hierarchical_dispatch, 0.0), fused_elementwise=_or(x.fused_elementwise, 0.0),
-        gradient_bytes=x.gradient_bytes / x.parameters, optimizer_bytes=x.optimizer_bytes,
-        cast_bytes=x.cast_bytes, matmul_bytes=x.matmul_bytes,
+        backward_gathers=_or(x.reshard_after_forward, 1.0), data_overlap=1.0 if c.overlap else 0.0,
+        gradient_bytes=x.gradient_bytes / x.parameters,
         recompute=RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
         sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(x.flash_attention),  # type: ignore[arg-type]
         algorithm="ring" if c.algorithm == "auto" else c.algorithm,

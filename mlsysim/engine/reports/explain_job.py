@@ -142,7 +142,7 @@ def explain_rows(
 def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str, str, str, str]]:
     """The step of one device priced operator by operator (``job.operators``), class by class, then T1,
     then the kernel efficiency it implies (the u of a step from ``mfu`` that would give the same T1)."""
-    assert job.operators is not None
+    assert job.operators is not None and job.kernels is not None
     accelerator = values["accelerator"]
     _, sixteen = operator_formats(values)
     attention_peak = to_canonical(accelerator.peak_flops(sixteen), "compute_rate")
@@ -153,8 +153,9 @@ def _operator_step_rows(values: Checked, job: Job, t1: float) -> list[tuple[str,
         matmul_peak=job.matmul_peak,
         matmul_ceiling=job.matmul_ceiling,
         attention_peak=attention_peak,
-        attention_ceiling=job.attention_ceiling,
         flash_attention=values["flash_attention"] == 1,
+        kernels=job.kernels,
+        bandwidth=to_canonical(values["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth"),
         fmt_time=lambda x: f"{x:.6g} s",
         total="T1",
         total_value=t1,

@@ -308,7 +308,7 @@ def expert_link(figures: LayoutFigures) -> ExpertLink:
     nics = float(i.cluster.nics_per_node) * domain / float(i.cluster.devices_per_node)
     nic_rate = float(i.cluster.nic_bandwidth) * min(nics, domain) / domain
     latency = float(i.cluster.intra_latency if ep * etp <= domain else i.cluster.inter_latency)
-    # the message, the ranks in the domain and the time: the layout's own (LayoutParts), not recomputed
+    # the message, the ranks in the domain and the time: the layout's own (its terms), not recomputed
     return ExpertLink(float(q.experts.message), float(q.experts.local), nic_rate, nics, latency,
                       float(q.experts.all_to_all_time), float(q.experts.inside_share), float(q.experts.outside_share))
 
@@ -402,7 +402,7 @@ class ExpertGradients(NamedTuple):
 
 
 def _expert_gradients(i: Priced, f: LayoutFigures) -> ExpertGradients:
-    """The experts' parameters and gradient reduction: the layout's own figures (LayoutParts), not recomputed."""
+    """The experts' parameters and gradient reduction: the layout's own figures (its terms), not recomputed."""
     q = f.terms
     psi_e = float(q.sharding.expert_parameters)
     return ExpertGradients(float(q.sharding.dense_parameters), psi_e, float(q.data.expert_ranks),
@@ -411,18 +411,19 @@ def _expert_gradients(i: Priced, f: LayoutFigures) -> ExpertGradients:
 
 
 def _operator_steps(i: Priced, q: LayoutTerms) -> list[Step]:
-    """t_c of one micro-batch on the slowest stage, class by class (``LayoutParts.operators``)."""
+    """t_c of one micro-batch on the slowest stage, class by class (``ComputeTerm.operators``)."""
     peak = float(i.cluster.peak_flops)
-    matmul_peak, attention = float(i.rates.matmul_peak), float(i.rates.attention_ceiling)
-    ceiling = float(i.rates.matmul_ceiling)
+    matmul_peak, attention_peak = float(i.rates.matmul_peak), float(i.rates.attention_peak)
+    assert i.rates.kernels is not None
     return operator_rows(
         q.compute.operators,
         matmul_format=str(i.matmul_format or "at matmul_peak"),
         matmul_peak=matmul_peak if matmul_peak == matmul_peak else peak,
-        matmul_ceiling=ceiling,
-        attention_peak=peak,
-        attention_ceiling=attention if attention == attention else ceiling,
+        matmul_ceiling=float(i.rates.matmul_ceiling),
+        attention_peak=attention_peak if attention_peak == attention_peak else peak,
         flash_attention=bool(i.layout.flash_attention),
+        kernels=i.rates.kernels,
+        bandwidth=float(i.cluster.memory_bandwidth),
         fmt_time=fmt_time,
         total="t_c",
         total_value=float(q.compute.micro_batch_time),
