@@ -171,30 +171,53 @@ def parse_cluster_file(text: str, name: str) -> ClusterFits:
             if kind == "matmul":
                 fits[kind] = MatmulFit.from_json(fit)
                 formats = tuple(str(f) for f in entry.get("fitted", ()))
+                efficiencies = [v for table in (fits[kind].ceilings, fits[kind].device_best)
+                                for values in table.values() for v in values.values()]
             elif kind == "collective":
                 fits[kind] = CollectiveConstants.from_json(_object(name, fit.get("constants"), "the constants"))
+                efficiencies = []
             else:
-                _check_nested(fit, "architectures" if kind == "attention" else "accelerators")
+                efficiencies = (_memory_values if kind == "memory" else _attention_values)(fit, accelerator)
                 fits[kind] = fit
-        except (KeyError, TypeError, ValueError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise _refuse(name, f"kinds.{kind}.fit is not in the form 'mlsysim calibrate kernels' writes "
                                 f"({type(error).__name__}: {error})") from None
-    if "memory" in fits and accelerator not in fits["memory"]["accelerators"]:
-        raise _refuse(name, f"kinds.memory.fit has no constants of {accelerator}, the file's accelerator")
+        wrong = [v for v in efficiencies if not 0.0 < v <= 1.0]
+        if wrong and not forced:  # a hand-edited file: no efficiency above the peak unless --force wrote it
+            raise _refuse(name, f"kinds.{kind}: an efficiency of {wrong[0]:g} is outside (0, 1] and the file lists "
+                                "no forced constant; write it with 'mlsysim calibrate kernels'")
     return ClusterFits(path=name, accelerator=accelerator, matmul=fits.get("matmul"), matmul_formats=formats,
                        attention=fits.get("attention"), memory=fits.get("memory"),
                        collectives=fits.get("collective"), forced=tuple(forced))
 
 
-def _check_nested(fit: Mapping[str, Any], key: str) -> None:
-    """A fit of the attention or memory form: ``key`` maps names to objects of constants with values."""
-    entries = fit[key]
-    if not isinstance(entries, dict):
-        raise TypeError(f"{key} must be an object")
-    for entry in entries.values():
-        for value in entry.values():
-            if isinstance(value, dict) and "value" in value:
-                float(value["value"])
+def _value(entry: Mapping[str, Any], key: str) -> float:
+    """``entry[key]["value"]`` as a finite number of at least 0 (a ValueError otherwise)."""
+    value = float(entry[key]["value"])
+    if not 0.0 <= value < float("inf"):
+        raise ValueError(f"{key} is {value!r}")
+    return value
+
+
+def _memory_values(fit: Mapping[str, Any], accelerator: str) -> list[float]:
+    """The fraction (an efficiency) of the file's accelerator in a memory fit, its floor checked."""
+    entry = fit["accelerators"].get(accelerator)
+    if entry is None:
+        raise KeyError(f"no constants of {accelerator}, the file's accelerator")
+    _value(entry, "floor")
+    return [_value(entry, "fraction")]
+
+
+def _attention_values(fit: Mapping[str, Any], accelerator: str) -> list[float]:
+    """Every group's scale and ceiling (efficiencies) of an attention fit, its other constants checked."""
+    out = []
+    for architecture in fit["architectures"].values():
+        _value(architecture, "head_overhead")
+        _value(architecture, "floor")
+        for group in architecture["groups"].values():
+            _value(group, "loop_overhead")
+            out += [_value(group, "scale"), _value(group, "ceiling")]
+    return out
 
 
 def read_cluster_file(path: str | os.PathLike[str]) -> ClusterFits:

@@ -9,7 +9,7 @@ from mlsysim.calibrate.kernels import calibrate, read_user_tables
 from mlsysim.cli import main
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.assumptions import assumptions_of
-from mlsysim.engine.io.files import load_scenario
+from mlsysim.engine.io.files import load_scenario, save_scenario
 from mlsysim.kernels.matmul import shipped_fit
 from mlsysim.kernels.memory import shipped_memory_fit
 from tests.kernels.synthetic_tables import attention_json, matmul_csv, memory_json
@@ -75,7 +75,7 @@ def test_the_origin_names_the_file_and_what_it_priced(matmul_file):
 
 def test_a_file_of_another_accelerator_is_refused_with_both_names(matmul_file):
     with pytest.raises(InputError, match="calibrated on A100, but the scenario's accelerator is B200") as caught:
-        DataParallelScaleOutScenario(**{**JOB, "node": "DGX_B200"}, cluster_file=str(matmul_file)).step_time
+        _ = DataParallelScaleOutScenario(**{**JOB, "node": "DGX_B200"}, cluster_file=str(matmul_file)).step_time
     assert caught.value.loc == ("cluster_file",)
 
 
@@ -123,6 +123,10 @@ def test_a_scenario_file_reads_its_cluster_file_beside_it(capsys, matmul_file, t
     assert scenario.step_time == DataParallelScaleOutScenario(**JOB, cluster_file=str(matmul_file)).step_time
     code, out, _ = run(capsys, "run", "--file", str(folder / "job.toml"))
     assert code == 0 and "kernels from the cluster file" in out
+    (tmp_path / "elsewhere").mkdir()
+    saved = save_scenario(scenario, tmp_path / "elsewhere" / "copy.toml")  # the path written whole
+    assert 'cluster_file = "' + str(matmul_file.resolve()) + '"' in saved.read_text()
+    assert load_scenario(saved).step_time == scenario.step_time
 
 
 @pytest.mark.parametrize("value, words", [

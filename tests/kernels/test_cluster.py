@@ -11,7 +11,12 @@ from mlsysim.kernels._accelerator import accelerator_entry
 from mlsysim.kernels.cluster import FORMAT, VERSION, parse_cluster_file, read_cluster_file
 from mlsysim.kernels.device import attention_missing, device_kernels
 from mlsysim.kernels.matmul import shipped_fit
-from tests.kernels.synthetic_tables import attention_json, matmul_csv, memory_json, shape_efficiencies
+from tests.kernels.synthetic_tables import (
+    attention_json,
+    matmul_csv,
+    memory_json,
+    shape_efficiencies,
+)
 
 
 def cluster(tmp_path, *paths, **options):
@@ -94,6 +99,12 @@ def _document(**changes):
     (_document(kinds={"dispatch": {}}), "kind 'dispatch'"),
     (_document(kinds={"matmul": {"fit": {"structure": {}}}}), "kinds.matmul.fit is not in the form"),
     (_document(kinds={"memory": {"fit": {"accelerators": {"B200": {}}}}}), "no constants of A100"),
+    (_document(kinds={"memory": {"fit": {"accelerators": {"A100": 5}}}}), "kinds.memory.fit is not in the form"),
+    (_document(kinds={"memory": {"fit": {"accelerators": {"A100": {"fraction": {"value": 1.5},
+                                                                   "floor": {"value": 1e-6}}}}}}),
+     "an efficiency of 1.5 is outside (0, 1]"),
+    (_document(kinds={"attention": {"fit": {"architectures": {"Ampere": {
+        "head_overhead": {"value": -1}, "floor": {"value": 0}, "groups": {}}}}}}), "head_overhead is -1"),
     (_document(forced="yes"), "forced must be a list"),
 ])
 def test_a_file_not_in_the_form_is_refused_at_the_field(text, words):

@@ -199,14 +199,18 @@ def save_scenario(
     """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
 
     Units are written as text, registry workloads by name, assumptions as a
-    preset name or a table of the fields that differ from the seed's, and
-    fields that are not set are left out. ``load_scenario`` reads it back to
-    an equal scenario.
+    preset name or a table of the fields that differ from the seed's, a file's
+    path (``cluster_file``) whole, and fields that are not set are left out.
+    ``load_scenario`` reads it back to an equal scenario.
     """
     file = Path(os.path.expanduser(os.fspath(path)))
     kind = _format(file)
     _target(file, force)
     data = scenario_to_dict(scenario)
+    for key in RELATIVE_PATHS:  # read back from the file's folder: written whole
+        value = data.get(key)
+        if isinstance(value, str):
+            data[key] = os.path.abspath(os.path.expanduser(value))
     if kind == "toml":
         import tomli_w
 
