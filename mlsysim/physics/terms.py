@@ -206,8 +206,8 @@ def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rat
     from_flops = OperatorTimes(matmul, zero, zero, elementwise, b * (model_per_sample + extra) * share / (t * cp),
                                zero, zero, layers_here * passes * stored)
     ceiling = rates.matmul_ceiling
-    if type(ceiling) is float and ceiling != ceiling:
-        ops = from_flops
+    if rates.kernels is None or (type(ceiling) is float and ceiling != ceiling):
+        ops = from_flops  # no row is priced from the operators (no measured kernels, or no ceiling)
     else:
         priced = operator_times_by_distinct_rows(shape, cluster, layout, rates, layers_here)
         # rows without a ceiling (a sweep's rows that give mfu) are priced from the FLOPs at u

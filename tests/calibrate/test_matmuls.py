@@ -170,12 +170,13 @@ def test_writes_the_ceilings_into_a_scenario_that_then_prices_its_step_with_them
     from mlsysim.physics.matmul import fitted_ceiling
 
     stored = fitted_ceiling("Hopper", "bf16")
-    assert fitted.job.origins["step_time"] == f"operators (bf16 matrix products, ceiling {stored:.3g} fitted for Hopper)"
+    assert fitted.job.origins["step_time"].startswith(
+        f"operators (bf16 matrix products, ceiling {stored:.3g} in training on Hopper")
     assert write_assumptions(path, {"matmul_ceiling": 0.6}) == {"matmul_ceiling": 0.6}
     data = tomllib.loads(path.read_text())
     assert data["assumptions"] == {"preset": "realistic", "matmul_ceiling": 0.6}
     measured = load_scenario(path)
-    assert measured.job.origins["step_time"] == "operators (bf16 matrix products, ceiling 0.6 assumed)"
+    assert measured.job.origins["step_time"] == "operators (bf16 matrix products, ceiling 0.6 assumed; measured kernels)"
     assert measured.assumptions.intra_efficiency == fitted.assumptions.intra_efficiency  # preset kept
     assert measured.result.compute_time > fitted.result.compute_time
 

@@ -23,18 +23,18 @@ AXES = dict(expert_parallel=[8, 16, 32, 64, 128, 256], context_parallel=[1, 2], 
 """The plan's axes, as the docs' command spells them (--axis)."""
 
 FIGURES = {
-    "h800_hours": "1,374.3 h",
-    "h800_gpu_hours": "2.81M GPU-hours",
-    "h800_error": "+5.7%",
+    "h800_hours": "1,369.2 h",
+    "h800_gpu_hours": "2.80M GPU-hours",
+    "h800_error": "+5.3%",
     "h800_all_to_all": "0.0 ms",
-    "h800_update": "21.03 s",
-    "gb200_hours": "482.2 h",
-    "gb200_update": "7.38 s",
+    "h800_update": "20.95 s",
+    "gb200_hours": "482.6 h",
+    "gb200_update": "7.39 s",
     "gb200_all_to_all": "0.0 ms",
     "h800_best": "expert_parallel=256, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
-    "h800_best_days": "54.7 days",
-    "gb200_best": "expert_parallel=128, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
-    "gb200_best_days": "19.8 days",
+    "h800_best_days": "54.1 days",
+    "gb200_best": "expert_parallel=256, context_parallel=2, pipeline_parallel=4, accumulation_steps=60",
+    "gb200_best_days": "19.7 days",
 }
 
 

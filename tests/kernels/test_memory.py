@@ -57,8 +57,8 @@ def test_median_error_of_fitted_tables_and_the_held_out_one():
 
 
 def test_an_accelerator_without_a_memory_table_is_refused_naming_it():
-    with pytest.raises(InputError, match="no memory-bound kernel table covers H800") as error:
-        memory_kernel("H800", bytes_moved=1e9)
+    with pytest.raises(InputError, match="no memory-bound kernel table covers A100_40GB") as error:
+        memory_kernel("A100_40GB", bytes_moved=1e9)
     assert "mlsysim calibrate kernels FILE" in str(error.value)
     with pytest.raises(InputError, match="bytes_moved must be a positive number of bytes"):
         memory_kernel("H200", bytes_moved=-1)
@@ -66,3 +66,13 @@ def test_an_accelerator_without_a_memory_table_is_refused_naming_it():
 
 def test_fitting_skips_held_out_tables():
     assert fit_memory(tables(kind="memory", split="holdout"))["accelerators"] == {}
+
+
+def test_the_h800_streams_as_the_h100_whose_die_and_memory_it_is():
+    """The vendor states the H800 SXM5 is the H100 SXM5's die and HBM3: its memory-bound kernels are the H100's
+    measured ones (the one stated equivalence; no other accelerator borrows a table)."""
+    from mlsysim.kernels._accelerator import accelerator_entry
+    from mlsysim.kernels.memory import SAME_MEMORY, memory_constants
+
+    assert SAME_MEMORY == {"H800": "H100"}
+    assert memory_constants(accelerator_entry("H800")) == memory_constants(accelerator_entry("H100"))

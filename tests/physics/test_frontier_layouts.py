@@ -140,10 +140,13 @@ def test_only_the_routed_experts_run_at_the_expert_ceiling():
 def test_a_mixture_of_experts_reads_the_dense_ceilings_and_its_experts_own():
     s = deepseek()
     job = s.job
+    from mlsysim.kernels.device import device_kernels
     from mlsysim.physics.matmul import fitted_ceiling
 
-    assert job.matmul_ceiling == fitted_ceiling("Hopper", "fp8")
-    assert job.attention_ceiling == fitted_ceiling("Hopper", "bf16")
+    kernels = device_kernels(Systems.Nodes.HGX_H800.accelerator, "fp8")
+    share = fitted_ceiling("Hopper", "bf16") / kernels.sixteen_bit_ceiling  # the in-training share of the kernels
+    assert job.matmul_ceiling == pytest.approx(share * kernels.matmul_ceiling, rel=1e-12)
+    assert job.attention_ceiling == pytest.approx(fitted_ceiling("Hopper", "bf16"), rel=1e-12)
     assert job.expert_ceiling == fitted_ceiling("Hopper", "fp8", experts=True) < job.matmul_ceiling
     assert "routed experts" in job.origins["step_time"]
     from mlsysim import Assumptions
