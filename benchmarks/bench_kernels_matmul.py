@@ -19,38 +19,8 @@ import argparse
 
 import numpy as np
 
-from mlsysim.core.exceptions import InputError
-from mlsysim.kernels.matmul import MatmulFit, matmul_kernel_time, matmul_params
 from mlsysim.kernels.tables import KernelTable, tables
-from mlsysim.validation.kernels_matmul import fit_matmul_constants
-
-
-def errors(table: KernelTable, fit: MatmulFit | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per row: the relative error (NaN where the format is not covered), the FLOPs, and the formats not covered."""
-    columns = table.columns
-    size = len(table)
-    batch = columns.get("batch", np.ones(size))
-    limit = columns.get("power_limit")
-    error = np.full(size, np.nan)
-    missing: list[str] = []
-    for i in range(size):
-        fmt = str(columns["format"][i])
-        try:
-            params = matmul_params(table.accelerator, fmt, power_limit=None if limit is None else _watts(limit[i]),
-                                   fit=fit)
-        except InputError:
-            missing.append(fmt)
-            continue
-        time = matmul_kernel_time(params, columns["m"][i], columns["n"][i], columns["k"][i], batch[i]).time
-        error[i] = float(time) / table.time[i] - 1.0
-    flops = 2.0 * columns["m"] * columns["n"] * columns["k"] * batch
-    return error, flops, sorted(set(missing))
-
-
-def _watts(value: float) -> object:
-    from mlsysim.core.units import quantity
-
-    return quantity(float(value), "W")
+from mlsysim.validation.kernels_matmul import fit_matmul_constants, matmul_errors
 
 
 def _line(label: str, error: np.ndarray) -> str:
@@ -79,7 +49,7 @@ def main() -> None:
     for split in ("fit", "holdout"):
         print(f"-- {split} tables")
         for table in (t for t in every if t.split == split):
-            error, flops, missing = errors(table, fit)
+            error, flops, missing = matmul_errors(table, fit)
             results[table.name] = (table, error, flops)
             by_split[split].append(error)
             note = f"  (not covered: {', '.join(missing)})" if missing else ""

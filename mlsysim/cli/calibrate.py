@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from mlsysim.calibrate.fit import CollectiveFit
+    from mlsysim.calibrate.kernels import KernelCalibration
     from mlsysim.calibrate.profile import ProfileSummary
     from mlsysim.calibrate.profile_tables import MeasuredTable
     from mlsysim.core.jsonio import JSONValue
@@ -30,6 +31,7 @@ calibrate_app = group(
         "  mlsysim calibrate torch --nproc 2\n\n"
         "  mlsysim calibrate step --model gpt --batch 8\n\n"
         "  mlsysim calibrate matmuls table.json --accelerator H100\n\n"
+        "  mlsysim calibrate kernels gemms.csv --kind matmul --accelerator A100 --out my_cluster.json\n\n"
         "  mlsysim calibrate profile rank0.pt.trace.json.gz rank1.pt.trace.json.gz --out measured/"
     ),
 )
@@ -232,6 +234,170 @@ def matmuls(
         click.echo(f"{key} = {value!r}")
 
 
+@command(calibrate_app, "kernels")
+def kernels(
+    files: list[Path] = Argument(
+        ..., help="Your measured kernel tables: JSON in the kernel-table format, CSV (with --kind and "
+        "--accelerator), or nccl-tests logs (with --accelerator)."
+    ),
+    accelerator: str | None = Option(
+        None, "--accelerator", help="Registry name of the accelerator measured (e.g. A100); a JSON table names "
+        "its own, which must be this one."
+    ),
+    kind: str | None = Option(
+        None, "--kind", help="matmul, attention, memory or collective: the kind of a CSV table (a JSON table "
+        "names its own, which must be this one)."
+    ),
+    link: str | None = Option(
+        None, "--link", help="nccl-tests logs across hosts: the fabric between them (infiniband, roce, efa), or "
+        "nvl72 for one NVL72 rack."
+    ),
+    nic_rate: str | None = Option(
+        None, "--nic-rate", help="nccl-tests logs across hosts: each GPU's share of the NICs per direction "
+        "(e.g. '50 GB/s')."
+    ),
+    out: Path | None = Option(None, "--out", "-o", help="Write the cluster file here (.json)."),
+    force: bool = Option(
+        False, "--force", help="Write constants outside their bounds anyway (the file lists them), and "
+        "replace a read-only --out."
+    ),
+    json_: bool = Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Fit the kernel constants of your own measurements and write a cluster file.
+
+    Fits each kind's constants on your tables with the functions that fit the shipped ones
+    (matmul ceilings and best measured efficiency; fused attention; memory-bound bandwidth
+    and floor; collective rates and latencies), prints them beside the shipped ones with
+    each table's median and worst error before and after, and with --out writes a cluster
+    file. A constant outside its bounds (an efficiency above 1, a ceiling above your own
+    best kernel, a floor below 0) is refused with exit status 2 unless --force. Tables of
+    split holdout are priced, never fitted on.
+
+    Example: mlsysim calibrate kernels gemms.csv --kind matmul --accelerator A100 --out my_cluster.json
+    then:    mlsysim run NAME --set cluster_file=my_cluster.json
+    """
+    import shlex
+
+    from mlsysim.calibrate.kernels import calibrate, read_user_tables
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.fileio import check_target, write_text
+    from mlsysim.core.jsonio import document, dumps
+
+    target = check_target(out, suffixes=(".json",), force=force, option="--out") if out is not None else None
+    links = ("nvlink", "nvl72", "infiniband", "roce", "efa")
+    if link is not None and link not in links:
+        raise InputError(f"--link: expected one of {', '.join(links)}, got {link!r}", field="link")
+    rate = _rate("nic-rate", nic_rate) if nic_rate is not None else None
+    name, tables = read_user_tables(files, kind=kind, accelerator=accelerator, link=link, nic_rate=rate)
+    result = calibrate(tables, name)
+    refused = result.refused
+    written = None
+    if target is not None and (force or not refused):
+        words = ["mlsysim calibrate kernels", *(shlex.quote(str(f)) for f in files)]
+        for option, value in (("--accelerator", accelerator), ("--kind", kind), ("--link", link),
+                              ("--nic-rate", nic_rate), ("--out", out)):
+            if value is not None:
+                words += [option, shlex.quote(str(value))]
+        text = json.dumps(result.document(" ".join(words), forced=bool(refused)), indent=1) + "\n"
+        written = write_text(target, text, force=force)
+    if json_:
+        data = calibration_dict(result)
+        data["written"] = None if written is None else str(out)
+        click.echo(dumps(document("kernel_calibration", data), indent=2))
+    else:
+        click.echo(calibration_text(result))
+        if refused and force and written is not None:
+            click.echo(f"forced: {len(refused)} constant(s) outside their bounds written (the file lists them)")
+        if written is not None and set(result.kinds) - {"collective"}:
+            click.echo(f"wrote {out}: 'mlsysim run NAME --set cluster_file={out}' prices the operators of "
+                       f"{name} scenarios with these kernels")
+        elif written is not None:
+            click.echo(f"wrote {out}: its collective constants price collectives through the kernel API "
+                       "(mlsysim.kernels.collectives.collective(..., constants=...)); a scenario does not read them")
+        elif not refused:
+            click.echo("write them with --out my_cluster.json; then 'mlsysim run NAME --set "
+                       "cluster_file=my_cluster.json'")
+    if refused and not force:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise InputError(f"{refused[0].refusal()}{more}; --force writes it anyway", field="force")
+
+
+def calibration_dict(result: KernelCalibration) -> dict[str, JSONValue]:
+    """``calibrate kernels --json``: every kind's constants, bounds and errors as plain values."""
+    import math
+
+    def errors(pair: tuple[float, float] | None) -> JSONValue:
+        return None if pair is None else {"median": pair[0], "worst": pair[1]}
+
+    kinds: dict[str, JSONValue] = {}
+    for kind, fit in result.kinds.items():
+        kinds[kind] = {
+            "constants": [
+                {"name": c.name, "unit": c.unit or None, "shipped": c.shipped, "fitted": c.fitted, "low": c.low,
+                 "high": c.high if math.isfinite(c.high) else None, "bound": c.bound, "outside": c.outside}
+                for c in fit.constants
+            ],
+            "tables": [
+                {"name": e.table.name, "split": e.table.split, "rows": len(e.table), "before": errors(e.before),
+                 "after": errors(e.after)}
+                for e in fit.errors
+            ],
+            "notes": list(fit.notes),
+        }
+    return {"accelerator": result.accelerator, "kinds": kinds, "refused": [c.refusal() for c in result.refused],
+            "notes": list(result.notes)}
+
+
+def calibration_text(result: KernelCalibration) -> str:
+    """Per kind: the fitted constants beside the shipped ones and their bounds, then each table's errors."""
+    from mlsysim.calibrate.kernels import constant_text
+    from mlsysim.core.text import printable
+
+    def share(pair: tuple[float, float] | None, which: int) -> str:
+        return "-" if pair is None else f"{pair[which]:.1%}"
+
+    listed = [t for fit in result.kinds.values() for t in fit.tables]
+    names = ", ".join(f"{t.name} ({t.kind}, {len(t)} rows)" for t in listed)
+    lines = [printable(f"{result.accelerator} kernels from {len(listed)} table(s): {names}")]
+    lines += [f"note: {n}" for n in result.notes]
+    for kind, fit in result.kinds.items():
+        lines += ["", kind]
+        rows: list[tuple[str, ...]] = [("constant", "shipped", "fitted", "bound")]
+        for c in fit.constants:
+            flag = "  <- outside its bound" if c.outside else ""
+            bound = f"{constant_text(c.low, c.unit)} .. {constant_text(c.high, c.unit)}"
+            rows.append((c.name, constant_text(c.shipped, c.unit), constant_text(c.fitted, c.unit), bound + flag))
+        lines += _aligned(rows, "<>><")
+        rows = [("table", "split", "rows", "median before", "worst before", "median after", "worst after")]
+        rows += [(e.table.name, e.table.split, str(len(e.table)), share(e.before, 0), share(e.before, 1),
+                  share(e.after, 0), share(e.after, 1)) for e in fit.errors]
+        lines += [""] + _aligned(rows, "<<>>>>>")
+        lines += [f"  note: {n}" for n in fit.notes]
+    lines.append("")
+    return "\n".join(printable(line) for line in lines)
+
+
+def _aligned(rows: Sequence[Sequence[str]], align: str) -> list[str]:
+    """Rows as plain aligned columns (``align``: < or > per column), indented by two spaces."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(align))]
+    out = []
+    for row in rows:
+        cells = [cell.ljust(w) if a == "<" else cell.rjust(w) for cell, w, a in zip(row, widths, align, strict=True)]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
+
+
+def _rate(option: str, text: str) -> float:
+    """A bandwidth option ('50 GB/s') in bytes/s."""
+    from mlsysim.core.exceptions import InputError
+    from mlsysim.core.units import parse_quantity, to_canonical
+
+    try:
+        return to_canonical(parse_quantity(text, "bandwidth"), "bandwidth")
+    except InputError as exc:
+        raise InputError(f"--{option}: {exc}", field=option) from None
+
+
 @command(calibrate_app, "profile")
 def profile(
     traces: list[Path] = Argument(
@@ -330,17 +496,9 @@ def _output_folder(out: Path | None) -> Path | None:
 
 def _registry_accelerator(name: str) -> str:
     """``--accelerator``: a registry accelerator's name, as the registry spells it."""
-    from mlsysim.core.exceptions import InputError
-    from mlsysim.hardware.registry import Hardware
+    from mlsysim.kernels._accelerator import registry_accelerator
 
-    entries = Hardware.Cloud.entries()
-    found = next((key for key in entries if key.lower() == name.strip().lower()), None)
-    if found is None:
-        raise InputError(
-            f"--accelerator: {name!r} is not a registry accelerator; expected one of {', '.join(entries)}",
-            field="accelerator",
-        )
-    return found
+    return registry_accelerator(name)
 
 
 def profile_text(

@@ -23,6 +23,16 @@ def accelerator_entry(accelerator: Accelerator | str) -> Accelerator:
     return entry
 
 
+def registry_accelerator(name: str, where: str = "--accelerator") -> str:
+    """An accelerator's name as the registry spells it (``a100`` -> ``A100``); ``where`` starts the error."""
+    entries = Hardware.Cloud.entries()
+    found = next((key for key in entries if key.lower() == name.strip().lower()), None)
+    if found is None:
+        raise InputError(f"{where}: {name!r} is not a registry accelerator; expected one of {', '.join(entries)}",
+                         field="accelerator")
+    return found
+
+
 def accelerator_name(accelerator: Accelerator) -> str:
     """The registry's short name of an entry (``"H100"``), as tables name it."""
     for path, entry in Hardware.walk():

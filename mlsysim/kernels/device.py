@@ -21,6 +21,7 @@ from mlsysim.core.units import to_canonical
 from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels._accelerator import accelerator_entry
 from mlsysim.kernels.attention import attention_constants
+from mlsysim.kernels.cluster import ClusterFits
 from mlsysim.kernels.matmul import MatmulFit, matmul_params, shipped_fit
 from mlsysim.kernels.memory import memory_constants
 from mlsysim.physics.records import AttentionPass, KernelConstants
@@ -54,38 +55,45 @@ def _attention(accelerator: Accelerator, fit: Mapping[str, Any] | None) -> dict[
     return out
 
 
-def _device_kernels(accelerator: Accelerator, matmul_format: str, matmul: MatmulFit | None) -> DeviceKernels:
+def _device_kernels(accelerator: Accelerator, matmul_format: str, matmul: MatmulFit | None,
+                    cluster: ClusterFits | None) -> DeviceKernels:
+    if cluster is not None and cluster.matmul is not None:
+        matmul = cluster.matmul
     linear = matmul_params(accelerator, matmul_format, fit=matmul)
     sixteen = matmul_params(accelerator, SIXTEEN_BIT, fit=matmul)
-    fraction, floor = memory_constants(accelerator)
+    fraction, floor = memory_constants(accelerator, None if cluster is None else cluster.memory)
     fit = matmul or shipped_fit()
     tdp = math.nan if accelerator.power is None else to_canonical(accelerator.power.tdp, "power")
     constants = KernelConstants(
         launch=linear.launch, fill=linear.fill, epilogue_share=linear.epilogue_share,
         stream_efficiency=linear.memory_efficiency, reference_power=tdp, power_exponent=fit.power_exponent,
         memory_fraction=fraction, memory_floor=floor, sixteen_bit_best=sixteen.ceiling,
-        **_attention(accelerator, None),  # type: ignore[arg-type]
+        **_attention(accelerator, None if cluster is None else cluster.attention),  # type: ignore[arg-type]
     )
+    sources = "kernel tables (mlsysim/data/kernels)" if cluster is None else cluster.describe()
     return DeviceKernels(constants, linear.peak, linear.ceiling, sixteen.peak, sixteen.ceiling, linear.compute_units,
-                         "kernel tables (mlsysim/data/kernels)")
+                         sources)
 
 
 def device_kernels(
     accelerator: Accelerator | str, matmul_format: str = "bf16", *, matmul: MatmulFit | None = None,
+    cluster: ClusterFits | None = None,
 ) -> DeviceKernels:
     """The kernels of ``accelerator`` with its linear layers in ``matmul_format``, measured at its TDP (a power
     limit below it is the cluster's, priced by the operators); ``matmul``: a matrix-product fit of the user's
-    own (None: the shipped one)."""
+    own (None: the shipped one); ``cluster``: a cluster file's fits of this accelerator
+    (:func:`mlsysim.kernels.cluster.read_cluster_file`), which replace the shipped ones of the kinds it holds."""
     entry = accelerator_entry(accelerator)
-    key = (id(entry), matmul_format, id(matmul))
+    key = (id(entry), matmul_format, id(matmul), id(cluster))
     found = _CACHE.get(key)
-    if found is None or found[0] is not entry or found[1] is not matmul:
-        found = _CACHE[key] = (entry, matmul, _device_kernels(entry, matmul_format, matmul))
-    return found[2]
+    if found is None or found[0] is not entry or found[1] is not matmul or found[2] is not cluster:
+        found = _CACHE[key] = (entry, matmul, cluster, _device_kernels(entry, matmul_format, matmul, cluster))
+    return found[3]
 
 
-_CACHE: dict[tuple[int, str, int], tuple[Accelerator, MatmulFit | None, DeviceKernels]] = {}
-"""Each accelerator's kernels by identity (registry entries are not hashable): the entry and the fit are kept
+_CACHE: dict[tuple[int, str, int, int],
+             tuple[Accelerator, MatmulFit | None, ClusterFits | None, DeviceKernels]] = {}
+"""Each accelerator's kernels by identity (registry entries are not hashable): the entry and the fits are kept
 with them, so an identity is never reused for another."""
 
 
@@ -97,7 +105,9 @@ def attention_missing(accelerator: Accelerator, kernels: DeviceKernels) -> str |
     if math.isnan(float(c.attention_floor)):
         return (f"no fused-attention table covers {accelerator.name} in {SIXTEEN_BIT}; supply one (an attention "
                 "table in the kernel tables format, `mlsysim calibrate kernels FILE`) or set flash_attention=false")
-    return None
+    return (f"the fused-attention tables of {accelerator.name} in {SIXTEEN_BIT} ({kernels.sources}) measure the "
+            "forward or the backward pass alone; a training step needs both (or forward+backward): measure the "
+            "other, or set flash_attention=false")
 
 
 __all__ = ["DeviceKernels", "InputError", "attention_missing", "device_kernels"]

@@ -312,8 +312,11 @@ def parse_csv_table(text: str, name: str, *, kind: str, accelerator: str, source
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
+        body = [r for r in reader if any(cell.strip() for cell in r)]
     except StopIteration:
         raise _refuse(name, "the file is empty") from None
+    except csv.Error as error:  # a field beyond csv's limit, ...
+        raise _refuse(name, f"not a readable CSV table (line {reader.line_num}: {error})") from None
     columns: list[str] = []
     units: dict[str, str] = {}
     for cell in header:
@@ -322,9 +325,8 @@ def parse_csv_table(text: str, name: str, *, kind: str, accelerator: str, source
         columns.append(label)
         if rest:
             units[label] = rest.rstrip().rstrip("]").strip()
-    rows = [r for r in reader if any(cell.strip() for cell in r)]
     return build_table(name=name, kind=kind, split="fit", accelerator=accelerator, source=source,
-                       columns=columns, rows=rows, units=units)
+                       columns=columns, rows=body, units=units)
 
 
 def read_table(

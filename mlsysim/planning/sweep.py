@@ -281,7 +281,7 @@ def _duration(seconds: float) -> str:
 
 def _axis(field: str, values: object) -> Axis:
     """Check an axis and every value on it; the values as the scenario holds them."""
-    allowed = MODEL_FIELDS
+    allowed = tuple(name for name in MODEL_FIELDS if FIELDS[name].kind != "text")  # a file is not an axis
     if field not in allowed:
         raise InputError(
             f"sweep: cannot sweep {field!r}; sweepable fields: {', '.join(allowed)}", field=field

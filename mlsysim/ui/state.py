@@ -41,7 +41,10 @@ PAGE_PARAMS = (
     "format",
 )
 """Query parameters of the page and the API that are not scenario fields."""
-NOT_IN_FORM = ("name", "description")
+NOT_IN_FORM = ("name", "description", "cluster_file")
+NOT_FROM_A_REQUEST = ("cluster_file",)
+"""Inputs that name a file on the machine serving the page: a request may not name one (it would read any
+file the server can); the scenario the page starts from may (``mlsysim ui --file job.toml``)."""
 ASSUMPTIONS = "assumptions"
 ASSUMPTION_PRESETS = ("seed", "realistic")
 CUSTOM_WORKLOAD = "custom"
@@ -71,6 +74,11 @@ def apply_text_values(
     """
     from mlsysim.engine.io.overrides import apply_overrides
 
+    for key in values:
+        if key in NOT_FROM_A_REQUEST:
+            raise InputError("the page does not read files on the machine serving it; start it from a "
+                             f"scenario file that names one (mlsysim ui --file job.toml, {key} = \"FILE\")",
+                             loc=(key,))
     rest, workload = custom_workload(base, values)
     scenario = apply_overrides(base, [f"{k}={v if v.strip() else 'none'}" for k, v in rest.items()])
     if workload is None:

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
-from mlsysim.core.units import to_canonical
+from mlsysim.core.units import quantity, to_canonical
 from mlsysim.kernels.matmul import (
     SPLITS,
     STRUCTURE_BOUNDS,
@@ -50,6 +50,8 @@ from mlsysim.kernels.matmul import (
     accelerator_entry,
     check_matmul_format,
     format_figures,
+    matmul_kernel_time,
+    matmul_params,
     modelled_time,
     sustained_fraction,
 )
@@ -167,27 +169,60 @@ def predict(rows: Rows, ceiling: np.ndarray, structure: MatmulStructure) -> np.n
     ))
 
 
-def _best(index: np.ndarray, size: int, efficiency: np.ndarray, default: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+def _best(index: np.ndarray, size: int, efficiency: np.ndarray, default: np.ndarray, scaled: np.ndarray,
+          cap: float) -> np.ndarray:
     """Per index, the best efficiency of its rows at the default power; of all its rows scaled there if none is."""
     measured = np.zeros(size)
     np.maximum.at(measured, index[default], efficiency[default])
     fallback = np.zeros(size)
     np.maximum.at(fallback, index, scaled)
-    return np.minimum(np.where(measured > 0.0, measured, fallback), 1.0)
+    return np.minimum(np.where(measured > 0.0, measured, fallback), cap)
 
 
-def _bests(rows: Rows, exponent: float) -> tuple[np.ndarray, np.ndarray]:
+def _bests(rows: Rows, exponent: float, cap: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """The bound of each group's ceiling and each device's cap: the best efficiency measured at the default power
     in the tensor-core format (its architecture's, its own); where no row is at the default power, the best
-    scaled to it by the sustained fraction."""
+    scaled to it by the sustained fraction; at most ``cap`` (the dense peak; ``inf``: as measured)."""
     efficiency = rows.efficiency
     default = rows.power_ratio >= 1.0
     scaled = efficiency / sustained_fraction(rows.power_ratio, 1.0, exponent)
-    family = _best(rows.family, len(rows.families), efficiency, default, scaled)
+    family = _best(rows.family, len(rows.families), efficiency, default, scaled, cap)
     group_family = np.zeros(len(rows.groups), dtype=int)
     group_family[rows.group] = rows.family
-    device = _best(rows.device, len(rows.devices), efficiency, default, scaled)
+    device = _best(rows.device, len(rows.devices), efficiency, default, scaled, cap)
     return family[group_family], device
+
+
+def measured_bests(fit_tables: Iterable[KernelTable], exponent: float) -> tuple[Rows, np.ndarray, np.ndarray]:
+    """The rows of ``fit_tables``, and the best efficiency they measured per group (each ceiling's bound) and per
+    device and tensor-core format, as measured: above 1 where a row beat the dense peak (a measurement to
+    doubt; the fit caps the bounds at 1)."""
+    rows = gather(fit_tables)
+    group_best, device_best = _bests(rows, exponent, cap=math.inf)
+    return rows, group_best, device_best
+
+
+def matmul_errors(table: KernelTable, fit: MatmulFit | None = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per row of a matmul table: the relative error model / measured - 1 under ``fit`` (None: the shipped one;
+    NaN where it covers not the row's format), the FLOPs, and the formats it does not cover."""
+    columns = table.columns
+    size = len(table)
+    batch = columns.get("batch", np.ones(size))
+    limit = columns.get("power_limit", np.full(size, np.nan))
+    error = np.full(size, np.nan)
+    missing: list[str] = []
+    for fmt, watts in sorted({(str(f), float(w)) for f, w in zip(columns["format"], limit, strict=True)}):
+        take = (columns["format"] == fmt) & (limit == watts if watts == watts else np.isnan(limit))
+        try:
+            params = matmul_params(table.accelerator, fmt, power_limit=None if watts != watts else
+                                   quantity(watts, "W"), fit=fit)
+        except InputError:
+            missing.append(fmt)
+            continue
+        time = matmul_kernel_time(params, columns["m"][take], columns["n"][take], columns["k"][take], batch[take])
+        error[take] = np.asarray(time.time) / table.time[take] - 1.0
+    flops = 2.0 * columns["m"] * columns["n"] * columns["k"] * batch
+    return error, flops, sorted(set(missing))
 
 
 GRID = 16

@@ -35,7 +35,7 @@ def test_smoke_table_is_fitted_end_to_end(tmp_path, capsys):
     data = json.loads(table.read_text())
     assert data["accelerator"] == "H200" and data["device"] == "cpu" and data["torch"] == torch.__version__
     assert [(r["M"], r["N"], r["K"], r["format"]) for r in data["rows"]] == [
-        (64, 64, 64, "fp32"), (128, 96, 64, "fp32"), (96, 128, 32, "fp32"), (128, 128, 128, "fp32"),
+        (256, 256, 256, "fp32"), (384, 256, 256, "fp32"), (256, 384, 128, "fp32"), (512, 512, 512, "fp32"),
     ]  # fmt: skip
     for row in data["rows"]:
         assert row["tflops"] == pytest.approx(2 * row["M"] * row["N"] * row["K"] / row["seconds"] / 1e12)

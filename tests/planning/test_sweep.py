@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlsysim import Q_, Assumptions, Hardware, InputError, Models, Scenarios, Workload, sweep
-from mlsysim.engine.inputs.fields import MODEL_FIELDS
+from mlsysim.engine.inputs.fields import FIELDS, MODEL_FIELDS
 from mlsysim.engine.results import RESULT_NAMES, field_unit
 from tests.planning.conftest import assert_table_matches_scalar
 
@@ -163,8 +163,12 @@ def test_unknown_result_field_is_an_error_and_fields_limit_columns():
 
 
 def test_every_model_input_is_sweepable():
-    """Each input the model reads can be an axis: the sweep reads the same field table."""
+    """Each input the model reads can be an axis, but a file: the sweep reads the same field table."""
     for name in MODEL_FIELDS:
+        if FIELDS[name].kind == "text":  # cluster_file: every row reads the base scenario's
+            with pytest.raises(InputError, match=f"cannot sweep '{name}'"):
+                sweep(FOUR, **{name: [None]})
+            continue
         value = getattr(FOUR, name)
         table = sweep(FOUR, **{name: [value]}, fields=["update_time"])
         assert table["update_time"][0] == pytest.approx(FOUR.result.update_time.magnitude)

@@ -17,7 +17,7 @@ from mlsysim.engine.io.overrides import apply_overrides  # noqa: E402
 from mlsysim.engine.results import RESULT_NAMES  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui.app import CONTENT_SECURITY_POLICY, MAX_BODY_BYTES, create_app  # noqa: E402
-from mlsysim.ui.state import CUSTOM_WORKLOAD_FIELDS, form_fields  # noqa: E402
+from mlsysim.ui.state import CUSTOM_WORKLOAD_FIELDS, NOT_IN_FORM, form_fields  # noqa: E402
 
 ONE = "Gpt2DataParallelOneNode"
 FOUR_10G = f"/api/evaluate?scenario={ONE}&nodes=4&inter_bandwidth=10%20Gbps"
@@ -132,6 +132,16 @@ def test_a_bad_value_is_422_naming_the_field_with_the_librarys_words(client, fie
     )
     assert body["errors"][field] == expected
     assert body["error"] == expected
+
+
+def test_a_request_may_not_name_a_file_on_the_server(client, tmp_path):
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"format": "mlsysim cluster file"}')
+    for path in (secret, tmp_path / "none.json"):  # the same answer whether the file exists or not
+        answer = client.get("/api/evaluate", params={"scenario": ONE, "cluster_file": str(path)})
+        assert answer.status_code == 422 and answer.json()["field"] == "cluster_file"
+        assert "does not read files on the machine serving it" in answer.json()["error"]
+        assert str(tmp_path) not in answer.json()["error"]
 
 
 def test_every_bad_field_gets_its_own_message(client):
@@ -301,9 +311,8 @@ def test_registry_lists_a_form_field_per_scenario_field(client):
     body = client.get("/api/registry").json()
     names = [f["name"] for f in body["fields"]]
     cls = type(Scenarios.get(ONE))
-    assert [n for n in names if "." not in n] == [
-        f for f in cls.model_fields if f not in ("name", "description")
-    ]
+    assert [n for n in names if "." not in n] == [f for f in cls.model_fields if f not in NOT_IN_FORM]
+    assert NOT_IN_FORM == ("name", "description", "cluster_file")  # a path on the server is not a form field
     from mlsysim import Assumptions
 
     assert [n.split(".", 1)[1] for n in names if n.startswith("assumptions.")] == list(

@@ -200,7 +200,7 @@ _DERIVATION_READS: Final = frozenset(
     {
         *PRESETS, *SOURCES, *DERIVABLE, *DERIVED_TARGETS, "workload", "per_device_batch", "recompute",
         "precision", "flash_attention", "memory_bandwidth", "matmul_format", "fused_elementwise", "assumptions",
-        "power_limit",
+        "power_limit", "cluster_file",
     }
 )
 """The inputs :func:`~mlsysim.engine.inputs.derivation.resolve` reads (besides what the presets fill)."""

@@ -52,7 +52,9 @@ from mlsysim.engine.inputs.workload_figures import (
     workload_facts,
 )
 from mlsysim.engine.model.equations import fused_attention, mixture_of_experts, multi_head_latent
+from mlsysim.kernels.cluster import check_accelerator, read_cluster_file
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
+from mlsysim.kernels.matmul import shipped_fit
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
     one_device_training_time,
@@ -427,8 +429,10 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         _refuse_operator_inputs(out, "mfu" if mfu is not None else "step_time")
     elif batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
-        if not operators and out["accelerator"] is not None:
+        if not operators and out["accelerator"] is not None and out["cluster_file"] is None:
             raise _operator_gap(out)
+    if out["cluster_file"] is not None and not operators:  # never read in silence
+        raise InputError(_cluster_file_unread(out, facts.shape), loc=("cluster_file",))
     if operators:
         x.peak_flops = peak = operators["peak"]
         x.mfu = operators["mfu"]  # T1 through the FLOP equation: the one-device MFU the operators imply
@@ -555,7 +559,7 @@ def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceili
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
     given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
     fitted = fitted_ceiling(architecture, sixteen_bit_of(out))
-    share = min(1.0, fitted / kernels.sixteen_bit_ceiling) if fitted else 1.0
+    share = min(1.0, fitted / _fitted_against(out, kernels)) if fitted else 1.0
     ceiling = given or share * kernels.matmul_ceiling
     if given_attention:
         attention = given_attention
@@ -576,6 +580,18 @@ def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceili
     return Ceilings(ceiling, attention, experts, source)
 
 
+def _fitted_against(out: Checked, kernels: DeviceKernels) -> float:
+    """The best measured 16-bit kernel the in-training ceiling's share is of: the shipped tables' (the runs it
+    was fitted on were priced with them), so that a cluster file's kernels keep that share of their own rate;
+    the cluster's where no shipped table measures the accelerator's architecture in 16 bits."""
+    if out["cluster_file"] is None:
+        return kernels.sixteen_bit_ceiling
+    try:
+        return shipped_fit().ceiling(out["accelerator"], sixteen_bit_of(out))
+    except InputError:
+        return kernels.sixteen_bit_ceiling
+
+
 def sixteen_bit_of(out: Checked) -> str:
     """The 16-bit format of the attention core and the output layer."""
     return operator_formats(out)[1]
@@ -586,11 +602,15 @@ def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
     accelerator: Accelerator | None = out["accelerator"]
     if accelerator is None:
         return "a step from the operators needs node= or accelerator="
+    cluster = None
+    if out["cluster_file"] is not None:  # the user's fits of this accelerator (another's is refused)
+        cluster = read_cluster_file(out["cluster_file"])
+        check_accelerator(cluster, accelerator)
     try:
-        kernels = device_kernels(accelerator, matmul_format)
+        kernels = device_kernels(accelerator, matmul_format, cluster=cluster)
     except InputError as error:
         return error.message
-    if out["flash_attention"]:
+    if out["flash_attention"] != 0:  # None: the default, fused
         missing = attention_missing(accelerator, kernels)
         if missing:
             return missing
@@ -693,6 +713,16 @@ def _no_operator_step(out: Checked, shape: bool) -> str:
     return found if isinstance(found, str) else "the step can come from the operators"
 
 
+def _cluster_file_unread(out: Checked, shape: bool) -> str:
+    """Why a given cluster file prices nothing: the step does not come from the operators."""
+    given = "mfu" if out["mfu"] is not None else "step_time" if out["step_time"] is not None else None
+    if given is not None:
+        return (f"the cluster file's kernels price a step from the operators, but {given} gives the step; clear "
+                f"one ({given}=none or cluster_file=none)")
+    return (f"the cluster file's kernels price a step from the operators, which this scenario cannot "
+            f"({_no_operator_step(out, shape)})")
+
+
 def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> dict[str, Any]:
     """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`) with the device's
     measured kernels, or {} where the accelerator or a kernel table is missing.
@@ -731,7 +761,9 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     return {
         "peak": peak,
         "mfu": implied,
-        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; measured kernels)",
+        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; "
+                  + ("measured kernels" if out["cluster_file"] is None else f"kernels from the {kernels.sources}")
+                  + ")",
         "matmul_ceiling": float(ceiling),
         "matmul_peak": kernels.matmul_peak,
         "attention_ceiling": float(attention),

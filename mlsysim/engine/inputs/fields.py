@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
@@ -420,6 +421,20 @@ def _text(value: object) -> str:
     if isinstance(value, str):
         return value
     raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
+
+
+def _cluster_file(value: object) -> str:
+    """A cluster file's path (``~`` expanded), checked: the file exists and is one (its fits parse)."""
+    from mlsysim.kernels.cluster import read_cluster_file
+
+    path = os.path.expanduser(_text(value).strip())
+    if not path:
+        raise InputError("expected the path of a cluster file (mlsysim calibrate kernels FILE --out cluster.json)")
+    try:
+        read_cluster_file(path)
+    except InputError as exc:
+        raise InputError(exc.message) from None
+    return path
 
 
 def _count(
@@ -1254,6 +1269,19 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "cluster",
         InputField(
+            "cluster_file",
+            "kernel fits of your own measurements ('mlsysim calibrate kernels --out'): they replace the shipped "
+            "ones of its accelerator in a step from the operators (None: the shipped fits)",
+            "text",
+            _cluster_file,
+            str,
+            default=None,
+            optional=True,
+        ),
+    ),
+    _in(
+        "cluster",
+        InputField(
             "pue",
             "power usage effectiveness of the data centre, >= 1 (None: 1)",
             "factor",
@@ -1310,7 +1338,7 @@ _TABLE: tuple[InputField, ...] = (
 FIELDS: Final[Mapping[str, InputField]] = {f.name: f for f in _TABLE}
 """Every scenario input by name, in declaration order."""
 
-MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.kind != "text")
+MODEL_FIELDS: Final = tuple(f.name for f in _TABLE if f.group != "scenario")
 """The inputs the model reads (all but ``name`` and ``description``)."""
 
 NUMERIC_FIELDS: Final = tuple(f.name for f in _TABLE if f.numeric)

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 
 FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml"}
 WORKLOAD_QUANTITIES = {"parameters": "count", "model_size": "data"}
+RELATIVE_PATHS = ("cluster_file",)
+"""Inputs that name a file: a relative path in a scenario file is relative to the scenario file's folder."""
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -83,6 +85,10 @@ def load_scenario(path: str | os.PathLike[str]) -> DataParallelScaleOutScenario:
         check_depth(data)
     except InputError as exc:
         raise ScenarioFileError(str(exc), path=str(file)) from None
+    for key in RELATIVE_PATHS:  # a path in the file is read from the file's folder
+        value = data.get(key)
+        if isinstance(value, str) and value.strip() and not os.path.isabs(os.path.expanduser(value.strip())):
+            data[key] = os.path.normpath(os.path.join(file.parent, value.strip()))
     try:
         return scenario_from_dict(data)
     except InputError as exc:
@@ -218,14 +224,18 @@ def save_scenario(
     """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
 
     Units are written as text, registry workloads by name, assumptions as a
-    preset name or a table of the fields that differ from the seed's, and
-    fields that are not set are left out. ``load_scenario`` reads it back to
-    an equal scenario.
+    preset name or a table of the fields that differ from the seed's, a file's
+    path (``cluster_file``) whole, and fields that are not set are left out.
+    ``load_scenario`` reads it back to an equal scenario.
     """
     file = Path(os.path.expanduser(os.fspath(path)))
     kind = _format(file)
     _target(file, force)
     data = scenario_to_dict(scenario)
+    for key in RELATIVE_PATHS:  # read back from the file's folder: written whole
+        value = data.get(key)
+        if isinstance(value, str):
+            data[key] = os.path.abspath(os.path.expanduser(value))
     if kind == "toml":
         import tomli_w
 
