@@ -166,7 +166,7 @@ def test_families_held_out(checked):
     # Korthikanti's sizes trend: the largest models stay pessimistic
     seq = families["Megatron-LM seq-parallel + selective recompute"]
     assert seq.mean < 0 and seq.worst < 0.095
-    hold("TorchTitan 2024 held-out median", families["TorchTitan Llama 3.1 H100 benchmarks"].median, 0.082)
+    hold("TorchTitan 2024 held-out median", families["TorchTitan Llama 3.1 H100 benchmarks"].median, 0.080)
     # the baseline whose batch the source does not state, predicted with its sibling's (ASSUMED)
     baseline = next(r for r in checked.held_out if r.case.id == "korthikanti2022_530B_dp8_2240gpu_full_recompute")
     assert baseline.case.metric == "MFU (model FLOPs)" and -0.12 < baseline.error < -0.03
