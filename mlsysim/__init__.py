@@ -1,4 +1,5 @@
-"""mlsysim: predict data-parallel scale-out of a training job from a one-device profile.
+"""mlsysim: predict how a training job scales out (data, ZeRO/FSDP, tensor, pipeline, expert and context
+parallelism), from a one-device profile or from the hardware and the model's shape.
 
 The public API is listed once, in ``__all__`` below; names are imported on
 first use so that ``import mlsysim`` stays fast.
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "load_registry": "mlsysim.core.registry",
     # engine
     "Assumptions": "mlsysim.engine.inputs.assumptions",
+    "TrainingScenario": "mlsysim.engine.scenario_types",
     "DataParallelScaleOutScenario": "mlsysim.engine.scenario_types",
     "DataParallelScaleOutResult": "mlsysim.engine.results",
     "DataParallelScaleOutModel": "mlsysim.engine.solvers",
@@ -91,7 +93,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from mlsysim.engine.io.files import load_scenario, save_scenario
     from mlsysim.engine.model.whole_run import WholeRun, WholeRunFigures
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario, TrainingScenario
     from mlsysim.engine.scenarios import Scenarios
     from mlsysim.engine.shortcuts import estimate
     from mlsysim.engine.solvers import DataParallelScaleOutModel

@@ -10,6 +10,7 @@ EXPECTED = {
     "DataParallelScaleOutModel",
     "DataParallelScaleOutResult",
     "DataParallelScaleOutScenario",
+    "TrainingScenario",
     "Hardware",
     "InfeasiblePlanError",
     "Infrastructure",
@@ -82,3 +83,19 @@ def test_import_does_not_load_the_cli_plotting_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_seed_name_is_the_training_scenarios_data_parallel_face():
+    """Issue 39, item 7: TrainingScenario prices every layout; DataParallelScaleOutScenario, the seed's name, is
+    it exactly (the same inputs give the same figures, bit for bit), and the seed's scenarios keep their class."""
+    from mlsysim import DataParallelScaleOutScenario, Scenarios, TrainingScenario
+
+    seed = Scenarios.Gpt2DataParallelFourNodes10GbE
+    assert type(seed) is DataParallelScaleOutScenario and isinstance(seed, TrainingScenario)
+    assert type(seed.variant(nodes=2)) is DataParallelScaleOutScenario
+    general = TrainingScenario(**seed.inputs())
+    assert type(general.variant(nodes=2)) is TrainingScenario
+    assert general.result.update_time == seed.result.update_time
+    assert general.result.speedup == seed.result.speedup
+    assert general != seed  # equal inputs, but not the same class
+    assert repr(general).startswith("<TrainingScenario ") and repr(seed).startswith("<DataParallelScaleOutScenario ")

@@ -13,7 +13,7 @@ from mlsysim.cli.options import FILE_HELP, FORCE_HELP, REGISTRY_GROUP_HELP, SET_
 from mlsysim.cli.params import Argument, Option, command, group
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 FIRST_COMMANDS: Final = (
     ("mlsysim list", "the named scenarios"),
@@ -113,7 +113,7 @@ ASSUMPTIONS_HELP = (
 
 def _scenario(
     name: str | None, sets: list[str] | None, file: str | None = None, assumptions: str | None = None
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     from mlsysim.cli.loading import load
 
     scenario = load(name, file, sets)

@@ -12,12 +12,12 @@ import click
 from mlsysim.core.exceptions import InputError
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 
 def load(
     name: str | None, file: str | None, sets: list[str] | None, axes: list[str] | None = None
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """The scenario named, or read from ``--file``, with ``--set`` overrides.
 
     ``axes`` (a sweep's or a plan's ``--axis`` texts): a base that is incomplete or refused without them (one
@@ -56,7 +56,7 @@ def _name(name: str | None, file: str | None, sets: list[str] | None) -> str | N
     return f"{base} [{', '.join(text.strip() for text in sets)}]"
 
 
-def _load(name: str | None, file: str | None, sets: list[str] | None) -> DataParallelScaleOutScenario:
+def _load(name: str | None, file: str | None, sets: list[str] | None) -> TrainingScenario:
     from mlsysim.engine.io.overrides import apply_overrides
 
     if name is None and file is None:

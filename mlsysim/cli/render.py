@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.hardware.types import Accelerator
     from mlsysim.models.types import Workload
     from mlsysim.validation.published import (
@@ -55,14 +55,14 @@ def _text(value: object) -> str:
     return printable(str(value))
 
 
-def inputs_dict(scenario: DataParallelScaleOutScenario) -> dict[str, JSONValue]:
+def inputs_dict(scenario: TrainingScenario) -> dict[str, JSONValue]:
     """The scenario's inputs in the project's JSON encoding."""
     inputs = scenario.to_dict()["inputs"]
     assert isinstance(inputs, dict)  # to_dict puts the inputs in a mapping
     return dict(inputs)
 
 
-def result_json(scenario: DataParallelScaleOutScenario) -> str:
+def result_json(scenario: TrainingScenario) -> str:
     """``run --json``: the scenario's inputs and its result, one JSON document."""
     from mlsysim.core.jsonio import document, dumps
     from mlsysim.engine.reports.bands import has_interval
@@ -154,12 +154,12 @@ _SHORT_UNITS = {"second": "s", "minute": "min", "megawatt_hour": "MWh", "metric_
 """How the run table writes the units of the whole-run fields."""
 
 
-def result_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
+def result_rows(scenario: TrainingScenario) -> list[tuple[str, str, str]]:
     """The result as (label, value, unit) rows, fixed point, the answer first."""
     return [(label, text, unit) for label, text, unit, _ in _result_cells(scenario)]
 
 
-def rounding_notes(scenario: DataParallelScaleOutScenario) -> list[str]:
+def rounding_notes(scenario: TrainingScenario) -> list[str]:
     """A note for each printed figure that reads zero though its value is not (e.g. a training
     time of 2e-5 min printed as 0.0), with the value to three significant digits."""
     notes = []
@@ -174,7 +174,7 @@ def rounding_notes(scenario: DataParallelScaleOutScenario) -> list[str]:
 
 
 def _result_cells(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
 ) -> list[tuple[str, str, str, object]]:
     """(label, text, unit, value in that unit) for each result row."""
     result = scenario.result
@@ -220,7 +220,7 @@ _DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {
 is written on the run table: (value, unit)."""
 
 
-def input_rows(scenario: DataParallelScaleOutScenario) -> list[tuple[str, str, str]]:
+def input_rows(scenario: TrainingScenario) -> list[tuple[str, str, str]]:
     """The inputs as given: (field and symbol, value, meaning), labelled by the field table."""
     from mlsysim.engine.inputs.fields import FIELDS, GROUPS
 
@@ -266,7 +266,7 @@ def wide_console(*tables: Table) -> Console:
 
 
 def print_result(
-    scenario: DataParallelScaleOutScenario, *, next_steps: list[str] | None = None
+    scenario: TrainingScenario, *, next_steps: list[str] | None = None
 ) -> None:
     """The answer in one line, the results and the inputs, notes, then what to try next.
 
@@ -379,7 +379,7 @@ def plain_table(
 
 
 def next_steps(
-    scenario: DataParallelScaleOutScenario, source: str, *, assumptions: str = ""
+    scenario: TrainingScenario, source: str, *, assumptions: str = ""
 ) -> list[str]:
     """One or two commands worth running next, spelled for this scenario (``source``: name,
     --file, --set). ``assumptions`` is ``--assumptions FILE`` as given to ``run``: repeated where

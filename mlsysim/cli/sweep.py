@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from mlsysim.core.jsonio import JSONValue
     from mlsysim.core.units import Quantity
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.summary import ResultGroup
     from mlsysim.planning.table import Axis, SweepTable
 
@@ -61,7 +61,7 @@ def check_outputs(
 
 
 def write_result_row(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     csv: str | None,
     parquet: str | None,
@@ -89,7 +89,7 @@ def write_result_row(
 
 
 def _axes(
-    texts: list[str] | None, scenario: DataParallelScaleOutScenario
+    texts: list[str] | None, scenario: TrainingScenario
 ) -> dict[str, Any]:
     """Field -> values (a ``range`` or a list), as ``sweep``/``plan`` take them."""
     from mlsysim.core.exceptions import InputError
@@ -496,7 +496,7 @@ def _rows_json(table: SweepTable, rows: Iterable[int]) -> list[JSONValue]:
     return out
 
 
-def _report_rate(size: int, scenario: DataParallelScaleOutScenario, elapsed: float) -> None:
+def _report_rate(size: int, scenario: TrainingScenario, elapsed: float) -> None:
     from mlsysim.core.text import printable
 
     rate = f", {size / elapsed:,.0f} per second" if elapsed >= RATE_MIN_SECONDS else ""

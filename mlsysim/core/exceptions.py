@@ -49,7 +49,7 @@ class InputError(MlsysimError, ValueError):
     The error keeps its parts apart, as pydantic's ``errors()`` keeps ``loc``
     from ``msg``: ``message`` is the bare complaint (what was received, what was
     expected), ``loc`` the field path (``("assumptions", "bucket_size")``) and
-    ``owner`` the object it belongs to (``"DataParallelScaleOutScenario"``).
+    ``owner`` the object it belongs to (``"TrainingScenario"``).
     ``str()`` formats them once: ``Owner.field.path: message``. Code that adds
     context calls :meth:`at` (a copy with a longer path), never edits the text.
 

@@ -1,6 +1,6 @@
 """Scenario types: validated, immutable bundles of inputs, evaluated by a solver.
 
-The fields of :class:`DataParallelScaleOutScenario` are generated from the
+The fields of :class:`TrainingScenario` are generated from the
 field table (:mod:`mlsysim.engine.inputs.fields`): each input is checked once, at
 construction (or, for the changed inputs only, in :meth:`variant`), and the
 solver trusts the result.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import pydantic
 from pydantic import WithJsonSchema
@@ -67,7 +67,7 @@ _ScenarioFields: type[pydantic.BaseModel] = pydantic.create_model(
 )
 
 
-def warn_measured(scenario: DataParallelScaleOutScenario, changes: Mapping[str, object]) -> None:
+def warn_measured(scenario: TrainingScenario, changes: Mapping[str, object]) -> None:
     """Warn when ``variant(workload=...)`` carries a measured step_time/training_time to another workload.
 
     A measured one-device profile belongs to the workload it was measured
@@ -111,8 +111,12 @@ def _hashable(value: object) -> object:
     return value
 
 
-class DataParallelScaleOutScenario(_ScenarioFields):
-    """A data-parallel job of ``workload`` on ``nodes`` nodes, from a one-device profile.
+_S = TypeVar("_S", bound="TrainingScenario")
+
+
+class TrainingScenario(_ScenarioFields):
+    """A training job of ``workload`` on ``nodes`` nodes: its data, ZeRO/FSDP, tensor, pipeline, expert and
+    context parallelism, from a one-device profile or from the hardware and the model's shape.
 
     Construct with keyword inputs; every input is checked here, and a bad one
     raises an :class:`~mlsysim.core.exceptions.InputError` (a ``ValueError``)
@@ -146,6 +150,8 @@ class DataParallelScaleOutScenario(_ScenarioFields):
     >>> case = Scenarios.Gpt2DataParallelOneNode
     >>> type(case.result).__name__
     'DataParallelScaleOutResult'
+    >>> isinstance(case, TrainingScenario)
+    True
     """
 
     if TYPE_CHECKING:  # the fields are generated from the field table
@@ -161,10 +167,10 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         self._set_state(*checked_inputs(data, type(self).__name__))
 
     @classmethod
-    def from_layers(cls, *layers: Mapping[str, object]) -> DataParallelScaleOutScenario:
+    def from_layers(cls: type[_S], *layers: Mapping[str, object]) -> _S:
         """A scenario from layers of inputs, oldest first, folded by the precedence rule.
 
-        ``from_layers(a, b)`` is ``DataParallelScaleOutScenario(**a).variant(**b)``
+        ``from_layers(a, b)`` is ``TrainingScenario(**a).variant(**b)``
         without building the first scenario (whose layer alone may be incomplete):
         later words win (:mod:`mlsysim.engine.inputs.layers`).
         """
@@ -229,7 +235,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
         held = self.__dict__  # the checked values (_set_state); faster than getattr per field
         return {name: held[name] for name in FIELDS}
 
-    def variant(self, **changes: object) -> DataParallelScaleOutScenario:
+    def variant(self: _S, **changes: object) -> _S:
         """A copy with some inputs changed; only those are checked (the rest already were).
 
         The changes are the newest layer: they win over what this scenario was
@@ -240,7 +246,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
             warn_measured(self, changes)
         return self._layered(changes)
 
-    def _layered(self, changes: Mapping[str, object], *, rules: bool = True) -> DataParallelScaleOutScenario:
+    def _layered(self: _S, changes: Mapping[str, object], *, rules: bool = True) -> _S:
         private = cast("dict[str, Any]", self.__pydantic_private__)
         older = CheckedInputs(self.__dict__, private["_numbers"], private["_job"], private["_given"])
         checked = checked_inputs(changes, type(self).__name__, older=older, rules=rules)
@@ -312,7 +318,7 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def __eq__(self, other: object) -> bool:
         """Equal inputs (given, filled or derived alike); how they were layered does not count."""
-        if not isinstance(other, DataParallelScaleOutScenario):
+        if not isinstance(other, TrainingScenario):
             return NotImplemented
         return type(self) is type(other) and self.fields() == other.fields()
 
@@ -321,4 +327,11 @@ class DataParallelScaleOutScenario(_ScenarioFields):
 
     def __repr__(self) -> str:
         label = f"{self.name!r}" if self.name else "unnamed"
-        return f"<DataParallelScaleOutScenario {label}: {self.workload.name}, {self.nodes} x {self.devices_per_node} devices>"
+        return f"<{type(self).__name__} {label}: {self.workload.name}, {self.nodes} x {self.devices_per_node} devices>"
+
+
+class DataParallelScaleOutScenario(TrainingScenario):
+    """The seed's scenario, by its seed name: a :class:`TrainingScenario`, exactly (the same inputs, checks and
+    figures; the seed's three GPT-2 scenarios are of this class). The seed gave it a data-parallel job of
+    ``workload`` on ``nodes`` nodes from a one-device profile; every input of :class:`TrainingScenario`
+    (layouts, the hardware and the model's shape) is open to it too."""

@@ -10,7 +10,7 @@ from mlsysim.core.suggest import known, unknown
 from mlsysim.engine.scenario_definitions import Declared, training
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 
 class _ScenarioRegistry:
@@ -22,7 +22,7 @@ class _ScenarioRegistry:
     def __init__(self, declared: Declared) -> None:
         self._declared = declared
 
-    def __getattr__(self, name: str) -> DataParallelScaleOutScenario:
+    def __getattr__(self, name: str) -> TrainingScenario:
         declared = self.__dict__["_declared"]
         if name in declared.definitions:
             return declared.build(name)
@@ -31,7 +31,7 @@ class _ScenarioRegistry:
     def __dir__(self) -> list[str]:
         return [*super().__dir__(), *self.names()]
 
-    def __iter__(self) -> Iterator[DataParallelScaleOutScenario]:
+    def __iter__(self) -> Iterator[TrainingScenario]:
         return (self._declared.build(name) for name in self.names())
 
     def __len__(self) -> int:
@@ -56,7 +56,7 @@ class _ScenarioRegistry:
                 return key
         raise UnknownNameError(unknown(name, "scenario", self.names()))
 
-    def get(self, name: str) -> DataParallelScaleOutScenario:
+    def get(self, name: str) -> TrainingScenario:
         """The scenario of that name (case-insensitive); :class:`UnknownNameError` lists the known ones."""
         return self._declared.build(self._key(name))
 

@@ -9,9 +9,9 @@ from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
 def estimate(**inputs: Any) -> DataParallelScaleOutResult:
-    """Build a :class:`DataParallelScaleOutScenario` from keyword inputs and return its result.
+    """Build a :class:`TrainingScenario` from keyword inputs and return its result.
 
-    Parameters: see :class:`DataParallelScaleOutScenario`.
+    Parameters: see :class:`TrainingScenario`.
 
     >>> from mlsysim import estimate, Models, Q_
     >>> r = estimate(workload=Models.Language.GPT2, step_time=Q_(1.8, "s"),

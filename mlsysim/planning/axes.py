@@ -14,7 +14,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.text import check_text, parse_int
 from mlsysim.engine.inputs.assumptions import assumption_from_text
 from mlsysim.engine.io.overrides import WORKLOAD_PREFIX, coerce_field, vary_workload
-from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+from mlsysim.engine.scenario_types import TrainingScenario
 
 _RANGE = re.compile(r"\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*(?::\s*(\d+)\s*)?")
 
@@ -27,7 +27,7 @@ def first_setting(text: str) -> str:
     return f"{field.strip()}={found[1] if found else spec.split(',')[0].strip()}"
 
 
-def parse_axis(text: str, scenario: DataParallelScaleOutScenario) -> tuple[str, Sequence[object]]:
+def parse_axis(text: str, scenario: TrainingScenario) -> tuple[str, Sequence[object]]:
     """``"nodes=1..8:2"`` -> ``("nodes", range(1, 9, 2))``; lists go through ``coerce_field``.
 
     A range stays a ``range`` (its size is known before any value is made).
@@ -63,7 +63,7 @@ def parse_axis(text: str, scenario: DataParallelScaleOutScenario) -> tuple[str, 
     return field, [coerce_field(field, p) for p in parts]
 
 
-def _workloads(scenario: DataParallelScaleOutScenario, field: str, values: Sequence[object]) -> list[object]:
+def _workloads(scenario: TrainingScenario, field: str, values: Sequence[object]) -> list[object]:
     """The scenario's workload with its figure ``workload.FIELD`` at each value (``vary_workload``)."""
     name = field.removeprefix(WORKLOAD_PREFIX)
     return [vary_workload(scenario.workload, {name: value}) for value in values]

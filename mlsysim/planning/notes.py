@@ -14,14 +14,14 @@ from mlsysim.core.suggest import SYNTAX
 from mlsysim.engine.reports.notes import BATCH_SANITY_TOLERANCE, sanity_notes
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.table import SweepTable
     from mlsysim.planning.view import PlanView
 
 _NUMBER = re.compile(r"\d[\d,.]*(?:e[+-]?\d+)?")
 
 
-def layout_notes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
+def layout_notes(scenario: TrainingScenario) -> tuple[str, ...]:
     """The warnings of one layout, as ``mlsysim run`` lists them among its notes
     (:func:`mlsysim.engine.reports.notes.sanity_notes`: MFU, ZeRO-3, global batch, cluster size)."""
     result = scenario.result
@@ -47,7 +47,7 @@ def rows_notes(table: SweepTable, rows: Iterable[int], what: str) -> list[str]:
     ]
 
 
-def batch_limit(scenario: DataParallelScaleOutScenario) -> int | None:
+def batch_limit(scenario: TrainingScenario) -> int | None:
     """The largest global batch that gets no note (the workload's largest reported batch,
     with the sources' rounding), in whole steps of the scenario's batch per node
     (``per_device_batch x devices_per_node x accumulation_steps``, what one more node

@@ -60,7 +60,7 @@ from mlsysim.planning.sweep import (
 from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.run import Scheduler
 
 OBJECTIVES = ("cost", "time")
@@ -221,7 +221,7 @@ class Plan:
     runner_row: int | None = None
     """Over parallel layouts: the second best layout by the objective (for :meth:`why`), else None."""
     _picked: SweepTable | None = field(default=None, repr=False, compare=False)
-    _scenarios: dict[int, DataParallelScaleOutScenario] = field(
+    _scenarios: dict[int, TrainingScenario] = field(
         default_factory=dict, repr=False, compare=False
     )
     _cache: dict[str, SweepTable | np.ndarray] = field(
@@ -263,17 +263,17 @@ class Plan:
         return cast("np.ndarray", self._cache["feasible"])  # stored under this key just above
 
     @property
-    def best(self) -> DataParallelScaleOutScenario:
+    def best(self) -> TrainingScenario:
         """The winning layout as a scenario (``best.result`` equals its row of the table)."""
         return self._scenario(self.best_row)
 
     @property
-    def knee(self) -> DataParallelScaleOutScenario | None:
+    def knee(self) -> TrainingScenario | None:
         """The largest feasible layout, when ``min_efficiency`` is given; else None."""
         return None if self.knee_row is None else self._scenario(self.knee_row)
 
     @property
-    def runner_up(self) -> DataParallelScaleOutScenario | None:
+    def runner_up(self) -> TrainingScenario | None:
         """Over parallel layouts: the second best layout by the objective; else None."""
         return None if self.runner_row is None else self._scenario(self.runner_row)
 
@@ -308,7 +308,7 @@ class Plan:
         )
         return sentence[:-1] + note + "." if note else sentence
 
-    def _scenario(self, row: int) -> DataParallelScaleOutScenario:
+    def _scenario(self, row: int) -> TrainingScenario:
         if row not in self._scenarios:
             self._scenarios[row] = self._rows().scenario(self._position(row))
         return self._scenarios[row]
@@ -354,7 +354,7 @@ class PlanInterrupted(KeyboardInterrupt):
 
 
 def plan(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     objective: str = "cost",
     deadline: Quantity | None = None,
@@ -501,7 +501,7 @@ def _build(space: Space, objective: str, constraints: Constraints, outcome: Outc
 
 def _with_confidence(
     constraints: Constraints,
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     axes: Mapping[str, Iterable[object]],
     confidence: float,
 ) -> Constraints:
@@ -622,7 +622,7 @@ def _layout_space(space: Space) -> bool:
     return is_layout_space(space.base, space.axes)
 
 
-def is_layout_space(base: DataParallelScaleOutScenario, axes: Iterable[Axis]) -> bool:
+def is_layout_space(base: TrainingScenario, axes: Iterable[Axis]) -> bool:
     """Whether a sweep holds parallel layouts (a layout input given, or on an axis): its layouts obey rules."""
     from mlsysim.engine.inputs.rules import LAYOUT_FIELDS
 

@@ -38,7 +38,7 @@ from mlsysim.planning.table import Axis
 
 if TYPE_CHECKING:
     from mlsysim.engine.inputs.fields import Value
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.physics._array import Num
 
 
@@ -92,13 +92,13 @@ class Space:
     the same blocks from it.
     """
 
-    base: DataParallelScaleOutScenario
+    base: TrainingScenario
     axes: tuple[Axis, ...]
     _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str, KernelConstants | None]] = field(
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
-    _scenarios: dict[tuple[int, ...], DataParallelScaleOutScenario] = field(
+    _scenarios: dict[tuple[int, ...], TrainingScenario] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -157,7 +157,7 @@ class Space:
         for picks in itertools.product(*(range(self.shape[p]) for p in categorical)):
             yield self._group(picks, dict(zip(categorical, picks, strict=True)))[0]
 
-    def group_scenario(self, picks: dict[int, int]) -> DataParallelScaleOutScenario:
+    def group_scenario(self, picks: dict[int, int]) -> TrainingScenario:
         """The scenario of one combination of categorical values, every axis its newest layer.
 
         The axes are laid over the base as ``variant`` lays its changes (later
@@ -398,7 +398,7 @@ def figure(values: Figures, name: str) -> Num:
     return figure_value
 
 
-def base_inputs(scenario: DataParallelScaleOutScenario) -> dict[str, Num]:
+def base_inputs(scenario: TrainingScenario) -> dict[str, Num]:
     """The scenario's inputs in canonical units, as the scalar solve builds them."""
     x = model_inputs(scenario.inputs())
     return {name: getattr(x, name) for name in Inputs.__dataclass_fields__}

@@ -40,7 +40,7 @@ from mlsysim.engine.reports.headline import fmt_hours
 if TYPE_CHECKING:
     from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.inputs.fields import Value
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.table import Axis, SweepTable
     from mlsysim.planning.view import PlanView
 
@@ -135,7 +135,7 @@ def _key(values: Sequence[object]) -> Key:
     return tuple(out)
 
 
-def result_key(scenario: DataParallelScaleOutScenario) -> Key:
+def result_key(scenario: TrainingScenario) -> Key:
     """The :data:`RESULT_FIGURES` of a scenario's result, comparable with ``==``."""
     r = scenario.result
     figures = {
@@ -160,7 +160,7 @@ def row_key(table: SweepTable, i: int) -> Key:
 
 
 def equivalent_values(
-    scenario: DataParallelScaleOutScenario, axes: Sequence[Axis]
+    scenario: TrainingScenario, axes: Sequence[Axis]
 ) -> dict[str, tuple[Value, ...]]:
     """Per swept field, the values that give ``scenario`` the same result, in axis order.
 
@@ -212,7 +212,7 @@ class Layout:
         return f" ({', '.join(self.free)}: no difference here)"
 
 
-def layout_of(scenario: DataParallelScaleOutScenario, axes: Sequence[Axis]) -> Layout:
+def layout_of(scenario: TrainingScenario, axes: Sequence[Axis]) -> Layout:
     """Name ``scenario`` by the swept fields that change its result (:func:`equivalent_values`)."""
     named: dict[str, tuple[Value, ...]] = {}
     free: list[str] = []
@@ -282,7 +282,7 @@ class Knee:
     """``"found"``: the next larger node count falls below the bar; ``"edge"``: the
     largest node count searched is still above it; ``"other"``: larger layouts
     stay above the bar but break another constraint."""
-    layout: DataParallelScaleOutScenario
+    layout: TrainingScenario
     """The largest feasible layout above the bar (``plan.knee``)."""
     next_nodes: int | None = None
     """The next larger node count of the range (None at the edge)."""
@@ -322,7 +322,7 @@ def knee_of(plan: PlanView) -> Knee | None:
 # -- the summary -----------------------------------------------------------------------------
 
 
-def _figures(scenario: DataParallelScaleOutScenario, plan: PlanView | None = None) -> str:
+def _figures(scenario: TrainingScenario, plan: PlanView | None = None) -> str:
     r = scenario.result
     whole_time = plan is not None and plan.time_figure != "training_time"
     figures = (
@@ -342,7 +342,7 @@ def _figures(scenario: DataParallelScaleOutScenario, plan: PlanView | None = Non
     return figures + (f"; {', '.join(words)}" if words else "")
 
 
-def _ranked_of(plan: PlanView, scenario: DataParallelScaleOutScenario) -> tuple[float, float | None]:
+def _ranked_of(plan: PlanView, scenario: TrainingScenario) -> tuple[float, float | None]:
     """The time (hours) and cost a plan ranked ``scenario`` by (:attr:`mlsysim.Plan.time_figure`)."""
     r = scenario.result
     time, cost = r.training_time.magnitude, r.cost

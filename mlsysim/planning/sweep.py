@@ -38,14 +38,14 @@ from mlsysim.planning.table import Axis, SweepTable
 
 if TYPE_CHECKING:
     from mlsysim.engine.inputs.fields import Value
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 DEFAULT_CHUNK_ROWS = 1 << 16
 """Layouts per ``evaluate`` call: small enough for the temporaries to stay in cache."""
 
 @overload
 def sweep(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -58,7 +58,7 @@ def sweep(
 
 @overload
 def sweep(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -71,7 +71,7 @@ def sweep(
 
 @overload
 def sweep(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -83,7 +83,7 @@ def sweep(
 
 
 def sweep(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     *,
     fields: Iterable[str] | None = None,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
@@ -147,7 +147,7 @@ def sweep(
 
 
 def sweep_table(
-    scenario: DataParallelScaleOutScenario,
+    scenario: TrainingScenario,
     axes: Mapping[str, object],
     *,
     columns: tuple[str, ...] = RESULT_COLUMNS,
@@ -196,7 +196,7 @@ STREAM_RATE_PER_WORKER = 5e6
 """Layouts per second one worker streams (plan or Parquet), roughly: for the run-time estimate only."""
 
 
-def prepare_space(scenario: DataParallelScaleOutScenario, axes: Mapping[str, object]) -> Space:
+def prepare_space(scenario: TrainingScenario, axes: Mapping[str, object]) -> Space:
     """The checked axes of a sweep: every value validated, every combination possible."""
     space = Space(scenario, tuple(_axis(field, values) for field, values in axes.items()))
     space.check_rules()

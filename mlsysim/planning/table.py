@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from mlsysim.engine.inputs.fields import Value
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +64,7 @@ class SweepTable:
     def __init__(
         self,
         *,
-        base: DataParallelScaleOutScenario,
+        base: TrainingScenario,
         axes: tuple[Axis, ...],
         results: dict[str, np.ndarray],
         labels: dict[str, tuple[str, ...]],
@@ -174,7 +174,7 @@ class SweepTable:
         index = np.unravel_index(flat, self.shape) if self.shape else ()
         return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index, strict=True)}
 
-    def scenario(self, i: int) -> DataParallelScaleOutScenario:
+    def scenario(self, i: int) -> TrainingScenario:
         """The scenario of row ``i``: ``base.variant(**axis_values(i))``."""
         return self.base.variant(**self.axis_values(i))
 

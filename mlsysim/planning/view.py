@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.table import SweepTable
 
 
@@ -41,9 +41,9 @@ class PlanView(Protocol):
     @property
     def size(self) -> int: ...
     @property
-    def best(self) -> DataParallelScaleOutScenario: ...
+    def best(self) -> TrainingScenario: ...
     @property
-    def knee(self) -> DataParallelScaleOutScenario | None: ...
+    def knee(self) -> TrainingScenario | None: ...
     @property
     def time_figure(self) -> str: ...
     @property

@@ -35,7 +35,7 @@ from mlsysim.ui.state import (
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.physics._array import Array
     from mlsysim.planning.plan import Plan
     from mlsysim.planning.table import SweepTable
@@ -204,7 +204,7 @@ def _document(kind: str, body: Mapping[str, object]) -> dict[str, JSONValue]:
     return dict(document(kind, cast("Mapping[str, JSONValue]", body)))
 
 
-def scenario_of(request: Request) -> DataParallelScaleOutScenario:
+def scenario_of(request: Request) -> TrainingScenario:
     """The request's scenario; :class:`ApiError` (422) naming each bad field."""
     try:
         scenario = scenario_from(request.scenario, request.changes)
@@ -306,7 +306,7 @@ def _check_size(axes: Iterable[str], what: str) -> int:
 
 
 def _parse_axes(
-    texts: Iterable[str], scenario: DataParallelScaleOutScenario, what: str
+    texts: Iterable[str], scenario: TrainingScenario, what: str
 ) -> dict[str, Any]:
     from mlsysim.planning.axes import parse_axis
 
@@ -322,7 +322,7 @@ def _parse_axes(
     return axes
 
 
-def default_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
+def default_axes(scenario: TrainingScenario) -> tuple[str, ...]:
     """The scaling chart's axis: ``nodes=1..max(64, 2 x nodes)``; without an inter-node link
     (one node), ``devices_per_node=1..max(8, devices_per_node)``. Within the size limit.
     """
@@ -334,7 +334,7 @@ def default_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
 
 
 def _table(
-    request: Request, scenario: DataParallelScaleOutScenario, axes_texts: tuple[str, ...], what: str
+    request: Request, scenario: TrainingScenario, axes_texts: tuple[str, ...], what: str
 ) -> SweepTable:
     from mlsysim.planning.sweep import sweep
 
@@ -373,7 +373,7 @@ def sweep_payload(request: Request) -> dict[str, JSONValue]:
 
 
 def efficiency_band_of(
-    table: SweepTable, scenario: DataParallelScaleOutScenario, level: float = INTERVAL_LEVEL
+    table: SweepTable, scenario: TrainingScenario, level: float = INTERVAL_LEVEL
 ) -> dict[str, JSONValue] | None:
     """``{"level", "efficiency_low", "efficiency_high"}`` per row of a sweep: the efficiency's
     prediction interval (:func:`mlsysim.engine.reports.bands.efficiency_interval_of`: the
@@ -406,7 +406,7 @@ def sweep_csv(request: Request) -> str:
     return out.getvalue()
 
 
-def default_plan_axes(scenario: DataParallelScaleOutScenario) -> tuple[str, ...]:
+def default_plan_axes(scenario: TrainingScenario) -> tuple[str, ...]:
     """The plan's search: nodes 1..64 (or 2 x nodes, within the size limit) by the registry's
     Ethernet and InfiniBand fabrics (each with its bandwidth and latency) and the current link
     (``fabric=none``: the scenario's own ``inter_bandwidth``, where it gives one).

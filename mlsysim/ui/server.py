@@ -17,7 +17,7 @@ from mlsysim.ui.state import SCENARIO_PARAM, text_values
 if TYPE_CHECKING:
     import asyncio
 
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 HEADER_SECONDS = 10.0
 """Longest wait for a request's headers, on a new connection or a kept-alive one (then the
@@ -71,7 +71,7 @@ def header_timeout_protocol(seconds: float = HEADER_SECONDS) -> type[asyncio.Pro
     return HeaderTimeout
 
 
-def query_of(scenario: DataParallelScaleOutScenario) -> str:
+def query_of(scenario: TrainingScenario) -> str:
     """The page's query string for ``scenario``: the closest named scenario and the fields that differ.
 
     Raises :class:`InputError` when the page cannot express the scenario (an
@@ -81,7 +81,7 @@ def query_of(scenario: DataParallelScaleOutScenario) -> str:
     from mlsysim.ui.state import FieldErrors, scenario_from
 
     wanted = text_values(scenario)
-    best: tuple[int, DataParallelScaleOutScenario, dict[str, str]] | None = None
+    best: tuple[int, TrainingScenario, dict[str, str]] | None = None
     for base in Scenarios:
         have = text_values(base)
         diff = {k: v for k, v in wanted.items() if have.get(k) != v}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from mlsysim.core.units import Quantity
     from mlsysim.engine.inputs.assumptions import Assumptions
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.models.types import Workload
 
 SCENARIO_PARAM = "scenario"
@@ -64,8 +64,8 @@ class FieldErrors(MlsysimError):
 
 
 def apply_text_values(
-    base: DataParallelScaleOutScenario, values: Mapping[str, str]
-) -> DataParallelScaleOutScenario:
+    base: TrainingScenario, values: Mapping[str, str]
+) -> TrainingScenario:
     """``base`` with each ``FIELD=TEXT`` applied, exactly as ``mlsysim run --set FIELD=TEXT``.
 
     The only call of the command line's text parser in the UI: when the field
@@ -88,7 +88,7 @@ def apply_text_values(
 
 
 def custom_workload(
-    base: DataParallelScaleOutScenario, values: Mapping[str, str]
+    base: TrainingScenario, values: Mapping[str, str]
 ) -> tuple[dict[str, str], Workload | None]:
     """(the other changes, the custom workload or ``None``) of ``values``.
 
@@ -147,7 +147,7 @@ def custom_workload(
         raise InputError(str(exc), field=WORKLOAD_PARAMETERS) from None
 
 
-def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
+def base_scenario(name: str | None) -> TrainingScenario:
     """The named scenario (case-insensitive), or the first one when no name is given."""
     from mlsysim.engine.scenarios import Scenarios
 
@@ -159,7 +159,7 @@ def base_scenario(name: str | None) -> DataParallelScaleOutScenario:
         raise FieldErrors({SCENARIO_PARAM: str(exc)}) from None
 
 
-def scenario_from(name: str | None, changes: Mapping[str, str]) -> DataParallelScaleOutScenario:
+def scenario_from(name: str | None, changes: Mapping[str, str]) -> TrainingScenario:
     """The scenario ``name`` with ``changes``; :class:`FieldErrors` names every bad field.
 
     Every mistake comes from the library's structured list (``InputError.errors()``),
@@ -246,7 +246,7 @@ def _registry_workload(workload: Workload) -> str | None:
     return None
 
 
-def text_values(scenario: DataParallelScaleOutScenario) -> dict[str, str]:
+def text_values(scenario: TrainingScenario) -> dict[str, str]:
     """Every form field of ``scenario`` as text, the assumptions' fields as ``assumptions.FIELD``."""
     from mlsysim.engine.inputs.presets import PRESETS, preset_name
 
@@ -350,7 +350,7 @@ def _custom_workload_fields(group: str) -> list[dict[str, object]]:
 
 
 def _describe(
-    name: str, annotation: object, base: DataParallelScaleOutScenario
+    name: str, annotation: object, base: TrainingScenario
 ) -> dict[str, object]:
     """The form entry of one :class:`~mlsysim.Assumptions` field, from its annotation."""
     entry: dict[str, object] = {"name": name, "choices": [], "suggestions": [], "example": ""}
@@ -376,7 +376,7 @@ EXAMPLES = ("100 Gbps", "5 us", "80 GB", "32 USD/hour")
 
 
 def _accepted_texts(
-    name: str, base: DataParallelScaleOutScenario, unit: str | None
+    name: str, base: TrainingScenario, unit: str | None
 ) -> dict[str, object]:
     """A quantity field's example and the registry names it takes, both found by asking the parser."""
     own = text_values(base).get(name, "")
@@ -390,7 +390,7 @@ def _accepted_texts(
     return {"example": example, "suggestions": suggestions}
 
 
-def _accepts(base: DataParallelScaleOutScenario, name: str, text: str) -> bool:
+def _accepts(base: TrainingScenario, name: str, text: str) -> bool:
     try:
         apply_text_values(base, {name: text})
     except MlsysimError:

@@ -69,7 +69,7 @@ from mlsysim.engine.reports.fit_range import (
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.validation.mine_parallel import LayoutFit, LayoutRun
 
 MEASURED_FIELDS = ("measured_update_time", "measured_throughput")
@@ -95,7 +95,7 @@ class Run:
     """One measured run: its scenario, the measured update time (s) and where it was read."""
 
     name: str
-    scenario: DataParallelScaleOutScenario
+    scenario: TrainingScenario
     measured_update_time: float
     line: int
 

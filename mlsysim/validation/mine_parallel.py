@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mlsysim.engine.inputs.assumptions import Assumptions
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 STEP_FIELDS = ("step_time", "mfu")
 """A row that gives one of these is a data-parallel run (its step given); one that gives
@@ -224,7 +224,7 @@ def _whole(value: object, key: str) -> int:
     return int(number)
 
 
-def _layout_measured(measured: Mapping[str, object], scenario: DataParallelScaleOutScenario) -> tuple[float, str]:
+def _layout_measured(measured: Mapping[str, object], scenario: TrainingScenario) -> tuple[float, str]:
     """(seconds of one update, the column it came from) of a layout row."""
     given = [k for k in LAYOUT_MEASURED_FIELDS if k in measured]
     if len(given) != 1:
@@ -311,7 +311,7 @@ def _layout_case(
     return name, replace(case, measured_time=seconds, format=group, generation=_architecture(scenario)), linear
 
 
-def _architecture(scenario: DataParallelScaleOutScenario) -> str:
+def _architecture(scenario: TrainingScenario) -> str:
     accelerator = scenario.accelerator
     if accelerator is None:
         return ""
@@ -447,7 +447,7 @@ def fit_layouts(
 
 def layout_scenario(
     run: LayoutRun, fit: LayoutFit | None = None, base: Assumptions | None = None
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """The public scenario of a layout run under ``base`` (the assumptions it was read under), at the
     ``fit``'s ceilings (without: a placeholder of 0.5, for the figures that do not depend on them:
     devices, ranks, the global batch)."""

@@ -8,7 +8,7 @@ MT-NLG 530B (Smith et al. 2022), Llama 3 405B (Llama Team 2024, Table 4) and
 BLOOM-176B (BigScience's training logs).
 
 One path. Each run becomes the inputs of a
-:class:`~mlsysim.DataParallelScaleOutScenario`, in the form of a scenario file
+:class:`~mlsysim.TrainingScenario`, in the form of a scenario file
 (:func:`scenario_inputs`: the model's shape, the registry node of its GPU
 generation, the layout, what the source does not state named in
 :data:`ASSUMED`), and its prediction is ``scenario.result.update_time``: the
@@ -72,7 +72,7 @@ nominal rate (the matrix-product ceilings are fitted on them), each run's own ov
 
 if TYPE_CHECKING:
     from mlsysim.engine.results import DataParallelScaleOutResult
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 MEDIAN_TARGET = 0.05
 """Issue 29: median |error| with each family left out at most 5%."""
@@ -785,7 +785,7 @@ def prediction_inputs(
 
 
 @cache
-def _base(case: ParallelCase, base: Assumptions) -> DataParallelScaleOutScenario:
+def _base(case: ParallelCase, base: Assumptions) -> TrainingScenario:
     from mlsysim.engine.io.files import scenario_from_dict
 
     placeholder = {key: 0.5 for f in (SIXTEEN_BIT, case.format) for key in (f, DENSE + f)}
@@ -794,7 +794,7 @@ def _base(case: ParallelCase, base: Assumptions) -> DataParallelScaleOutScenario
 
 def scenario_of(
     case: ParallelCase, ceilings: Ceilings, rate: float | None = None, base: Assumptions = SEED
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """The public scenario of a run at ``ceilings`` (and implementation ``rate``): the same as
     ``scenario_from_dict(prediction_inputs(case, ceilings, rate, base))``, built as a variant."""
     scenario = _base(case, base)

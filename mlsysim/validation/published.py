@@ -7,7 +7,7 @@ efficiency ``measured_eff = (throughput_scaled / throughput_base) /
 each case). A case enters the data only when its figures are quoted from a
 source in hand.
 
-Inputs of a case. A case becomes a :class:`DataParallelScaleOutScenario` with
+Inputs of a case. A case becomes a :class:`TrainingScenario` with
 its parameter count, compute precision (from the run's name: AMP, TF32,
 FP32), gradient precision on the wire (``grad_bytes``), per-device batch,
 devices per node, nodes, intra link (GB/s per direction), inter link (Gb/s
@@ -53,7 +53,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import quantity
 from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.model.equations import Figures, Inputs, evaluate
-from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+from mlsysim.engine.scenario_types import TrainingScenario
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
 from mlsysim.models.types import Workload
 from mlsysim.validation.records import RecordError
@@ -316,7 +316,7 @@ def scenario_for(
     step_time: float | None = None,
     assumptions: Assumptions | None = None,
     extras: tuple[str, ...] = CASE_EXTRAS,
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """The scaled layout of a case (or another layout / accumulation / step time), as a scenario.
 
     ``step_time`` (seconds) defaults to the data's ``t1_s``; :func:`calibrated_step_time`
@@ -347,7 +347,7 @@ def scenario_for(
             extra["inter_transport"] = None
         if "input_pipeline" not in extras:
             extra["input_pipeline"] = None
-    return DataParallelScaleOutScenario(
+    return TrainingScenario(
         name=case.id,
         description=case.source,
         workload=Workload(name=case.id, parameters=quantity(float(c["params"]), "param")),
@@ -375,7 +375,7 @@ def base_scenario_for(
     assumptions: Assumptions | None = None,
     step_time: float | None = None,
     extras: tuple[str, ...] = CASE_EXTRAS,
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """The baseline layout of a case: one GPU, or one node, at ``accumulation_base``."""
     one_gpu = case.raw["base"] == "1gpu"
     return scenario_for(
@@ -389,7 +389,7 @@ def base_scenario_for(
     )
 
 
-def _inputs(scenario: DataParallelScaleOutScenario) -> dict[str, float]:
+def _inputs(scenario: TrainingScenario) -> dict[str, float]:
     """The model's numeric inputs of a scenario, by attribute (canonical SI floats)."""
     x = model_inputs(scenario.inputs())
     return {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}

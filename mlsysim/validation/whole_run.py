@@ -3,7 +3,7 @@ failures and checkpoints.
 
 The figures are ``mlsysim/data/published_whole_run.json``, each with its
 source and the row or sentence it was read from. Every predicted figure is
-read from :attr:`DataParallelScaleOutScenario.result` of a scenario built
+read from :attr:`TrainingScenario.result` of a scenario built
 from the source's description; this module holds that mapping and the
 comparison, and no model of its own (it imports nothing from
 :mod:`mlsysim.physics`). Each :class:`Prediction` carries its scenario in
@@ -57,7 +57,7 @@ from typing import Any
 
 from mlsysim.core.units import Q_, Quantity
 from mlsysim.engine.io.files import scenario_from_dict, scenario_to_dict
-from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+from mlsysim.engine.scenario_types import TrainingScenario
 from mlsysim.models.types import Workload
 
 ENERGY_LIMIT = 0.05
@@ -132,7 +132,7 @@ class Prediction:
         return self.figures[name]
 
 
-def figure(scenario: DataParallelScaleOutScenario, name: str) -> float:
+def figure(scenario: TrainingScenario, name: str) -> float:
     """``scenario.result.<name>`` in :data:`FIGURE_UNITS` (an error where it is not modeled)."""
     value = getattr(scenario.result, name)
     if value is None:
@@ -140,7 +140,7 @@ def figure(scenario: DataParallelScaleOutScenario, name: str) -> float:
     return _magnitude(value, FIGURE_UNITS[name])
 
 
-def predict(scenario: DataParallelScaleOutScenario, *names: str) -> Prediction:
+def predict(scenario: TrainingScenario, *names: str) -> Prediction:
     """The figures ``names`` of ``scenario.result``, read from its inputs in scenario-file form."""
     inputs = scenario_to_dict(scenario)
     result = scenario_from_dict(inputs).result
@@ -148,8 +148,8 @@ def predict(scenario: DataParallelScaleOutScenario, *names: str) -> Prediction:
 
 
 def _with_training_time(
-    scenario: DataParallelScaleOutScenario, hours: float
-) -> DataParallelScaleOutScenario:
+    scenario: TrainingScenario, hours: float
+) -> TrainingScenario:
     """``scenario`` whose failure-free training time (``result.training_time``) is ``hours``:
     the ``training_time`` input is one device's, the result's is it over the speedup."""
     return scenario.variant(training_time=Q_(hours * scenario.result.speedup, "hour"))
@@ -259,9 +259,9 @@ def energy_cases() -> list[EnergyCase]:
     return cases
 
 
-def energy_scenario(case: EnergyCase) -> DataParallelScaleOutScenario:
+def energy_scenario(case: EnergyCase) -> TrainingScenario:
     """The case as a scenario: its devices for the published time, its power, PUE and grid."""
-    scenario = DataParallelScaleOutScenario(
+    scenario = TrainingScenario(
         name=case.id,
         description=case.source,
         workload=Workload(name=case.id, parameters=Q_(1e9, "param")),
@@ -334,10 +334,10 @@ scenario's 14-byte-per-parameter state takes Daly's delta to write."""
 
 def daly_scenario(
     mtbf_min: float, delta_min: float, restart_min: float, solve_h: float
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """One device failing once per ``mtbf_min`` (M), a state written in ``delta_min``,
     restarts of ``restart_min`` (R), ``solve_h`` hours of failure-free work (T_s)."""
-    return DataParallelScaleOutScenario(
+    return TrainingScenario(
         **_one_device("daly-2006", "Daly 2006, FGCS 22(3), Fig. 3", delta_min * 60.0 * 1e9),
         training_time=Q_(solve_h, "hour"),
         failure_rate=(Q_(1.0, "failure/device") / Q_(mtbf_min, "min")).to("failures/device/hour"),
@@ -366,7 +366,7 @@ def daly_cases() -> list[DalyCase]:
         mtbf, delta = _minutes(point["M"]), _minutes(point["delta"])
         scenario = daly_scenario(mtbf, delta, _minutes(point["R"]), _minutes(point["Ts"]) / 60.0)
 
-        def wall(tau_min: float, s: DataParallelScaleOutScenario = scenario) -> float:
+        def wall(tau_min: float, s: TrainingScenario = scenario) -> float:
             return figure(s.variant(checkpoint_interval=Q_(tau_min, "min")), "wall_clock_time")
 
         best = _argmin(wall, 1e-3 * mtbf, 3.0 * mtbf)
@@ -415,11 +415,11 @@ class Llama3Snapshot:
     at_max_restart: Prediction
 
 
-def llama3_scenario(restart_min: float = 10.0) -> DataParallelScaleOutScenario:
+def llama3_scenario(restart_min: float = 10.0) -> TrainingScenario:
     """16,384 GPUs in 8-GPU servers, 466 interruptions in 54 days on them (per GPU), a
     405B-parameter state written at the store's sustained 2 TB/s, ``restart_min`` restarts
     (not published), 54 days of failure-free training."""
-    scenario = DataParallelScaleOutScenario(
+    scenario = TrainingScenario(
         name="llama3-405b-54day",
         description="Llama 3 paper (arXiv 2407.21783), sections 3.3.1 and 3.3.4",
         workload=Workload(name="Llama 3 405B", parameters=Q_(LLAMA3_PARAMETERS, "param")),
@@ -500,10 +500,10 @@ def opt_scenario(
     *,
     restart_time: Quantity = OPT_RESTART_TIME,
     checkpoint_bandwidth: Quantity = OPT_CHECKPOINT_BANDWIDTH,
-) -> DataParallelScaleOutScenario:
+) -> TrainingScenario:
     """OPT-175B on ``nodes`` 8-GPU hosts at the logbook's rate (2 of 128 hosts a day, per GPU),
     with the failure-free time whose wall-clock time is ``wall_days``."""
-    scenario = DataParallelScaleOutScenario(
+    scenario = TrainingScenario(
         name=f"opt-175b-{nodes}-hosts",
         description="OPT-175B chronicles and Zhang et al. 2022 (arXiv 2205.01068), section 2.4",
         workload=Workload(name="OPT-175B", parameters=Q_(OPT_PARAMETERS, "param")),

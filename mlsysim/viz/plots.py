@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.typing import ColorType
 
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.planning.plan import Plan
     from mlsysim.planning.table import Axis, SweepTable
 
@@ -485,7 +485,7 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
     return _finish(figure, path)
 
 
-def _point(scenario: DataParallelScaleOutScenario, plan: Plan) -> tuple[list[float], list[float]]:
+def _point(scenario: TrainingScenario, plan: Plan) -> tuple[list[float], list[float]]:
     """A layout's (time, cost) as the plan ranked it, as one-point lists for ``scatter``."""
     r = scenario.result
     time, cost = r.training_time.magnitude, r.cost
@@ -617,7 +617,7 @@ KIND_COLORS: dict[str, str] = {
 
 
 def timeline_plot(
-    scenario: DataParallelScaleOutScenario, path: PathLike | None = None, max_rows: int = 16
+    scenario: TrainingScenario, path: PathLike | None = None, max_rows: int = 16
 ) -> Figure:
     """One update of ``scenario``, a horizontal bar per pipeline stage, a colour per kind of work.
 
@@ -669,7 +669,7 @@ def timeline_plot(
     return _finish(figure, path)
 
 
-def _layout_words(scenario: DataParallelScaleOutScenario) -> str:
+def _layout_words(scenario: TrainingScenario) -> str:
     """`` (t=8 p=4 v=2 d=16, m=8)`` for a parallel layout, ``""`` on the data-parallel model."""
     r = scenario.result
     f = r.figures

@@ -1,6 +1,6 @@
 """The scenario's inputs, each declared once.
 
-Every input of :class:`~mlsysim.DataParallelScaleOutScenario` is one
+Every input of :class:`~mlsysim.TrainingScenario` is one
 :class:`InputField` in :data:`FIELDS`: its kind, default, the canonical SI unit
 it is computed in, the label and unit it is shown in, how text parses into it,
 and how it enters the model (a numeric attribute of

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from mlsysim.engine.inputs.assumptions import Assumptions
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.models.types import Workload
 
 
@@ -70,7 +70,7 @@ RELATIVE_PATHS = ("cluster_file",)
 # -- reading -----------------------------------------------------------------------------
 
 
-def load_scenario(path: str | os.PathLike[str]) -> DataParallelScaleOutScenario:
+def load_scenario(path: str | os.PathLike[str]) -> TrainingScenario:
     """The scenario described by a TOML or YAML file (chosen by its suffix).
 
     Raises :class:`ScenarioFileError` (an ``InputError``) naming the file, the
@@ -97,7 +97,7 @@ def load_scenario(path: str | os.PathLike[str]) -> DataParallelScaleOutScenario:
         ) from None
 
 
-def scenario_from_dict(data: Mapping[str, object]) -> DataParallelScaleOutScenario:
+def scenario_from_dict(data: Mapping[str, object]) -> TrainingScenario:
     """A scenario from parsed file contents (strings with units, registry names, tables).
 
     Each value is read by its field's entry in the field table; errors are
@@ -219,7 +219,7 @@ def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, 
 
 
 def save_scenario(
-    scenario: DataParallelScaleOutScenario, path: str | os.PathLike[str], *, force: bool = False
+    scenario: TrainingScenario, path: str | os.PathLike[str], *, force: bool = False
 ) -> Path:
     """Write ``scenario`` as TOML or YAML (by suffix), atomically; returns the path.
 
@@ -264,7 +264,7 @@ def write_text_atomically(path: Path, text: str, *, force: bool = False) -> None
         raise ScenarioFileError(str(exc).split(": ", 1)[-1], path=str(path)) from None
 
 
-def scenario_to_dict(scenario: DataParallelScaleOutScenario) -> dict[str, object]:
+def scenario_to_dict(scenario: TrainingScenario) -> dict[str, object]:
     """Plain TOML/YAML values of a scenario: strings with units, names, numbers, tables."""
     out: dict[str, object] = {}
     tables: dict[str, object] = {}

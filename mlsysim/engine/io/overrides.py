@@ -22,7 +22,7 @@ from mlsysim.engine.inputs.fields import NONE_WORDS, Value, field
 from mlsysim.engine.inputs.workload_figures import SHAPE_EXAMPLES
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.models.types import Workload
 
 
@@ -119,8 +119,8 @@ def parse_assignment(text: str) -> tuple[str, str]:
 
 
 def apply_overrides(
-    scenario: DataParallelScaleOutScenario, assignments: Sequence[str]
-) -> DataParallelScaleOutScenario:
+    scenario: TrainingScenario, assignments: Sequence[str]
+) -> TrainingScenario:
     """``scenario.variant(...)`` with ``FIELD=VALUE`` texts; ``assumptions.FIELD=VALUE`` sets one choice.
 
     A named scenario that is changed is renamed (``"Name [nodes=4]"``), so
@@ -165,7 +165,7 @@ def apply_overrides(
     return scenario.variant(**changes)
 
 
-def scenario_from_assignments(assignments: Sequence[str]) -> DataParallelScaleOutScenario:
+def scenario_from_assignments(assignments: Sequence[str]) -> TrainingScenario:
     """A new scenario from ``FIELD=VALUE`` texts alone (``mlsysim run --set ...`` without a name);
     ``assumptions.FIELD=VALUE`` changes one choice of the assumptions given (the seed's by default)."""
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario

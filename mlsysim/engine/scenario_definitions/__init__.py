@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
-Builder = Callable[[str, str], "DataParallelScaleOutScenario"]
+Builder = Callable[[str, str], "TrainingScenario"]
 
 
 class Definition(NamedTuple):
@@ -33,7 +33,7 @@ class Declared:
 
     def __init__(self, *definitions: Definition) -> None:
         self.definitions = {d.name: d for d in definitions}
-        self._built: dict[str, DataParallelScaleOutScenario] = {}
+        self._built: dict[str, TrainingScenario] = {}
 
     def names(self) -> list[str]:
         return list(self.definitions)
@@ -41,7 +41,7 @@ class Declared:
     def description(self, name: str) -> str:
         return self.definitions[name].description
 
-    def build(self, name: str) -> DataParallelScaleOutScenario:
+    def build(self, name: str) -> TrainingScenario:
         built = self._built.get(name)
         if built is None:
             d = self.definitions[name]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mlsysim.engine.scenario_definitions import Declared, named
 
 if TYPE_CHECKING:
-    from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
+    from mlsysim.engine.scenario_types import TrainingScenario
 
 GPT2_STEP_SECONDS = 1.8
 """One-GPU profile of GPT-2 (1.5B) of the reference cases: one local step at batch 16, in seconds."""
@@ -23,7 +23,7 @@ GPT2_PER_DEVICE_BATCH = 16
 
 
 @named("Gpt2DataParallelOneNode", "GPT-2 1.5B on one DGX H100 node (8 GPUs over NVLink 4).")
-def _one_node(name: str, description: str) -> DataParallelScaleOutScenario:
+def _one_node(name: str, description: str) -> TrainingScenario:
     from mlsysim.core.units import quantity
     from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
     from mlsysim.hardware.registry import Infrastructure, Systems
@@ -50,7 +50,7 @@ def _one_node(name: str, description: str) -> DataParallelScaleOutScenario:
     "Gpt2DataParallelFourNodes10GbE",
     "The one-node GPT-2 job on four DGX H100 nodes joined by 10 Gb Ethernet.",
 )
-def _four_nodes(name: str, description: str) -> DataParallelScaleOutScenario:
+def _four_nodes(name: str, description: str) -> TrainingScenario:
     from mlsysim.hardware.registry import Systems
 
     return SCENARIOS.build("Gpt2DataParallelOneNode").variant(
@@ -65,7 +65,7 @@ def _four_nodes(name: str, description: str) -> DataParallelScaleOutScenario:
     "Gpt2GradientAccumulationOneNode",
     "The one-node GPT-2 job with 4 gradient-accumulation micro-steps per update.",
 )
-def _accumulation(name: str, description: str) -> DataParallelScaleOutScenario:
+def _accumulation(name: str, description: str) -> TrainingScenario:
     return SCENARIOS.build("Gpt2DataParallelOneNode").variant(
         name=name, description=description, accumulation_steps=4
     )
@@ -75,7 +75,7 @@ SCENARIOS = Declared(_one_node, _four_nodes, _accumulation)
 """Named, ready scenarios, defined from the registries (built on first use)."""
 
 
-def __getattr__(name: str) -> DataParallelScaleOutScenario:
+def __getattr__(name: str) -> TrainingScenario:
     if name in SCENARIOS.names():
         return SCENARIOS.build(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

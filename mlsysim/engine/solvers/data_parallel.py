@@ -57,7 +57,7 @@ class DataParallelScaleOutModel:
         ``intra_latency``, ``inter_latency``, ``assumptions``, ``device_memory``,
         ``zero_stage``, ``activation_memory``, ...: the field table
         :data:`mlsysim.engine.inputs.fields.FIELDS`) is keyword-only. Each is checked
-        as :class:`DataParallelScaleOutScenario` checks it.
+        as :class:`TrainingScenario` checks it.
         """
         given: dict[str, object] = {
             "workload": model,
