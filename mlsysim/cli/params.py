@@ -15,25 +15,30 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from types import EllipsisType
+from typing import Generic, TypeVar, cast
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
+T = TypeVar("T")
+
+Callback = Callable[[click.Context, click.Parameter, T], object]
+"""click's option callback: called with the option's parsed value (of its default's type)."""
 
 
-class OptionSpec:
-    """What :func:`Option` declares."""
+class OptionSpec(Generic[T]):
+    """What :func:`Option` declares (``T``: the option's value)."""
 
     __slots__ = ("callback", "decls", "default", "help", "is_eager", "metavar")
 
     def __init__(
         self,
-        default: Any,
+        default: T,
         *decls: str,
         help: str | None = None,  # noqa: A002 - click's name
         metavar: str | None = None,
-        callback: Callable[[click.Context, click.Parameter, Any], Any] | None = None,
+        callback: Callback[T] | None = None,
         is_eager: bool = False,
     ) -> None:
         self.default = default
@@ -51,7 +56,7 @@ class ArgumentSpec:
 
     def __init__(
         self,
-        default: Any,
+        default: object,
         *,
         help: str | None = None,  # noqa: A002 - click's name
         metavar: str | None = None,
@@ -62,35 +67,53 @@ class ArgumentSpec:
 
 
 def Option(  # noqa: N802 - used as typer's, in a parameter's default
-    default: Any,
+    default: T,
     *decls: str,
     help: str | None = None,  # noqa: A002 - click's name
     metavar: str | None = None,
-    callback: Callable[[click.Context, click.Parameter, Any], Any] | None = None,
+    callback: Callback[T] | None = None,
     is_eager: bool = False,
-) -> Any:
+) -> T:
     """An option of a command: the default, then the flags (``"--file", "-f"``,
     ``"--overlap/--no-overlap"``); ``callback`` and ``is_eager`` as click's.
 
-    Typed ``Any`` as the parameter's default, which it stands for."""
-    return OptionSpec(
-        default, *decls, help=help, metavar=metavar, callback=callback, is_eager=is_eager
-    )
+    Typed as the default, which it stands for in the signature (so mypy checks the
+    default against the parameter's annotation); :func:`command` reads the spec."""
+    spec = OptionSpec(default, *decls, help=help, metavar=metavar, callback=callback, is_eager=is_eager)
+    return cast("T", spec)
 
 
 def Argument(  # noqa: N802
-    default: Any, *, help: str | None = None, metavar: str | None = None  # noqa: A002
-) -> Any:
+    default: T | EllipsisType, *, help: str | None = None, metavar: str | None = None  # noqa: A002
+) -> T:
     """A positional argument: its default (``...``: required) and help, shown under
-    "Arguments:" in the command's ``--help``."""
-    return ArgumentSpec(default, help=help, metavar=metavar)
+    "Arguments:" in the command's ``--help``.
+
+    Typed as the parameter's value, which it stands for (the annotation gives it when the
+    argument is required); :func:`command` reads the spec."""
+    return cast("T", ArgumentSpec(default, help=help, metavar=metavar))
 
 
 class HelpArgument(click.Argument):
     """A click argument with a help text (click has one only from 8.5)."""
 
-    def __init__(self, decls: Sequence[str], *, help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
-        super().__init__(decls, **kwargs)
+    def __init__(
+        self,
+        decls: Sequence[str],
+        *,
+        type: click.ParamType,  # noqa: A002 - click's name
+        required: bool,
+        nargs: int,
+        metavar: str | None,
+        help: str | None,  # noqa: A002 - click's name
+        default: object = ...,
+    ) -> None:
+        if default is ...:  # no default at all: click >= 8.3 takes None for a given one
+            super().__init__(decls, type=type, required=required, nargs=nargs, metavar=metavar)
+        else:
+            super().__init__(
+                decls, type=type, required=required, nargs=nargs, metavar=metavar, default=default
+            )
         self.help = help
 
 
@@ -135,46 +158,49 @@ def _none_if_empty(ctx: click.Context, param: click.Parameter, value: tuple[str,
     return list(value) or None
 
 
-def _parameter(name: str, annotation: object, spec: OptionSpec | ArgumentSpec) -> click.Parameter:
+def _parameter(name: str, annotation: object, spec: OptionSpec[object] | ArgumentSpec) -> click.Parameter:
     text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
     base = text.replace(" ", "").removesuffix("|None")
     if isinstance(spec, ArgumentSpec):
-        if base.startswith("list[") and base.endswith("]"):  # any number of them (``FILE...``), at least one
-            return HelpArgument(
-                [name], type=_TYPES[base[5:-1]], nargs=-1, required=spec.default is ..., metavar=spec.metavar,
-                help=spec.help,
-            )
-        if spec.default is ...:  # no default at all: click >= 8.3 takes None for a given one
-            return HelpArgument(
-                [name], type=_TYPES[base], required=True, metavar=spec.metavar, help=spec.help
-            )
+        many = base.startswith("list[") and base.endswith("]")  # any number of them (``FILE...``), at least one
         return HelpArgument(
             [name],
-            type=_TYPES[base],
-            required=False,
-            default=spec.default,
+            type=_TYPES[base[5:-1] if many else base],
+            required=spec.default is ...,
+            nargs=-1 if many else 1,
             metavar=spec.metavar,
             help=spec.help,
+            default=... if many else spec.default,
         )
     decls = [*spec.decls, name]
-    common: dict[str, Any] = {"help": spec.help, "metavar": spec.metavar, "is_eager": spec.is_eager}
-    if base == "bool":
-        if not any("/" in d for d in spec.decls):
-            common["is_flag"] = True
-        return click.Option(decls, default=spec.default, callback=spec.callback, **common)
     if base == "list[str]":
-        return click.Option(decls, multiple=True, callback=_none_if_empty, **common)
+        return click.Option(
+            decls, multiple=True, callback=_none_if_empty, help=spec.help, metavar=spec.metavar,
+            is_eager=spec.is_eager,
+        )
+    if base == "bool":
+        return click.Option(
+            decls,
+            default=spec.default,
+            callback=spec.callback,
+            help=spec.help,
+            metavar=spec.metavar,
+            is_eager=spec.is_eager,
+            is_flag=True if not any("/" in d for d in spec.decls) else None,
+        )
     return click.Option(
         decls,
         type=_TYPES[base],
         default=spec.default,
         show_default=spec.default is not None,
         callback=spec.callback,
-        **common,
+        help=spec.help,
+        metavar=spec.metavar,
+        is_eager=spec.is_eager,
     )
 
 
-def params_of(function: Callable[..., Any]) -> list[click.Parameter]:
+def params_of(function: Callable[..., object]) -> list[click.Parameter]:
     """The click parameters of a function declared with :func:`Option` and :func:`Argument`."""
     out = []
     for name, parameter in inspect.signature(function).parameters.items():
@@ -201,7 +227,7 @@ def command(group: click.Group, name: str) -> Callable[[F], F]:
     return register
 
 
-def group(name: str | None, help: str, *, callback: Callable[..., Any] | None = None) -> Group:  # noqa: A002
+def group(name: str | None, help: str, *, callback: Callable[..., object] | None = None) -> Group:  # noqa: A002
     """A command group whose bare call prints its usage (``no_args_is_help``)."""
     return Group(
         name,

@@ -22,7 +22,7 @@ import json
 import math
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
 import pint
 
@@ -90,7 +90,7 @@ def document(kind: str, body: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
     return {"schema_version": SCHEMA_VERSION, "kind": kind, **body}
 
 
-def dumps(data: JSONValue, **kwargs: Any) -> str:
-    """Strict JSON text (``allow_nan=False``) of an encoded value."""
-    kwargs.setdefault("allow_nan", False)
-    return json.dumps(data, **kwargs)
+def dumps(data: JSONValue, *, indent: int | None = None, sort_keys: bool = False) -> str:
+    """Strict JSON text (``allow_nan=False``) of an encoded value; ``indent`` and ``sort_keys`` as
+    :func:`json.dumps`."""
+    return json.dumps(data, allow_nan=False, indent=indent, sort_keys=sort_keys)

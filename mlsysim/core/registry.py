@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError, UnknownNameError
 from mlsysim.core.suggest import known, typed_names, unknown
@@ -54,18 +54,22 @@ class Entry(Protocol):
     def note(self) -> str: ...
 
 
-class Registry:
-    """A named group of registry entries (or of sub-groups), filled on first use.
+E = TypeVar("E", bound=Entry, covariant=True)
+"""The type of a registry's entries (``Accelerator`` for ``Hardware``)."""
+
+
+class Registry(Generic[E]):
+    """A named group of registry entries of type ``E`` (or of sub-groups), filled on first use.
 
     Attribute access gives an entry or a sub-group (``Models.Language.GPT2``);
     :meth:`entries` lists a group, :meth:`walk` every leaf with its dotted path,
     :meth:`get` finds one by path or by its leaf name.
     """
 
-    def __init__(self, name: str, doc: str = "", fill: Callable[[Registry], None] | None = None):
+    def __init__(self, name: str, doc: str = "", fill: Callable[[Registry[Entry]], None] | None = None):
         self.__name__ = name
         self.__doc__ = doc
-        self._children: dict[str, Registry | Pending | Entry] = {}
+        self._children: dict[str, Registry[E] | Pending | E] = {}
         self._fill = fill
         self._filled = fill is None
 
@@ -85,13 +89,14 @@ class Registry:
             self._children.clear()
             self._filled = False
 
-    def _put(self, path: tuple[str, ...], value: Registry | Pending | Entry) -> None:
+    def _put(self, path: tuple[str, ...], value: Pending) -> None:
+        """Announce an entry at ``path`` below this group (the groups on the way made as needed)."""
         group = self
         for part in path[:-1]:
             child = group._children.get(part)
             if child is None:
                 child = group._children[part] = Registry(part)
-            group = cast(Registry, child)  # the parts above an entry name groups
+            group = cast("Registry[E]", child)  # the parts above an entry name groups
         group._children[path[-1]] = value
 
     def __getattr__(self, name: str) -> Any:
@@ -112,19 +117,20 @@ class Registry:
     def __repr__(self) -> str:
         return f"<registry {self.__name__}>"
 
-    def _resolved(self, name: str) -> Registry | Entry:
+    def _resolved(self, name: str) -> Registry[E] | E:
         """The child ``name``, validated now if it was only announced (see :class:`Pending`)."""
         child = self._children[name]
         if isinstance(child, Pending):
-            child = self._children[name] = child.build()
+            # validated into its kind's type (Kind.types), the type the root is declared with
+            child = self._children[name] = cast("E", child.build())
         return child
 
-    def entries(self) -> dict[str, Any]:
+    def entries(self) -> dict[str, Registry[E] | E]:
         """The entries (and sub-groups) of this group, by attribute name, in file order."""
         self._ensure()
         return {name: self._resolved(name) for name in self._children}
 
-    def walk(self, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    def walk(self, prefix: str = "") -> Iterator[tuple[str, E]]:
         """Every leaf entry, with its dotted path (``"Language.GPT2"``)."""
         for name, value in self.entries().items():
             if isinstance(value, Registry):
@@ -132,14 +138,14 @@ class Registry:
             else:
                 yield f"{prefix}{name}", value
 
-    def get(self, path: str) -> Any:
+    def get(self, path: str) -> E:
         """The entry at a dotted path or by its leaf name, case-insensitive.
 
         Raises :class:`UnknownNameError` listing the known names.
         """
         leaves = dict(self.walk())
         lowered = {k.lower(): v for k, v in leaves.items()}
-        by_leaf: dict[str, Any] = {}
+        by_leaf: dict[str, E] = {}
         for k, v in leaves.items():
             by_leaf.setdefault(k.rsplit(".", 1)[-1].lower(), v)
         key = path.lower()
@@ -294,7 +300,7 @@ class Catalog:
         self._raw: dict[str, dict[tuple[str, ...], _Raw]] | None = None
         self._built: dict[tuple[str, tuple[str, ...]], Entry] = {}
         self._building: set[tuple[str, tuple[str, ...]]] = set()
-        self.roots: dict[str, Registry] = {}
+        self.roots: dict[str, Registry[Entry]] = {}
 
     # reading
 
@@ -390,10 +396,10 @@ class Catalog:
                 self._building.discard(key)
         return built
 
-    def root(self, name: str, doc: str) -> Registry:
+    def root(self, name: str, doc: str) -> Registry[Entry]:
         """The registry named ``name`` (Hardware, Systems, ...), filled from its kinds on first use."""
 
-        def fill(registry: Registry) -> None:
+        def fill(registry: Registry[Entry]) -> None:
             for kind in KINDS.values():
                 if kind.root == name:
                     for path in self.paths(kind.name):

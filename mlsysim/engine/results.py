@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Generic, TypeVar, cast, overload
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity, quantity, ureg
@@ -212,9 +212,13 @@ class LabelField(ResultField[str]):
         self,
         read: Callable[[DataParallelScaleOutResult], str],
         labels: tuple[str, ...],
-        **shown: Any,
+        *,
+        doc: str,
+        label: str,
+        row: int,
+        opt_in: bool = False,
     ) -> None:
-        super().__init__(**shown)
+        super().__init__(doc=doc, label=label, row=row, opt_in=opt_in)
         self._read = read
         self.labels = labels
         """Every label it can take: a sweep stores the code (index) of each."""
@@ -623,11 +627,12 @@ class DataParallelScaleOutResult:
 
         return interval(self, name, level)
 
-    def to_json(self, **kwargs: Any) -> str:
-        """:meth:`to_dict` as strict JSON (no NaN or Infinity)."""
+    def to_json(self, *, indent: int | None = None, sort_keys: bool = False) -> str:
+        """:meth:`to_dict` as strict JSON (no NaN or Infinity); ``indent`` and ``sort_keys`` as
+        :func:`json.dumps`."""
         from mlsysim.core.jsonio import dumps
 
-        return dumps(self.to_dict(), **kwargs)
+        return dumps(self.to_dict(), indent=indent, sort_keys=sort_keys)
 
     def explain(self, format: str = "text") -> str:
         """The derivation of every figure, equation by equation with numbers and units.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict, TypeVar, cast
 
 import pydantic
 from pydantic import WithJsonSchema
@@ -42,7 +42,9 @@ def _json_schema(f: InputField) -> dict[str, object]:
 
 
 def _pydantic_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {}  # pydantic's (annotation, FieldInfo) pairs
+    """pydantic's (annotation, FieldInfo) of each input: any value (pydantic never validates a
+    scenario: checked_inputs does), with the field table's JSON Schema."""
+    fields: dict[str, Any] = {}
     for f in FIELDS.values():
         annotation = Annotated[Any, WithJsonSchema(_json_schema(f))]
         if f.default is REQUIRED:
@@ -112,6 +114,15 @@ def _hashable(value: object) -> object:
 
 
 _S = TypeVar("_S", bound="TrainingScenario")
+
+
+class _Private(TypedDict):
+    """What a scenario keeps beside its inputs (pydantic's private store, set by ``_set_state``)."""
+
+    _numbers: dict[str, float]
+    _job: Job
+    _given: dict[str, Value]
+    _result: DataParallelScaleOutResult | None
 
 
 class TrainingScenario(_ScenarioFields):
@@ -196,19 +207,17 @@ class TrainingScenario(_ScenarioFields):
         setattr_(self, "__dict__", values)
         setattr_(self, "__pydantic_fields_set__", set(given))
         setattr_(self, "__pydantic_extra__", None)
-        setattr_(
-            self,
-            "__pydantic_private__",
-            {"_numbers": numbers, "_job": job, "_given": given, "_result": None},
-        )
+        private: _Private = {"_numbers": numbers, "_job": job, "_given": given, "_result": None}
+        setattr_(self, "__pydantic_private__", private)
+
+    def _private(self) -> _Private:
+        """What this scenario keeps beside its inputs, read from pydantic's private store directly:
+        ``self._job`` goes through pydantic's ``__getattr__`` (~1 us a read, on the path of every variant)."""
+        return cast(_Private, self.__pydantic_private__)
 
     def _checked(self) -> tuple[dict[str, float], Job]:
-        """The model numbers and the :class:`Job` kept beside the inputs.
-
-        Read from pydantic's private store directly: ``self._job`` goes through
-        pydantic's ``__getattr__`` (~1 us a read, on the path of every variant).
-        """
-        private = cast("dict[str, Any]", self.__pydantic_private__)
+        """The model numbers and the :class:`Job` kept beside the inputs."""
+        private = self._private()
         return private["_numbers"], private["_job"]
 
     @property
@@ -228,7 +237,7 @@ class TrainingScenario(_ScenarioFields):
     def given(self) -> Mapping[str, Value]:
         """The inputs as given, every layer (construction, each ``variant``) folded by the
         precedence rule: what a later ``variant`` lays its changes over."""
-        return MappingProxyType(cast("dict[str, Any]", self.__pydantic_private__)["_given"])
+        return MappingProxyType(self._private()["_given"])
 
     def fields(self) -> dict[str, Value]:
         """Every input and its value, as a new dict (no copies of the values)."""
@@ -247,7 +256,7 @@ class TrainingScenario(_ScenarioFields):
         return self._layered(changes)
 
     def _layered(self: _S, changes: Mapping[str, object], *, rules: bool = True) -> _S:
-        private = cast("dict[str, Any]", self.__pydantic_private__)
+        private = self._private()
         older = CheckedInputs(self.__dict__, private["_numbers"], private["_job"], private["_given"])
         checked = checked_inputs(changes, type(self).__name__, older=older, rules=rules)
         copy = type(self).__new__(type(self))
@@ -269,7 +278,7 @@ class TrainingScenario(_ScenarioFields):
         they are read), and keeping it in their dict would make a reference cycle
         that only the garbage collector frees.
         """
-        private = cast("dict[str, Any]", self.__pydantic_private__)
+        private = self._private()
         result = private["_result"]
         if result is None:
             from mlsysim.engine.solvers.data_parallel import solve_checked
@@ -277,7 +286,7 @@ class TrainingScenario(_ScenarioFields):
             result = private["_result"] = solve_checked(
                 self.__dict__, private["_numbers"], private["_job"]
             )
-        return cast(DataParallelScaleOutResult, result)
+        return result
 
     def explain(self, format: str = "text") -> str:
         """The derivation of this scenario's result (see :meth:`DataParallelScaleOutResult.explain`)."""

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlsysim.engine.results import DataParallelScaleOutResult
 from mlsysim.engine.scenario_types import DataParallelScaleOutScenario
 
 
-def estimate(**inputs: Any) -> DataParallelScaleOutResult:
+def estimate(**inputs: object) -> DataParallelScaleOutResult:
     """Build a :class:`TrainingScenario` from keyword inputs and return its result.
 
     Parameters: see :class:`TrainingScenario`.

@@ -22,13 +22,19 @@ The entries are validated into :mod:`mlsysim.hardware.types` on first use;
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from mlsysim.core.registry import CATALOG, Registry
 
-Hardware: Registry = CATALOG.root("Hardware", "Accelerators: ``Hardware.Cloud.H100``.")
-Systems: Registry = CATALOG.root(
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator, FailureRate, GridIntensity, Price
+
+# each root holds the types its kinds are validated into (mlsysim.core.registry.KINDS)
+Hardware = cast("Registry[Accelerator]", CATALOG.root("Hardware", "Accelerators: ``Hardware.Cloud.H100``."))
+Systems: Registry = CATALOG.root(  # Node | Fabric once mlsysim.validation reads its nodes from Systems.Nodes
     "Systems", "Nodes and fabrics: ``Systems.Nodes.DGX_H100``, ``Systems.Fabrics.Ethernet_10G``."
 )
-Infrastructure: Registry = CATALOG.root(
+Infrastructure = cast("Registry[Price | GridIntensity | FailureRate]", CATALOG.root(
     "Infrastructure",
     "Prices: ``Infrastructure.Pricing.Cloud.GpuTrainingPerHour.rate``.",
-)
+))

@@ -9,11 +9,16 @@ validated into :mod:`mlsysim.models.types` on first use;
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from mlsysim.core.registry import CATALOG, Registry
 
-Models: Registry = CATALOG.root(
+if TYPE_CHECKING:
+    from mlsysim.models.types import Workload
+
+Models = cast("Registry[Workload]", CATALOG.root(
     "Models", "All workloads: ``Models.Language.GPT2``, ``Models.Vision.ResNet50``."
-)
+))  # validated into Workload (and its TransformerWorkload), as mlsysim.core.registry.KINDS says
 
 
 def registry_name(workload: object) -> str | None:

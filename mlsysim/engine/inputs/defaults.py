@@ -49,6 +49,11 @@ def _is(*values: object) -> Callable[[object], bool]:
     return lambda value: value in values
 
 
+def _off(field: str, meaning: str, source: str, size: str) -> Default:
+    """A switch off by default (0) that matters where the layout count ``size`` is above 1."""
+    return Default(field, "0", meaning, source, lambda v: _count(v, size) > 1, _is(None, 0))
+
+
 DEFAULTS: Final = (
     Default(
         "flash_attention", "1", "fused attention kernels: the s x s attention matrices are never stored",
@@ -68,32 +73,32 @@ DEFAULTS: Final = (
         "PyTorch FSDP's default (FULL_SHARD; FSDP2 fully_shard(reshard_after_forward=True))",
         lambda v: v.get("zero_stage") == 3, _is(None, 1),
     ),
-    Default(
-        "sequence_parallel", "0", "tensor parallelism without sequence parallelism",
+    _off(
+        "sequence_parallel", "tensor parallelism without sequence parallelism",
         "Megatron-LM's default (--sequence-parallel is opt-in; Korthikanti et al. 2022 introduced it)",
-        lambda v: _count(v, "tensor_parallel") > 1, _is(None, 0),
+        "tensor_parallel",
     ),
-    Default(
-        "tensor_overlap", "0", "tensor-parallel collectives on the critical path",
+    _off(
+        "tensor_overlap", "tensor-parallel collectives on the critical path",
         "Megatron-LM's default (--tp-comm-overlap and TorchTitan's async TP are opt-in)",
-        lambda v: _count(v, "tensor_parallel") > 1, _is(None, 0),
+        "tensor_parallel",
     ),
-    Default(
-        "context_all_gather", "0", "context parallelism as a ring of key/value blocks overlapped with attention",
+    _off(
+        "context_all_gather", "context parallelism as a ring of key/value blocks overlapped with attention",
         "Megatron-Core's default context-parallel communication (cp_comm_type 'p2p', ring attention: Liu et al. "
         "2023); Llama 3 and TorchTitan all-gather instead (context_all_gather=1)",
-        lambda v: _count(v, "context_parallel") > 1, _is(None, 0),
+        "context_parallel",
     ),
-    Default(
-        "expert_overlap", "0", "expert all-to-alls on the critical path",
+    _off(
+        "expert_overlap", "expert all-to-alls on the critical path",
         "Megatron-Core's default (--overlap-moe-expert-parallel-comm, like DeepSeek's DualPipe, is opt-in)",
-        lambda v: _count(v, "expert_parallel") > 1, _is(None, 0),
+        "expert_parallel",
     ),
-    Default(
-        "hierarchical_dispatch", "0", "a flat all-to-all of the tokens to their experts",
+    _off(
+        "hierarchical_dispatch", "a flat all-to-all of the tokens to their experts",
         "Megatron-Core's all-to-all token dispatcher; DeepEP and HybridEP, which cross the NICs once per node, "
         "are opt-in there (--moe-enable-deepep, the flex dispatcher)",
-        lambda v: _count(v, "expert_parallel") > 1, _is(None, 0),
+        "expert_parallel",
     ),
     Default(
         "fused_elementwise", "0", "element-wise kernels unfused",

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -51,7 +51,12 @@ from mlsysim.engine.inputs.workload_figures import (
     shape_numbers,
     workload_facts,
 )
-from mlsysim.engine.model.equations import fused_attention, mixture_of_experts, multi_head_latent
+from mlsysim.engine.model.equations import (
+    Inputs,
+    fused_attention,
+    mixture_of_experts,
+    multi_head_latent,
+)
 from mlsysim.kernels.cluster import check_accelerator, read_cluster_file
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
 from mlsysim.kernels.matmul import shipped_fit
@@ -224,7 +229,9 @@ def derive_inputs(x: Derivable, kernels: KernelConstants | None = None) -> Deriv
     step = x.step_time
     if (step != step) if type(step) is float else _any_nan(step):
         def derived_step() -> Num:
-            ceiling = getattr(x, "matmul_ceiling", math.nan)  # a sweep's block: rows priced by the operators
+            if not isinstance(x, Inputs):  # one layout: its operators' step is priced before (_operator_step)
+                return from_flops()
+            ceiling = x.matmul_ceiling  # a sweep's block: rows priced by the operators
             if (ceiling == ceiling) if type(ceiling) is float else not _all_nan(ceiling):
                 rows = _operator_step_rows(x, kernels)
                 if _all_nan(x.mfu):
@@ -314,7 +321,7 @@ def _nan_as_zero(value: Num) -> Num:
     return _nan_as(value, 0.0)
 
 
-def _operator_step_rows(x: Any, kernels: KernelConstants | None) -> Num:
+def _operator_step_rows(x: Inputs, kernels: KernelConstants | None) -> Num:
     """T1 of each row of a sweep's block whose step comes from the operators, at the row's own batch (the
     scalar solve prices the scenario's batch the same way; :func:`_operator_step`)."""
     from mlsysim.physics.activations import RECOMPUTE_MODES
@@ -424,19 +431,20 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     peak = samples = per_sample = fused_per_sample = nan
 
     mfu = out["mfu"]
-    operators: dict[str, Any] = {}
+    operators: _OperatorStep | None = None
     if mfu is not None or out["step_time"] is not None:
         _refuse_operator_inputs(out, "mfu" if mfu is not None else "step_time")
     elif batch is not None and facts.shape:
         operators = _operator_step(out, workload, recompute, float(batch))
-        if not operators and out["accelerator"] is not None and out["cluster_file"] is None:
+        if operators is None and out["accelerator"] is not None and out["cluster_file"] is None:
             raise _operator_gap(out)
-    if out["cluster_file"] is not None and not operators:  # never read in silence
+    if out["cluster_file"] is not None and operators is None:  # never read in silence
         raise InputError(_cluster_file_unread(out, facts.shape), loc=("cluster_file",))
-    if operators:
-        x.peak_flops = peak = operators["peak"]
-        x.mfu = operators["mfu"]  # T1 through the FLOP equation: the one-device MFU the operators imply
-        origins["step_time"] = operators["origin"]
+    if operators is not None:
+        x.peak_flops = peak = operators.peak
+        # T1 through the FLOP equation: the one-device MFU the operators imply
+        x.mfu = operators.figures["operator_efficiency"]
+        origins["step_time"] = operators.origin
     elif mfu is not None:
         _check_mfu_sources(out, workload, facts.flops_per_sample)
         x.peak_flops = peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
@@ -444,13 +452,13 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         origins["step_time"] = "mfu"
     elif out["step_time"] is not None:
         x.step_time = _number(numbers, "step_time", out["step_time"], "time")
-    if out.get("power_limit") is not None and not operators:
+    if out.get("power_limit") is not None and operators is None:
         given = "a measured step_time" if out["step_time"] is not None else "mfu" if mfu is not None else (
             "no step from the operators")
         raise InputError(
             f"power_limit slows the kernels of a step from the operators; with {given} it would change nothing "
             "(the measured figure holds at the power it ran at): leave power_limit out", loc=("power_limit",))
-    if mfu is None and not operators and out["accelerator"] is not None:  # the peak of the achieved MFU
+    if mfu is None and operators is None and out["accelerator"] is not None:  # the peak of the achieved MFU
         try:
             peak = peak_flops(out["accelerator"], out["precision"] or "fp16")
         except InputError:
@@ -461,7 +469,7 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
     tokens, given_samples = out["training_tokens"], out["training_samples"]
     if tokens is not None or given_samples is not None:
         samples = _job_samples(out, workload, tokens, given_samples)
-        if mfu is None and out["step_time"] is None and batch is not None and not operators:
+        if mfu is None and out["step_time"] is None and batch is not None and operators is None:
             raise InputError(
                 "required to derive training_time: give step_time, or mfu with node= or accelerator= "
                 f"({_no_operator_step(out, facts.shape)})",
@@ -496,14 +504,36 @@ def _derive_job(out: dict[str, Any], origins: dict[str, str], numbers: Mapping[s
         for target in DERIVED_TARGETS:
             if target in origins:
                 out[target] = quantity(getattr(x, target), TARGET_UNITS[target])
-    figures = {k: operators[k] for k in _OPERATOR_FIGURES} if operators else {}
-    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations, **figures,
-               activation_memory_fused=fused_per_sample)
+    if operators is None:
+        return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
+                   activation_memory_fused=fused_per_sample)
+    return Job(origins, fps, peak, sequence_length, samples, per_sample, recompute, activations,
+               **operators.figures, activation_memory_fused=fused_per_sample)
 
 
-_OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling",
-                     "compute_units", "cast_bytes",
-                     "matmul_bytes", "operators", "kernels", "matmul_format", "operator_efficiency")
+class _OperatorFigures(TypedDict):
+    """The :class:`Job` figures of a step priced operator by operator."""
+
+    matmul_ceiling: float
+    matmul_peak: float
+    attention_ceiling: float
+    attention_peak: float
+    expert_ceiling: float
+    compute_units: float
+    cast_bytes: float
+    matmul_bytes: float
+    operators: OperatorTimes
+    kernels: KernelConstants
+    matmul_format: str
+    operator_efficiency: float
+
+
+class _OperatorStep(NamedTuple):
+    """A step priced operator by operator: the peak its MFU is of, where it came from, its figures."""
+
+    peak: float
+    origin: str
+    figures: _OperatorFigures
 
 OPERATOR_NUMBERS: Final = (
     "matmul_ceiling", "matmul_peak", "attention_ceiling", "attention_peak", "expert_ceiling", "compute_units",
@@ -723,9 +753,9 @@ def _cluster_file_unread(out: Checked, shape: bool) -> str:
             f"({_no_operator_step(out, shape)})")
 
 
-def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> dict[str, Any]:
+def _operator_step(out: Checked, workload: Workload, recompute: str, batch: float) -> _OperatorStep | None:
     """The figures of a step priced operator by operator (:mod:`mlsysim.physics.operators`) with the device's
-    measured kernels, or {} where the accelerator or a kernel table is missing.
+    measured kernels, or None where the accelerator or a kernel table is missing.
 
     The step of one device (the whole model, b samples) is T1 = sum of the operator classes (recomputation
     and the element-wise work among them); it enters the data-parallel model as the one-device MFU it
@@ -734,13 +764,13 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     matmul_format, sixteen = operator_formats(out)
     kernels = _device_kernels(out, matmul_format)
     if isinstance(kernels, str):
-        return {}
+        return None
     accelerator: Accelerator = out["accelerator"]
     ceiling, attention, experts, source = _ceilings(out, kernels, matmul_format)
     try:
         peak = peak_flops(accelerator, out["precision"] or "fp16")
     except InputError:
-        return {}
+        return None
     facts = workload_facts(workload)
     shape = shape_numbers(workload, recompute)
     bandwidth = to_canonical(out["memory_bandwidth"] or accelerator.memory.bandwidth, "bandwidth")
@@ -758,12 +788,10 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
     step = float(times.total)
     model = facts.flops_per_sample or math.nan
     implied = batch * model / (peak * step)
-    return {
-        "peak": peak,
-        "mfu": implied,
-        "origin": f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; "
-                  + ("measured kernels" if out["cluster_file"] is None else f"kernels from the {kernels.sources}")
-                  + ")",
+    origin = (f"operators ({matmul_format} matrix products, ceiling {ceiling:.3g} {source}; "
+              + ("measured kernels" if out["cluster_file"] is None else f"kernels from the {kernels.sources}")
+              + ")")
+    return _OperatorStep(peak, origin, {
         "matmul_ceiling": float(ceiling),
         "matmul_peak": kernels.matmul_peak,
         "attention_ceiling": float(attention),
@@ -776,7 +804,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "kernels": kernels.constants,
         "matmul_format": matmul_format,
         "operator_efficiency": implied,
-    }
+    })
 
 
 def _number(numbers: Mapping[str, float], name: str, value: object, dimension: str) -> float:

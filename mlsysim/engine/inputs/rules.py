@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Final, cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.suggest import setting
@@ -77,6 +77,18 @@ def _inert(switch: str, size: str, does: str, needs: str) -> Rule:
     )
 
 
+def _without(
+    field: str, read: Callable[[object], object], needed: str, loc: str,
+    message: Callable[[Mapping[str, object]], str], phrase: str,
+) -> Rule:
+    """The rule of an input ``field`` that needs another, ``needed``: broken where ``read`` holds of
+    ``field`` and ``needed`` is not given."""
+    return Rule(
+        (field, needed), (read, _not_given), lambda present, missing: present & missing, loc, message, phrase,
+        when=field,
+    )
+
+
 def _job_rate(value: object) -> object:
     """A failure rate of a whole job (interruptions/day), not one per device."""
     from mlsysim.core.units import KINDS, Quantity
@@ -128,7 +140,7 @@ class Rule:
 
     fields: tuple[str, ...]
     reads: tuple[Callable[[object], object], ...]
-    broken: Callable[..., Any]
+    broken: Callable[..., object]
     loc: str
     message: Callable[[Mapping[str, object]], str]
     phrase: str
@@ -171,18 +183,14 @@ RULES: Final = (
         "both optimizer and optimizer_step_time",
         when="optimizer",
     ),
-    Rule(
-        ("optimizer", "memory_bandwidth"),
-        (_given, _not_given),
-        lambda optimizer, missing: optimizer & missing,
-        "memory_bandwidth",
+    _without(
+        "optimizer", _given, "memory_bandwidth", "memory_bandwidth",
         lambda v: (
             f"required with optimizer={v.get('optimizer')!r} (its step's bytes move at the "
             f"device's memory bandwidth); give e.g. {setting('memory_bandwidth', '2.0', 'TB/s')} "
             f"or {setting('memory_bandwidth', 'A100')}"
         ),
         "an optimizer and no memory_bandwidth",
-        when="optimizer",
     ),
     Rule(
         ("reshard_after_forward", "zero_stage"),
@@ -196,14 +204,9 @@ RULES: Final = (
         "reshard_after_forward without zero_stage 3",
         when="reshard_after_forward",
     ),
-    Rule(
-        ("failure_rate", "failure_rate_devices"),
-        (_job_rate, _not_given),
-        lambda job, missing: job & missing,
-        "failure_rate",
-        _bare_rate,
+    _without(
+        "failure_rate", _job_rate, "failure_rate_devices", "failure_rate", _bare_rate,
         "a failure_rate without 'per device' and no failure_rate_devices",
-        when="failure_rate",
     ),
     Rule(
         ("failure_rate", "failure_rate_devices"),
@@ -241,15 +244,7 @@ RULES: Final = (
         "expert_parallel > 1 (a mixture of experts spread over devices)",
     ),
     *(
-        Rule(
-            ("failure_rate", needed),
-            (_positive_rate, _not_given),
-            lambda rate, missing: rate & missing,
-            needed,
-            _needs(needed, *example),
-            f"a failure_rate and no {needed}",
-            when="failure_rate",
-        )
+        _without("failure_rate", _positive_rate, needed, needed, _needs(needed, *example), f"a failure_rate and no {needed}")
         for needed, example in (
             ("checkpoint_bandwidth", ("2", "GB/s", " (per node)")),
             ("restart_time", ("10", "min")),

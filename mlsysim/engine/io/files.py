@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.exceptions import (
     InputError,
@@ -56,6 +56,7 @@ from mlsysim.core.units import Quantity, parse_quantity
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from mlsysim.core.jsonio import JSONValue
     from mlsysim.engine.inputs.assumptions import Assumptions
     from mlsysim.engine.scenario_types import TrainingScenario
     from mlsysim.models.types import Workload
@@ -200,7 +201,7 @@ def _line_of(lines: dict[tuple[str, ...], int], path: tuple[str, ...]) -> int | 
     return None
 
 
-def _parse_yaml(text: str, file: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
+def _parse_yaml(text: str, file: Path) -> tuple[dict[str, JSONValue], dict[tuple[str, ...], int]]:
     """YAML text of ``file`` -> (data, line of each key), by :func:`mlsysim.core.yaml12.load_yaml`."""
     from mlsysim.core.yaml12 import YamlError, load_yaml
 

@@ -27,7 +27,7 @@ class QuantityJSON(pydantic.BaseModel):
     unit: str
 
 
-_RESULT_TYPES: dict[str, Any] = {
+_RESULT_TYPES: dict[str, object] = {
     "quantity": QuantityJSON,
     "int": int,
     "float": float,
@@ -36,19 +36,19 @@ _RESULT_TYPES: dict[str, Any] = {
     "bool": bool | None,
     "notes": list[str],
 }
+"""The JSON type of a result field, by its kind."""
+
+_NULLABLE_TYPES: dict[str, object] = {"quantity": QuantityJSON | None, "float": float | None}
+"""The JSON type of a field of these kinds that reads None where its figure is not known or not modeled."""
 
 
 def _result_model() -> type[pydantic.BaseModel]:
     from mlsysim.engine.results import result_fields
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # pydantic's (type, FieldInfo) pairs, as create_model takes them
     for name, spec in result_fields().items():
-        kind = spec.kind
-        if kind in ("quantity", "float") and spec.nullable:  # None where not known or modeled
-            kind_type: object = _RESULT_TYPES[kind] | None
-        else:
-            kind_type = _RESULT_TYPES[kind]
-        fields[name] = (kind_type, pydantic.Field(description=spec.__doc__ or ""))
+        types = _NULLABLE_TYPES if spec.nullable and spec.kind in _NULLABLE_TYPES else _RESULT_TYPES
+        fields[name] = (types[spec.kind], pydantic.Field(description=spec.__doc__ or ""))
     model: type[pydantic.BaseModel] = pydantic.create_model("Result", **fields)
     return model
 

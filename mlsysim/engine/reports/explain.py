@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.core.units import to_canonical
@@ -56,6 +56,7 @@ from mlsysim.physics.synchronization import JITTER_EQUATION, STRAGGLER_EQUATION
 if TYPE_CHECKING:
     from mlsysim.core.units import Quantity
     from mlsysim.engine.inputs.assumptions import Assumptions
+    from mlsysim.engine.inputs.defaults import Default
     from mlsysim.engine.inputs.derivation import Checked
     from mlsysim.engine.model.equations import Figures
     from mlsysim.engine.reports.view import ResultView
@@ -93,12 +94,25 @@ def explain_result(
 _GROUP_ORDER = {group: i for i, group in enumerate(GROUPS)}
 
 
-def _heading(
-    r: ResultView, i: Checked, title: str | None, description: str | None
-) -> dict[str, Any]:
+class _Heading(NamedTuple):
+    """What an explanation says before its derivation."""
+
+    title: str
+    description: str | None
+    inputs: dict[str, tuple[str, str]]
+    """Each input shown (``"nodes (N)"``): its value as text and its label (with where it came from)."""
+    groups: dict[str, list[str]]
+    """The inputs shown, by the group of the field table they belong to."""
+    defaults: tuple[Default, ...]
+    model: str
+    """The modeling choices in one line."""
+    result: ResultView
+
+
+def _heading(r: ResultView, i: Checked, title: str | None, description: str | None) -> _Heading:
     """Title, the inputs as the field table labels them, and the model's choices."""
     a = i["assumptions"]
-    inputs = {}
+    inputs: dict[str, tuple[str, str]] = {}
     groups: dict[str, list[str]] = {}
     for name, f in sorted(FIELDS.items(), key=lambda item: _GROUP_ORDER[item[1].group]):
         if name not in i or name == "assumptions":
@@ -117,16 +131,7 @@ def _heading(
     model = _model_line(a)
     if r.figures.layout is not None:
         model = "parallel layout (tensor, pipeline, sharded data parallelism; docs/parallelism.md); " + model
-    name = title or "Data-parallel scale-out"
-    return {
-        "title": name,
-        "description": description,
-        "inputs": inputs,
-        "groups": groups,
-        "defaults": [(d.field, d.value, d.meaning, d.source) for d in defaults_in_effect(i)],
-        "model": model,
-        "result": r,
-    }
+    return _Heading(title or "Data-parallel scale-out", description, inputs, groups, defaults_in_effect(i), model, r)
 
 
 DEFAULTS_TITLE = "Defaults in effect (today's practice or the seed contract; give the input to change it)"
@@ -587,25 +592,25 @@ def _time_step(
     )
 
 
-def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
-    out = [head["title"]]
-    if head["description"]:
-        out.append(head["description"])
-    out.append(headline(head["result"]))
+def _render_text(head: _Heading, rows: list[tuple[str, str, str, str]]) -> str:
+    out = [head.title]
+    if head.description:
+        out.append(head.description)
+    out.append(headline(head.result))
     out.append("")
     out.append("Inputs")
-    width = max(len(k) for k in head["inputs"])
-    value_width = max(len(v) for v, _ in head["inputs"].values())
-    for group, keys in head["groups"].items():
+    width = max(len(k) for k in head.inputs)
+    value_width = max(len(v) for v, _ in head.inputs.values())
+    for group, keys in head.groups.items():
         out.append(f"  {group}")
         for k in keys:
-            v, label = head["inputs"][k]
+            v, label = head.inputs[k]
             out.append(f"    {k.ljust(width)}  {v.ljust(value_width)}  {label}")
-    if head["defaults"]:
+    if head.defaults:
         out += ["", DEFAULTS_TITLE]
-        out += [f"  {name} = {value}: {meaning} ({source})" for name, value, meaning, source in head["defaults"]]
+        out += [f"  {d.field} = {d.value}: {d.meaning} ({d.source})" for d in head.defaults]
     out.append("")
-    out.append(f"Model: {head['model']}")
+    out.append(f"Model: {head.model}")
     out.append("")
     out.append("Derivation")
     for idx, (what, eq, numbers, value) in enumerate(rows, 1):
@@ -614,7 +619,7 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
             out.append(f"        = {numbers}")
         if value:
             out.append(f"        = {value}")
-    trace = head["result"].constraint_trace
+    trace = head.result.constraint_trace
     if trace:
         out.append("")
         out.append("Notes")
@@ -622,23 +627,23 @@ def _render_text(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) ->
     return "\n".join(out) + "\n"
 
 
-def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
-    out = [f"## {head['title']}", ""]
-    if head["description"]:
-        out += [head["description"], ""]
-    out += [f"**{headline(head['result'])}**", ""]
+def _render_markdown(head: _Heading, rows: list[tuple[str, str, str, str]]) -> str:
+    out = [f"## {head.title}", ""]
+    if head.description:
+        out += [head.description, ""]
+    out += [f"**{headline(head.result)}**", ""]
     out += ["| group | input | value | meaning |", "|---|---|---|---|"]
     out += [
-        f"| {group} | {k} | {head['inputs'][k][0]} | {head['inputs'][k][1]} |"
-        for group, keys in head["groups"].items()
+        f"| {group} | {k} | {head.inputs[k][0]} | {head.inputs[k][1]} |"
+        for group, keys in head.groups.items()
         for k in keys
     ]
-    if head["defaults"]:
+    if head.defaults:
         out += ["", f"**{DEFAULTS_TITLE}**", "", "| input | default | meaning | source |", "|---|---|---|---|"]
-        out += [f"| {name} | {value} | {meaning} | {source} |" for name, value, meaning, source in head["defaults"]]
+        out += [f"| {d.field} | {d.value} | {d.meaning} | {d.source} |" for d in head.defaults]
     out += [
         "",
-        f"**Model:** {head['model']}",
+        f"**Model:** {head.model}",
         "",
         "| # | quantity | equation | numbers | value |",
         "|---|---|---|---|---|",
@@ -649,32 +654,32 @@ def _render_markdown(head: dict[str, Any], rows: list[tuple[str, str, str, str]]
             if value
             else f"| {idx} | {what} | `{eq}` | {numbers} | |"
         )
-    trace = head["result"].constraint_trace
+    trace = head.result.constraint_trace
     if trace:
         out += ["", "**Notes**", ""] + [f"- {note}" for note in trace]
     return "\n".join(out) + "\n"
 
 
-def _render_json(head: dict[str, Any], rows: list[tuple[str, str, str, str]]) -> str:
-    from mlsysim.core.jsonio import document, dumps
+def _render_json(head: _Heading, rows: list[tuple[str, str, str, str]]) -> str:
+    from mlsysim.core.jsonio import JSONValue, document, dumps
 
-    body = {
-        "scenario": head["title"],
-        "description": head["description"],
+    body: dict[str, JSONValue] = {
+        "scenario": head.title,
+        "description": head.description,
         "inputs": {
-            k: {"value": head["inputs"][k][0], "meaning": head["inputs"][k][1], "group": group}
-            for group, keys in head["groups"].items()
+            k: {"value": head.inputs[k][0], "meaning": head.inputs[k][1], "group": group}
+            for group, keys in head.groups.items()
             for k in keys
         },
         "defaults": [
-            {"input": name, "value": value, "meaning": meaning, "source": source}
-            for name, value, meaning, source in head["defaults"]
+            {"input": d.field, "value": d.value, "meaning": d.meaning, "source": d.source}
+            for d in head.defaults
         ],
-        "model": head["model"],
+        "model": head.model,
         "steps": [
             {"quantity": what, "equation": eq, "numbers": numbers, "value": value}
             for what, eq, numbers, value in rows
         ],
-        "notes": list(head["result"].constraint_trace),
+        "notes": list(head.result.constraint_trace),
     }
     return dumps(document("explanation", body), indent=2) + "\n"

@@ -12,7 +12,7 @@ printed right-hand side from its printed operands.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.engine.reports.operator_steps import operator_rows
@@ -313,7 +313,7 @@ def _g(x: float) -> str:
     return f"{float(x):.6g}"
 
 
-def _dispatch_shares(moe: Any, ep: float, a: ExpertLink) -> list[Step]:
+def _dispatch_shares(moe: Experts, ep: float, a: ExpertLink) -> list[Step]:
     """The shares of an all-to-all over NVLink and the NICs: flat, or hierarchical (once per remote domain)."""
     q = a.local
     if ep <= q:
