@@ -7,7 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mlsysim.cli.options import KERNEL_GROUP, REGISTRY_GROUPS
 from mlsysim.core.formatting import fmt_bytes, fmt_time
@@ -206,8 +206,13 @@ def _in_unit(value: float, shown: str) -> float:
     return value / scale
 
 
-_DISPLAY: dict[str, Callable[[Any, str], tuple[str, str]]] = {
-    "fixed": lambda value, unit: _fixed(float(value.magnitude), unit),
+def _fixed_quantity(value: object, unit: str) -> tuple[str, str]:
+    """A field shown in fixed decimals: its value is a Quantity (``display="fixed"``)."""
+    return _fixed(float(cast("Quantity", value).magnitude), unit)
+
+
+_DISPLAY: dict[str, Callable[[object, str], tuple[str, str]]] = {
+    "fixed": _fixed_quantity,
     "money": lambda value, unit: (f"{value:,.2f}", "USD"),
     "percent": lambda value, unit: (f"{value:.3f}", f"({value:.1%})"),
     "times": lambda value, unit: (f"{value:,.2f}", "x"),

@@ -328,7 +328,7 @@ RATE_MIN_SECONDS = 1.0
 """A sweep's rate (layouts per second) is printed only when it ran at least this long."""
 
 
-def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None:
+def _check_intervals(scenario: TrainingScenario, axes: Mapping[str, object], level: object) -> None:
     """--intervals needs one set of non-seed assumptions and a level in (0, 1)."""
     from mlsysim.core.exceptions import InputError
 
@@ -351,7 +351,7 @@ def _check_intervals(scenario: Any, axes: dict[str, Any], level: object) -> None
         )
 
 
-def _with_intervals(table: Any, scenario: Any, level: float) -> Any:
+def _with_intervals(table: SweepTable, scenario: TrainingScenario, level: float) -> SweepTable:
     """The table with ``<field>_low`` / ``<field>_high`` columns (docs/model.md, section 4.5)."""
     import numpy as np
 
@@ -598,12 +598,11 @@ def plan_command(
     from mlsysim.core.fileio import replacing_read_only
     from mlsysim.core.jsonio import document, dumps
     from mlsysim.core.text import printable, printable_lines
-    from mlsysim.planning.plan import PlanInterrupted, plan
+    from mlsysim.planning.plan import MAX_STREAM_LAYOUTS, PlanInterrupted, plan
 
     check_outputs(csv, plot, force=force)
     scenario = load(name, file, set_, axis)
     axes = _axes(axis, scenario)
-    limits: dict[str, Any] = {} if max_layouts is None else {"max_layouts": max_layouts}
     try:
         with _ProgressBar(_size(axes), progress) as bar:
             result = plan(
@@ -621,7 +620,7 @@ def plan_command(
                 workers=workers,
                 scheduler=scheduler,
                 progress=bar,
-                **limits,
+                max_layouts=MAX_STREAM_LAYOUTS if max_layouts is None else max_layouts,
                 **axes,
             )
     except PlanInterrupted as stop:

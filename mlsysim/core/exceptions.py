@@ -24,9 +24,11 @@ as one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final, cast
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pydantic_core import ErrorDetails
 
 
@@ -73,7 +75,7 @@ class InputError(MlsysimError, ValueError):
         owner: str | None = None,
         input: object = NO_INPUT,
         type: str = "value_error",
-        ctx: dict[str, Any] | None = None,
+        ctx: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -98,12 +100,12 @@ class InputError(MlsysimError, ValueError):
         out: list[ErrorDetails] = []
         for error in (self, *self.others):
             loc = error.loc or ((error._field,) if error._field else ())
-            detail: dict[str, Any] = {"type": error.type, "loc": loc, "msg": error.message}
+            detail: dict[str, object] = {"type": error.type, "loc": loc, "msg": error.message}
             if error.input is not NO_INPUT:
                 detail["input"] = error.input
             if error.ctx:
                 detail["ctx"] = dict(error.ctx)
-            out.append(detail)  # type: ignore[arg-type]  # ErrorDetails is a TypedDict of these keys
+            out.append(cast("ErrorDetails", detail))  # its keys; "input" absent where none was given
         return out
 
     @property

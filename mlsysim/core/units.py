@@ -108,8 +108,8 @@ def _registry() -> pint.UnitRegistry:
     Parsing pint's definitions costs about 0.3 s at every start; pint keeps the
     parsed form in its disk cache, keyed by the definitions file. The file is
     named after the hash of its text, so a change of pint's definitions or of
-    the patch above makes a new one (the cache is invalidated by content). Any
-    trouble with the cache (a read-only home, a file half written by another
+    the patch above makes a new one (the cache is invalidated by content). Every
+    kind of trouble with the cache (a read-only home, a file half written by another
     process) falls back to parsing, the same registry either way.
     """
     lines = _definitions()

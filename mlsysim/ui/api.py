@@ -233,29 +233,33 @@ INTERVAL_LEVEL = 0.8
 """The level of the prediction intervals the page shows."""
 
 
-def result_intervals(result: Any, level: float = INTERVAL_LEVEL) -> dict[str, Any] | None:
+def result_intervals(
+    result: DataParallelScaleOutResult, level: float = INTERVAL_LEVEL
+) -> dict[str, JSONValue] | None:
     """``{"level", "fields": {name: {"low", "high"}}}``: the central prediction interval of
     each figure that has one (:meth:`~mlsysim.engine.results.DataParallelScaleOutResult.interval`),
     in the unit of :func:`result_values`; ``None`` when the assumptions give none (the seed model).
     """
     from mlsysim.core.exceptions import InputError
+    from mlsysim.core.units import Quantity
     from mlsysim.engine.results import INTERVAL_FIELDS, field_unit
 
     try:
         result.interval("efficiency", level)
     except InputError:
         return None
-    fields: dict[str, Any] = {}
+    fields: dict[str, JSONValue] = {}
     for name in INTERVAL_FIELDS:
         value = getattr(result, name)
         if value is None:
             continue
         low, high = result.interval(name, level)
+        ends: list[object] = [low, high]
         if name == "cost":
-            low, high = ({"value": x, "unit": field_unit(name)} for x in (low, high))
-        elif hasattr(value, "units"):
-            low, high = low.to(value.units), high.to(value.units)
-        fields[name] = {"low": json_value(low), "high": json_value(high)}
+            ends = [{"value": x, "unit": field_unit(name)} for x in ends]
+        elif isinstance(value, Quantity) and isinstance(low, Quantity) and isinstance(high, Quantity):
+            ends = [low.to(value.units), high.to(value.units)]
+        fields[name] = {"low": json_value(ends[0]), "high": json_value(ends[1])}
     return {"level": level, "fields": fields}
 
 

@@ -8,7 +8,7 @@ import sys
 import threading
 import urllib.parse
 import webbrowser
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
@@ -37,7 +37,7 @@ def header_timeout_protocol(seconds: float = HEADER_SECONDS) -> type[asyncio.Pro
         _timer: asyncio.TimerHandle | None = None
         _armed_at: object = None  # the request cycle current when the timer started
 
-        def connection_made(self, transport: Any) -> None:
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as H11Protocol
             super().connection_made(transport)
             self._arm()
 

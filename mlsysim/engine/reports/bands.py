@@ -90,6 +90,8 @@ from mlsysim.engine.inputs.assumptions import Assumptions
 from mlsysim.engine.reports.band_store import Scores, conformal_band, nearest_band
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from numpy.typing import ArrayLike
 
     from mlsysim.core.units import Quantity
@@ -285,7 +287,7 @@ def interval_columns(
     efficiency: ArrayLike,
     nodes: ArrayLike,
     n_devices: ArrayLike,
-    values: dict[str, ArrayLike],
+    values: Mapping[str, ArrayLike],
     level: float = 0.8,
     layout: ArrayLike | None = None,
 ) -> dict[str, np.ndarray]:
