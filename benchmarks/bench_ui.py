@@ -24,7 +24,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -95,26 +94,9 @@ def browser() -> object | None:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
         return None
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from tests.ui.chromium import headless_chromium
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1400,1000",
-        f"--user-data-dir={tempfile.mkdtemp(prefix='mlsysim-bench-')}",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(driver), options=options)
+    return headless_chromium(chromium, driver, profile_prefix="mlsysim-bench-")
 
 
 def browser_start_times(runs: int) -> list[float]:

@@ -2,6 +2,7 @@ import pytest
 from hypothesis import settings
 
 from mlsysim import Q_, Models, Scenarios
+from mlsysim.core.registry import reset_registry
 
 # Shared, noisy machines: no per-example time limit (speed is measured in benchmarks/).
 settings.register_profile("mlsysim", deadline=None)
@@ -27,3 +28,10 @@ def base_inputs():
         intra_bandwidth=Q_(450, "GB/s"),
         node_hour_rate=Q_(32, "USD/hour"),
     )
+
+
+@pytest.fixture
+def fresh_registry():
+    """The built-in registries again after the test (which may load a user's file)."""
+    yield
+    reset_registry()

@@ -1,25 +1,15 @@
 """The global --registry option and 'mlsysim registry' through the CLI's runner."""
 
 import json
-import textwrap
 
 import pytest
 
 from mlsysim.cli import main
-from mlsysim.core.registry import reset_registry
+from tests.registry_files import TINY_TRANSFORMER, write_registry
 
-MY_CLUSTER = """
-[models.Language.Tiny]
-kind = "transformer"
-parameters = "125e6 param"
-layers = 12
-hidden_dim = 768
-heads = 12
-seq_len = 2048
-vocab_size = 50257
-source = "our config"
-note = "a small model"
+pytestmark = pytest.mark.usefixtures("fresh_registry")
 
+MY_CLUSTER = TINY_TRANSFORMER + """
 [fabrics.Ethernet_10G]
 name = "10 Gb Ethernet, measured"
 bandwidth = "9.4 Gbps"
@@ -29,17 +19,9 @@ note = "achieved, not nominal"
 """
 
 
-@pytest.fixture(autouse=True)
-def builtin_registry():
-    yield
-    reset_registry()
-
-
 @pytest.fixture
 def my_cluster(tmp_path):
-    path = tmp_path / "my_cluster.toml"
-    path.write_text(textwrap.dedent(MY_CLUSTER).lstrip("\n"), encoding="utf-8")
-    return path
+    return write_registry(tmp_path, MY_CLUSTER)
 
 
 def run(capsys, *argv):

@@ -1,12 +1,13 @@
 """Users' registry files: entries added or replaced, validated like the built-in data, errors
 that name the file, the line and the field."""
 
-import textwrap
-
 import pytest
 
 from mlsysim import Hardware, Models, ScenarioFileError, Systems, load_registry, ureg
 from mlsysim.core.registry import CATALOG, reset_registry
+from tests.registry_files import TINY_TRANSFORMER, write_registry
+
+pytestmark = pytest.mark.usefixtures("fresh_registry")
 
 L40S = """
 [accelerators.Lab.L40S]
@@ -39,20 +40,8 @@ note = "4 cards on PCIe, one 100 GbE port"
 """
 
 
-@pytest.fixture(autouse=True)
-def builtin_registry():
-    yield
-    reset_registry()
-
-
-def write(tmp_path, text, name="my_cluster.toml"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
-
-
 def test_a_users_file_adds_entries_that_refer_to_each_other_and_to_built_ins(tmp_path):
-    added = load_registry(write(tmp_path, L40S))
+    added = load_registry(write_registry(tmp_path, L40S))
     assert added == ["accelerators.Lab.L40S", "nodes.LabBox"]
     box = Systems.Nodes.LabBox
     assert box.accelerator is Hardware.Lab.L40S and Hardware.get("l40s") is box.accelerator
@@ -65,7 +54,7 @@ def test_a_users_file_adds_entries_that_refer_to_each_other_and_to_built_ins(tmp
 
 def test_an_entry_with_a_built_in_path_replaces_it_and_dependents_follow(tmp_path):
     load_registry(
-        write(
+        write_registry(
             tmp_path,
             """
             [accelerators.Cloud.H100]
@@ -94,23 +83,7 @@ def test_an_entry_with_a_built_in_path_replaces_it_and_dependents_follow(tmp_pat
 
 
 def test_models_can_be_added_as_transformers_with_their_shape(tmp_path):
-    load_registry(
-        write(
-            tmp_path,
-            """
-            [models.Language.Tiny]
-            kind = "transformer"
-            parameters = "125e6 param"
-            layers = 12
-            hidden_dim = 768
-            heads = 12
-            seq_len = 2048
-            vocab_size = 50257
-            source = "our config"
-            note = "a small model"
-            """,
-        )
-    )
+    load_registry(write_registry(tmp_path, TINY_TRANSFORMER))
     tiny = Models.get("Tiny")
     assert type(tiny).__name__ == "TransformerWorkload"
     assert tiny.name == "Tiny" and tiny.layers == 12  # the name defaults to the key
@@ -164,7 +137,7 @@ def test_models_can_be_added_as_transformers_with_their_shape(tmp_path):
     ],
 )
 def test_mistakes_name_the_file_the_line_and_the_field(tmp_path, text, where, message):
-    path = write(tmp_path, text, "bad.toml")
+    path = write_registry(tmp_path, text, "bad.toml")
     with pytest.raises(ScenarioFileError) as info:
         load_registry(path)
     text = str(info.value)
@@ -173,9 +146,9 @@ def test_mistakes_name_the_file_the_line_and_the_field(tmp_path, text, where, me
 
 
 def test_a_bad_file_leaves_the_registries_as_they_were(tmp_path):
-    good = write(tmp_path, L40S)
+    good = write_registry(tmp_path, L40S)
     load_registry(good)
-    bad = write(
+    bad = write_registry(
         tmp_path,
         "[fabrics.Ethernet_10G]\nbandwidth = '1 GB'\nlatency = '1 us'\nsource = 'x'\nnote = 'y'\n",
         "bad.toml",

@@ -3,8 +3,11 @@ chromium-driver). Without them the tests are skipped with the reason, except whe
 ``MLSYSIM_REQUIRE_UI=1`` (as ``.ci/run`` sets): then a missing piece is a failure.
 """
 
+import contextlib
 import os
 import shutil
+import threading
+import time
 from importlib.util import find_spec
 
 import pytest
@@ -30,3 +33,27 @@ def need(*what: str) -> None:
         if REQUIRED:
             pytest.fail(message, pytrace=False)
         pytest.skip(message, allow_module_level=True)
+
+
+@contextlib.contextmanager
+def serving(app, **config):
+    """``app`` served by uvicorn in a thread on a free port of 127.0.0.1 (its number yielded);
+    ``config`` as uvicorn.Config's."""
+    import uvicorn
+
+    from mlsysim.ui.server import bind
+
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off", **config))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.01)
+    assert server.started
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

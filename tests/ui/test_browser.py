@@ -7,8 +7,6 @@ else to a temporary folder.
 
 import json
 import os
-import tempfile
-import threading
 import time
 import urllib.parse
 import urllib.request
@@ -16,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import CHROMEDRIVER, CHROMIUM, need
+from tests.ui.chromium import headless_chromium
+from tests.ui.conftest import CHROMEDRIVER, CHROMIUM, need, serving
 
 need("starlette", "uvicorn", "plotly", "selenium", "chromium", "chromedriver")
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
@@ -34,52 +31,19 @@ from mlsysim.ui.state import form_fields  # noqa: E402
 
 ONE = "Gpt2DataParallelOneNode"
 STATE = f"?scenario={ONE}&nodes=4&inter_bandwidth=10%20Gbps"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
 
 
 @pytest.fixture(scope="module")
 def server():
-    import uvicorn
-
     from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
-    from mlsysim.ui.server import bind
 
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(allowed_hosts=LOOPBACK_HOSTS), log_level="warning", lifespan="off"
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if srv.started:
-            break
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with serving(create_app(allowed_hosts=LOOPBACK_HOSTS)) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="mlsysim-ui-chromium-")
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL", "browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = headless_chromium(CHROMIUM, CHROMEDRIVER, profile_prefix="mlsysim-ui-chromium-", logs=True)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.ui.conftest import need
+from tests.ui.conftest import need, serving
 
 need("starlette", "uvicorn", "httpx")
 
@@ -21,7 +21,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from mlsysim.ui import api  # noqa: E402
 from mlsysim.ui import app as ui_app  # noqa: E402
 from mlsysim.ui.app import create_app  # noqa: E402
-from mlsysim.ui.server import bind, header_timeout_protocol  # noqa: E402
+from mlsysim.ui.server import header_timeout_protocol  # noqa: E402
 
 ONE = "Gpt2DataParallelOneNode"
 JSON = {"content-type": "application/json"}
@@ -162,29 +162,10 @@ def refused_5xx(answer):
 
 @pytest.fixture
 def server(caplog):
-    import uvicorn
-
     caplog.set_level(logging.DEBUG, logger="mlsysim.ui")
-    sock = bind("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(),
-        http=header_timeout_protocol(0.5),
-        log_config=None,  # uvicorn's records reach caplog
-        log_level="warning",
-        lifespan="off",
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if srv.started:
-            break
-        time.sleep(0.01)
-    assert srv.started
-    yield port
-    srv.should_exit = True
-    thread.join(timeout=10)
+    # log_config None: uvicorn's records reach caplog
+    with serving(create_app(), http=header_timeout_protocol(0.5), log_config=None) as port:
+        yield port
 
 
 def connect(port):

@@ -298,24 +298,30 @@ def _registry_key(value: object, fabric: object) -> str:
     return preset_name("fabric", fabric)
 
 
-def _device_memory(value: object) -> Value:
-    """A memory size, or an accelerator (its memory capacity is taken), by entry or by name."""
-    from mlsysim.hardware.types import Accelerator
+def _accelerator_or(
+    dimension: str, figure: Callable[[Accelerator], Quantity], name: Callable[[str], str]
+) -> tuple[Callable[[object], Value], Callable[[str], object]]:
+    """Check and parse of an input that is a Quantity of ``dimension`` or an accelerator, by entry or
+    by name (``name`` reads it from the text), whose ``figure`` is taken."""
 
-    if isinstance(value, str):
-        value = _parse_device_memory(value)
-    if isinstance(value, Accelerator):
-        return value.memory.capacity
-    return check_positive_quantity("data")(value)
+    def parse(text: str) -> object:
+        from mlsysim.hardware.registry import Hardware
 
+        try:
+            return Hardware.get(name(text))
+        except UnknownNameError:
+            return parse_quantity(text, dimension)
 
-def _parse_device_memory(text: str) -> object:
-    from mlsysim.hardware.registry import Hardware
+    def check(value: object) -> Value:
+        from mlsysim.hardware.types import Accelerator
 
-    try:
-        return Hardware.get(parse_name(text))
-    except UnknownNameError:
-        return parse_quantity(text, "data")
+        if isinstance(value, str):
+            value = parse(value)
+        if isinstance(value, Accelerator):
+            return figure(value)
+        return check_positive_quantity(dimension)(value)
+
+    return check, parse
 
 
 def _workload(value: object) -> Workload:
@@ -338,26 +344,6 @@ def _assumptions(value: object) -> Assumptions:
 
 def _assumptions_text(text: str) -> object:
     return text
-
-
-def _memory_bandwidth(value: object) -> Value:
-    """A bandwidth, or an accelerator (its peak memory bandwidth is taken), by entry or by name."""
-    from mlsysim.hardware.types import Accelerator
-
-    if isinstance(value, str):
-        value = _parse_memory_bandwidth(value)
-    if isinstance(value, Accelerator):
-        return value.memory.bandwidth
-    return check_positive_quantity("bandwidth")(value)
-
-
-def _parse_memory_bandwidth(text: str) -> object:
-    from mlsysim.hardware.registry import Hardware
-
-    try:
-        return Hardware.get(text.strip())
-    except UnknownNameError:
-        return parse_quantity(text, "bandwidth")
 
 
 def _optimizer(value: object) -> str:
@@ -834,8 +820,7 @@ _TABLE: tuple[InputField, ...] = (
             "device_memory",
             "memory of one device (a size or an accelerator)",
             "quantity",
-            _device_memory,
-            _parse_device_memory,
+            *_accelerator_or("data", lambda a: a.memory.capacity, parse_name),
             default=None,
             optional=True,
             dimension="data",
@@ -1031,8 +1016,7 @@ _TABLE: tuple[InputField, ...] = (
             "memory_bandwidth",
             "memory bandwidth of one device (a bandwidth or an accelerator)",
             "quantity",
-            _memory_bandwidth,
-            _parse_memory_bandwidth,
+            *_accelerator_or("bandwidth", lambda a: a.memory.bandwidth, str.strip),
             default=None,
             optional=True,
             dimension="bandwidth",
