@@ -6,16 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mlsysim.cli import main
+from tests.runner import run
 
 FIXTURES = Path(__file__).parents[1] / "calibrate" / "fixtures"
 H100 = str(FIXTURES / "h100_8gpu_all_reduce.txt")
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_nccl_tests_prints_the_fit_and_a_row_per_size(capsys):

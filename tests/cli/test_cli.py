@@ -7,13 +7,7 @@ import sys
 
 import pytest
 
-from mlsysim.cli import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.runner import run
 
 
 def test_list_prints_one_line_per_scenario(capsys):

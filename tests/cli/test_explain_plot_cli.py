@@ -2,7 +2,7 @@
 
 import pytest
 
-from mlsysim.cli import main
+from tests.runner import run
 
 pytest.importorskip("matplotlib")
 
@@ -13,12 +13,6 @@ LAYOUT = [
     "--set", "training_tokens=1e12 token", "--set", "tensor_parallel=8", "--set", "pipeline_parallel=4",
     "--set", "accumulation_steps=8",
 ]
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mlsysim.cli import main
+from tests.runner import run
 
 LLAMA_ON_ONE_H100 = [
     "--set", "workload=Llama3_8B",
@@ -13,12 +13,6 @@ LLAMA_ON_ONE_H100 = [
     "--set", "per_device_batch=1",
     "--set", "training_tokens=1e9 token",
 ]  # fmt: skip
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *argv):

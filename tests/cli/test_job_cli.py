@@ -3,7 +3,7 @@
 import json
 
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems, load_scenario
-from mlsysim.cli import main
+from tests.runner import run
 
 JOB = [
     "--set", "workload=Llama3_8B",
@@ -15,12 +15,6 @@ JOB = [
     "--set", "per_device_batch=1",
     "--set", "precision=bf16",
 ]  # fmt: skip
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_with_set_only_plans_the_job(capsys):

@@ -6,6 +6,7 @@ import pytest
 
 from mlsysim.cli import main
 from tests.registry_files import TINY_TRANSFORMER, write_registry
+from tests.runner import run
 
 pytestmark = pytest.mark.usefixtures("fresh_registry")
 
@@ -22,12 +23,6 @@ note = "achieved, not nominal"
 @pytest.fixture
 def my_cluster(tmp_path):
     return write_registry(tmp_path, MY_CLUSTER)
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_registry_shows_where_each_entry_comes_from(capsys, my_cluster):

@@ -7,15 +7,10 @@ import pytest
 from mlsysim import Q_, Scenarios, plan, save_scenario, sweep
 from mlsysim.cli import main
 from mlsysim.planning.axes import parse_axis
+from tests.runner import run
 
 ONE = "Gpt2DataParallelOneNode"
 BW = "inter_bandwidth=25 Gbps,100 Gbps,400 Gbps"
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(

@@ -4,15 +4,9 @@ import json
 import shutil
 from pathlib import Path
 
-from mlsysim.cli import main
+from tests.runner import run
 
 EXAMPLE = Path(__file__).parents[2] / "docs" / "examples" / "cluster_runs.csv"
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_fit_writes_an_assumptions_file_that_run_loads(capsys, tmp_path):

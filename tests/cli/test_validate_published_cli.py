@@ -2,13 +2,7 @@
 
 import json
 
-from mlsysim.cli import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.runner import run
 
 
 def test_table_has_families_mean_and_coverage(capsys):

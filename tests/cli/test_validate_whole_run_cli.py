@@ -2,13 +2,7 @@
 
 import json
 
-from mlsysim.cli import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.runner import run
 
 
 def test_text_report_has_energy_daly_llama3_and_opt(capsys):

@@ -1,7 +1,7 @@
 """The whole run on the command line: run, sweep and plan with failures, energy and emissions."""
 
 from mlsysim import Q_, Scenarios, plan
-from mlsysim.cli import main
+from tests.runner import run
 
 FOUR = "Gpt2DataParallelFourNodes10GbE"
 SETS = [
@@ -9,12 +9,6 @@ SETS = [
     "--set", "failure_rate=Llama3_405B_all", "--set", "checkpoint_bandwidth=2 GB/s",
     "--set", "restart_time=10 min",
 ]
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_shows_the_whole_run_on_its_first_line_and_its_rows(capsys):

@@ -6,13 +6,13 @@ import pytest
 
 from mlsysim import Q_, DataParallelScaleOutScenario
 from mlsysim.calibrate.kernels import calibrate, read_user_tables
-from mlsysim.cli import main
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.assumptions import assumptions_of
 from mlsysim.engine.io.files import load_scenario, save_scenario
 from mlsysim.kernels.matmul import shipped_fit
 from mlsysim.kernels.memory import shipped_memory_fit
 from tests.kernels.synthetic_tables import attention_json, matmul_csv, memory_json
+from tests.runner import run
 
 JOB = dict(workload="Llama2_7B", node="DGX_A100", per_device_batch=2, training_tokens=Q_(1e9, "token"))
 
@@ -95,12 +95,6 @@ def test_a_variant_with_a_new_power_limit_or_file_derives_again(matmul_file):
     for change in ({"power_limit": Q_(250, "W")}, {"cluster_file": str(matmul_file)}):
         assert base.variant(**change).step_time == DataParallelScaleOutScenario(**JOB, **change).step_time
         assert base.variant(**change).step_time > base.step_time
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_run_with_set_cluster_file(capsys, matmul_file):
