@@ -39,6 +39,16 @@ def caller_syntax(syntax: Syntax) -> Iterator[None]:
         SYNTAX.reset(token)
 
 
+def written(*, python: str, text: str, form: str) -> str:
+    """The one of three spellings of the same thing that the caller writes (:data:`SYNTAX`).
+
+    >>> written(python="nodes=4", text="--set nodes=4", form="nodes 4")
+    'nodes=4'
+    """
+    syntax = SYNTAX.get()
+    return text if syntax == "text" else form if syntax == "form" else python
+
+
 def example(number: str, unit: str) -> str:
     """A value written as the caller would write it.
 
@@ -48,12 +58,7 @@ def example(number: str, unit: str) -> str:
     ...     example("100", "Gbps")
     '"100 Gbps"'
     """
-    syntax = SYNTAX.get()
-    if syntax == "text":
-        return f'"{number} {unit}"'
-    if syntax == "form":
-        return f"{number} {unit}"
-    return f"Q_({number}, {unit!r})"
+    return written(python=f"Q_({number}, {unit!r})", text=f'"{number} {unit}"', form=f"{number} {unit}")
 
 
 def setting(name: str, value: str | None, unit: str | None = None) -> str:
@@ -66,19 +71,15 @@ def setting(name: str, value: str | None, unit: str | None = None) -> str:
     ...     setting("inter_bandwidth", "100", "Gbps"), setting("fabric", "InfiniBand_NDR"), setting("mfu", None)
     ('--set "inter_bandwidth=100 Gbps"', '--set fabric=InfiniBand_NDR', '--set mfu=none')
     """
-    syntax = SYNTAX.get()
     if value is None:
-        cleared = {"python": f"{name}=None", "form": f"{name} left empty"}
-        return cleared.get(syntax) or setting(name, "none")
+        return written(python=f"{name}=None", text=setting(name, "none"), form=f"{name} left empty")
     typed = f"{value} {unit}" if unit else value
-    if syntax == "text":
-        assignment = f"{name}={typed}"
-        return f'--set "{assignment}"' if " " in assignment else f"--set {assignment}"
-    if syntax == "form":
-        return f"{name} {typed}"
-    if unit:
-        return f"{name}={example(value, unit)}"
-    return f"{name}={value if _is_number(value) else repr(value)}"
+    assignment = f"{name}={typed}"
+    return written(
+        python=f"{name}={example(value, unit) if unit else value if _is_number(value) else repr(value)}",
+        text=f'--set "{assignment}"' if " " in assignment else f"--set {assignment}",
+        form=f"{name} {typed}",
+    )
 
 
 def nested_setting(parent: str, name: str, value: str) -> str:
@@ -91,13 +92,11 @@ def nested_setting(parent: str, name: str, value: str) -> str:
     ...     nested_setting("assumptions", "matmul_ceiling", "0.5"), nested_setting("workload", "seq_len", "4096")
     ('--set assumptions.matmul_ceiling=0.5', '--set workload.seq_len=4096')
     """
-    syntax = SYNTAX.get()
-    if syntax == "text":
-        return setting(f"{parent}.{name}", value)
-    if syntax == "form":
-        return f"{parent} {name} {value}"
-    typed = value if _is_number(value) else repr(value)
-    return f"{parent}=scenario.{parent}.variant({name}={typed})"
+    return written(
+        python=f"{parent}=scenario.{parent}.variant({name}={value if _is_number(value) else repr(value)})",
+        text=setting(f"{parent}.{name}", value),
+        form=f"{parent} {name} {value}",
+    )
 
 
 def option(name: str, value: str) -> str:
@@ -109,12 +108,11 @@ def option(name: str, value: str) -> str:
     ...     option("objective", "time"), option("max_global_batch", "512")
     ('--objective time', '--max-global-batch 512')
     """
-    syntax = SYNTAX.get()
-    if syntax == "text":
-        return f"--{name.replace('_', '-')} {value}"
-    if syntax == "form":
-        return f"{name.replace('_', ' ')} {value}"
-    return f"{name}={value if _is_number(value) else repr(value)}"
+    return written(
+        python=f"{name}={value if _is_number(value) else repr(value)}",
+        text=f"--{name.replace('_', '-')} {value}",
+        form=f"{name.replace('_', ' ')} {value}",
+    )
 
 
 def _is_number(text: str) -> bool:

@@ -96,31 +96,27 @@ def check_nonnegative_float(value: object) -> float:
     raise InputError(f"expected a finite number at or above zero, got {describe(value)}")
 
 
-def check_positive_quantity(kind: str) -> Callable[[object], Quantity]:
-    """Validator for a finite Quantity above zero of the given kind; returns the Quantity.
-
-    Text is read with :func:`~mlsysim.core.units.parse_quantity` (``"100 Gb/s"``).
-    """
+def _quantity_check(kind: str, bound: Callable[[object, str], float]) -> Callable[[object], Quantity]:
+    """Validator for a Quantity of ``kind`` within ``bound`` (which raises outside); text is read with
+    :func:`~mlsysim.core.units.parse_quantity` (``"100 Gb/s"``). Returns the Quantity."""
 
     def check(value: object) -> Quantity:
         if isinstance(value, str):
             value = parse_quantity(value, kind)
-        positive_canonical(value, kind)
-        return cast(Quantity, value)  # positive_canonical raised unless a pint Quantity
+        bound(value, kind)
+        return cast(Quantity, value)  # the bound raised unless a pint Quantity
 
     return check
+
+
+def check_positive_quantity(kind: str) -> Callable[[object], Quantity]:
+    """Validator for a finite Quantity above zero of the given kind (text is parsed); returns the Quantity."""
+    return _quantity_check(kind, positive_canonical)
 
 
 def check_nonnegative_quantity(kind: str) -> Callable[[object], Quantity]:
     """Validator for a finite Quantity at or above zero of the given kind (text is parsed)."""
-
-    def check(value: object) -> Quantity:
-        if isinstance(value, str):
-            value = parse_quantity(value, kind)
-        nonnegative_canonical(value, kind)
-        return cast(Quantity, value)  # nonnegative_canonical raised unless a pint Quantity
-
-    return check
+    return _quantity_check(kind, nonnegative_canonical)
 
 
 def as_pydantic(check: Callable[[object], T]) -> Callable[[object], T]:

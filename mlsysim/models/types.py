@@ -35,40 +35,30 @@ def _check_parameters(value: object) -> Quantity:
 ParameterCount = Annotated[Quantity, PlainValidator(as_pydantic(_check_parameters))]
 
 
-def _check_flop_count(value: object) -> Quantity:
-    """A number of floating-point operations: a finite Quantity in ``flop`` above zero."""
-    if (
-        isinstance(value, Quantity)
-        and value.dimensionality == _FLOP_DIMENSION
-        and math.isfinite(float(value.magnitude))
-        and value.magnitude > 0
-    ):
-        return value
-    raise InputError(
-        "expected a number of floating-point operations above zero "
-        f"({examples([('7.6e9', 'flop')])}), got {value!r}"
-    )
+def _positive_in(units: tuple[str, ...], what: str, shown: list[tuple[str, str]]) -> Callable[[object], Quantity]:
+    """Validator of ``what``: a finite Quantity above zero in the dimension of one of ``units`` (the error
+    shows the examples ``shown``)."""
+    dimensions = [quantity(1, u).dimensionality for u in units]
+
+    def check(value: object) -> Quantity:
+        if (
+            isinstance(value, Quantity)
+            and any(value.dimensionality == d for d in dimensions)
+            and math.isfinite(float(value.magnitude))
+            and value.magnitude > 0
+        ):
+            return value
+        raise InputError(f"expected {what} above zero ({examples(shown)}), got {value!r}")
+
+    return check
 
 
-_FLOP_DIMENSION = quantity(1, "flop").dimensionality
-
-_BATCH_UNITS = ("sample", "token")
 _TOKEN_DIMENSION = quantity(1, "token").dimensionality
 
-
-def _check_batch_size(value: object) -> Quantity:
-    """A batch size: a finite Quantity in ``sample`` or ``token`` above zero."""
-    if (
-        isinstance(value, Quantity)
-        and any(value.dimensionality == quantity(1, u).dimensionality for u in _BATCH_UNITS)
-        and math.isfinite(float(value.magnitude))
-        and value.magnitude > 0
-    ):
-        return value
-    raise InputError(
-        "expected a batch size in samples or tokens above zero "
-        f"({examples([('8192', 'sample'), ('4e6', 'token')])}), got {value!r}"
-    )
+_check_flop_count = _positive_in(("flop",), "a number of floating-point operations", [("7.6e9", "flop")])
+_check_batch_size = _positive_in(
+    ("sample", "token"), "a batch size in samples or tokens", [("8192", "sample"), ("4e6", "token")]
+)
 
 
 def _optional(check: Callable[[object], object]) -> PlainValidator:

@@ -449,29 +449,12 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
         label="Pareto front",
         zorder=4,
     )
-    ax.scatter(
-        *_point(plan.best, plan),
-        marker="*",
-        s=260,
-        color="tab:red",
-        edgecolors="black",
-        linewidths=0.6,
-        zorder=6,
-        label=f"plan: best {plan.objective}",
-    )
+    _mark(ax, plan.best, plan, marker="*", size=260, face="tab:red", edge=0.6, zorder=6,
+          label=f"plan: best {plan.objective}")
     knee = knee_of(plan)
     if knee is not None:
         label = "knee" if knee.kind == "found" else "largest feasible layout (no knee in range)"
-        ax.scatter(
-            *_point(knee.layout, plan),
-            marker="D",
-            s=70,
-            facecolors="none",
-            edgecolors="black",
-            linewidths=1.2,
-            zorder=5,
-            label=label,
-        )
+        _mark(ax, knee.layout, plan, marker="D", size=70, face="none", edge=1.2, zorder=5, label=label)
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter
 
@@ -485,15 +468,20 @@ def pareto_plot(plan: Plan, path: PathLike | None = None) -> Figure:
     return _finish(figure, path)
 
 
-def _point(scenario: TrainingScenario, plan: Plan) -> tuple[list[float], list[float]]:
-    """A layout's (time, cost) as the plan ranked it, as one-point lists for ``scatter``."""
+def _mark(
+    ax: Axes, scenario: TrainingScenario, plan: Plan, *, marker: str, size: float, face: str, edge: float,
+    zorder: int, label: str,
+) -> None:
+    """Mark a layout at its (time, cost) as the plan ranked it: a ``marker`` of area ``size`` filled with
+    ``face``, edged in black ``edge`` points wide."""
     r = scenario.result
     time, cost = r.training_time.magnitude, r.cost
     if plan.constraints.time_figure == "wall_clock_time" and r.wall_clock_time is not None:
         time = r.wall_clock_time.to("hour").magnitude
     if plan.constraints.cost_figure == "total_cost" and r.total_cost is not None:
         cost = r.total_cost
-    return [time], [np.nan if cost is None else cost]
+    ax.scatter([time], [np.nan if cost is None else cost], marker=marker, s=size, facecolors=face,
+               edgecolors="black", linewidths=edge, zorder=zorder, label=label)
 
 
 def breakdown_plot(table: SweepTable, path: PathLike | None = None, max_bars: int = 24) -> Figure:

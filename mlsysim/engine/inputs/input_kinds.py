@@ -154,18 +154,19 @@ class Choice(InputKind):
         return {"type": "string", "enum": list(f.choices)}
 
 
+def _name_or_table(name: dict[str, object], table: str) -> dict[str, object]:
+    """The JSON Schema of an input given by name (a string, as ``name`` says) or as a table of its
+    fields (an object, described by ``table``)."""
+    return {"anyOf": [{"type": "string", **name}, {"type": "object", "description": table}]}
+
+
 class WorkloadKind(InputKind):
     name = "workload"
     form = "choice"
     labelled = True
 
     def schema(self, f: FieldFacts) -> dict[str, object]:
-        return {
-            "anyOf": [
-                {"type": "string", "description": "a workload registry name, e.g. 'GPT2'"},
-                {"type": "object", "description": "a workload table"},
-            ]
-        }
+        return _name_or_table({"description": "a workload registry name, e.g. 'GPT2'"}, "a workload table")
 
     def text(self, f: FieldFacts, value: object) -> str:
         workload = cast("Workload", value)
@@ -183,12 +184,7 @@ class AssumptionsKind(InputKind):
     labelled = True
 
     def schema(self, f: FieldFacts) -> dict[str, object]:
-        return {
-            "anyOf": [
-                {"type": "string", "enum": ["seed", "realistic"]},
-                {"type": "object", "description": "Assumptions fields, 'preset' names the base"},
-            ]
-        }
+        return _name_or_table({"enum": ["seed", "realistic"]}, "Assumptions fields, 'preset' names the base")
 
     def label(self, f: FieldFacts, value: object) -> str:
         """``seed``, ``realistic``, or the options that differ from the seed's."""

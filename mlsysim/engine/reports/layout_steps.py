@@ -173,19 +173,17 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
              fmt_time(f.sharding_time)))
     experts = _expert_gradients(i, f) if moe is not None else None
     if float(f.data_time) > 0:
+        expert_sync = ("", "")  # the experts' reduction in the sum: its symbol and its time
         if experts is not None and experts.sync > 0:
             add(("the experts' gradient reduction over the d_e ranks that hold the same experts "
                  "(a reduce-scatter and an all-gather)", "c_e = 2 c(G_e, d_e)",
                  f"2 x (({_n(experts.group)} - 1) x {fmt_time(experts.latency)} + {fmt_bytes(experts.gradient)} x "
                  f"({_n(experts.group)} - 1) / {_n(experts.group)} / {fmt_rate(experts.rate)})",
                  fmt_time(experts.sync)))
-            add(("gradient synchronisation", "c_rs + c_ar + c_e - hidden + c_ag",
-                 f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)} + {fmt_time(experts.sync)} - "
-                 f"{fmt_time(q.data.hidden_time)} + {fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
-        else:
-            add(("gradient synchronisation", "c_rs + c_ar - hidden + c_ag",
-                 f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)} - {fmt_time(q.data.hidden_time)} + "
-                 f"{fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
+            expert_sync = (" + c_e", f" + {fmt_time(experts.sync)}")
+        add(("gradient synchronisation", f"c_rs + c_ar{expert_sync[0]} - hidden + c_ag",
+             f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)}{expert_sync[1]} - "
+             f"{fmt_time(q.data.hidden_time)} + {fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
     if float(i.layout.optimizer_bytes) > 0:
         if experts is not None and float(i.layout.zero_stage) >= 1:
             add(("optimizer step", "(psi_dense / k + psi_e / d_e) x beta / B_mem",
