@@ -11,9 +11,10 @@ import math
 
 import pytest
 
-from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Systems
+from mlsysim import Q_, DataParallelScaleOutScenario, Systems
 from mlsysim.models.types import TransformerWorkload
 from mlsysim.physics import reliability
+from tests.planning.test_plan_wall_clock import LLAMA_70B
 
 FAILURES = dict(
     failure_rate=Q_(2e-5, "failures/device/hour"),
@@ -21,14 +22,10 @@ FAILURES = dict(
     checkpoint_bandwidth=Q_(2, "GB/s"),
 )
 
-# docs/parallelism.md, "A pipeline layout by hand": Llama-3 70B at t = 8, p = 4, d = 16, ZeRO-1
-LLAMA_70B_T8_P4 = DataParallelScaleOutScenario(
-    workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=64,
-    fabric=Systems.Fabrics.InfiniBand_NDR, intra_latency=Q_(0, "us"), inter_latency=Q_(0, "us"),
-    per_device_batch=1, accumulation_steps=32, zero_stage=1, tensor_parallel=8, pipeline_parallel=4,
-    sequence_parallel=1, step_time=Q_(0.1798 * 32, "s"), training_time=Q_(1000, "hour"),
-    optimizer="adam", memory_bandwidth=Q_(3.35, "TB/s"), assumptions=Assumptions(overlap=True),
-)  # fmt: skip
+# docs/parallelism.md, "A pipeline layout by hand": Llama-3 70B at t = 8, p = 4, d = 16, ZeRO-1, no failures
+LLAMA_70B_T8_P4 = LLAMA_70B.variant(
+    training_time=Q_(1000, "hour"), failure_rate=None, restart_time=None, checkpoint_bandwidth=None
+)
 
 
 def _405b_t8_p16(zero_stage: int) -> DataParallelScaleOutScenario:
