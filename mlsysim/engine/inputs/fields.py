@@ -395,6 +395,26 @@ def _switch(name: str, label: str) -> InputField:
     )
 
 
+def _choice(
+    name: str,
+    label: str,
+    check: Callable[[object], Value],
+    choices: tuple[str, ...],
+    *,
+    default: str | None = None,
+    seed: bool = False,
+) -> InputField:
+    """An input that takes one of ``choices`` (its text stripped); optional where the default is None."""
+    return InputField(
+        name, label, "choice", check, _stripped, default=default, optional=default is None, seed=seed,
+        choices=choices,
+    )
+
+
+def _stripped(text: str) -> str:
+    return text.strip()
+
+
 def _layout_count(name: str, label: str, symbol: str) -> InputField:
     """A count of a parallel layout: optional, and the layout model's switch when given."""
     return InputField(
@@ -524,7 +544,7 @@ def _preset(name: str, label: str) -> InputField:
     """A registry entry that fills other inputs (:mod:`mlsysim.engine.inputs.presets`), given as itself or by name."""
     check = cast("Callable[[object], Value]", PRESET_CHECKS[name])
     return InputField(
-        name, label, "preset", check, lambda text: text.strip(), default=None, optional=True
+        name, label, "preset", check, _stripped, default=None, optional=True
     )
 
 
@@ -680,15 +700,13 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        InputField(
+        _choice(
             "precision",
             "number format of the gradients",
-            "choice",
             check_precision,
-            lambda text: text.strip(),
+            tuple(BYTES_PER_ELEMENT),
             default="fp16",
             seed=True,
-            choices=tuple(BYTES_PER_ELEMENT),
         ),
     ),
     _in(
@@ -936,16 +954,12 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        InputField(
+        _choice(
             "matmul_format",
             "number format of the linear layers' matrix products (None: the precision); "
             "fp8 scales per tensor, fp8_rowwise per row",
-            "choice",
             check_matmul_format,
-            lambda text: text.strip(),
-            default=None,
-            optional=True,
-            choices=tuple(MATMUL_FORMATS),
+            tuple(MATMUL_FORMATS),
         ),
     ),
     _in(
@@ -972,28 +986,20 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        InputField(
+        _choice(
             "gradient_precision",
             "number format of the gradients on the wire (None: the precision's)",
-            "choice",
             check_precision,
-            lambda text: text.strip(),
-            default=None,
-            optional=True,
-            choices=tuple(BYTES_PER_ELEMENT),
+            tuple(BYTES_PER_ELEMENT),
         ),
     ),
     _in(
         "layout",
-        InputField(
+        _choice(
             "optimizer",
             "optimizer whose step is timed at memory_bandwidth (None: no step time)",
-            "choice",
             _optimizer,
-            lambda text: text.strip(),
-            default=None,
-            optional=True,
-            choices=tuple(OPTIMIZER_BYTES_PER_PARAMETER),
+            tuple(OPTIMIZER_BYTES_PER_PARAMETER),
         ),
     ),
     _in(
@@ -1028,30 +1034,22 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
-        InputField(
+        _choice(
             "inter_transport",
             "transport between nodes: rdma or tcp (None: rdma)",
-            "choice",
             _transport,
-            lambda text: text.strip(),
-            default=None,
-            optional=True,
-            choices=tuple(TRANSPORT_EFFICIENCY),
+            tuple(TRANSPORT_EFFICIENCY),
         ),
     ),
     _in(
         "workload",
-        InputField(
+        _choice(
             "input_pipeline",
             "where the inputs are prepared: real (a data loader on the host), device (decoded "
             "and augmented on the accelerator, e.g. DALI on the GPU) or synthetic (made on the "
             "device); device and synthetic bring no loader jitter (None: real)",
-            "choice",
             _input_pipeline,
-            lambda text: text.strip(),
-            default=None,
-            optional=True,
-            choices=tuple(INPUT_PIPELINE_JITTER),
+            tuple(INPUT_PIPELINE_JITTER),
         ),
     ),
     _in(
@@ -1116,14 +1114,12 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        InputField(
+        _choice(
             "recompute",
             "activation recomputation: none, selective (default: the attention core) or full",
-            "choice",
             check_recompute,
-            lambda text: text.strip(),
+            RECOMPUTE_MODES,
             default="selective",
-            choices=RECOMPUTE_MODES,
         ),
     ),
     # the whole run (docs/whole_run.md): failures, checkpoints, energy and emissions
