@@ -502,6 +502,17 @@ def _quantity(
     )
 
 
+def _opt_in_quantity(
+    name: str, label: str, dimension: str, display_unit: str, symbol: str | None, *, allow_zero: bool = False,
+    link: bool = False,
+) -> InputField:
+    """A quantity of the opt-in model: optional, None (not modeled) by default, not a seed input."""
+    return _quantity(
+        name, label, dimension, display_unit, symbol, default=None, optional=True, allow_zero=allow_zero, seed=False,
+        link=link,
+    )
+
+
 def _derivable(f: InputField) -> InputField:
     """A required input that a preset or a derivation may supply (:mod:`mlsysim.engine.inputs.derivation`).
 
@@ -793,31 +804,25 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "intra_latency",
             "startup time of one ring step inside a node",
             "time",
             "us",
             "alpha_intra",
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
             link=True,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "inter_latency",
             "startup time of one ring step between nodes",
             "time",
             "us",
             "alpha_inter",
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
             link=True,
         ),
     ),
@@ -972,16 +977,13 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        _quantity(
+        _opt_in_quantity(
             "activation_memory",
             "activation memory per device",
             "data",
             "GB",
             None,
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
         ),
     ),
     _in(
@@ -1004,16 +1006,13 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
-        _quantity(
+        _opt_in_quantity(
             "optimizer_step_time",
             "time of one optimizer step, when given instead of optimizer",
             "time",
             "ms",
             "t_opt",
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
         ),
     ),
     _in(
@@ -1085,30 +1084,24 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "workload",
         _counted(
-            _quantity(
+            _opt_in_quantity(
                 "training_tokens",
                 "tokens to train on (a bare number counts tokens), from which training_time is derived",
                 "tokens",
                 "token",
                 "D",
-                default=None,
-                optional=True,
-                seed=False,
             )
         ),
     ),
     _in(
         "workload",
         _counted(
-            _quantity(
+            _opt_in_quantity(
                 "training_samples",
                 "samples to train on (a bare number counts samples), from which training_time is derived",
                 "samples",
                 "sample",
                 "S",
-                default=None,
-                optional=True,
-                seed=False,
             )
         ),
     ),
@@ -1127,7 +1120,7 @@ _TABLE: tuple[InputField, ...] = (
         "cluster",
         _registry_quantity(
             _failure_rate_field(
-                _quantity(
+                _opt_in_quantity(
                     "failure_rate",
                     "failures per device (failures/device/hour), a whole job's rate with "
                     "failure_rate_devices (interruptions/day), or a run of "
@@ -1135,10 +1128,7 @@ _TABLE: tuple[InputField, ...] = (
                     "failure_rate",
                     "failures/device/hour",
                     "lambda",
-                    default=None,
-                    optional=True,
                     allow_zero=True,
-                    seed=False,
                 )
             ),
             _failure_rate_entry,
@@ -1162,88 +1152,70 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "restart_time",
             "from a failure to training again (detect, reschedule, load the checkpoint)",
             "time",
             "min",
             "R",
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "checkpoint_bandwidth",
             "checkpoint write bandwidth per node (the nodes of one replica write a replicated state, "
             "every node a ZeRO-sharded one)",
             "bandwidth",
             "GB/s",
             "B_ckpt",
-            default=None,
-            optional=True,
-            seed=False,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "checkpoint_interval",
             "compute time between checkpoints (None: Daly's optimum)",
             "time",
             "min",
             "tau",
-            default=None,
-            optional=True,
-            seed=False,
         ),
     ),
     _in(
         "cluster",
         _registry_quantity(
-            _quantity(
+            _opt_in_quantity(
                 "device_power",
                 "power of one device under load (or an accelerator: its TDP)",
                 "power",
                 "W",
                 "P",
-                default=None,
-                optional=True,
-                seed=False,
             ),
             _device_power_entry,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "idle_power",
             "power of one device while it waits: exposed communication, stragglers, pipeline bubble, "
             "checkpoints, restarts (None: device_power)",
             "power",
             "W",
             "P_idle",
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "power_limit",
             "power limit of each device (nvidia-smi -pl), at most its TDP: compute-bound kernels slow below the "
             "power they need (None: the TDP its kernels were measured at)",
             "power",
             "W",
             "P_lim",
-            default=None,
-            optional=True,
-            seed=False,
         ),
     ),
     _in(
@@ -1277,32 +1249,26 @@ _TABLE: tuple[InputField, ...] = (
     _in(
         "cluster",
         _registry_quantity(
-            _quantity(
+            _opt_in_quantity(
                 "carbon_intensity",
                 "grid carbon intensity, location-based (or a grid of Infrastructure.Grid)",
                 "carbon_intensity",
                 "g/kWh",
                 "I",
-                default=None,
-                optional=True,
                 allow_zero=True,
-                seed=False,
             ),
             _grid_entry,
         ),
     ),
     _in(
         "cluster",
-        _quantity(
+        _opt_in_quantity(
             "energy_price",
             "price of the energy drawn",
             "energy_price",
             "USD/kWh",
             None,
-            default=None,
-            optional=True,
             allow_zero=True,
-            seed=False,
         ),
     ),
     _in(
