@@ -8,7 +8,7 @@ import sys
 import threading
 import urllib.parse
 import webbrowser
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.ui.app import LOOPBACK_HOSTS, create_app
@@ -37,8 +37,8 @@ def header_timeout_protocol(seconds: float = HEADER_SECONDS) -> type[asyncio.Pro
         _timer: asyncio.TimerHandle | None = None
         _armed_at: object = None  # the request cycle current when the timer started
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as H11Protocol
-            super().connection_made(transport)
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(cast("asyncio.Transport", transport))  # a stream's, as uvicorn takes it
             self._arm()
 
         def data_received(self, data: bytes) -> None:
