@@ -359,3 +359,19 @@ __all__ = [
     "why_better",
     "workload_shape",
 ]
+
+
+
+def rules_arguments(records: LayoutRecords) -> dict[str, Any]:
+    """The keyword arguments of :func:`~mlsysim.physics.layout.layout_mask` for the layout of ``records``
+    (floats, or arrays broadcast over the records' rows): the structure only, nothing priced."""
+    shape, cluster, layout = records.shape, records.cluster, records.layout
+    return dict(
+        devices=cluster.devices, tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel, heads=shape.heads, layers=shape.layers,
+        micro_batches=layout.micro_batches, pipeline_chunks=layout.pipeline_chunks,
+        context_parallel=layout.context_parallel, seq_len=shape.seq_len,
+        experts=0.0 if shape.moe is None else shape.moe.experts, expert_parallel=layout.expert_parallel,
+        expert_tensor_parallel=layout.expert_tensor_parallel, shard_group=layout.shard_group,
+        first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
+    )

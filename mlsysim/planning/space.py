@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -69,18 +69,77 @@ class SubBlock:
     inputs: Inputs
     kernels: KernelConstants | None = None
     """The device's measured kernels of the group's scenario (a step from the operators)."""
+    rows: np.ndarray | None = None
+    """Where only the layouts that obey the layout rules are evaluated (:meth:`Space.sub_blocks`): their
+    grid indices, in grid order (``shape`` is then ``(len(rows),)``); None for a box of the grid."""
+    box: int = -1
+    """How many layouts of the grid the sub-block stands for: its box, those it does not evaluate included
+    (-1: ``size``)."""
 
     @property
     def size(self) -> int:
+        """Layouts evaluated."""
         return math.prod(self.shape)
+
+    @property
+    def layouts(self) -> int:
+        """Layouts of the grid it covers (evaluated or broken by a layout rule)."""
+        return self.size if self.box < 0 else self.box
 
     def grid_index(self, positions: np.ndarray, grid_shape: tuple[int, ...]) -> np.ndarray:
         """Flat grid indices of flat (C order) positions inside this sub-block."""
+        if self.rows is not None:
+            return self.rows[np.asarray(positions, dtype=np.int64)]
         if not self.shape:
             return np.zeros(np.shape(positions), dtype=np.int64)
         local = np.unravel_index(np.asarray(positions, dtype=np.int64), self.shape)
         coords = tuple(c + o for c, o in zip(local, self.offset, strict=True))
         return np.ravel_multi_index(coords, grid_shape).astype(np.int64)
+
+
+_Group = tuple[dict[str, "Num"], Choices, str, KernelConstants | None]
+"""A combination of categorical values: its base inputs, choices, algorithm and measured kernels."""
+
+
+class _Rows:
+    """The layouts of one combination of categorical values that obey the rules, gathered box by box."""
+
+    def __init__(self, group: _Group) -> None:
+        self.group = group
+        self.fixed: dict[str, Num] = {}
+        """The inputs that do not vary from row to row, once derived."""
+        self.parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
+        self.count = 0
+        self.broken = 0
+
+    def add(self, rows: np.ndarray, columns: dict[str, np.ndarray], broken: int) -> None:
+        """Rows a box keeps (grid indices, and the inputs that vary from row to row), and layouts it breaks."""
+        if rows.size:
+            self.parts.append((rows, columns))
+        self.count += rows.size
+        self.broken += broken
+
+    def take(self, most: int) -> Iterator[SubBlock]:
+        """``evaluate`` calls of ``most`` rows each while that many are gathered (all of them when ``most`` is 0);
+        the first carries the layouts the rules broke (one with no rows: only those)."""
+        if not self.count or self.count < most:
+            if not most and self.broken:
+                yield self._sub_block(np.empty(0, dtype=np.int64), {})
+            return
+        base_rows = np.concatenate([r for r, _ in self.parts]).astype(np.int64)
+        columns = {k: np.concatenate([c[k] for _, c in self.parts]) for k in self.parts[0][1]}
+        cut = base_rows.size if not most else most * (base_rows.size // most)
+        for start in range(0, cut, most or cut):
+            stop = start + (most or cut)
+            yield self._sub_block(base_rows[start:stop], {k: v[start:stop] for k, v in columns.items()})
+        self.parts = [(base_rows[cut:], {k: v[cut:] for k, v in columns.items()})] if cut < base_rows.size else []
+        self.count = base_rows.size - cut
+
+    def _sub_block(self, rows: np.ndarray, columns: dict[str, np.ndarray]) -> SubBlock:
+        base, choices, algorithm, kernels = self.group
+        box, self.broken = rows.size + self.broken, 0
+        inputs = Inputs(**{**base, **self.fixed, **columns})
+        return SubBlock((), (rows.size,), choices, algorithm, inputs, kernels, rows, box)
 
 
 @dataclass
@@ -94,7 +153,7 @@ class Space:
 
     base: TrainingScenario
     axes: tuple[Axis, ...]
-    _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str, KernelConstants | None]] = field(
+    _groups: dict[tuple[int, ...], _Group] = field(
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
@@ -126,14 +185,67 @@ class Space:
 
     def sub_blocks(self, block: Block) -> Iterator[SubBlock]:
         """The ``evaluate`` calls of a block: one per combination of its categorical values."""
+        for picks in self._picks(block):
+            offset, shape, arrays, (_, choices, algorithm, kernels) = self._box(block.index, picks)
+            yield SubBlock(offset, shape, choices, algorithm, derived(Inputs(**arrays), kernels), kernels)
+
+    def layout_sub_blocks(self, blocks: Iterable[Block], rows: int) -> Iterator[SubBlock]:
+        """The ``evaluate`` calls of some blocks of a space of parallel layouts: only the layouts that obey
+        the layout rules, as rows.
+
+        The rules (:func:`~mlsysim.planning.layouts.rules_mask`) run first, on each box's arrays of the axes
+        they read (devices, t, cp, p, v, ep, etp, m: nothing is priced); the layouts they keep are gathered
+        per combination of categorical values, across blocks, into calls of about ``rows`` layouts (the
+        last of each combination fewer; one with none stands for the layouts its boxes held, all broken).
+        """
+        if not self.shape:  # nothing swept: one layout, as a box
+            for block in blocks:
+                yield from self.sub_blocks(block)
+            return
+        from mlsysim.engine.model.equations import layout_records
+        from mlsysim.physics.layout import layout_mask
+        from mlsysim.planning.layouts import rules_arguments
+
+        pending: dict[tuple[int, ...], _Rows] = {}
+        for block in blocks:
+            masks: dict[tuple[object, ...], np.ndarray] = {}  # the combinations often share the rules' inputs
+            for picks in self._picks(block):
+                offset, shape, arrays, group = self._box(block.index, picks)
+                rules = rules_arguments(layout_records(Inputs(**arrays), group[1], group[3]))
+                key = tuple((v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v for v in rules.values())
+                if key not in masks:
+                    masks[key] = np.flatnonzero(np.broadcast_to(layout_mask(**rules), shape))
+                gathered = pending.setdefault(tuple(picks[p] for p in sorted(picks)), _Rows(group))
+                kept = masks[key]
+                if kept.size:  # derived on the box (each figure over the axes it reads), then taken row by row
+                    inputs = derived(Inputs(**arrays), group[3])
+                    values = {name: getattr(inputs, name) for name in Inputs.__dataclass_fields__}
+                    gathered.fixed = {k: v for k, v in values.items() if not np.ndim(v)}  # the same in every box
+                    varying = {k: v for k, v in values.items() if np.ndim(v)}
+                for start in range(0, max(kept.size, 1), rows):  # row by row, a call's worth at a time
+                    coords = np.unravel_index(kept[start : start + rows], shape)
+                    at = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offset, strict=True)), self.shape)
+                    broken = 0 if start else math.prod(shape) - kept.size
+                    gathered.add(at, {k: _take(v, coords) for k, v in varying.items()} if kept.size else {}, broken)
+                    yield from gathered.take(rows)
+        for gathered in pending.values():
+            yield from gathered.take(0)
+
+    def _picks(self, block: Block) -> Iterator[dict[int, int]]:
+        """The combinations of categorical values of a block, as {axis position: value index}."""
         categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
         ranges = [range(*block.index[p].indices(self.shape[p])) for p in categorical]
         for picks in itertools.product(*ranges):
-            yield self._sub_block(block.index, dict(zip(categorical, picks, strict=True)))
+            yield dict(zip(categorical, picks, strict=True))
 
-    def _sub_block(self, index: tuple[slice, ...], picks: dict[int, int]) -> SubBlock:
+    def _box(
+        self, index: tuple[slice, ...], picks: dict[int, int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Num], _Group]:
+        """A box of the grid with fixed categorical values: its offset and shape in the grid, its inputs (the
+        numeric axes as arrays along their own dimensions, the group's values elsewhere) and its group."""
         key = tuple(picks[p] for p in sorted(picks))
-        base, choices, algorithm, kernels = self._group(key, picks)
+        group = self._group(key, picks)
+        base = group[0]
         arrays = dict(base)
         ndim = len(self.axes)
         offset, shape = [], []
@@ -149,7 +261,7 @@ class Space:
             arrays[axis.field] = values.reshape(dims)
             offset.append(start)
             shape.append(stop - start)
-        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays), kernels), kernels)
+        return tuple(offset), tuple(shape), arrays, group
 
     def group_inputs(self) -> Iterator[dict[str, Num]]:
         """The base inputs of every combination of categorical values (one ``evaluate`` group each)."""
@@ -179,9 +291,7 @@ class Space:
             found = self._scenarios[key] = self.base._layered(changes, rules=False)
         return found
 
-    def _group(
-        self, key: tuple[int, ...], picks: dict[int, int]
-    ) -> tuple[dict[str, Num], Choices, str, KernelConstants | None]:
+    def _group(self, key: tuple[int, ...], picks: dict[int, int]) -> _Group:
         found = self._groups.get(key)
         if found is None:
             group = self.group_scenario(picks)
@@ -340,6 +450,14 @@ class Space:
                 selected,
                 SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays), kernels), kernels),
             )
+
+
+def _take(values: np.ndarray, coords: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The entries of ``values`` (an array that broadcasts over a box) at the box's positions ``coords``, as rows."""
+    values = np.asarray(values)
+    shape = (1,) * (len(coords) - values.ndim) + values.shape
+    taken = values.reshape(shape)[tuple(c if n > 1 else 0 for c, n in zip(coords, shape, strict=True))]
+    return np.broadcast_to(taken, coords[0].shape)
 
 
 def _number(value: object, unit: str | None) -> float:
