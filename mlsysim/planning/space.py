@@ -33,7 +33,7 @@ from mlsysim.engine.inputs.fields import CATEGORICAL_FIELDS, FIELDS
 from mlsysim.engine.inputs.rules import RULES
 from mlsysim.engine.model.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
-from mlsysim.physics.records import KernelConstants
+from mlsysim.physics.records import KernelConstants, LayoutRecords
 from mlsysim.planning.table import Axis
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ class Space:
         """The ``evaluate`` calls of some blocks of a space of parallel layouts: only the layouts that obey
         the layout rules, as rows.
 
-        The rules (:func:`~mlsysim.planning.layouts.rules_mask`) run first, on each box's arrays of the axes
+        The rules (:func:`~mlsysim.physics.layout.layout_mask`) run first, on each box's arrays of the axes
         they read (devices, t, cp, p, v, ep, etp, m: nothing is priced); the layouts they keep are gathered
         per combination of categorical values, across blocks, into calls of about ``rows`` layouts (the
         last of each combination fewer; one with none stands for the layouts its boxes held, all broken).
@@ -204,14 +204,13 @@ class Space:
             return
         from mlsysim.engine.model.equations import layout_records
         from mlsysim.physics.layout import layout_mask
-        from mlsysim.planning.layouts import rules_arguments
 
         pending: dict[tuple[int, ...], _Rows] = {}
         for block in blocks:
             masks: dict[tuple[object, ...], np.ndarray] = {}  # the combinations often share the rules' inputs
             for picks in self._picks(block):
                 offset, shape, arrays, group = self._box(block.index, picks)
-                rules = rules_arguments(layout_records(Inputs(**arrays), group[1], group[3]))
+                rules = _rules_arguments(layout_records(Inputs(**arrays), group[1], group[3]))
                 key = tuple((v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v for v in rules.values())
                 if key not in masks:
                     masks[key] = np.flatnonzero(np.broadcast_to(layout_mask(**rules), shape))
@@ -450,6 +449,21 @@ class Space:
                 selected,
                 SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays), kernels), kernels),
             )
+
+
+def _rules_arguments(records: LayoutRecords) -> dict[str, Num]:
+    """The keyword arguments of :func:`~mlsysim.physics.layout.layout_mask` for the layout of ``records``
+    (floats, or arrays that broadcast over a box): its structure only, nothing priced."""
+    shape, cluster, layout = records.shape, records.cluster, records.layout
+    return dict(
+        devices=cluster.devices, tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel, heads=shape.heads, layers=shape.layers,
+        micro_batches=layout.micro_batches, pipeline_chunks=layout.pipeline_chunks,
+        context_parallel=layout.context_parallel, seq_len=shape.seq_len,
+        experts=0.0 if shape.moe is None else shape.moe.experts, expert_parallel=layout.expert_parallel,
+        expert_tensor_parallel=layout.expert_tensor_parallel, shard_group=layout.shard_group,
+        first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
+    )
 
 
 def _take(values: np.ndarray, coords: tuple[np.ndarray, ...]) -> np.ndarray:
