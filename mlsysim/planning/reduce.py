@@ -35,7 +35,7 @@ from mlsysim.planning.space import Block, Space, SubBlock, figure, figures
 
 Key = tuple[float, ...]
 
-LAYOUT_CALL_ROWS = 1 << 16
+LAYOUT_CALL_ROWS = 1 << 17
 """Layouts per ``evaluate`` call over parallel layouts (those that obey the rules, gathered across blocks):
 enough to spread each call's fixed cost (the operators' kernels priced per distinct row)."""
 
