@@ -111,18 +111,23 @@ def why_better(
     other: LayoutAxes,
     other_figures: LayoutFigures,
     devices_per_node: float,
+    other_scale: float = 1.0,
 ) -> str:
     """One sentence saying why ``best`` beats ``other``: the term it saves most on and the one it pays most for.
 
     ``best_figures`` and ``other_figures`` are the layouts' :class:`~mlsysim.physics.layout.LayoutFigures`
-    (scalars). Both are compared per update.
+    (scalars). Both are compared per update, the other's times multiplied by ``other_scale`` (the ratio of
+    the best's samples per update to the other's: the time of the same samples).
     """
-    diffs = {term: float(getattr(other_figures, term)) - float(getattr(best_figures, term)) for term in TERM_PHRASES}
+    diffs = {
+        term: float(getattr(other_figures, term)) * other_scale - float(getattr(best_figures, term))
+        for term in TERM_PHRASES
+    }
     gain = max(diffs, key=lambda k: diffs[k])
     cost = min(diffs, key=lambda k: diffs[k])
     head = (
         f"{describe_layout(best)} takes {float(best_figures.update_time):.3g} s per update against "
-        f"{float(other_figures.update_time):.3g} s for {describe_layout(other)}"
+        f"{float(other_figures.update_time) * other_scale:.3g} s for {describe_layout(other)}"
     )
     note = _term_note(gain, best, best_figures, devices_per_node)
     sentence = f"{head}: it saves {diffs[gain]:.3g} s of {TERM_PHRASES[gain]}" + (f" ({note})" if note else "")

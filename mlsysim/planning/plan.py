@@ -29,7 +29,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from mlsysim.planning.run import Scheduler
 
 OBJECTIVES = ("cost", "time")
+
+T = TypeVar("T")
 
 PLAN_CHUNK_ROWS = 1 << 18
 """Layouts per block of a plan (one block's columns stay well under 100 MB)."""
@@ -102,26 +104,26 @@ class Constraints:
     @classmethod
     def checked(cls, **limits: object) -> Constraints:
         """Constraints with each limit validated (naming the bad one)."""
-        checks: dict[str, Callable[[object], object]] = {
-            "deadline": check_positive_quantity("time"),
-            "budget": check_positive_quantity("money"),
-            "min_efficiency": check_fraction,
-            "max_global_batch": check_positive_int,
-            "global_batch": check_positive_int,
-            "max_emissions": check_positive_quantity("mass"),
-            "max_energy": check_positive_quantity("energy"),
-            "min_goodput": check_fraction,
-        }
-        out: dict[str, Any] = {}  # each limit as its check returns it, for the matching field
-        for name, value in limits.items():
+
+        def checked(name: str, check: Callable[[object], T]) -> T | None:
+            value = limits.get(name)
             if value is None:
-                out[name] = None
-                continue
+                return None
             try:
-                out[name] = checks[name](value)
+                return check(value)
             except InputError as exc:
                 raise InputError(f"plan {name}: {exc}", field=name) from None
-        return cls(**out)
+
+        return cls(
+            deadline=checked("deadline", check_positive_quantity("time")),
+            budget=checked("budget", check_positive_quantity("money")),
+            min_efficiency=checked("min_efficiency", check_fraction),
+            max_global_batch=checked("max_global_batch", check_positive_int),
+            global_batch=checked("global_batch", check_positive_int),
+            max_emissions=checked("max_emissions", check_positive_quantity("mass")),
+            max_energy=checked("max_energy", check_positive_quantity("energy")),
+            min_goodput=checked("min_goodput", check_fraction),
+        )
 
     def masks(self, table: SweepTable) -> dict[str, np.ndarray]:
         """For each active constraint (and memory), which rows meet it: the streamed reduction's masks
@@ -276,23 +278,20 @@ class Plan:
             return None
         if float(best.update_time) == float(other.update_time):
             return None
-        from mlsysim.planning.layouts import TERM_PHRASES, axes_of, why_better
+        from mlsysim.planning.layouts import axes_of, why_better
 
-        other_layout, note = other.layout, ""
+        note = ""
         scale = float(best.global_batch) / float(other.global_batch)
         if scale != 1.0:  # compare the time of the same samples: the runner-up's terms for the best's batch
-            times = ("update_time", *TERM_PHRASES)
-            scaled: dict[str, Any] = {k: float(getattr(other_layout, k)) * scale for k in times}
-            other_layout = other_layout._replace(**scaled)
             note = (
                 f" (the runner-up's update of {float(other.global_batch):,.0f} samples scaled to the best's "
                 f"{float(best.global_batch):,.0f})"
             )
-        if float(other_layout.update_time) <= float(best.layout.update_time):
+        if float(other.layout.update_time) * scale <= float(best.layout.update_time):
             return None  # not faster for the same samples: it wins on another count (the optimizer steps)
         sentence = why_better(
-            axes_of(best.layout), best.layout, axes_of(other.layout), other_layout,
-            float(best.layout.records.cluster.devices_per_node),
+            axes_of(best.layout), best.layout, axes_of(other.layout), other.layout,
+            float(best.layout.records.cluster.devices_per_node), other_scale=scale,
         )
         return sentence[:-1] + note + "." if note else sentence
 

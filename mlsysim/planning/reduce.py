@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from mlsysim.engine.results import result_fields
 from mlsysim.planning.pareto import pareto_mask
 from mlsysim.planning.space import Block, Space, SubBlock, figure, figures
+
+if TYPE_CHECKING:
+    from mlsysim.physics._array import Num
 
 Key = tuple[float, ...]
 
@@ -232,7 +235,7 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         out["n_devices"] = np.asarray(figure(v, "n_devices")).astype(np.int64)
     if criteria.max_global_batch is not None or criteria.global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
-    out["slowdown"] = confidence_slowdown(criteria, lambda name: figure(v, name), sub.inputs.nodes)
+    out["slowdown"] = np.asarray(confidence_slowdown(criteria, lambda name: figure(v, name), sub.inputs.nodes))
     if reach:
         out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)
     for name, limit in WHOLE_RUN_LIMITS.items():

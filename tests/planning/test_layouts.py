@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 import mlsysim
-from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, InfeasiblePlanError, Models, Systems
+from mlsysim import (
+    Q_,
+    Assumptions,
+    DataParallelScaleOutScenario,
+    InfeasiblePlanError,
+    Models,
+    Systems,
+)
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics.layout import check_layout, layout_figures
 from mlsysim.physics.records import records_from
