@@ -552,4 +552,6 @@ def describe_reach(reach: Reach, criteria: Criteria | None = None) -> list[str]:
         out.append(f"best efficiency {reach.best_efficiency:.3g}")
         out.append(f"smallest global batch {int(reach.smallest_global_batch)}")
         return out
+    if math.isinf(reach.least_memory):  # nothing was priced: every layout breaks a layout rule
+        return ["no layout that obeys the layout rules"]
     return [f"least memory needed {reach.least_memory / 1e9:.4g} GB per device"]

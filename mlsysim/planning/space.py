@@ -110,14 +110,36 @@ class _Rows:
         """The inputs that do not vary from row to row, once derived."""
         self.parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
         self.count = 0
+        """Rows gathered and not yet taken."""
         self.broken = 0
+        """Layouts of the boxes gathered that break a rule, not yet counted in a call."""
 
-    def add(self, rows: np.ndarray, columns: dict[str, np.ndarray], broken: int) -> None:
-        """Rows a box keeps (grid indices, and the inputs that vary from row to row), and layouts it breaks."""
-        if rows.size:
-            self.parts.append((rows, columns))
-        self.count += rows.size
-        self.broken += broken
+    def add_box(
+        self, kept: np.ndarray, arrays: dict[str, Num], box: tuple[tuple[int, ...], tuple[int, ...]],
+        grid_shape: tuple[int, ...], most: int,
+    ) -> Iterator[SubBlock]:
+        """Gather the layouts ``kept`` (flat positions) of a box (its offset and shape in the grid), the rest
+        broken; yield calls of ``most`` rows as they fill. The inputs are derived on the box (each figure
+        over the axes it reads), then taken row by row, a call's worth at a time."""
+        offset, shape = box
+        varying: dict[str, np.ndarray] = {}
+        if kept.size:
+            inputs = derived(Inputs(**arrays), self.group[3])
+            for name in Inputs.__dataclass_fields__:
+                value = getattr(inputs, name)
+                if np.ndim(value):
+                    varying[name] = value
+                else:
+                    self.fixed[name] = value  # the same in every box of the group
+        self.broken += math.prod(shape) - kept.size
+        for start in range(0, kept.size, most):
+            coords = np.unravel_index(kept[start : start + most], shape)
+            self.parts.append((
+                np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offset, strict=True)), grid_shape),
+                {name: _take(value, coords) for name, value in varying.items()},
+            ))
+            self.count += coords[0].size
+            yield from self.take(most)
 
     def take(self, most: int) -> Iterator[SubBlock]:
         """``evaluate`` calls of ``most`` rows each while that many are gathered (all of them when ``most`` is 0);
@@ -215,18 +237,7 @@ class Space:
                 if key not in masks:
                     masks[key] = np.flatnonzero(np.broadcast_to(layout_mask(**rules), shape))
                 gathered = pending.setdefault(tuple(picks[p] for p in sorted(picks)), _Rows(group))
-                kept = masks[key]
-                if kept.size:  # derived on the box (each figure over the axes it reads), then taken row by row
-                    inputs = derived(Inputs(**arrays), group[3])
-                    values = {name: getattr(inputs, name) for name in Inputs.__dataclass_fields__}
-                    gathered.fixed = {k: v for k, v in values.items() if not np.ndim(v)}  # the same in every box
-                    varying = {k: v for k, v in values.items() if np.ndim(v)}
-                for start in range(0, max(kept.size, 1), rows):  # row by row, a call's worth at a time
-                    coords = np.unravel_index(kept[start : start + rows], shape)
-                    at = np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offset, strict=True)), self.shape)
-                    broken = 0 if start else math.prod(shape) - kept.size
-                    gathered.add(at, {k: _take(v, coords) for k, v in varying.items()} if kept.size else {}, broken)
-                    yield from gathered.take(rows)
+                yield from gathered.add_box(masks[key], arrays, (offset, shape), self.shape, rows)
         for gathered in pending.values():
             yield from gathered.take(0)
 

@@ -6,6 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import mlsysim
 from mlsysim import (
@@ -104,6 +106,26 @@ def test_a_plan_over_layouts_equals_a_brute_force(global_batch, chunk_rows):
         assert result.global_batch == global_batch
 
 
+TINY = {"nodes": [8, 16], "tensor_parallel": [1, 2, 4, 8], "pipeline_parallel": [1, 2, 4], "pipeline_chunks": [1, 2],
+        "per_device_batch": [1, 2], "accumulation_steps": [1, 2, 4, 8], "zero_stage": [0, 3]}
+
+
+@settings(max_examples=12, deadline=None)
+@given(chunk_rows=st.integers(1, 800), top=st.integers(0, 4), objective=st.sampled_from(["time", "cost"]))
+def test_any_block_size_gives_the_same_plan_over_layouts(chunk_rows, top, objective):
+    """Blocks and calls of any size (the rows gathered across blocks, a call per categorical group) give the
+    answers of one block of the whole space: best, runner-up, counts, front and top."""
+    scenario = worked_example(nodes=8, node_hour_rate=Q_(98, "USD/hour"))
+    whole = mlsysim.plan(scenario, objective=objective, top=top, chunk_rows=10**6, **TINY)
+    split = mlsysim.plan(scenario, objective=objective, top=top, chunk_rows=chunk_rows, **TINY)
+    assert (split.best_row, split.runner_row) == (whole.best_row, whole.runner_row)
+    assert split.excluded == whole.excluded and split.feasible_count == whole.feasible_count
+    assert split.evaluated == whole.evaluated == 768
+    assert split.pareto["training_time"].tolist() == whole.pareto["training_time"].tolist()
+    if top:
+        assert split.top["training_time"].tolist() == whole.top["training_time"].tolist()
+
+
 def test_a_plan_on_two_processes_equals_one():
     scenario = worked_example()
     one = mlsysim.plan(scenario, objective="time", top=5, **SMALL)
@@ -191,6 +213,11 @@ def test_nothing_fits_in_a_tiny_memory():
     _, _, broken, _ = brute_force(scenario, SMALL)
     assert info.value.excluded["layout_rules"] == broken
     assert info.value.excluded["memory"] == 2 * 4320 - broken  # every layout the rules keep: none fits
+
+
+def test_a_space_where_every_layout_breaks_a_rule_says_so():
+    with pytest.raises(InfeasiblePlanError, match="2 break layout_rules.*reaches: no layout that obeys the layout"):
+        mlsysim.plan(worked_example(), objective="time", tensor_parallel=[3, 5])  # 64 heads
 
 
 def test_the_worked_example_search_picks_the_zero3_layout():
