@@ -121,7 +121,7 @@ class _Rows:
         """Gather the layouts ``kept`` (flat positions) of a box (its offset and shape in the grid), the rest
         broken; yield calls of ``most`` rows as they fill. The inputs are derived on the box (each figure
         over the axes it reads), then taken row by row, a call's worth at a time."""
-        offset, shape = box
+        offset, shape = box  # the box's place in the grid
         varying: dict[str, np.ndarray] = {}
         if kept.size:
             inputs = derived(Inputs(**arrays), self.group[3])
@@ -132,12 +132,13 @@ class _Rows:
                 else:
                     self.fixed[name] = value  # the same in every box of the group
         self.broken += math.prod(shape) - kept.size
+        strides = np.cumprod((1, *grid_shape[:0:-1]))[::-1]  # of the grid, in C order
+        first = int(np.dot(offset, strides))
+        spans = [d for d, n in enumerate(shape) if n > 1]
         for start in range(0, kept.size, most):
             coords = np.unravel_index(kept[start : start + most], shape)
-            self.parts.append((
-                np.ravel_multi_index(tuple(c + o for c, o in zip(coords, offset, strict=True)), grid_shape),
-                {name: _take(value, coords) for name, value in varying.items()},
-            ))
+            at = sum((coords[d] * int(strides[d]) for d in spans), np.full(coords[0].shape, first, dtype=np.int64))
+            self.parts.append((at, {name: _take(value, coords) for name, value in varying.items()}))
             self.count += coords[0].size
             yield from self.take(most)
 
@@ -233,7 +234,7 @@ class Space:
             for picks in self._picks(block):
                 offset, shape, arrays, group = self._box(block.index, picks)
                 rules = _rules_arguments(layout_records(Inputs(**arrays), group[1], group[3]))
-                key = tuple((v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v for v in rules.values())
+                key = tuple((v.shape, v.tobytes()) if isinstance(v, np.ndarray) else repr(v) for v in rules.values())
                 if key not in masks:
                     masks[key] = np.flatnonzero(np.broadcast_to(layout_mask(**rules), shape))
                 gathered = pending.setdefault(tuple(picks[p] for p in sorted(picks)), _Rows(group))
