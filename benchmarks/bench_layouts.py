@@ -7,6 +7,7 @@ Run:
     python benchmarks/bench_layouts.py --pricing operators --no-result
     python benchmarks/bench_layouts.py --space moe --no-result   # DeepSeek-V3: cp, ep, etp axes too
     python benchmarks/bench_layouts.py --workers 2   # the plan's blocks on two processes
+    python benchmarks/bench_layouts.py --no-search   # one layout's result only
 
 The space: nodes 1..N (8 H100s each) x t in 1, 2, 4, 8 x p in the divisors of
 80 up to 80 x v in 1, 2, 4 x micro-batch 1, 2, 4 x micro-batches 1..64 x ZeRO
@@ -161,8 +162,11 @@ def main() -> None:
     parser.add_argument("--space", choices=("dense", "moe"), default="dense",
                         help="dense: Llama-3 70B on DGX H100; moe: DeepSeek-V3 on HGX H800 with cp, ep, etp")
     parser.add_argument("--no-result", action="store_true", help="skip the one-layout result timings")
+    parser.add_argument("--no-search", action="store_true", help="only the one-layout result timings")
     args = parser.parse_args()
-    if args.space == "moe":
+    if args.no_search:
+        pass
+    elif args.space == "moe":
         search(args, "moe, operators", deepseek_v3(), MOE_AXES)
     else:
         for pricing, base in (("flops", scenario(mfu=0.73)), ("operators", scenario())):
