@@ -9,9 +9,9 @@ The space: t in 1, 2, 4, 8 x p in 1, 2, 4, 5, 8, 10, 16, 20 x v in 1, 2, 4 x
 micro-batches (accumulation_steps) 1..128 x nodes 16, 32, 64 x ZeRO stage
 0-3 (147,456 layouts), Llama-3 70B on DGX H100 nodes with InfiniBand NDR,
 MFU 0.45, sequence parallelism, no optimizer step. Every layout of the grid counts (those the
-layout rules or the memory reject included). This is the engine's plan
-(the scenario's `evaluate` on arrays, the same as the scalar solve); the
-physics-only search is ``bench_layouts.py``. Prints the median of
+layout rules or the memory reject included); a small space, where a plan's
+fixed costs (checking the axes, the best rows' scenarios) show. The larger
+spaces are ``bench_layouts.py``. Prints the median of
 ``--repeats`` runs and the machine's load; not a timed test.
 """
 
@@ -35,7 +35,7 @@ def main() -> None:
         workload=Models.Language.Llama3_70B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=64,
         fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=32, mfu=0.45,
         training_tokens=Q_(1e12, "token"), device_memory=Q_(80, "GB"), node_hour_rate=Q_(98, "USD/hour"), assumptions=Assumptions(overlap=True),
-        tensor_parallel=1, sequence_parallel=1,
+        tensor_parallel=2, sequence_parallel=1,
     )
     axes = {
         "tensor_parallel": [1, 2, 4, 8],

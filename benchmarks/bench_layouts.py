@@ -1,4 +1,4 @@
-"""Benchmark of the layout search (``mlsysim.planning.layouts.best_layout``) and of one layout's result.
+"""Benchmark of the layout search (``mlsysim.plan`` over layout axes) and of one layout's result.
 
 Run:
 
@@ -6,24 +6,24 @@ Run:
     python benchmarks/bench_layouts.py --nodes 1024  # 1..1,024 nodes
     python benchmarks/bench_layouts.py --pricing operators --no-result
     python benchmarks/bench_layouts.py --space moe --no-result   # DeepSeek-V3: cp, ep, etp axes too
+    python benchmarks/bench_layouts.py --workers 2   # the plan's blocks on two processes
+    python benchmarks/bench_layouts.py --no-search   # one layout's result only
 
 The space: nodes 1..N (8 H100s each) x t in 1, 2, 4, 8 x p in the divisors of
 80 up to 80 x v in 1, 2, 4 x micro-batch 1, 2, 4 x micro-batches 1..64 x ZeRO
 stage 0-3 x recompute none/selective/full, Llama-3 70B on 8,192-token
-sequences, 80 GB per device, global batch free. Layouts per second count
-every layout of the grid (those the rules or the memory reject included).
-``--pricing``: t_c from FLOPs at u = 0.73 (``flops``), operator by operator
-(``operators``: the figures :func:`~mlsysim.planning.layouts.scenario_search_inputs`
-takes from a scenario whose step comes from the operators, Llama-3 70B on DGX
-H100 with its fitted bf16 ceiling), or both.
+sequences, 80 GB per device, global batch free, ``objective="time"``. Layouts
+per second count every layout of the grid (those the rules or the memory reject
+included). ``--pricing``: the step from the model FLOPs at ``mfu`` 0.73
+(``flops``), operator by operator (``operators``: the fitted bf16 ceiling of the
+H100, each layout's kernels at its own t, b and stage), or both.
 
 ``--space moe``: DeepSeek-V3 (MoE, multi-head latent attention, fp8 products) on
 16..256 HGX H800 nodes (step 16) x t in 1, 2, 4, 8 x cp in 1, 2 x p in 1, 2, 4,
 8, 16 x v in 1, 2 x ep in 1, 8, 16, 32, 64, 128, 256 x etp in 1, 2 x
 micro-batch 1, 2 x micro-batches 8..128 (step 8) x ZeRO 0, 1, 3 x recompute
-none/selective/full, always priced from the operators
-(:func:`~mlsysim.planning.layouts.scenario_search_inputs` of the report's
-layout, ``expert_overlap`` 1), 80 GB per device.
+none/selective/full, priced from the operators (the report's layout,
+``expert_overlap`` 1), 80 GB per device.
 
 Then (unless ``--no-result``) one layout's ``scenario.result``: Llama-3 70B,
 t 8 p 4, 4 DGX H100 nodes, 32 micro-batches, with the step from the operators
@@ -37,20 +37,16 @@ runs and the machine's load; not a timed test.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
 from typing import Any
 
+import mlsysim
 from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
 from mlsysim.physics.matmul import _shape_times
-from mlsysim.physics.records import records_from
-from mlsysim.planning.layouts import best_layout, grid_size, scenario_search_inputs
-
-LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
-DGX_H100 = dict(devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.73, memory_bandwidth=3.35e12,
-                intra_bandwidth=450e9, nic_bandwidth=50e9, nics_per_node=8.0)
-OPERATOR_FIGURES = ("matmul_ceiling", "matmul_peak", "attention_ceiling")
+from mlsysim.planning.layouts import axes_of, describe_layout
 
 
 def scenario(**changes: Any) -> DataParallelScaleOutScenario:
@@ -74,68 +70,53 @@ def deepseek_v3() -> DataParallelScaleOutScenario:
     )
 
 
-def search_moe(args: argparse.Namespace) -> None:
-    axes = {
-        "devices": [8.0 * n for n in range(16, 257, 16)],
-        "tensor_parallel": [1.0, 2.0, 4.0, 8.0],
-        "context_parallel": [1.0, 2.0],
-        "pipeline_parallel": [1.0, 2.0, 4.0, 8.0, 16.0],
-        "pipeline_chunks": [1.0, 2.0],
-        "expert_parallel": [1.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
-        "expert_tensor_parallel": [1.0, 2.0],
-        "micro_batch": [1.0, 2.0],
-        "micro_batches": [float(m) for m in range(8, 129, 8)],
-        "zero_stage": [0.0, 1.0, 3.0],
-        "recompute": [0.0, 1.0, 2.0],
-    }
-    inputs = scenario_search_inputs(deepseek_v3())
-    size = grid_size(axes)
+RECOMPUTE = ["none", "selective", "full"]
+
+
+def search(args: argparse.Namespace, label: str, base: DataParallelScaleOutScenario, axes: dict[str, list[Any]]) -> None:
+    """The median time of ``plan(base, objective="time", **axes)`` over ``--repeats`` runs, and its best layout."""
+    size = math.prod(len(values) for values in axes.values())
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        best = best_layout(axes, **inputs._asdict())
+        plan = mlsysim.plan(base, objective="time", workers=args.workers, **axes)
         times.append(time.perf_counter() - start)
     median = statistics.median(times)
-    print(f"[moe, operators] layouts: {size:,}  kept: {best.kept:,}  median {median:.2f} s  "
-          f"-> {size / median / 1e6:.2f} M layouts/s (load {os.getloadavg()[0]:.1f})")
-    print(f"[moe, operators] best: {best.layout}  {best.seconds_per_sequence * 1e3:.2f} ms per sequence, "
-          f"update {best.update_time:.2f} s, memory {best.memory_bytes / 1e9:.1f} GB")
+    best = plan.best.result.figures
+    assert best.layout is not None
+    print(f"[{label}] layouts: {size:,}  feasible: {plan.feasible_count:,}  median {median:.2f} s  "
+          f"-> {size / median / 1e6:.2f} M layouts/s (workers={args.workers}, load {os.getloadavg()[0]:.1f})")
+    print(f"[{label}] best: {describe_layout(axes_of(best.layout))}, "
+          f"{float(best.update_time) / float(best.global_batch) * 1e3:.2f} ms per sequence, "
+          f"update {float(best.layout.update_time):.2f} s, memory {float(best.layout.memory_bytes) / 1e9:.1f} GB")
 
 
-def search(args: argparse.Namespace, pricing: str) -> None:
-    axes = {
-        "devices": [8.0 * n for n in range(1, args.nodes + 1)],
-        "tensor_parallel": [1.0, 2.0, 4.0, 8.0],
-        "pipeline_parallel": [1.0, 2.0, 4.0, 5.0, 8.0, 10.0, 16.0, 20.0, 40.0, 80.0],
-        "pipeline_chunks": [1.0, 2.0, 4.0],
-        "micro_batch": [1.0, 2.0, 4.0],
-        "micro_batches": [float(m) for m in range(1, 65)],
-        "zero_stage": [0.0, 1.0, 2.0, 3.0],
-        "recompute": [0.0, 1.0, 2.0],
+def dense_axes(nodes: int) -> dict[str, list[Any]]:
+    return {
+        "nodes": list(range(1, nodes + 1)),
+        "tensor_parallel": [1, 2, 4, 8],
+        "pipeline_parallel": [1, 2, 4, 5, 8, 10, 16, 20, 40, 80],
+        "pipeline_chunks": [1, 2, 4],
+        "per_device_batch": [1, 2, 4],
+        "accumulation_steps": list(range(1, 65)),
+        "zero_stage": [0, 1, 2, 3],
+        "recompute": RECOMPUTE,
     }
-    records = records_from(**LLAMA3_70B, **DGX_H100, sequence_parallel=True, flash_attention=True)
-    if pricing == "operators":
-        found = scenario_search_inputs(scenario()).records
-        shape, rates = found.shape, found.rates
-        records = records._replace(
-            shape=records.shape._replace(kv_heads=shape.kv_heads, ffn_hidden=shape.ffn_hidden,
-                          gated_mlp=shape.gated_mlp),
-            cluster=records.cluster._replace(compute_units=found.cluster.compute_units),
-            layout=records.layout._replace(cast_bytes=found.layout.cast_bytes,
-                           fused_elementwise=found.layout.fused_elementwise),
-            rates=records.rates._replace(**{name: getattr(rates, name) for name in OPERATOR_FIGURES}),
-        )
-    size = grid_size(axes)
-    times = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        best = best_layout(axes, records=records, memory_capacity=80e9)
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    print(f"[{pricing}] layouts: {size:,}  kept: {best.kept:,}  median {median:.2f} s  "
-          f"-> {size / median / 1e6:.2f} M layouts/s (load {os.getloadavg()[0]:.1f})")
-    print(f"[{pricing}] best: {best.layout}  {best.seconds_per_sequence * 1e3:.2f} ms per sequence, "
-          f"update {best.update_time:.2f} s, memory {best.memory_bytes / 1e9:.1f} GB")
+
+
+MOE_AXES: dict[str, list[Any]] = {
+    "nodes": list(range(16, 257, 16)),
+    "tensor_parallel": [1, 2, 4, 8],
+    "context_parallel": [1, 2],
+    "pipeline_parallel": [1, 2, 4, 8, 16],
+    "pipeline_chunks": [1, 2],
+    "expert_parallel": [1, 8, 16, 32, 64, 128, 256],
+    "expert_tensor_parallel": [1, 2],
+    "per_device_batch": [1, 2],
+    "accumulation_steps": list(range(8, 129, 8)),
+    "zero_stage": [0, 1, 3],
+    "recompute": RECOMPUTE,
+}
 
 
 def results(repeats: int) -> None:
@@ -176,17 +157,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--pricing", choices=("flops", "operators", "both"), default="both")
     parser.add_argument("--space", choices=("dense", "moe"), default="dense",
                         help="dense: Llama-3 70B on DGX H100; moe: DeepSeek-V3 on HGX H800 with cp, ep, etp")
     parser.add_argument("--no-result", action="store_true", help="skip the one-layout result timings")
+    parser.add_argument("--no-search", action="store_true", help="only the one-layout result timings")
     args = parser.parse_args()
-    if args.space == "moe":
-        search_moe(args)
+    if args.no_search:
+        pass
+    elif args.space == "moe":
+        search(args, "moe, operators", deepseek_v3(), MOE_AXES)
     else:
-        for pricing in ("flops", "operators"):
+        for pricing, base in (("flops", scenario(mfu=0.73)), ("operators", scenario())):
             if args.pricing in (pricing, "both"):
-                search(args, pricing)
+                search(args, pricing, base, dense_axes(args.nodes))
     if not args.no_result:
         results(args.repeats)
 

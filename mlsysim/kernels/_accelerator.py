@@ -36,7 +36,7 @@ def registry_accelerator(name: str, where: str = "--accelerator") -> str:
 def accelerator_name(accelerator: Accelerator) -> str:
     """The registry's short name of an entry (``"H100"``), as tables name it."""
     for path, entry in Hardware.walk():
-        if entry is accelerator:
+        if entry is accelerator or entry == accelerator:  # a copy (unpickled in a worker process) too
             return str(path).rsplit(".", 1)[-1]
     return accelerator.name
 

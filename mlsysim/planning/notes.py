@@ -78,7 +78,8 @@ def plan_notes(plan: PlanView, shown: dict[str, Iterable[int]] | None = None) ->
         notes += rows_notes(plan.pareto, rows, what)
     limit = batch_limit(best)
     batch_noted = any("global batch #" in _kind(n) for n in notes)
-    if batch_noted and limit is not None and plan.constraints.max_global_batch is None:
+    limits = plan.constraints
+    if batch_noted and limit is not None and limits.max_global_batch is None and limits.global_batch is None:
         option = {
             "text": f"--max-global-batch {limit}",
             "form": f"a largest global batch of {limit}",

@@ -29,7 +29,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
@@ -41,9 +41,10 @@ from mlsysim.planning.reduce import (
     FIGURE_WORDS,
     Criteria,
     Partial,
+    confidence_slowdown,
     describe_reach,
+    limit_masks,
     ranked_columns,
-    whole_run_masks,
 )
 from mlsysim.planning.run import Outcome, run
 from mlsysim.planning.space import Space
@@ -65,8 +66,15 @@ if TYPE_CHECKING:
 
 OBJECTIVES = ("cost", "time")
 
+T = TypeVar("T")
+
 PLAN_CHUNK_ROWS = 1 << 18
 """Layouts per block of a plan (one block's columns stay well under 100 MB)."""
+
+LAYOUT_CHUNK_ROWS = 1 << 22
+"""Layouts per block of a plan over parallel layouts: a block holds the indices of the layouts that obey the
+rules (at most 8 bytes each), which are evaluated :data:`~mlsysim.planning.reduce.LAYOUT_CALL_ROWS` at a time;
+larger blocks derive each group's inputs fewer times."""
 
 PARALLEL_MIN_LAYOUTS = 4_000_000
 """With ``workers=None``, smaller plans run in this process (starting processes costs ~1 s)."""
@@ -83,6 +91,7 @@ class Constraints:
     budget: Quantity | None = None  # money: cost must be at most this
     min_efficiency: float | None = None
     max_global_batch: int | None = None
+    global_batch: int | None = None  # samples per update: a layout must make exactly this many (b m d)
     max_emissions: Quantity | None = None  # a mass of CO2e: emissions must be at most this
     max_energy: Quantity | None = None  # an energy: energy must be at most this
     min_goodput: float | None = None
@@ -95,57 +104,42 @@ class Constraints:
     @classmethod
     def checked(cls, **limits: object) -> Constraints:
         """Constraints with each limit validated (naming the bad one)."""
-        checks: dict[str, Callable[[object], object]] = {
-            "deadline": check_positive_quantity("time"),
-            "budget": check_positive_quantity("money"),
-            "min_efficiency": check_fraction,
-            "max_global_batch": check_positive_int,
-            "max_emissions": check_positive_quantity("mass"),
-            "max_energy": check_positive_quantity("energy"),
-            "min_goodput": check_fraction,
-        }
-        out: dict[str, Any] = {}  # each limit as its check returns it, for the matching field
-        for name, value in limits.items():
+
+        def checked(name: str, check: Callable[[object], T]) -> T | None:
+            value = limits.get(name)
             if value is None:
-                out[name] = None
-                continue
+                return None
             try:
-                out[name] = checks[name](value)
+                return check(value)
             except InputError as exc:
                 raise InputError(f"plan {name}: {exc}", field=name) from None
-        return cls(**out)
+
+        return cls(
+            deadline=checked("deadline", check_positive_quantity("time")),
+            budget=checked("budget", check_positive_quantity("money")),
+            min_efficiency=checked("min_efficiency", check_fraction),
+            max_global_batch=checked("max_global_batch", check_positive_int),
+            global_batch=checked("global_batch", check_positive_int),
+            max_emissions=checked("max_emissions", check_positive_quantity("mass")),
+            max_energy=checked("max_energy", check_positive_quantity("energy")),
+            min_goodput=checked("min_goodput", check_fraction),
+        )
 
     def masks(self, table: SweepTable) -> dict[str, np.ndarray]:
-        """For each active constraint (and memory), which rows meet it."""
+        """For each active constraint (and memory), which rows meet it: the streamed reduction's masks
+        (:func:`~mlsysim.planning.reduce.limit_masks`) over the materialised table."""
+        criteria = self.criteria("time")
         masks = {"memory": table["fits"]}
-        slowdown: np.ndarray | float = 1.0
-        if self.confidence_z is not None or self.confidence_rho is not None:
-            from mlsysim.engine.reports.bands import slowdown_at_confidence
-
-            slowdown = slowdown_at_confidence(
-                0.0 if self.confidence_z is None else self.confidence_z,
-                table["efficiency"],
-                table.nodes(),
-                table["n_devices"],
-                np.isfinite(np.asarray(table["tensor_ranks"], dtype=float)),
-                1.0 if self.confidence_rho is None else self.confidence_rho,
-            )
         if is_layout_space(table.base, table.axes):  # parallel layouts: those that break a layout rule
             masks["layout_rules"] = table["layout_valid"]
         time, cost = ranked_columns(self, lambda name: np.asarray(table[name], dtype=float))
-        if self.deadline is not None:
-            hours = to_canonical(self.deadline, "time") / 3600.0
-            masks["deadline"] = time * slowdown <= hours
-        if self.budget is not None:
-            masks["budget"] = cost * slowdown <= to_canonical(self.budget, "money")
-        if self.min_efficiency is not None:
-            masks["min_efficiency"] = table["efficiency"] >= self.min_efficiency
-        if self.max_global_batch is not None:
-            masks["max_global_batch"] = table["global_batch"] <= self.max_global_batch
-        limits = self.criteria("time")
-        names: tuple[str, ...] = ("emissions", "energy", "goodput")
-        columns = {c: table[c] for c in names if c in table.columns}
-        masks.update(whole_run_masks(limits, columns))
+        ranked = {"training_time": time, "cost": cost}
+
+        def column(name: str) -> np.ndarray:
+            return ranked[name] if name in ranked else table[name]
+
+        slowdown = confidence_slowdown(criteria, column, table.nodes())
+        masks.update(limit_masks(criteria, column, slowdown))
         return masks
 
     def criteria(self, objective: str, top: int = 0) -> Criteria:
@@ -158,6 +152,7 @@ class Constraints:
             budget=None if self.budget is None else to_canonical(self.budget, "money"),
             min_efficiency=self.min_efficiency,
             max_global_batch=self.max_global_batch,
+            global_batch=self.global_batch,
             top=top,
             max_emissions=None
             if self.max_emissions is None
@@ -173,24 +168,19 @@ class Constraints:
         )
 
     def describe(self) -> str:
-        parts = []
         sure = "" if self.confidence is None else f" with {self.confidence:.0%} confidence"
-        if self.deadline is not None:
-            parts.append(f"{FIGURE_WORDS[self.time_figure]} <= {_q(self.deadline)}{sure}")
-        if self.budget is not None:
-            parts.append(f"{FIGURE_WORDS[self.cost_figure]} <= {_q(self.budget)}{sure}")
-        if self.min_efficiency is not None:
-            parts.append(f"efficiency >= {self.min_efficiency:g}")
-        if self.max_global_batch is not None:
-            parts.append(f"global batch <= {self.max_global_batch}")
-        if self.max_emissions is not None:
-            parts.append(f"emissions <= {_q(self.max_emissions)} CO2e")
-        if self.max_energy is not None:
-            parts.append(f"energy <= {_q(self.max_energy)}")
-        if self.min_goodput is not None:
-            parts.append(f"goodput >= {self.min_goodput:g}")
-        parts.append("fits in device memory (when known)")
-        return ", ".join(parts)
+        limits = (
+            (self.deadline, f"{FIGURE_WORDS[self.time_figure]} <= {{}}{sure}"),
+            (self.budget, f"{FIGURE_WORDS[self.cost_figure]} <= {{}}{sure}"),
+            (self.min_efficiency, "efficiency >= {}"),
+            (self.max_global_batch, "global batch <= {}"),
+            (self.global_batch, "global batch = {}"),
+            (self.max_emissions, "emissions <= {} CO2e"),
+            (self.max_energy, "energy <= {}"),
+            (self.min_goodput, "goodput >= {}"),
+        )
+        parts = [text.format(_value(limit)) for limit, text in limits if limit is not None]
+        return ", ".join([*parts, "fits in device memory (when known)"])
 
 
 @dataclass(frozen=True)
@@ -288,23 +278,20 @@ class Plan:
             return None
         if float(best.update_time) == float(other.update_time):
             return None
-        from mlsysim.planning.layouts import TERM_PHRASES, axes_of, why_better
+        from mlsysim.planning.layouts import axes_of, why_better
 
-        other_layout, note = other.layout, ""
+        note = ""
         scale = float(best.global_batch) / float(other.global_batch)
         if scale != 1.0:  # compare the time of the same samples: the runner-up's terms for the best's batch
-            times = ("update_time", *TERM_PHRASES)
-            scaled: dict[str, Any] = {k: float(getattr(other_layout, k)) * scale for k in times}
-            other_layout = other_layout._replace(**scaled)
             note = (
                 f" (the runner-up's update of {float(other.global_batch):,.0f} samples scaled to the best's "
                 f"{float(best.global_batch):,.0f})"
             )
-        if float(other_layout.update_time) <= float(best.layout.update_time):
+        if float(other.layout.update_time) * scale <= float(best.layout.update_time):
             return None  # not faster for the same samples: it wins on another count (the optimizer steps)
         sentence = why_better(
-            axes_of(best.layout), best.layout, axes_of(other.layout), other_layout,
-            float(best.layout.records.cluster.devices_per_node),
+            axes_of(best.layout), best.layout, axes_of(other.layout), other.layout,
+            float(best.layout.records.cluster.devices_per_node), other_scale=scale,
         )
         return sentence[:-1] + note + "." if note else sentence
 
@@ -361,6 +348,7 @@ def plan(
     budget: Quantity | None = None,
     min_efficiency: float | None = None,
     max_global_batch: int | None = None,
+    global_batch: int | None = None,
     max_emissions: Quantity | None = None,
     max_energy: Quantity | None = None,
     min_goodput: float | None = None,
@@ -369,7 +357,7 @@ def plan(
     workers: int | None = None,
     scheduler: Scheduler | None = None,
     max_layouts: int = MAX_STREAM_LAYOUTS,
-    chunk_rows: int = PLAN_CHUNK_ROWS,
+    chunk_rows: int | None = None,
     progress: Progress | None = None,
     **axes: Iterable[object],
 ) -> Plan:
@@ -378,7 +366,9 @@ def plan(
     ``objective`` is ``"cost"`` (needs ``node_hour_rate``) or ``"time"``;
     ``deadline`` (a time) bounds the training time, ``budget`` (money) the
     cost, ``min_efficiency`` the scaling efficiency from below and
-    ``max_global_batch`` the global batch; ``max_emissions`` (a mass of CO2e),
+    ``max_global_batch`` the global batch, ``global_batch`` fixes it (a layout
+    must make exactly that many samples per update, b m d = B: a layout
+    search's batch); ``max_emissions`` (a mass of CO2e),
     ``max_energy`` and ``min_goodput`` bound the whole run's figures
     (docs/whole_run.md: a layout without them, with no device power or no
     failure inputs, breaks them). With ``confidence`` (in (0.5, 1), e.g.
@@ -394,8 +384,14 @@ def plan(
     ``device_memory`` are always excluded. ``top=k`` also keeps the k best
     layouts (``plan.top``).
 
-    The space is streamed in blocks of ``chunk_rows`` layouts and never held
-    in memory. ``workers=N`` spreads the blocks over N processes (default:
+    Over parallel layouts (a layout input given or swept: docs/planning.md) the
+    layout rules are applied first, to the axes they read (devices, t, cp, p,
+    v, ep, etp, m), before anything is priced; only the layouts they keep are
+    evaluated, a layout that breaks one counts against ``layout_rules`` alone.
+
+    The space is streamed in blocks of ``chunk_rows`` layouts (default
+    :data:`PLAN_CHUNK_ROWS`, :data:`LAYOUT_CHUNK_ROWS` over parallel layouts)
+    and never held in memory. ``workers=N`` spreads the blocks over N processes (default:
     every core for spaces of at least :data:`PARALLEL_MIN_LAYOUTS`, else this
     process); ``scheduler="tcp://host:8786"`` (or a
     ``dask.distributed.Client``) runs them on a Dask cluster (``pip install
@@ -422,6 +418,7 @@ def plan(
         budget=budget,
         min_efficiency=min_efficiency,
         max_global_batch=max_global_batch,
+        global_batch=global_batch,
         max_emissions=max_emissions,
         max_energy=max_energy,
         min_goodput=min_goodput,
@@ -429,7 +426,8 @@ def plan(
     if confidence is not None:
         constraints = _with_confidence(constraints, scenario, axes, confidence)
     top = _count_option("top", top, minimum=0)
-    chunk_rows = _count_option("chunk_rows", chunk_rows, minimum=1)
+    if chunk_rows is not None:
+        chunk_rows = _count_option("chunk_rows", chunk_rows, minimum=1)
     max_layouts = _count_option("max_layouts", max_layouts, minimum=1)
     if workers is not None:
         workers = _count_option("workers", workers, minimum=1)
@@ -448,7 +446,7 @@ def plan(
     outcome = run(
         space,
         criteria,
-        chunk_rows=chunk_rows,
+        chunk_rows=chunk_rows or (LAYOUT_CHUNK_ROWS if layouts else PLAN_CHUNK_ROWS),
         workers=n_workers,
         scheduler=scheduler,
         progress=progress,
@@ -602,20 +600,11 @@ def _infeasible_message(space: Space, constraints: Constraints, state: Partial) 
     )
 
 
-def _figures(row: Mapping[str, object]) -> str:
-    cost = row.get("cost")
-    money = "cost unknown" if cost is None else f"{cost:,.2f} USD"
-    return f"{row['training_time']:.4g} h / {money}"
-
-
 def _value(value: object) -> str:
+    """A limit as :meth:`Constraints.describe` writes it: a quantity in its short units, a number in %g."""
     if isinstance(value, Quantity):
-        return _q(value)
-    return str(getattr(value, "name", value))
-
-
-def _q(q: Quantity) -> str:
-    return f"{q:~P}"
+        return f"{value:~P}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _layout_space(space: Space) -> bool:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,14 @@ from mlsysim.engine.results import result_fields
 from mlsysim.planning.pareto import pareto_mask
 from mlsysim.planning.space import Block, Space, SubBlock, figure, figures
 
+if TYPE_CHECKING:
+    from mlsysim.physics._array import Num
+
 Key = tuple[float, ...]
+
+LAYOUT_CALL_ROWS = 1 << 17
+"""Layouts per ``evaluate`` call over parallel layouts (those that obey the rules, gathered across blocks):
+enough to spread each call's fixed cost (the operators' kernels priced per distinct row)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,8 @@ class Criteria:
     budget: float | None = None
     min_efficiency: float | None = None
     max_global_batch: int | None = None
+    global_batch: int | None = None
+    """A layout must make exactly this many samples per update (b m d = B: a layout search's batch)."""
     top: int = 0
     # the whole run (docs/whole_run.md), in the table's units: tonnes CO2e, MWh, a fraction
     max_emissions: float | None = None
@@ -74,6 +83,7 @@ class Criteria:
             ("budget", self.budget),
             ("min_efficiency", self.min_efficiency),
             ("max_global_batch", self.max_global_batch),
+            ("global_batch", self.global_batch),
             ("max_emissions", self.max_emissions),
             ("max_energy", self.max_energy),
             ("min_goodput", self.min_goodput),
@@ -184,9 +194,13 @@ def _least(a: Key | None, b: Key | None) -> Key | None:
 def reduce_blocks(space: Space, criteria: Criteria, blocks: list[Block]) -> Partial:
     """The reduction of some blocks of ``space`` (what one worker task computes)."""
     state = Partial(criteria)
-    for block in blocks:
-        for sub in space.sub_blocks(block):
-            reduce_sub_block(state, sub, space.shape, criteria)
+    if criteria.layout_rules:
+        most = min(LAYOUT_CALL_ROWS, max((len(b) for b in blocks), default=1))  # no more than a block
+        subs: Iterable[SubBlock] = space.layout_sub_blocks(blocks, most)
+    else:
+        subs = (sub for block in blocks for sub in space.sub_blocks(block))
+    for sub in subs:
+        reduce_sub_block(state, sub, space.shape, criteria)
     return state
 
 
@@ -213,25 +227,15 @@ def plan_columns(sub: SubBlock, criteria: Criteria, reach: bool) -> dict[str, np
         "cost": cost,
         "fits": np.asarray(figure(v, "fits")),  # True where the device memory is unknown
     }
-    if criteria.layout_rules:
+    if criteria.layout_rules and sub.rows is None:  # rows of a sub-block obey the rules already
         out["layout_valid"] = np.asarray(figure(v, "layout_valid"))
     if criteria.min_efficiency is not None or reach:
         out["efficiency"] = np.asarray(figure(v, "efficiency"), dtype=float)
     if criteria.min_efficiency is not None:
         out["n_devices"] = np.asarray(figure(v, "n_devices")).astype(np.int64)
-    if criteria.max_global_batch is not None or reach:
+    if criteria.max_global_batch is not None or criteria.global_batch is not None or reach:
         out["global_batch"] = np.asarray(figure(v, "global_batch")).astype(np.int64)
-    if criteria.confidence_z is not None or criteria.confidence_rho is not None:
-        from mlsysim.engine.reports.bands import slowdown_at_confidence
-
-        out["slowdown"] = slowdown_at_confidence(
-            0.0 if criteria.confidence_z is None else criteria.confidence_z,
-            figure(v, "efficiency"),
-            sub.inputs.nodes,
-            figure(v, "n_devices"),
-            np.isfinite(np.asarray(figure(v, "tensor_ranks"), dtype=float)),
-            1.0 if criteria.confidence_rho is None else criteria.confidence_rho,
-        )
+    out["slowdown"] = np.asarray(confidence_slowdown(criteria, lambda name: figure(v, name), sub.inputs.nodes))
     if reach:
         out["memory_per_device"] = np.asarray(figure(v, "memory_per_device"), dtype=float)
     for name, limit in WHOLE_RUN_LIMITS.items():
@@ -288,16 +292,39 @@ WHOLE_RUN_LIMITS: dict[str, Limit] = {
 """The whole run's plan constraints; a layout without the figure (NaN: not modeled) breaks them."""
 
 
-def whole_run_masks(criteria: object, col: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Which rows meet each whole-run constraint in force (NaN meets none)."""
-    masks = {}
-    for name, limit in WHOLE_RUN_LIMITS.items():
-        bound = getattr(criteria, name)
-        if bound is None:
-            continue
-        values = col[limit.column]
-        masks[name] = values <= bound if limit.at_most else values >= bound
-    return masks
+def confidence_slowdown(criteria: Criteria, figure: Callable[[str], Num], nodes: Num) -> Num:
+    """With a confidence, the factor each layout's training time and cost may grow by at its bound
+    (:func:`mlsysim.engine.reports.bands.slowdown_at_confidence`, from its efficiency, nodes, devices and
+    whether it is a parallel layout: a tensor-parallel degree given); 1 without one."""
+    if criteria.confidence_z is None and criteria.confidence_rho is None:
+        return 1.0
+    from mlsysim.engine.reports.bands import slowdown_at_confidence
+
+    return slowdown_at_confidence(
+        0.0 if criteria.confidence_z is None else criteria.confidence_z,
+        figure("efficiency"),
+        nodes,
+        figure("n_devices"),
+        np.isfinite(np.asarray(figure("tensor_ranks"), dtype=float)),
+        1.0 if criteria.confidence_rho is None else criteria.confidence_rho,
+    )
+
+
+def limit_masks(criteria: Criteria, column: Callable[[str], np.ndarray], slowdown: Num) -> dict[str, np.ndarray]:
+    """Which rows meet each limit in force (memory and the layout rules aside), from columns in the table's
+    units (``column(name)``; ``training_time`` and ``cost``: the figures the plan ranks by, see
+    :func:`ranked_columns`); deadline and budget at the confidence's ``slowdown``. A whole-run figure that
+    is not modeled (NaN) meets no limit."""
+    bounds: dict[str, tuple[str, float | None, Callable[[np.ndarray, float], np.ndarray]]] = {
+        "deadline": ("training_time", criteria.deadline_hours, lambda x, b: x * slowdown <= b),
+        "budget": ("cost", criteria.budget, lambda x, b: x * slowdown <= b),
+        "min_efficiency": ("efficiency", criteria.min_efficiency, np.greater_equal),
+        "max_global_batch": ("global_batch", criteria.max_global_batch, np.less_equal),
+        "global_batch": ("global_batch", criteria.global_batch, np.equal),
+        **{name: (limit.column, getattr(criteria, name), np.less_equal if limit.at_most else np.greater_equal)
+           for name, limit in WHOLE_RUN_LIMITS.items()},
+    }
+    return {name: meets(column(field), bound) for name, (field, bound, meets) in bounds.items() if bound is not None}
 
 
 def _count(mask: np.ndarray, size: int) -> int:
@@ -319,24 +346,19 @@ def reduce_sub_block(
     cell, so the tie rules are unchanged.
     """
     shape, size = sub.shape, sub.size
+    state.evaluated += sub.layouts
+    if sub.rows is not None:  # the layouts that break a rule were left out: they count against it alone
+        state.excluded["layout_rules"] += sub.layouts - size
+        if size == 0:
+            return
     need_reach = state.feasible == 0
     col = plan_columns(sub, criteria, need_reach)
     masks = {"memory": col["fits"]}
-    slowdown = col.get("slowdown", 1.0)
-    if criteria.layout_rules:
+    if "layout_valid" in col:
         masks["layout_rules"] = col["layout_valid"]
-    if criteria.deadline_hours is not None:
-        masks["deadline"] = col["training_time"] * slowdown <= criteria.deadline_hours
-    if criteria.budget is not None:
-        masks["budget"] = col["cost"] * slowdown <= criteria.budget
-    if criteria.min_efficiency is not None:
-        masks["min_efficiency"] = col["efficiency"] >= criteria.min_efficiency
-    if criteria.max_global_batch is not None:
-        masks["max_global_batch"] = col["global_batch"] <= criteria.max_global_batch
-    masks.update(whole_run_masks(criteria, col))
+    masks.update(limit_masks(criteria, col.__getitem__, col["slowdown"]))
     for name, mask in masks.items():
         state.excluded[name] += size - _count(mask, size)
-    state.evaluated += size
     if need_reach:
         _fold_reach(state.reach, col, shape)
     combined = functools.reduce(np.logical_and, sorted(masks.values(), key=np.size))
@@ -530,4 +552,6 @@ def describe_reach(reach: Reach, criteria: Criteria | None = None) -> list[str]:
         out.append(f"best efficiency {reach.best_efficiency:.3g}")
         out.append(f"smallest global batch {int(reach.smallest_global_batch)}")
         return out
+    if math.isinf(reach.least_memory):  # nothing was priced: every layout breaks a layout rule
+        return ["no layout that obeys the layout rules"]
     return [f"least memory needed {reach.least_memory / 1e9:.4g} GB per device"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,7 +33,7 @@ from mlsysim.engine.inputs.fields import CATEGORICAL_FIELDS, FIELDS
 from mlsysim.engine.inputs.rules import RULES
 from mlsysim.engine.model.equations import Choices, Figures, Inputs, evaluate
 from mlsysim.engine.solvers.data_parallel import choices_of, model_inputs
-from mlsysim.physics.records import KernelConstants
+from mlsysim.physics.records import KernelConstants, LayoutRecords
 from mlsysim.planning.table import Axis
 
 if TYPE_CHECKING:
@@ -69,18 +69,100 @@ class SubBlock:
     inputs: Inputs
     kernels: KernelConstants | None = None
     """The device's measured kernels of the group's scenario (a step from the operators)."""
+    rows: np.ndarray | None = None
+    """Where only the layouts that obey the layout rules are evaluated (:meth:`Space.sub_blocks`): their
+    grid indices, in grid order (``shape`` is then ``(len(rows),)``); None for a box of the grid."""
+    box: int = -1
+    """How many layouts of the grid the sub-block stands for: its box, those it does not evaluate included
+    (-1: ``size``)."""
 
     @property
     def size(self) -> int:
+        """Layouts evaluated."""
         return math.prod(self.shape)
+
+    @property
+    def layouts(self) -> int:
+        """Layouts of the grid it covers (evaluated or broken by a layout rule)."""
+        return self.size if self.box < 0 else self.box
 
     def grid_index(self, positions: np.ndarray, grid_shape: tuple[int, ...]) -> np.ndarray:
         """Flat grid indices of flat (C order) positions inside this sub-block."""
+        if self.rows is not None:
+            return self.rows[np.asarray(positions, dtype=np.int64)]
         if not self.shape:
             return np.zeros(np.shape(positions), dtype=np.int64)
         local = np.unravel_index(np.asarray(positions, dtype=np.int64), self.shape)
         coords = tuple(c + o for c, o in zip(local, self.offset, strict=True))
         return np.ravel_multi_index(coords, grid_shape).astype(np.int64)
+
+
+_Group = tuple[dict[str, "Num"], Choices, str, KernelConstants | None]
+"""A combination of categorical values: its base inputs, choices, algorithm and measured kernels."""
+
+
+class _Rows:
+    """The layouts of one combination of categorical values that obey the rules, gathered box by box."""
+
+    def __init__(self, group: _Group) -> None:
+        self.group = group
+        self.fixed: dict[str, Num] = {}
+        """The inputs that do not vary from row to row, once derived."""
+        self.parts: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
+        self.count = 0
+        """Rows gathered and not yet taken."""
+        self.broken = 0
+        """Layouts of the boxes gathered that break a rule, not yet counted in a call."""
+
+    def add_box(
+        self, kept: np.ndarray, arrays: dict[str, Num], box: tuple[tuple[int, ...], tuple[int, ...]],
+        grid_shape: tuple[int, ...], most: int,
+    ) -> Iterator[SubBlock]:
+        """Gather the layouts ``kept`` (flat positions) of a box (its offset and shape in the grid), the rest
+        broken; yield calls of ``most`` rows as they fill. The inputs are derived on the box (each figure
+        over the axes it reads), then taken row by row, a call's worth at a time."""
+        offset, shape = box  # the box's place in the grid
+        varying: dict[str, np.ndarray] = {}
+        if kept.size:
+            inputs = derived(Inputs(**arrays), self.group[3])
+            for name in Inputs.__dataclass_fields__:
+                value = getattr(inputs, name)
+                if np.ndim(value):
+                    varying[name] = value
+                else:
+                    self.fixed[name] = value  # the same in every box of the group
+        self.broken += math.prod(shape) - kept.size
+        strides = np.cumprod((1, *grid_shape[:0:-1]))[::-1]  # of the grid, in C order
+        first = int(np.dot(offset, strides))
+        spans = [d for d, n in enumerate(shape) if n > 1]
+        for start in range(0, kept.size, most):
+            coords = np.unravel_index(kept[start : start + most], shape)
+            at = sum((coords[d] * int(strides[d]) for d in spans), np.full(coords[0].shape, first, dtype=np.int64))
+            self.parts.append((at, {name: _take(value, coords) for name, value in varying.items()}))
+            self.count += coords[0].size
+            yield from self.take(most)
+
+    def take(self, most: int) -> Iterator[SubBlock]:
+        """``evaluate`` calls of ``most`` rows each while that many are gathered (all of them when ``most`` is 0);
+        the first carries the layouts the rules broke (one with no rows: only those)."""
+        if not self.count or self.count < most:
+            if not most and self.broken:
+                yield self._sub_block(np.empty(0, dtype=np.int64), {})
+            return
+        base_rows = np.concatenate([r for r, _ in self.parts]).astype(np.int64)
+        columns = {k: np.concatenate([c[k] for _, c in self.parts]) for k in self.parts[0][1]}
+        cut = base_rows.size if not most else most * (base_rows.size // most)
+        for start in range(0, cut, most or cut):
+            stop = start + (most or cut)
+            yield self._sub_block(base_rows[start:stop], {k: v[start:stop] for k, v in columns.items()})
+        self.parts = [(base_rows[cut:], {k: v[cut:] for k, v in columns.items()})] if cut < base_rows.size else []
+        self.count = base_rows.size - cut
+
+    def _sub_block(self, rows: np.ndarray, columns: dict[str, np.ndarray]) -> SubBlock:
+        base, choices, algorithm, kernels = self.group
+        box, self.broken = rows.size + self.broken, 0
+        inputs = Inputs(**{**base, **self.fixed, **columns})
+        return SubBlock((), (rows.size,), choices, algorithm, inputs, kernels, rows, box)
 
 
 @dataclass
@@ -94,7 +176,7 @@ class Space:
 
     base: TrainingScenario
     axes: tuple[Axis, ...]
-    _groups: dict[tuple[int, ...], tuple[dict[str, Num], Choices, str, KernelConstants | None]] = field(
+    _groups: dict[tuple[int, ...], _Group] = field(
         default_factory=dict, repr=False, compare=False
     )
     _canonical: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
@@ -126,14 +208,55 @@ class Space:
 
     def sub_blocks(self, block: Block) -> Iterator[SubBlock]:
         """The ``evaluate`` calls of a block: one per combination of its categorical values."""
+        for picks in self._picks(block):
+            offset, shape, arrays, (_, choices, algorithm, kernels) = self._box(block.index, picks)
+            yield SubBlock(offset, shape, choices, algorithm, derived(Inputs(**arrays), kernels), kernels)
+
+    def layout_sub_blocks(self, blocks: Iterable[Block], rows: int) -> Iterator[SubBlock]:
+        """The ``evaluate`` calls of some blocks of a space of parallel layouts: only the layouts that obey
+        the layout rules, as rows.
+
+        The rules (:func:`~mlsysim.physics.layout.layout_mask`) run first, on each box's arrays of the axes
+        they read (devices, t, cp, p, v, ep, etp, m: nothing is priced); the layouts they keep are gathered
+        per combination of categorical values, across blocks, into calls of about ``rows`` layouts (the
+        last of each combination fewer; one with none stands for the layouts its boxes held, all broken).
+        """
+        if not self.shape:  # nothing swept: one layout, as a box
+            for block in blocks:
+                yield from self.sub_blocks(block)
+            return
+        from mlsysim.engine.model.equations import layout_records
+        from mlsysim.physics.layout import layout_mask
+
+        pending: dict[tuple[int, ...], _Rows] = {}
+        for block in blocks:
+            masks: dict[tuple[object, ...], np.ndarray] = {}  # the combinations often share the rules' inputs
+            for picks in self._picks(block):
+                offset, shape, arrays, group = self._box(block.index, picks)
+                rules = _rules_arguments(layout_records(Inputs(**arrays), group[1], group[3]))
+                key = tuple((v.shape, v.tobytes()) if isinstance(v, np.ndarray) else repr(v) for v in rules.values())
+                if key not in masks:
+                    masks[key] = np.flatnonzero(np.broadcast_to(layout_mask(**rules), shape))
+                gathered = pending.setdefault(tuple(picks[p] for p in sorted(picks)), _Rows(group))
+                yield from gathered.add_box(masks[key], arrays, (offset, shape), self.shape, rows)
+        for gathered in pending.values():
+            yield from gathered.take(0)
+
+    def _picks(self, block: Block) -> Iterator[dict[int, int]]:
+        """The combinations of categorical values of a block, as {axis position: value index}."""
         categorical = [p for p, a in enumerate(self.axes) if a.field in CATEGORICAL_FIELDS]
         ranges = [range(*block.index[p].indices(self.shape[p])) for p in categorical]
         for picks in itertools.product(*ranges):
-            yield self._sub_block(block.index, dict(zip(categorical, picks, strict=True)))
+            yield dict(zip(categorical, picks, strict=True))
 
-    def _sub_block(self, index: tuple[slice, ...], picks: dict[int, int]) -> SubBlock:
+    def _box(
+        self, index: tuple[slice, ...], picks: dict[int, int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Num], _Group]:
+        """A box of the grid with fixed categorical values: its offset and shape in the grid, its inputs (the
+        numeric axes as arrays along their own dimensions, the group's values elsewhere) and its group."""
         key = tuple(picks[p] for p in sorted(picks))
-        base, choices, algorithm, kernels = self._group(key, picks)
+        group = self._group(key, picks)
+        base = group[0]
         arrays = dict(base)
         ndim = len(self.axes)
         offset, shape = [], []
@@ -149,7 +272,7 @@ class Space:
             arrays[axis.field] = values.reshape(dims)
             offset.append(start)
             shape.append(stop - start)
-        return SubBlock(tuple(offset), tuple(shape), choices, algorithm, derived(Inputs(**arrays), kernels), kernels)
+        return tuple(offset), tuple(shape), arrays, group
 
     def group_inputs(self) -> Iterator[dict[str, Num]]:
         """The base inputs of every combination of categorical values (one ``evaluate`` group each)."""
@@ -179,9 +302,7 @@ class Space:
             found = self._scenarios[key] = self.base._layered(changes, rules=False)
         return found
 
-    def _group(
-        self, key: tuple[int, ...], picks: dict[int, int]
-    ) -> tuple[dict[str, Num], Choices, str, KernelConstants | None]:
+    def _group(self, key: tuple[int, ...], picks: dict[int, int]) -> _Group:
         found = self._groups.get(key)
         if found is None:
             group = self.group_scenario(picks)
@@ -340,6 +461,29 @@ class Space:
                 selected,
                 SubBlock((), (len(selected),), choices, algorithm, derived(Inputs(**arrays), kernels), kernels),
             )
+
+
+def _rules_arguments(records: LayoutRecords) -> dict[str, Num]:
+    """The keyword arguments of :func:`~mlsysim.physics.layout.layout_mask` for the layout of ``records``
+    (floats, or arrays that broadcast over a box): its structure only, nothing priced."""
+    shape, cluster, layout = records.shape, records.cluster, records.layout
+    return dict(
+        devices=cluster.devices, tensor_parallel=layout.tensor_parallel,
+        pipeline_parallel=layout.pipeline_parallel, heads=shape.heads, layers=shape.layers,
+        micro_batches=layout.micro_batches, pipeline_chunks=layout.pipeline_chunks,
+        context_parallel=layout.context_parallel, seq_len=shape.seq_len,
+        experts=0.0 if shape.moe is None else shape.moe.experts, expert_parallel=layout.expert_parallel,
+        expert_tensor_parallel=layout.expert_tensor_parallel, shard_group=layout.shard_group,
+        first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
+    )
+
+
+def _take(values: np.ndarray, coords: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The entries of ``values`` (an array that broadcasts over a box) at the box's positions ``coords``, as rows."""
+    values = np.asarray(values)
+    shape = (1,) * (len(coords) - values.ndim) + values.shape
+    taken = values.reshape(shape)[tuple(c if n > 1 else 0 for c, n in zip(coords, shape, strict=True))]
+    return np.broadcast_to(taken, coords[0].shape)
 
 
 def _number(value: object, unit: str | None) -> float:

@@ -69,19 +69,6 @@ def sweep(
 ) -> str: ...
 
 
-@overload
-def sweep(
-    scenario: TrainingScenario,
-    *,
-    fields: Iterable[str] | None = None,
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    progress: Progress | None = None,
-    out: str | os.PathLike[str] | None = None,
-    max_layouts: int | None = None,
-    **axes: Iterable[object],
-) -> SweepTable | str: ...
-
-
 def sweep(
     scenario: TrainingScenario,
     *,

@@ -20,6 +20,26 @@ if TYPE_CHECKING:
     from mlsysim.engine.scenario_types import TrainingScenario
 
 
+def row_scenario(base: TrainingScenario, changes: dict[str, Value]) -> TrainingScenario:
+    """The scenario of a sweep's row: ``base.variant(**changes)``, a switch that does nothing on this row off.
+
+    A sweep keeps a row where a switch is on but does nothing (``sequence_parallel=1`` at
+    ``tensor_parallel=1``) when other rows need it (the rule's ``inert``); the scalar solve refuses it,
+    and the row's figures are those with the switch off (None).
+    """
+    from mlsysim.engine.inputs.rules import RULES
+
+    inert = {rule.loc for rule in RULES if rule.inert}
+    while True:
+        try:
+            return base.variant(**changes)
+        except InputError as exc:
+            switch = exc.loc[-1] if exc.loc else None
+            if exc.type != "rule" or switch not in inert or changes.get(switch, True) is None:
+                raise
+            changes = {**changes, str(switch): None}
+
+
 @dataclass(frozen=True, eq=False)
 class Axis:
     """One swept field: its validated values and how they show in the table.
@@ -175,8 +195,8 @@ class SweepTable:
         return {axis.field: axis.values[int(j)] for axis, j in zip(self.axes, index, strict=True)}
 
     def scenario(self, i: int) -> TrainingScenario:
-        """The scenario of row ``i``: ``base.variant(**axis_values(i))``."""
-        return self.base.variant(**self.axis_values(i))
+        """The scenario of row ``i``: ``base.variant(**axis_values(i))`` (see :func:`row_scenario`)."""
+        return row_scenario(self.base, self.axis_values(i))
 
     def row(self, i: int) -> dict[str, object]:
         """Row ``i`` as plain Python values, column by column; NaN (a figure not given) as None,

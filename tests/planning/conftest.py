@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from mlsysim.engine.results import field_unit
+from mlsysim.planning.table import row_scenario
 
 
 def scalar_value(result, field):
@@ -40,19 +41,7 @@ def brute_force(base, axes):
     return [variant_of_row(base, dict(zip(names, combo, strict=True))) for combo in itertools.product(*axes.values())]
 
 
-def variant_of_row(base, changes):
-    from mlsysim.core.exceptions import InputError
-    from mlsysim.engine.inputs.rules import RULES
-
-    inert = {rule.loc for rule in RULES if rule.inert}
-    while True:
-        try:
-            return base.variant(**changes)
-        except InputError as exc:
-            switch = exc.loc[-1] if exc.loc else None
-            if exc.type != "rule" or switch not in inert or changes.get(switch, True) is None:
-                raise
-            changes = {**changes, switch: None}
+variant_of_row = row_scenario  # the product's rule for a row that gives a switch doing nothing there
 
 
 def assert_table_matches_scalar(table, base, axes, *, rel=1e-12):

@@ -1,132 +1,258 @@
-"""The layout search equals a brute force over the same space (one layout at a time, scalar floats)."""
+"""``mlsysim.plan`` over parallel layouts, the one layout search: the layout rules first, then only the layouts
+they keep priced, equals a brute force over the same space (every layout of the materialised sweep, each row
+the scalar solve's; the rules one layout at a time)."""
 
 import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import mlsysim
+from mlsysim import (
+    Q_,
+    Assumptions,
+    DataParallelScaleOutScenario,
+    InfeasiblePlanError,
+    Models,
+    Systems,
+)
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics.layout import check_layout, layout_figures
 from mlsysim.physics.records import records_from
-from mlsysim.planning.layouts import AXES, RECOMPUTE_CODES, best_layout, full_axes, grid_size
+from mlsysim.planning.space import figures
+from mlsysim.planning.sweep import prepare_space
+from tests.physics.test_frontier_layouts import deepseek
 from tests.planning.conftest import variant_of_row
 
 LLAMA3_70B = dict(parameters=70.6e9, layers=80.0, hidden=8192.0, heads=64.0, seq_len=8192.0, vocab=128256.0)
 DGX_H100 = dict(devices_per_node=8.0, peak_flops=989.4e12, math_efficiency=0.73, memory_bandwidth=3.35e12,
                 intra_bandwidth=450e9, nic_bandwidth=50e9, nics_per_node=8.0)
-SMALL = {
-    "devices": [64.0, 512.0],
-    "tensor_parallel": [2.0, 4.0, 8.0],
-    "context_parallel": [1.0, 2.0],
-    "pipeline_parallel": [1.0, 2.0, 4.0, 8.0],
-    "pipeline_chunks": [1.0, 2.0],
-    "micro_batch": [1.0, 2.0],
-    "micro_batches": [1.0, 4.0, 8.0, 16.0, 32.0],
-    "zero_stage": [0.0, 1.0, 3.0],
-    "recompute": [0.0, 1.0, 2.0],
-}
 
 
-DEFAULT = records_from(**LLAMA3_70B, **DGX_H100, sequence_parallel=True, flash_attention=True)
-
-
-def brute_force(axes, memory_capacity, global_batch, records=DEFAULT):
-    """The best layout one at a time: :func:`check_layout`'s rules, scalar :func:`layout_figures`."""
-    axes = full_axes(axes)
-    shape = records.shape
-    best = (-1, np.inf)
-    kept = 0
-    for index, combo in enumerate(itertools.product(*(axes[name] for name in AXES))):
-        x = dict(zip(AXES, combo, strict=True))
-        n, t, cp, p = x["devices"], x["tensor_parallel"], x["context_parallel"], x["pipeline_parallel"]
-        b, m = x["micro_batch"], x["micro_batches"]
-        try:
-            check_layout(devices=int(n), tensor_parallel=int(t), pipeline_parallel=int(p),
-                         heads=int(shape.heads), layers=int(shape.layers), micro_batches=int(m),
-                         pipeline_chunks=int(x["pipeline_chunks"]), context_parallel=int(cp),
-                         seq_len=int(shape.seq_len), experts=0 if shape.moe is None else int(shape.moe.experts),
-                         expert_parallel=int(x["expert_parallel"]),
-                         expert_tensor_parallel=int(x["expert_tensor_parallel"]))
-        except InputError:
-            continue
-        d = n / (t * cp * p)
-        if global_batch is not None and b * m * d != global_batch:
-            continue
-        layout = records.layout._replace(tensor_parallel=t, context_parallel=cp, pipeline_parallel=p,
-                         pipeline_chunks=x["pipeline_chunks"], micro_batch=b, micro_batches=m,
-                         zero_stage=x["zero_stage"], recompute=RECOMPUTE_CODES[int(x["recompute"])],
-                         expert_parallel=x["expert_parallel"], expert_tensor_parallel=x["expert_tensor_parallel"])
-        f = layout_figures(records.shape, records.cluster._replace(devices=n), layout, records.rates)
-        if f.memory_bytes > memory_capacity:
-            continue
-        kept += 1
-        seconds = f.update_time / (b * m * d)
-        if seconds < best[1]:
-            best = (index, seconds)
-    return best, kept
-
-
-@pytest.mark.parametrize("global_batch", [None, 256.0])
-@pytest.mark.parametrize("chunk", [97, 1 << 17])
-def test_search_equals_brute_force(global_batch, chunk):
-    got = best_layout(SMALL, records=DEFAULT, memory_capacity=80e9, global_batch=global_batch, chunk=chunk)
-    (index, seconds), kept = brute_force(SMALL, 80e9, global_batch)
-    assert got.searched == grid_size(SMALL) == 2 * 4320
-    assert got.kept == kept > 0
-    assert got.grid_index == index
-    assert got.seconds_per_sequence == pytest.approx(seconds, rel=1e-12)
-
-
-def deepseek_v3(**given):
-    """DeepSeek-V3 on HGX H800 nodes as its report trains it (PP 16, EP 64, ZeRO-1, DualPipe's overlap)."""
-    from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
-
+def worked_example(**given):
+    """docs/parallelism.md's worked example as a scenario: Llama-3 70B's parameters and widths with
+    multi-head attention and a plain 4h MLP (the shape of the page's arithmetic), u = 0.73, 64 DGX H100
+    nodes with links of no latency, Adam, the gradient sync under the backward."""
     base = dict(
-        workload=Models.Language.DeepSeek_V3, node=Systems.Nodes.HGX_H800, nodes=256, precision="bf16",
-        matmul_format="fp8", per_device_batch=1, accumulation_steps=120, pipeline_parallel=16,
-        expert_parallel=64, zero_stage=1, flash_attention=1, recompute="none", expert_overlap=1,
-        training_tokens=Q_(14.8e12, "token"),
+        workload=Models.Language.Llama3_70B.variant(kv_heads=None, ffn_hidden=None, gated_mlp=False),
+        precision="bf16", node=Systems.Nodes.DGX_H100, nodes=64, fabric=Systems.Fabrics.InfiniBand_NDR,
+        per_device_batch=1, accumulation_steps=4, mfu=0.73, training_tokens=Q_(1e12, "token"),
+        device_memory=Q_(80, "GB"), tensor_parallel=4, zero_stage=3, sequence_parallel=1, flash_attention=1,
+        recompute="none", intra_latency=Q_(0, "s"), inter_latency=Q_(0, "s"), optimizer="adam",
+        assumptions=Assumptions(overlap=True),
     )
     return DataParallelScaleOutScenario(**(base | given))
 
 
-MOE_SPACE = {
-    "devices": [512.0, 1024.0], "tensor_parallel": [1.0, 2.0], "context_parallel": [1.0, 2.0],
-    "pipeline_parallel": [8.0, 16.0], "pipeline_chunks": [1.0, 2.0], "expert_parallel": [1.0, 8.0, 64.0, 256.0],
-    "expert_tensor_parallel": [1.0, 2.0], "micro_batch": [1.0, 2.0], "micro_batches": [16.0, 32.0],
-    "zero_stage": [1.0, 3.0], "recompute": [0.0, 2.0],
+SMALL = {
+    "nodes": [8, 64], "tensor_parallel": [2, 4, 8], "context_parallel": [1, 2], "pipeline_parallel": [1, 2, 4, 8],
+    "pipeline_chunks": [1, 2], "per_device_batch": [1, 2], "accumulation_steps": [1, 4, 8, 16, 32],
+    "zero_stage": [0, 1, 3], "recompute": ["none", "selective", "full"],
+}
+MOE = {
+    "nodes": [64, 128], "tensor_parallel": [1, 2], "context_parallel": [1, 2], "pipeline_parallel": [8, 16],
+    "pipeline_chunks": [1, 2], "expert_parallel": [1, 8, 64, 256], "expert_tensor_parallel": [1, 2],
+    "per_device_batch": [1, 2], "accumulation_steps": [16, 32], "zero_stage": [1, 3], "recompute": ["none", "full"],
 }
 
 
-@pytest.mark.parametrize("chunk", [61, 1 << 17])
-def test_a_mixture_of_experts_search_equals_brute_force(chunk):
-    """ep, etp and cp are axes too: each layout's experts are split as its own ep x etp (priced by the operators)."""
-    from mlsysim.planning.layouts import scenario_search_inputs
+def obeys_the_rules(scenario, row):
+    """:func:`check_layout` of one layout (Python ints): whether it obeys the layout rules."""
+    w = scenario.workload
+    try:
+        check_layout(
+            devices=8 * row["nodes"], tensor_parallel=row["tensor_parallel"],
+            pipeline_parallel=row["pipeline_parallel"], heads=w.heads, layers=w.layers,
+            micro_batches=row["accumulation_steps"], pipeline_chunks=row["pipeline_chunks"],
+            context_parallel=row["context_parallel"], seq_len=w.seq_len, experts=w.experts or 0,
+            expert_parallel=row.get("expert_parallel", 1), expert_tensor_parallel=row.get("expert_tensor_parallel", 1),
+        )
+    except InputError:
+        return False
+    return True
 
-    inputs = scenario_search_inputs(deepseek_v3())
-    assert inputs.records.shape.moe.experts == 256.0
-    got = best_layout(MOE_SPACE, **inputs._asdict(), chunk=chunk)
-    (index, seconds), kept = brute_force(MOE_SPACE, inputs.memory_capacity, None, inputs.records)
-    assert got.searched == grid_size(MOE_SPACE) == 4096
-    assert got.kept == kept > 100
-    assert got.grid_index == index
-    assert got.seconds_per_sequence == pytest.approx(seconds, rel=1e-12)
-    assert got.layout["expert_parallel"] > 1  # the experts do not fit in 80 GB unless spread
+
+def brute_force(scenario, axes, global_batch=None):
+    """The fastest layout that obeys the rules, fits and (given) makes the global batch, ties to the first in
+    grid order, over the whole materialised sweep; and how many layouts the rules break and how many are kept."""
+    table = mlsysim.sweep(scenario, **axes)
+    rows = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+    valid = np.array([obeys_the_rules(scenario, row) for row in rows])
+    assert np.array_equal(valid, table["layout_valid"])  # the sweep's rule column, one layout at a time
+    kept = valid & table["fits"]
+    if global_batch is not None:
+        kept &= table["global_batch"] == global_batch
+    time, cost = table["training_time"], np.nan_to_num(table["cost"], nan=np.inf)
+    order = np.lexsort((np.arange(len(table)), cost, time))
+    best = next((int(i) for i in order if kept[i]), None)
+    return table, best, int((~valid).sum()), int(kept.sum())
+
+
+@pytest.mark.parametrize("global_batch", [None, 256])
+@pytest.mark.parametrize("chunk_rows", [97, None])
+def test_a_plan_over_layouts_equals_a_brute_force(global_batch, chunk_rows):
+    scenario = worked_example()
+    p = mlsysim.plan(scenario, objective="time", global_batch=global_batch, chunk_rows=chunk_rows, **SMALL)
+    table, best, broken, kept = brute_force(scenario, SMALL, global_batch)
+    assert p.size == len(table) == 2 * 4320
+    assert p.excluded["layout_rules"] == broken > 0
+    assert p.feasible_count == kept > 0
+    assert p.best_row == best
+    result = p.best.result  # the scalar solve of the best row
+    assert result.training_time.magnitude == pytest.approx(table["training_time"][best], rel=1e-12)
+    if global_batch is not None:
+        assert result.global_batch == global_batch
+
+
+TINY = {"nodes": [8, 16], "tensor_parallel": [1, 2, 4, 8], "pipeline_parallel": [1, 2, 4], "pipeline_chunks": [1, 2],
+        "per_device_batch": [1, 2], "accumulation_steps": [1, 2, 4, 8], "zero_stage": [0, 3]}
+
+
+@settings(max_examples=12, deadline=None)
+@given(chunk_rows=st.integers(1, 800), top=st.integers(0, 4), objective=st.sampled_from(["time", "cost"]))
+def test_any_block_size_gives_the_same_plan_over_layouts(chunk_rows, top, objective):
+    """Blocks and calls of any size (the rows gathered across blocks, a call per categorical group) give the
+    answers of one block of the whole space: best, runner-up, counts, front and top."""
+    scenario = worked_example(nodes=8, node_hour_rate=Q_(98, "USD/hour"))
+    whole = mlsysim.plan(scenario, objective=objective, top=top, chunk_rows=10**6, **TINY)
+    split = mlsysim.plan(scenario, objective=objective, top=top, chunk_rows=chunk_rows, **TINY)
+    assert (split.best_row, split.runner_row) == (whole.best_row, whole.runner_row)
+    assert split.excluded == whole.excluded and split.feasible_count == whole.feasible_count
+    assert split.evaluated == whole.evaluated == 768
+    assert split.pareto["training_time"].tolist() == whole.pareto["training_time"].tolist()
+    if top:
+        assert split.top["training_time"].tolist() == whole.top["training_time"].tolist()
+
+
+def test_a_plan_on_two_processes_equals_one():
+    """The blocks on two spawned processes: the scenario unpickled there prices its operators from the same
+    registry accelerator (its kernel tables found by the copy), with categorical axes (ZeRO, recomputation)."""
+    scenario = llama3_8b()
+    axes = {"nodes": [1, 2], "tensor_parallel": [1, 2, 8], "pipeline_parallel": [1, 2], "accumulation_steps": [4, 8],
+            "zero_stage": [0, 3], "recompute": ["none", "full"]}
+    one = mlsysim.plan(scenario, objective="time", top=5, **axes)
+    two = mlsysim.plan(scenario, objective="time", top=5, workers=2, chunk_rows=20, **axes)
+    assert two.best_row == one.best_row and two.runner_row == one.runner_row
+    assert two.excluded == one.excluded and two.feasible_count == one.feasible_count > 0
+    assert two.top["training_time"].tolist() == one.top["training_time"].tolist()
+
+
+@pytest.mark.parametrize("chunk_rows", [300, None])
+def test_a_mixture_of_experts_plan_equals_a_brute_force(chunk_rows):
+    """cp, ep and etp are axes too: each layout's experts split as its own ep x etp (priced by the operators)."""
+    scenario = deepseek()
+    assert scenario.job.origins["step_time"].startswith("operators")
+    p = mlsysim.plan(scenario, objective="time", chunk_rows=chunk_rows, **MOE)
+    table, best, broken, kept = brute_force(scenario, MOE)
+    assert p.size == 4096 and p.excluded["layout_rules"] == broken
+    assert p.feasible_count == kept > 100
+    assert p.best_row == best
+    assert p.best.expert_parallel > 1  # the experts do not fit in 80 GB unless spread
+
+
+def llama3_8b(**given):
+    """Llama 3 8B on two DGX H100 nodes, its step priced from the operators."""
+    base = dict(
+        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=2,
+        fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=8,
+        training_tokens=Q_(1e12, "token"), device_memory=Q_(80, "GB"), sequence_parallel=1, tensor_parallel=2,
+        flash_attention=1,
+    )
+    return DataParallelScaleOutScenario(**(base | given))
+
+
+CASES = {
+    "flops": (worked_example, SMALL),
+    "operators": (llama3_8b, {
+        "nodes": [1, 2], "tensor_parallel": [1, 2, 8], "pipeline_parallel": [1, 2, 4], "pipeline_chunks": [1, 2],
+        "per_device_batch": [1, 2], "accumulation_steps": [4, 8], "zero_stage": [0, 1, 3],
+        "recompute": ["none", "selective", "full"],
+    }),
+    "context": (lambda: llama3_8b(workload=Models.Language.Llama3_8B.variant(seq_len=32768), context_parallel=2), {
+        "nodes": [2], "tensor_parallel": [1, 2, 4], "context_parallel": [1, 2, 4], "pipeline_parallel": [1, 2],
+        "accumulation_steps": [4, 8], "zero_stage": [1, 3], "recompute": ["none", "full"],
+    }),
+    "experts": (deepseek, MOE),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_layouts_a_plan_prices_are_the_sweeps_rows_that_obey_the_rules(case):
+    """The rows a plan evaluates (the rules first, then gathered into calls) are exactly those the rules keep,
+    with the figures of the same rows of the materialised sweep and of their scalar solves: a step from the
+    FLOPs, from the operators (each layout's kernels at its own t, b and stage), with context parallelism
+    (Llama 3 8B on 32k-token sequences) and a mixture of experts (DeepSeek-V3: cp, ep, etp)."""
+    build, axes = CASES[case]
+    scenario = build()
+    if case != "flops":
+        assert scenario.job.origins["step_time"].startswith("operators")
+    table = mlsysim.sweep(scenario, **axes)
+    space = prepare_space(scenario, axes)
+    seen = []
+    for sub in space.layout_sub_blocks(space.blocks(1500), 700):
+        assert sub.size <= 700 and sub.layouts >= sub.size
+        seen.append(sub.rows)
+        if not sub.size:
+            continue
+        f = figures(sub)
+        for name, unit in (("update_time", 1e3), ("training_time", 1 / 3600), ("memory_per_device", 1.0),
+                           ("global_batch", 1.0), ("efficiency", 1.0)):  # in the table's units: ms, h
+            np.testing.assert_allclose(getattr(f, name) * unit, table[name][sub.rows], rtol=1e-12, err_msg=name)
+    kept = np.sort(np.concatenate(seen))
+    assert np.array_equal(kept, np.flatnonzero(table["layout_valid"]))
+    names = list(axes)
+    for i in kept[:: max(1, kept.size // 8)]:
+        row = table.axis_values(int(i))
+        result = variant_of_row(scenario, {k: row[k] for k in names}).result
+        assert result.update_time.to("ms").magnitude == pytest.approx(table["update_time"][i], rel=1e-12), row
+        assert result.memory_per_device.to("B").magnitude == pytest.approx(table["memory_per_device"][i], rel=1e-12)
 
 
 def test_nothing_fits_in_a_tiny_memory():
-    got = best_layout(SMALL, records=DEFAULT, memory_capacity=1e9)
-    assert got.grid_index == -1 and got.kept == 0 and got.layout == {}
+    scenario = worked_example(device_memory=Q_(1, "GB"))
+    with pytest.raises(InfeasiblePlanError) as info:
+        mlsysim.plan(scenario, objective="time", **SMALL)
+    _, _, broken, _ = brute_force(scenario, SMALL)
+    assert info.value.excluded["layout_rules"] == broken
+    assert info.value.excluded["memory"] == 2 * 4320 - broken  # every layout the rules keep: none fits
 
 
-def test_best_layout_reports_its_values():
-    got = best_layout(SMALL, records=DEFAULT, memory_capacity=80e9, global_batch=256.0)
-    assert set(got.layout) == set(AXES)
-    assert got.layout["recompute"] in RECOMPUTE_CODES
-    d = got.layout["devices"] / (got.layout["tensor_parallel"] * got.layout["context_parallel"]
-                                 * got.layout["pipeline_parallel"])
-    assert got.layout["micro_batch"] * got.layout["micro_batches"] * d == 256
-    assert got.memory_bytes <= 80e9
+def test_a_space_where_every_layout_breaks_a_rule_says_so():
+    with pytest.raises(InfeasiblePlanError, match="2 break layout_rules.*reaches: no layout that obeys the layout"):
+        mlsysim.plan(worked_example(), objective="time", tensor_parallel=[3, 5])  # 64 heads
+
+
+def test_the_worked_example_search_picks_the_zero3_layout():
+    """docs/parallelism.md: 512 H100s, a global batch of 512 sequences, no recomputation (a given MFU holds
+    the recomputation's cost, so a search over modes at one u would find full recomputation free: the
+    operator model prices it); the layout and its update as computed by hand."""
+    from tests.physics.test_layout_worked_example import zero3_by_hand
+
+    axes = dict(tensor_parallel=[1, 2, 4, 8], pipeline_parallel=[1, 2, 4, 5, 8, 10, 16, 20],
+                pipeline_chunks=[1, 2, 4], per_device_batch=[1, 2, 4], accumulation_steps=list(range(1, 129)),
+                zero_stage=[0, 1, 2, 3])
+    p = mlsysim.plan(worked_example(), objective="time", global_batch=512, **axes)
+    best = p.best
+    assert (best.nodes, best.tensor_parallel, best.pipeline_parallel, best.pipeline_chunks) == (64, 4, 1, 1)
+    assert (best.per_device_batch, best.accumulation_steps, best.zero_stage) == (1, 4, 3)
+    assert p.feasible_count == 126 and p.size == 147456
+    by_hand = sum(v for k, v in zero3_by_hand().items() if k.endswith("_time"))
+    assert best.result.figures.layout.update_time == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_the_worked_example_scenario_prices_the_pages_records():
+    """The scenario's layout records are the page's figures (records_from), field by field."""
+    scenario = worked_example()
+    job = records_from(**LLAMA3_70B, **DGX_H100, sequence_parallel=True, flash_attention=True, devices=512.0,
+                       tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0)
+    got = scenario.result.figures.layout.records
+    for mine, page in zip(got, job, strict=True):
+        for name in mine._fields:
+            a, b = getattr(mine, name), getattr(page, name)
+            assert a == b or (a != a and b != b), name
+    assert scenario.result.figures.layout.update_time == layout_figures(*job).update_time
 
 
 def test_why_better_names_the_term_saved_and_the_term_paid():
@@ -148,7 +274,6 @@ def test_why_better_names_the_term_saved_and_the_term_paid():
 
 
 def test_registry_workload_and_node_give_the_worked_examples_inputs():
-    from mlsysim import Models, Systems
     from mlsysim.planning.layouts import node_figures, workload_shape
 
     assert workload_shape(Models.Language.Llama3_70B) == LLAMA3_70B
@@ -156,106 +281,18 @@ def test_registry_workload_and_node_give_the_worked_examples_inputs():
 
 
 def test_a_workload_without_a_transformer_shape_is_refused():
-    from mlsysim import Models
     from mlsysim.planning.layouts import workload_shape
 
     with pytest.raises(InputError, match="has no layers"):
         workload_shape(Models.Vision.ResNet50)
 
 
-def _llama3_8b(**given):
-    from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
-
-    return DataParallelScaleOutScenario(**({
-        "workload": Models.Language.Llama3_8B, "precision": "bf16", "node": Systems.Nodes.DGX_H100, "nodes": 2,
-        "fabric": Systems.Fabrics.InfiniBand_NDR, "per_device_batch": 1, "accumulation_steps": 8,
-        "training_tokens": Q_(1e12, "token"), "device_memory": Q_(80, "GB"), "sequence_parallel": 1,
-        "tensor_parallel": 2, "flash_attention": 1,
-    } | given))
-
-
-DENSE_AXES = {
-    "devices": [8.0, 16.0], "tensor_parallel": [1.0, 2.0, 8.0], "pipeline_parallel": [1.0, 2.0, 4.0],
-    "pipeline_chunks": [1.0, 2.0], "micro_batch": [1.0, 2.0], "micro_batches": [4.0, 8.0],
-    "zero_stage": [0.0, 1.0, 3.0], "recompute": [0.0, 1.0, 2.0],
-}
-CONTEXT_AXES = {
-    "devices": [16.0], "tensor_parallel": [1.0, 2.0, 4.0], "context_parallel": [1.0, 2.0, 4.0],
-    "pipeline_parallel": [1.0, 2.0], "pipeline_chunks": [1.0], "micro_batch": [1.0], "micro_batches": [4.0, 8.0],
-    "zero_stage": [1.0, 3.0], "recompute": [0.0, 2.0],
-}
-EXPERT_AXES = {
-    "devices": [2048.0], "tensor_parallel": [1.0, 2.0], "context_parallel": [1.0, 2.0],
-    "pipeline_parallel": [8.0, 16.0], "pipeline_chunks": [1.0], "expert_parallel": [8.0, 32.0, 64.0, 128.0],
-    "expert_tensor_parallel": [1.0, 2.0], "micro_batch": [1.0], "micro_batches": [64.0, 120.0],
-    "zero_stage": [1.0], "recompute": [0.0, 2.0],
-}
-
-
-@pytest.mark.parametrize("case", ["dense", "context", "experts"])
-def test_an_operator_priced_scenarios_planned_layouts_equal_its_variants(case):
-    """One rule for one layout and many: the search's figures of each layout it keeps are
-    those of ``scenario.variant(**layout).result`` when the step comes from the operators:
-    a dense model (t, p, v, b, m, ZeRO, recompute), with context parallelism (Llama 3 8B on
-    32k-token sequences) and a mixture of experts (DeepSeek-V3: cp, ep, etp)."""
-    from mlsysim import Models
-    from mlsysim.planning.layouts import full_axes, layout_objective, scenario_search_inputs
-
-    if case == "dense":
-        scenario, axes = _llama3_8b(), DENSE_AXES
-    elif case == "context":
-        long = Models.Language.Llama3_8B.variant(seq_len=32768)
-        scenario, axes = _llama3_8b(workload=long, context_parallel=2, tensor_parallel=2), CONTEXT_AXES
-    else:
-        scenario, axes = deepseek_v3(), EXPERT_AXES
-    assert scenario.job.origins["step_time"].startswith("operators")
-    inputs = scenario_search_inputs(scenario)
-    records = inputs.records
-    assert records.rates.matmul_ceiling == records.rates.matmul_ceiling  # priced by the operators
-    if case == "dense":
-        assert records.shape.ffn_hidden == 14336.0 and records.layout.flash_attention
-        assert records.layout.sequence_parallel
-    axes = full_axes(axes)
-    grid = list(itertools.product(*(axes[name] for name in AXES)))
-    values = {name: np.array([row[k] for row in grid]) for k, name in enumerate(AXES)}
-    seconds, update, memory = layout_objective(values, records=records, memory_capacity=inputs.memory_capacity)
-    kept = np.flatnonzero(np.isfinite(seconds))
-    assert kept.size > {"dense": 50, "context": 20, "experts": 20}[case]
-    best = best_layout(axes, **inputs._asdict())
-    assert best.update_time == update[best.grid_index] and best.kept == kept.size
-    per_node = float(records.cluster.devices_per_node)
-    for i in sorted({*kept[:: max(1, kept.size // 12)].tolist(), best.grid_index}):
-        x = dict(zip(AXES, grid[i], strict=True))
-        given = dict(
-            nodes=int(x["devices"] // per_node), tensor_parallel=int(x["tensor_parallel"]),
-            pipeline_parallel=int(x["pipeline_parallel"]), pipeline_chunks=int(x["pipeline_chunks"]),
-            per_device_batch=int(x["micro_batch"]), accumulation_steps=int(x["micro_batches"]),
-            zero_stage=int(x["zero_stage"]), recompute=RECOMPUTE_CODES[int(x["recompute"])],
-            context_parallel=int(x["context_parallel"]),
-        )
-        if case == "experts":
-            given.update(expert_parallel=int(x["expert_parallel"]),
-                         expert_tensor_parallel=int(x["expert_tensor_parallel"]))
-        f = variant_of_row(scenario, given).result.figures  # sequence parallelism at t = 1: off
-        assert f.layout.update_time == pytest.approx(update[i], rel=1e-12), x
-        assert f.layout.memory_bytes == pytest.approx(memory[i], rel=1e-12), x
-        if case != "experts":
-            assert f.update_time == pytest.approx(update[i], rel=1e-12), x  # no synchronisation cost here
-    if case == "context":
-        assert {values["context_parallel"][i] for i in kept} == {1.0, 2.0, 4.0}
-    if case == "experts":
-        assert {values["expert_parallel"][i] for i in kept} >= {32.0, 64.0}
-        assert {values["context_parallel"][i] for i in kept} == {1.0, 2.0}
-
-
-def test_a_measured_step_time_is_not_searched():
-    from mlsysim import Q_, DataParallelScaleOutScenario, Models, Systems
-    from mlsysim.planning.layouts import scenario_search_inputs
-
-    scenario = DataParallelScaleOutScenario(
-        workload=Models.Language.Llama3_8B, precision="bf16", node=Systems.Nodes.DGX_H100, nodes=2,
-        fabric=Systems.Fabrics.InfiniBand_NDR, per_device_batch=1, accumulation_steps=8,
-        step_time=Q_(1, "s"), training_time=Q_(10, "hour"), tensor_parallel=2,
-    )
-    with pytest.raises(InputError, match="measured step_time"):
-        scenario_search_inputs(scenario)
+def test_a_row_with_a_switch_that_does_nothing_is_the_row_with_it_off():
+    """sequence_parallel=1 at tensor_parallel=1 is a row of a sweep that gives it elsewhere; the plan's best
+    there is that row's scenario with the switch off (the scalar solve refuses the switch on)."""
+    p = mlsysim.plan(worked_example(recompute="full"), objective="time", tensor_parallel=[1, 2], zero_stage=[3],
+                     accumulation_steps=[8], nodes=[64], top=2)
+    rows = [p.top.scenario(i) for i in range(len(p.top))]
+    assert {s.tensor_parallel for s in rows} == {1, 2}
+    for s in rows:
+        assert s.sequence_parallel == (None if s.tensor_parallel == 1 else 1)
