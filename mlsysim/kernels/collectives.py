@@ -46,6 +46,7 @@ from mlsysim.physics.collective_curves import ALGORITHMS, OPS, Algorithm, Op
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator, Node
+    from mlsysim.hardware.types import Fabric as RegistryFabric
     from mlsysim.kernels.tables import KernelTable
     from mlsysim.physics._array import Num
 
@@ -492,7 +493,19 @@ def fabric_of(
 
 def _fabric_kind(node: Node) -> str | None:
     """The scale-out link of a registry node: InfiniBand, or Ethernet as RoCE (RDMA over Converged Ethernet)."""
-    fabric = node.nic_fabric
+    return link_kind(node.nic_fabric)
+
+
+def _architecture(accelerator: Accelerator) -> str:
+    if not accelerator.architecture:
+        raise InputError(f"{accelerator.name} has no architecture in the registry, so no collective table applies; "
+                         f"{SUPPLY}", field="accelerator")
+    return accelerator.architecture
+
+
+def link_kind(fabric: RegistryFabric | None) -> str | None:
+    """The collective tables' name of a registry fabric: ``infiniband``, Ethernet as ``roce`` (RDMA over
+    Converged Ethernet); None for another."""
     if fabric is None:
         return None
     name = fabric.name.lower()
@@ -501,10 +514,3 @@ def _fabric_kind(node: Node) -> str | None:
     if "ethernet" in name or "gbe" in name:
         return "roce"
     return None
-
-
-def _architecture(accelerator: Accelerator) -> str:
-    if not accelerator.architecture:
-        raise InputError(f"{accelerator.name} has no architecture in the registry, so no collective table applies; "
-                         f"{SUPPLY}", field="accelerator")
-    return accelerator.architecture

@@ -365,14 +365,14 @@ def layout_figures(shape: ModelShape, cluster: Cluster, layout: Layout, rates: R
 
     each term one function of :mod:`~mlsysim.physics.terms` over the records.
     """
-    stage = stage_of(shape, cluster, layout)
+    stage = stage_of(shape, cluster, layout, rates)
     compute = compute_term(shape, cluster, layout, rates, stage)
-    tensor = tensor_term(shape, cluster, layout, stage, compute)
+    tensor = tensor_term(shape, cluster, layout, stage, compute, rates)
     context = context_term(shape, cluster, layout, rates, stage, compute)
     experts = expert_term(shape, cluster, layout, rates, stage, compute)
     pipeline = pipeline_term(shape, cluster, layout, rates, stage)
     sharding = sharding_term(shape, cluster, layout, rates, stage, compute, experts)
-    data = data_term(cluster, layout, stage, sharding, experts)
+    data = data_term(cluster, layout, stage, sharding, experts, rates)
     t_opt = optimizer_time(cluster, layout, sharding, data)
     memory = memory_term(shape, layout, stage, sharding, data)
 

@@ -159,6 +159,54 @@ class AttentionPass(NamedTuple):
     ceiling: Num
 
 
+class LinkCurves(NamedTuple):
+    """The measured size curves of the cluster's collectives (:mod:`mlsysim.kernels.collectives`: fits on
+    published nccl-tests tables, or a user's own), for the links of one registry node and fabric.
+
+    A collective of S bytes over n ranks in scale-up domains of d takes
+    (:mod:`mlsysim.physics.collective_curves`; :func:`mlsysim.physics.collectives.curve_time`)
+
+        t(S) = a_0 + a_up h_up + a_out h_out + max(V_up / (e_up B_up), V_out / (e_out B_out)) / fill(x),
+        fill(x) = (x / (x + x_h))^g,  x = S / n  (S for a send/recv)
+
+    ``ring_efficiency`` e_up of ring and point-to-point copies on the scale-up link of the node's
+    architecture, ``nvls_efficiency`` NVLink SHARP's at the domain's level (NaN: not measured, or no
+    NVLink SHARP), ``base_latency`` a_0 and ``step_latency`` a_up of the architecture;
+    ``out_efficiency`` e_out and ``out_step_latency`` a_out of the fabric between domains (NaN: no
+    fit covers it); ``half_size`` x_h and ``sharpness`` g of the curve. A hierarchical dispatch
+    (``hierarchical_dispatch``: DeepEP's normal kernels, HybridEP) is priced by their own fit,
+    t = a_d + max(V_up / (e_d,up B_up), V_out / (e_d,out B_out)) (:mod:`mlsysim.physics.expert_dispatch`).
+
+    The curves are for the links at the registry's figures: ``up_rate`` and ``up_latency`` (the node's
+    NVLink rate per direction and its step latency), ``out_rate`` and ``out_latency`` (one NIC's rate
+    and the fabric's latency). A :class:`Cluster` whose link differs (a rate or latency given by hand,
+    or scaled by an efficiency assumption) prices that link's collectives at its own figures with the
+    alpha-beta equations (:func:`mlsysim.physics.collectives.measured_links`).
+    """
+
+    ring_efficiency: Num
+    nvls_efficiency: Num
+    base_latency: Num
+    step_latency: Num
+    out_efficiency: Num
+    out_step_latency: Num
+    half_size: Num
+    sharpness: Num
+    up_rate: Num
+    up_latency: Num
+    out_rate: Num = math.nan
+    out_latency: Num = math.nan
+    dispatch_efficiency: Num = math.nan
+    """e_up of DeepEP's normal (hierarchical) dispatch and combine kernels on the architecture's NVLink
+    (:mod:`mlsysim.kernels.dispatch`; NaN: no table covers it)."""
+    dispatch_out_efficiency: Num = math.nan
+    """e_out of those kernels on the fabric (NaN: none covers it)."""
+    dispatch_latency: Num = math.nan
+    """a_d: the fixed time of one of those kernels."""
+    source: str = ""
+    """Which constants, in words (the architecture, level and fabric, and the fits file): for explain."""
+
+
 class KernelConstants(NamedTuple):
     """How the device's kernels run, measured (:mod:`mlsysim.kernels`: fits on published kernel tables or
     a user's own): what turns an operator's shape into its time.
@@ -192,6 +240,9 @@ class KernelConstants(NamedTuple):
     sixteen_bit_best: Num = math.nan
     """The best measured 16-bit product's efficiency: the in-training 16-bit ceiling over it is the share of
     their measured rate the compute-bound kernels keep inside a training step (fused attention too)."""
+    collectives: LinkCurves | None = None
+    """The measured curves of the cluster's collectives (None: every collective priced with the alpha-beta
+    equations at the links' rates and latencies)."""
 
 
 class Rates(NamedTuple):

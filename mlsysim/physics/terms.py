@@ -12,12 +12,28 @@ it calls (:mod:`~mlsysim.physics.tensor_parallel`, :mod:`~mlsysim.physics.pipeli
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 from mlsysim.physics._array import Num, is_array, maximum, minimum, where
-from mlsysim.physics.collectives import inter_node_cost, intra_node_cost, stage_time
+from mlsysim.physics.collectives import (
+    Flag,
+    all_reduce_wires,
+    all_to_all_wire,
+    dispatch_time,
+    fastest,
+    gather_wires,
+    inter_node_cost,
+    intra_node_cost,
+    measured_links,
+    send_recv_wire,
+    stage_time,
+    wire_time,
+)
 from mlsysim.physics.compute import transformer_flops_per_sample
-from mlsysim.physics.context_parallel import kv_block_bytes, ring_attention_exposed
+from mlsysim.physics.context_parallel import kv_block_bytes, kv_passes, ring_attention_exposed
 from mlsysim.physics.experts import (
     all_to_all_bytes,
     all_to_all_shares,
@@ -39,7 +55,7 @@ from mlsysim.physics.pipeline import (
     p2p_time,
     pipeline_link_rate,
 )
-from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates
+from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
 from mlsysim.physics.sharding import (
     gather_time,
     group_rate,
@@ -72,6 +88,13 @@ class Stage(NamedTuple):
     """The NICs of one domain (a node's, times the nodes a domain joins)."""
     data_parallel: Num
     """d = devices / (t cp p)."""
+    nic_share: Num = math.inf
+    """B_out: a rank's share of its domain's NICs, B_nic min(k_D, D) / D."""
+    measured_up: Flag = False
+    """Whether the measured curves price the collectives on the scale-up link
+    (:func:`~mlsysim.physics.collectives.measured_links`)."""
+    measured_out: Flag = False
+    """Whether they price those across domains, on the NICs."""
 
 
 def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Num, context_parallel: Num = 1.0) -> Num:
@@ -93,7 +116,6 @@ def slowest_stage_layers(
     ``..._last_pipeline_stage`` set the two counts (Llama 3 405B: 126 layers on
     16 stages with 7 on the first and the last, 8 on the others).
     """
-    import numpy as np
 
     p = pipeline_parallel
     if not is_array(layers, p, first_stage_layers, last_stage_layers):
@@ -121,20 +143,54 @@ def _slowest_stage_layers(layers: float, p: float, first: float, last: float) ->
     return max(*given, rest)
 
 
-def stage_of(shape: ModelShape, cluster: Cluster, layout: Layout) -> Stage:
+def stage_of(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates | None = None) -> Stage:
     """The device's stage and groups. A scale-up domain larger than the node (NVL72: 72 GPUs over trays
-    of 4) is priced as one node of D devices with the NICs of its D / g trays."""
+    of 4) is priced as one node of D devices with the NICs of its D / g trays. The links the measured
+    curves of ``rates`` price (:func:`~mlsysim.physics.collectives.measured_links`)."""
     g = where(cluster.scale_up_domain == cluster.scale_up_domain, cluster.scale_up_domain, cluster.devices_per_node)
     t, p, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel
     layers_here = slowest_stage_layers(shape.layers, p, layout.first_stage_layers, layout.last_stage_layers)
+    nics = cluster.nics_per_node * g / cluster.devices_per_node
+    up, out = measured_links(cluster, curves_of(rates))
     return Stage(
         layers=layers_here,
         share=layers_here / shape.layers,
         tokens=shape.seq_len / cp,
         domain=g,
-        nics=cluster.nics_per_node * g / cluster.devices_per_node,
+        nics=nics,
         data_parallel=data_parallel_size(cluster.devices, t, p, cp),
+        nic_share=cluster.nic_bandwidth * minimum(nics, g) / g,
+        measured_up=up,
+        measured_out=out,
     )
+
+
+def curves_of(rates: Rates | None) -> LinkCurves | None:
+    """The measured collective curves the rates hold (None: none, every collective alpha-beta)."""
+    return None if rates is None or rates.kernels is None else rates.kernels.collectives
+
+
+def measured(stage: Stage, inside: Flag) -> Flag:
+    """Whether the curves price a collective whose group stays ``inside`` one scale-up domain (or not): its
+    scale-up link measured, and the NICs too where it crosses domains."""
+    return stage.measured_up & (inside | stage.measured_out)
+
+
+def measured_send(stage: Stage, crosses: Flag) -> Flag:
+    """Whether the curves price a send/recv: over the NICs where it ``crosses`` domains, else over the scale-up
+    link (one link each)."""
+    return where(crosses, stage.measured_out, stage.measured_up)  # type: ignore[return-value]
+
+
+def priced(covered: Flag, curve: Callable[[], Num], alpha_beta: Num) -> Num:
+    """The curve's time where ``covered``, the alpha-beta time elsewhere (the curve is not computed where no
+    row is covered)."""
+    if not isinstance(covered, np.ndarray):
+        return curve() if covered else alpha_beta
+    if not covered.any():
+        return alpha_beta
+    with np.errstate(invalid="ignore", divide="ignore"):  # rows the curve does not price may hold no bytes
+        return where(covered, curve(), alpha_beta)
 
 
 def recompute_flops_per_sample(
@@ -216,26 +272,49 @@ class TensorTerm(NamedTuple):
     latency: Num
     """alpha of a tensor-parallel step: the intra-node latency while t <= devices per domain."""
     collective_time: Num
-    """One tensor-parallel all-reduce: 2 (t-1) alpha + M f(t) / B_tp."""
+    """One tensor-parallel all-reduce: 2 (t-1) alpha + M f(t) / B_tp, or its measured curve (with sequence
+    parallelism: a reduce-scatter and an all-gather of the same buffer)."""
     collectives: Num
     """Collectives per layer per micro-batch: 4, or 6 with full recomputation."""
     micro_batch_time: Num
     """t_tp (what asynchronous tensor parallelism leaves exposed)."""
+    measured: Flag = False
+    """Whether the measured curves priced the collective (:func:`tensor_collective`)."""
 
 
-def tensor_term(shape: ModelShape, cluster: Cluster, layout: Layout, stage: Stage, compute: ComputeTerm) -> TensorTerm:
-    """t_tp = L_s c (2 (t-1) alpha + M f(t) / B_tp) (:mod:`~mlsysim.physics.tensor_parallel`); asynchronous
+def tensor_collective(curves: LinkCurves, message: Num, t: Num, cluster: Cluster, stage: Stage,
+                      sequence_parallel: bool) -> Num:
+    """One tensor-parallel collective of M bytes over the t ranks (min(t, D) in a domain) by the measured
+    curves: an all-reduce (the fastest algorithm that applies: ring or NVLink SHARP in one domain), or with
+    sequence parallelism a reduce-scatter plus an all-gather of the same M (Korthikanti et al. 2022)."""
+    up, out = cluster.intra_bandwidth, stage.nic_share
+    if sequence_parallel:
+        return 2.0 * fastest(curves, gather_wires(curves, message, t, stage.domain), up, out)[0]
+    return fastest(curves, all_reduce_wires(curves, message, t, stage.domain), up, out)[0]
+
+
+def tensor_term(
+    shape: ModelShape, cluster: Cluster, layout: Layout, stage: Stage, compute: ComputeTerm, rates: Rates | None = None
+) -> TensorTerm:
+    """t_tp = L_s c (2 (t-1) alpha + M f(t) / B_tp) (:mod:`~mlsysim.physics.tensor_parallel`), each collective
+    by the measured curves where they price the links (:func:`tensor_collective`); asynchronous
     tensor parallelism splits each collective in t chunks run under the products that depend on it (Wang et
     al. 2023, "Overlap Communication with Dependent Computation via Decomposition"): the first chunk, and
     what the products cannot cover, stay exposed: max(t_tp - t_matmul, t_tp / t)."""
     t, g = layout.tensor_parallel, stage.domain
     rate = tp_link_rate(t, g, cluster.intra_bandwidth, cluster.nic_bandwidth, stage.nics)
     latency = where(t <= g, cluster.intra_latency, cluster.inter_latency)
-    one = tp_allreduce_time(tp_message_bytes(layout.micro_batch, stage.tokens, shape.hidden), t, rate, latency)
+    message = tp_message_bytes(layout.micro_batch, stage.tokens, shape.hidden)
+    one = tp_allreduce_time(message, t, rate, latency)
+    curves = curves_of(rates)
+    covered = measured(stage, t <= g) & (t > 1)
+    if curves is not None:
+        one = priced(covered, lambda: tensor_collective(curves, message, t, cluster, stage, layout.sequence_parallel),
+                     one)
     collectives = tp_collectives_per_layer(layout.recompute)
     t_tp = stage.layers * collectives * one
     t_tp = where(layout.tensor_overlap > 0, maximum(t_tp - compute.operators.matmul_time, t_tp / t), t_tp)
-    return TensorTerm(rate, latency, one, collectives, t_tp)
+    return TensorTerm(rate, latency, one, collectives, t_tp, covered)
 
 
 class ContextTerm(NamedTuple):
@@ -247,6 +326,27 @@ class ContextTerm(NamedTuple):
     """M_kv: keys and values of one block of one layer on one device."""
     micro_batch_time: Num
     """t_cp of one micro-batch (0 without context parallelism)."""
+    pass_time: Num = 0.0
+    """One pass of the blocks by the measured curves: cp - 1 send/recvs of M_kv (the ring), or one all-gather
+    of cp M_kv over the cp ranks (0 where the curves do not price it)."""
+    attention_time: Num = 0.0
+    """t_att,layer: one layer's attention, what the ring overlaps (the all-gather: 1 / cp of it)."""
+    measured: Flag = False
+    """Whether the measured curves priced the passes."""
+
+
+def context_pass(curves: LinkCurves, message: Num, t: Num, cp: Num, cluster: Cluster, stage: Stage,
+                 all_gather: Num) -> Num:
+    """One pass of the key/value blocks by the measured curves: the ring's cp - 1 send/recvs of M_kv between
+    neighbours t ranks apart (across domains where t cp > D), or (``all_gather``) one all-gather of the cp
+    blocks, cp M_kv, over the cp ranks, max(1, D / t) of them in a domain."""
+    up, out = cluster.intra_bandwidth, stage.nic_share
+    ring = (cp - 1.0) * wire_time(curves, send_recv_wire(curves, message, t * cp > stage.domain), up, out)
+    if not is_array(all_gather) and not all_gather > 0:
+        return ring
+    per_domain = maximum(1.0, stage.domain / t)
+    gather = fastest(curves, gather_wires(curves, cp * message, cp, per_domain), up, out)[0]
+    return where(all_gather > 0, gather, ring)
 
 
 def context_term(
@@ -254,7 +354,10 @@ def context_term(
 ) -> ContextTerm:
     """The ring of cp devices after the t tensor ranks (Megatron-Core's order t, cp, d, p), each step's
     key/value block overlapped with a layer's attention, or (``context_all_gather``) their all-gather,
-    overlapped with the local block's (:mod:`~mlsysim.physics.context_parallel`)."""
+    overlapped with the local block's (:mod:`~mlsysim.physics.context_parallel`); by the measured curves
+    where they price the links, n_kv passes a layer (:func:`context_pass`):
+
+        t_cp = L_s max(0, n_kv t_pass - t_att,layer)  (the all-gather: t_att,layer / cp)"""
     t, cp, b, g = layout.tensor_parallel, layout.context_parallel, layout.micro_batch, stage.domain
     kv = where(shape.kv_heads == shape.kv_heads, shape.kv_heads, shape.heads)
     message = kv_block_bytes(b, shape.seq_len, kv, shape.hidden / shape.heads, t, cp)
@@ -266,13 +369,20 @@ def context_term(
         ops.attention_time > 0, ops.attention_time / stage.layers,
         attention_flops_layer / (rates.math_efficiency * cluster.peak_flops),
     )
-    t_cp = where(
-        cp > 1,
-        stage.layers * ring_attention_exposed(message, cp, rate, latency, attention_layer, layout.recompute,
-                                              layout.context_all_gather),
-        0.0,
-    )
-    return ContextTerm(rate, message, t_cp)
+    exposed = ring_attention_exposed(message, cp, rate, latency, attention_layer, layout.recompute,
+                                     layout.context_all_gather)
+    curves = curves_of(rates)
+    covered: Flag = where(layout.context_all_gather > 0, measured(stage, t * cp <= g),  # type: ignore[assignment]
+                          measured_send(stage, t * cp > g))
+    covered = covered & (cp > 1)
+    one_pass = 0.0 * message
+    if curves is not None:
+        one_pass = priced(covered, lambda: context_pass(curves, message, t, cp, cluster, stage,
+                                                        layout.context_all_gather), one_pass)
+        overlapped = where(layout.context_all_gather > 0, attention_layer / cp, attention_layer)
+        exposed = where(covered, maximum(kv_passes(layout.recompute) * one_pass - overlapped, 0.0), exposed)
+    t_cp = where(cp > 1, stage.layers * exposed, 0.0)
+    return ContextTerm(rate, message, t_cp, one_pass, attention_layer, covered)
 
 
 class ExpertTerm(NamedTuple):
@@ -294,6 +404,21 @@ class ExpertTerm(NamedTuple):
     """MoE layers of the slowest stage: L_s x their share of the layers."""
     micro_batch_time: Num
     """t_ep."""
+    measured: Flag = False
+    """Whether the measured curves priced the all-to-all (its shares of V_up and V_out the routing's)."""
+
+
+def expert_all_to_all(curves: LinkCurves, message: Num, moe: Experts, inside: Num, outside: Num, cluster: Cluster,
+                      stage: Stage) -> Num:
+    """One all-to-all of the experts by the measured fits: NCCL's all-to-all curve
+    (:func:`~mlsysim.physics.collectives.all_to_all_wire`), or with a hierarchical dispatch DeepEP's normal
+    kernels (:func:`~mlsysim.physics.collectives.dispatch_time`); the routing's shares on each link."""
+    up, out = cluster.intra_bandwidth, stage.nic_share
+    flat = wire_time(curves, all_to_all_wire(curves, message, moe.parallel, inside, outside,
+                                             moe.parallel * moe.tensor > stage.domain), up, out)
+    if not is_array(moe.hierarchical) and not moe.hierarchical > 0:
+        return flat
+    return where(moe.hierarchical > 0, dispatch_time(curves, message, inside, outside, up, out), flat)
 
 
 def expert_term(
@@ -301,11 +426,12 @@ def expert_term(
 ) -> ExpertTerm:
     """The MoE layers' all-to-alls over the ep ranks (adjacent after etp; :mod:`~mlsysim.physics.experts`):
     t_ep = L_moe max(n_a2a t_a2a - covered, 0), covered = t_c / L_s with DualPipe's overlap (another
-    micro-batch's compute), else 0."""
+    micro-batch's compute), else 0; t_a2a by the measured curves where they price the links, the routing's
+    shares of the message on each link (:func:`~mlsysim.physics.collectives.all_to_all_wire`)."""
     moe = experts_in(shape, layout, rates)
     if moe is None:
         zero = 0.0 * compute.micro_batch_time
-        return ExpertTerm(None, zero, zero, zero, zero, zero, zero, zero)
+        return ExpertTerm(None, zero, zero, zero, zero, zero, zero, zero, False)
     g = stage.domain
     message = all_to_all_bytes(layout.micro_batch * stage.tokens, layout.tensor_parallel, moe.top_k, shape.hidden,
                                moe.tensor)
@@ -314,11 +440,19 @@ def expert_term(
     latency = where(moe.parallel * moe.tensor <= g, cluster.intra_latency, cluster.inter_latency)
     inside, outside = all_to_all_shares(moe.parallel, local, moe.experts, moe.top_k, moe.hierarchical)
     one = all_to_all_time(message, moe.parallel, inside, outside, cluster.intra_bandwidth, nic_per_device, latency)
+    curves = curves_of(rates)
+    span = moe.parallel * moe.tensor
+    covered = measured(stage, span <= g) & (moe.parallel > 1)
+    if curves is not None:
+        flat = moe.hierarchical <= 0  # DeepEP's fit covers the architecture (and the fabric, where it crosses one)
+        covered = covered & (flat | (curves.dispatch_efficiency == curves.dispatch_efficiency)) & (
+            flat | (span <= g) | (curves.dispatch_out_efficiency == curves.dispatch_out_efficiency))
+        one = priced(covered, lambda: expert_all_to_all(curves, message, moe, inside, outside, cluster, stage), one)
     per_layer = all_to_alls_per_layer(layout.recompute) * one
     moe_layers = stage.layers * moe.share
-    covered = where(layout.expert_overlap > 0, compute.micro_batch_time / stage.layers, 0.0)
-    t_ep = moe_layers * maximum(per_layer - covered, 0.0)
-    return ExpertTerm(moe, message, local, one, inside, outside, moe_layers, t_ep)
+    overlap = where(layout.expert_overlap > 0, compute.micro_batch_time / stage.layers, 0.0)
+    t_ep = moe_layers * maximum(per_layer - overlap, 0.0)
+    return ExpertTerm(moe, message, local, one, inside, outside, moe_layers, t_ep, covered)
 
 
 class PipelineTerm(NamedTuple):
@@ -334,11 +468,17 @@ class PipelineTerm(NamedTuple):
     """Bytes per stage boundary per device: 2 b (s / cp) h / t."""
     transfer_time: Num
     """T_p2p: the exposed transfers of one update (:func:`~mlsysim.physics.pipeline.p2p_time`)."""
+    send_time: Num = 0.0
+    """One transfer by the measured curves: a send/recv of the message (0 where they do not price it)."""
+    measured: Flag = False
+    """Whether the measured curves priced the transfers."""
 
 
 def pipeline_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates, stage: Stage) -> PipelineTerm:
     """The bubble (:func:`~mlsysim.physics.pipeline.bubble_fraction`) and the point-to-point transfers at the
-    links' rate or the implementation's achieved ``pipeline_rate``."""
+    links' rate or the implementation's achieved ``pipeline_rate``; by the measured curves where they price the
+    links (and no ``pipeline_rate`` is given): 2 (v m + p - 1) t_sr(M), t_sr one send/recv
+    (:func:`~mlsysim.physics.collectives.send_recv_wire`)."""
     t, p, m, v = layout.tensor_parallel, layout.pipeline_parallel, layout.micro_batches, layout.pipeline_chunks
     g = stage.domain
     rate = where(
@@ -348,7 +488,15 @@ def pipeline_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Ra
     )
     latency = where(t * p <= g, cluster.intra_latency, cluster.inter_latency)
     message = p2p_message_bytes(layout.micro_batch, stage.tokens, shape.hidden, t)
-    return PipelineTerm(bubble_fraction(p, m, v), rate, latency, message, p2p_time(message, rate, p, m, v, latency))
+    transfers = p2p_time(message, rate, p, m, v, latency)
+    curves = curves_of(rates)
+    covered = measured_send(stage, t * p > g) & (p > 1) & (rates.pipeline_rate != rates.pipeline_rate)
+    one = 0.0 * message
+    if curves is not None:
+        one = priced(covered, lambda: wire_time(curves, send_recv_wire(curves, message, t * p > g),
+                                                cluster.intra_bandwidth, stage.nic_share), one)
+        transfers = where(covered, p2p_time(message, math.inf, p, m, v, one), transfers)
+    return PipelineTerm(bubble_fraction(p, m, v), rate, latency, message, transfers, one, covered)
 
 
 class ShardingTerm(NamedTuple):
@@ -376,6 +524,11 @@ class ShardingTerm(NamedTuple):
     """t_b = t_c / L_s - t_f."""
     micro_step_time: Num
     """T_zero3: exposed ZeRO-3 communication of one micro-step (0 below stage 3)."""
+    group_per_domain: Num = 1.0
+    """k_D: the shard group's ranks in one scale-up domain, min(k, max(1, D / t))."""
+    measured: Flag = False
+    """Whether the measured curves priced the gathers (an all-gather, or reduce-scatter, of the layer's M_l
+    over k ranks, k_D of them in a domain; no ``sharding_rate`` given)."""
 
 
 def sharding_term(
@@ -385,7 +538,9 @@ def sharding_term(
     """The device's parameters (dense ones over t, routed experts over ep etp), the shard group k of the
     d cp ranks that hold the same weights, and ZeRO-3's exposed per-layer gathers
     (:func:`~mlsysim.physics.sharding.layerwise_exposed`) at the group's ring rate or the implementation's
-    achieved ``sharding_rate``."""
+    achieved ``sharding_rate``; by the measured curves where they price the links (and no ``sharding_rate``
+    is given), each layer's gather an all-gather of M_l over the k ranks
+    (:func:`~mlsysim.physics.collectives.gather_wires`)."""
     t, g = layout.tensor_parallel, stage.domain
     moe = experts.experts
     split = 1.0 if moe is None else moe.parallel * moe.tensor
@@ -401,13 +556,19 @@ def sharding_term(
         group_rate(k_node, k, g, cluster.intra_bandwidth, cluster.nic_bandwidth, stage.nics),
     )
     latency = where(k <= k_node, cluster.intra_latency, cluster.inter_latency)
-    c_layer = gather_time(layout.gradient_bytes * psi / stage.layers, k, rate, latency)
+    layer_bytes = layout.gradient_bytes * psi / stage.layers
+    c_layer = gather_time(layer_bytes, k, rate, latency)
+    curves = curves_of(rates)
+    covered = measured(stage, k <= k_node) & (k > 1) & (rates.sharding_rate != rates.sharding_rate)
+    if curves is not None:
+        c_layer = priced(covered, lambda: fastest(curves, gather_wires(curves, layer_bytes, k, k_node),
+                                                  cluster.intra_bandwidth, stage.nic_share)[0], c_layer)
     t_c = compute.micro_batch_time
     forward = t_c / stage.layers / 3.0
     backward = t_c / stage.layers - forward
     zero3 = layerwise_exposed(stage.layers, c_layer, c_layer, forward, backward, layout.backward_gathers)
     return ShardingTerm(psi, psi_dense, psi_experts, k, d_grad / k, rate, latency, c_layer, forward, backward,
-                        where(layout.zero_stage >= 3, zero3, 0.0))
+                        where(layout.zero_stage >= 3, zero3, 0.0), k_node, covered)
 
 
 class DataTerm(NamedTuple):
@@ -429,21 +590,34 @@ class DataTerm(NamedTuple):
     """Of scatter + replica + experts, the part hidden under the last micro-batch's backward."""
     exposed_time: Num
     """T_data: what the update waits for."""
+    replicas_per_domain: Num = 1.0
+    """r_D: the replicas in one scale-up domain."""
+    experts_per_domain: Num = 1.0
+    """The experts' data-parallel ranks in one scale-up domain."""
+    measured_scatter: Flag = False
+    """Whether the measured curves priced the reduce-scatter (and all-gather) over the shard group."""
+    measured_replica: Flag = False
+    """... the AllReduce over the replicas (the assumption's algorithm across domains, ``auto`` the fastest)."""
+    measured_experts: Flag = False
+    """... the experts' gradient reduction."""
 
 
-def data_term(cluster: Cluster, layout: Layout, stage: Stage, sharding: ShardingTerm, experts: ExpertTerm) -> DataTerm:
+def data_term(cluster: Cluster, layout: Layout, stage: Stage, sharding: ShardingTerm, experts: ExpertTerm,
+              rates: Rates | None = None) -> DataTerm:
     """A ring reduce-scatter + all-gather over the shard group of k ranks (ZeRO-1/2; k = 1 without sharding)
     and the AllReduce of the gradient shard G / k over the r replicas, costed by
     :mod:`~mlsysim.physics.collectives` (the seed's ring, hierarchical or tree algorithm); the experts'
     gradients over the ranks that hold the same experts. The reduce-scatter, AllReduce and experts'
     reduction overlap the last backward when ``data_overlap`` is 1 (PyTorch DDP, FSDP); the all-gather of
-    updated parameters after the optimizer step never does."""
+    updated parameters after the optimizer step never does. Where the measured curves price the links
+    (:func:`data_collectives`), each of the three is the curve's collective of the same bytes and group."""
     t, g, k, r = layout.tensor_parallel, stage.domain, sharding.group, sharding.replicas
     gradient = layout.gradient_bytes * sharding.dense_parameters
     r_node = minimum(r, maximum(1.0, maximum(1.0, g / t) / k))
     shard_bytes = replica_allreduce_bytes(gradient, k)
+    algorithm = "ring" if layout.algorithm == "auto" else layout.algorithm  # the seed's auto: priced as a ring
     replica = stage_time(shard_bytes, intra_node_cost(r_node, cluster.intra_bandwidth, cluster.intra_latency)) + (
-        stage_time(shard_bytes, inter_node_cost(layout.algorithm, r_node, r / r_node, cluster.nic_bandwidth,
+        stage_time(shard_bytes, inter_node_cost(algorithm, r_node, r / r_node, cluster.nic_bandwidth,
                                                 stage.nics * r_node / g, cluster.inter_latency))
     )
     scatter = where(layout.zero_stage >= 3, 0.0, gather_time(gradient, k, sharding.rate, sharding.latency))
@@ -453,13 +627,27 @@ def data_term(cluster: Cluster, layout: Layout, stage: Stage, sharding: Sharding
     per_domain = minimum(d_experts, maximum(1.0, g / split))
     rate = group_rate(per_domain, d_experts, g, cluster.intra_bandwidth, cluster.nic_bandwidth, stage.nics)
     latency = where(d_experts <= per_domain, cluster.intra_latency, cluster.inter_latency)
+    expert_gradient = layout.gradient_bytes * sharding.expert_parameters
     expert_sync = where(
         (d_experts > 1) & (sharding.expert_parameters > 0),
-        2.0 * gather_time(layout.gradient_bytes * sharding.expert_parameters, d_experts, rate, latency), 0.0,
+        2.0 * gather_time(expert_gradient, d_experts, rate, latency), 0.0,
     )
+    curves = curves_of(rates)
+    measured_scatter: Flag = False
+    measured_replica: Flag = False
+    measured_experts: Flag = False
+    if curves is not None:
+        up, out = cluster.intra_bandwidth, stage.nic_share
+        measured_scatter = sharding.measured & (layout.zero_stage < 3)
+        scatter = priced(measured_scatter, lambda: fastest(curves, gather_wires(curves, gradient, k, sharding.group_per_domain), up, out)[0], scatter)
+        measured_replica = measured(stage, r <= r_node) & (r > 1)
+        replica = priced(measured_replica, lambda: fastest(curves, all_reduce_wires(curves, shard_bytes, r, r_node, layout.algorithm), up, out)[0], replica)
+        measured_experts = measured(stage, d_experts <= per_domain) & (d_experts > 1) & (sharding.expert_parameters > 0)
+        expert_sync = priced(measured_experts, lambda: 2.0 * fastest(curves, gather_wires(curves, expert_gradient, d_experts, per_domain), up, out)[0], expert_sync)
     overlappable = scatter + replica + expert_sync
     hidden = where(layout.data_overlap > 0, minimum(overlappable, sharding.layer_backward_time * stage.layers), 0.0)
-    return DataTerm(scatter, replica, d_experts, rate, latency, expert_sync, hidden, overlappable - hidden + scatter)
+    return DataTerm(scatter, replica, d_experts, rate, latency, expert_sync, hidden, overlappable - hidden + scatter,
+                    r_node, per_domain, measured_scatter, measured_replica, measured_experts)
 
 
 def optimizer_time(cluster: Cluster, layout: Layout, sharding: ShardingTerm, data: DataTerm) -> Num:

@@ -6,7 +6,9 @@ import re
 import pytest
 
 from mlsysim.engine.reports.layout_steps import layout_steps
+from mlsysim.hardware.registry import Systems
 from mlsysim.kernels.device import device_kernels
+from mlsysim.kernels.links import link_curves
 from mlsysim.physics.layout import layout_figures
 from mlsysim.physics.operators import Experts
 from mlsysim.physics.records import MultiHeadLatent, records_from
@@ -79,6 +81,37 @@ EXPERT_CASES = {
 CASES.update({name: {**H800, **case} for name, case in EXPERT_CASES.items()})
 MODELS = {name: DEEPSEEK for name in EXPERT_CASES}
 
+# the measured collective curves (Assumptions.collectives "measured"): the registry nodes' links, latencies included
+DGX_H100_CURVES = H100_KERNELS._replace(collectives=link_curves(Systems.get("DGX_H100")))
+HGX_H800_CURVES = H100_KERNELS._replace(collectives=link_curves(Systems.get("HGX_H800")))
+REGISTRY_LATENCIES = dict(intra_latency=1e-6, inter_latency=1e-6)
+MEASURED_CASES = {
+    "measured: tensor 8 with sequence parallelism, pipeline, zero-1": dict(
+        tensor_parallel=8.0, pipeline_parallel=4.0, micro_batches=32.0, zero_stage=1.0, sequence_parallel=True,
+        flash_attention=True),
+    "measured: zero-3 over 128 nodes, tensor 4 (nvls)": dict(tensor_parallel=4.0, micro_batches=4.0, zero_stage=3.0,
+                                                          flash_attention=True),
+    "measured: tensor 16 across two nodes": dict(tensor_parallel=16.0, micro_batches=2.0, device_step_time=40.0),
+    "measured: context ring 8 over two nodes": dict(tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0,
+                                                    recompute="full", kv_heads=8.0, flash_attention=True),
+    "measured: context all-gather 8 over two nodes": dict(
+        tensor_parallel=2.0, context_parallel=8.0, micro_batches=4.0, recompute="full", kv_heads=8.0,
+        flash_attention=True, context_all_gather=1.0),
+    "measured: hierarchical all-reduce over the replicas": dict(tensor_parallel=8.0, micro_batches=4.0,
+                                                                algorithm="hierarchical"),
+}
+CASES.update({name: {**case, **REGISTRY_LATENCIES, "kernels": DGX_H100_CURVES} for name, case in MEASURED_CASES.items()})
+MEASURED_EXPERT_CASES = {
+    "measured: deepseek-v3, ep 64 across nodes": EXPERT_CASES["deepseek-v3, ep 64 across nodes"],
+    "measured: deepseek-v3, ep 64, DeepEP's hierarchical dispatch": EXPERT_CASES[
+        "deepseek-v3, ep 64 across nodes, hierarchical dispatch"],
+    "measured: deepseek-v3, ep 8 in the node, overlapped": EXPERT_CASES[
+        "deepseek-v3, ep 8 in the node, overlapped, expert gradients reduced"],
+}
+CASES.update({name: {**H800, **case, "inter_latency": 1e-6, "kernels": HGX_H800_CURVES}
+              for name, case in MEASURED_EXPERT_CASES.items()})
+MODELS.update({name: DEEPSEEK for name in MEASURED_EXPERT_CASES})
+
 OPERATOR_CASES = [name for name in CASES if name.startswith("operators")]
 
 
@@ -130,6 +163,7 @@ def _steps(name):
 
 @pytest.mark.parametrize("name", [n for n in CASES if "context parallel" in n])
 def test_the_ring_steps_print_the_exposed_context_time(name):
+    """(Priced alpha-beta: the measured cases print their passes by the curves, below.)"""
     figures, steps = _steps(name)
     q = figures.terms
     assert value_of(steps["keys and values of one ring block"][3]) == pytest.approx(float(q.context.message), rel=1e-5)
@@ -149,7 +183,7 @@ def test_a_ring_across_nodes_is_exposed_and_named_so():
     assert "4 x (8 - 1)" in steps["context-parallel ring per micro-batch"][2]  # n_kv = 4: the forward recomputed
 
 
-@pytest.mark.parametrize("name", list(EXPERT_CASES))
+@pytest.mark.parametrize("name", [*EXPERT_CASES, *MEASURED_EXPERT_CASES])
 def test_the_all_to_all_steps_print_the_exposed_expert_time(name):
     figures, steps = _steps(name)
     assert (float(figures.expert_time) > 0) == ("overlapped" not in name)  # one layer's compute hides ep = 8's
@@ -213,3 +247,30 @@ def test_an_all_gather_exposes_what_the_ring_hides_under_the_attention():
     args = (1e8, 8.0, 50e9, 0.0, 0.1, "none")  # 3 x 7 x 2 ms = 42 ms of transfers, 100 ms of attention
     assert ring_attention_exposed(*args) == 0.0
     assert ring_attention_exposed(*args, all_gather=1.0) == pytest.approx(0.042 - 0.1 / 8)
+
+
+@pytest.mark.parametrize("name", list(MEASURED_CASES) + list(MEASURED_EXPERT_CASES))
+def test_measured_collectives_print_their_curve_with_the_constants_source(name):
+    """Every term the measured curves priced prints its curve (the equation, the fitted constants as operands, the
+    source of the constants named); no alpha-beta row is left for a collective the curves priced."""
+    figures, steps = _steps(name)
+    q = figures.terms
+    priced = [what for what, equation, *_ in steps.values() if "a_0 + a h" in equation or "a_d + max" in equation]
+    assert priced and all("kernel_fits" in what or "collectives.json" in what for what in priced)
+    measured = [bool(q.tensor.measured), bool(q.context.measured), bool(q.experts.measured),
+                bool(q.pipeline.measured), bool(q.sharding.measured), bool(q.data.measured_replica)]
+    assert any(measured)
+    if q.tensor.measured:
+        assert "one tensor-parallel all-reduce" not in steps and "2 (t-1) alpha" not in str(steps)
+    if q.context.measured:
+        assert not any("M_kv / B_cp" in equation for _, equation, *_ in steps.values())
+    if q.experts.measured:
+        assert "one all-to-all" in steps or "one dispatch or combine by DeepEP's normal kernels" in steps
+
+
+def test_the_measured_tensor_all_reduce_is_the_fastest_of_ring_and_nvls_and_names_it():
+    _, steps = _steps("measured: zero-3 over 128 nodes, tensor 4 (nvls)")
+    row = next(s for what, s in steps.items() if what.startswith("one tensor-parallel all-reduce of M over 4 ranks"))
+    assert row[0].split("(")[1].startswith("nvls")  # NVLink SHARP beats the ring on 4 H100s at 168 MB
+    _, sp = _steps("measured: tensor 8 with sequence parallelism, pipeline, zero-1")
+    assert any(what.startswith("one tensor-parallel reduce-scatter and all-gather of M") for what in sp)

@@ -89,6 +89,7 @@ def _check_backward_fraction(value: object) -> float:
 
 
 Algorithm = Literal["ring", "hierarchical", "tree", "auto"]
+Collectives = Literal["links", "measured"]
 
 LINKS = ("intra", "inter")
 
@@ -209,7 +210,7 @@ class Assumptions(Validated):
       device waits for it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_ceiling=0.0, expert_imbalance=1.0)
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_ceiling=0.0, expert_imbalance=1.0, collectives='links')
     """
 
     algorithm: Algorithm = "ring"
@@ -250,6 +251,7 @@ class Assumptions(Validated):
     attention_ceiling: Ceiling = 0.0
     expert_ceiling: Ceiling = 0.0
     expert_imbalance: Imbalance = 1.0
+    collectives: Collectives = "links"
     _own_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)

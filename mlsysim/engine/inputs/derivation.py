@@ -59,6 +59,7 @@ from mlsysim.engine.model.equations import (
 )
 from mlsysim.kernels.cluster import check_accelerator, read_cluster_file
 from mlsysim.kernels.device import DeviceKernels, attention_missing, device_kernels
+from mlsysim.kernels.links import link_curves
 from mlsysim.kernels.matmul import shipped_fit
 from mlsysim.physics._array import Num
 from mlsysim.physics.compute import (
@@ -74,7 +75,7 @@ from mlsysim.physics.matmul import (
 )
 from mlsysim.physics.operators import OperatorTimes, operator_times
 from mlsysim.physics.precision import BYTES_PER_ELEMENT
-from mlsysim.physics.records import Cluster, KernelConstants, Layout, ModelShape, Rates
+from mlsysim.physics.records import Cluster, KernelConstants, Layout, LinkCurves, ModelShape, Rates
 
 if TYPE_CHECKING:
     from mlsysim.hardware.types import Accelerator
@@ -647,6 +648,19 @@ def _device_kernels(out: Checked, matmul_format: str) -> DeviceKernels | str:
     return kernels
 
 
+def _link_curves(out: Checked) -> LinkCurves | None:
+    """The measured collective curves of the scenario's registry node and fabric (a cluster file's collective
+    fits in place of the shipped ones), or None: no node, or no table covers its architecture (every
+    collective then priced alpha-beta at the links' rates; :func:`mlsysim.kernels.links.link_curves`)."""
+    node = out["node"]
+    if node is None:
+        return None
+    cluster = read_cluster_file(out["cluster_file"]) if out["cluster_file"] is not None else None
+    domain = out["scale_up_domain"]
+    return link_curves(node, fabric=out["fabric"], domain=None if domain is None else float(domain),
+                       constants=None if cluster is None else cluster.collectives)
+
+
 def _power_limit(out: Checked, accelerator: Accelerator) -> float:
     """The devices' power limit in W (NaN: not given, the TDP); refused above the accelerator's TDP."""
     given = out.get("power_limit")
@@ -801,7 +815,7 @@ def _operator_step(out: Checked, workload: Workload, recompute: str, batch: floa
         "cast_bytes": cast,
         "matmul_bytes": width,
         "operators": times,
-        "kernels": kernels.constants,
+        "kernels": kernels.constants._replace(collectives=_link_curves(out)),
         "matmul_format": matmul_format,
         "operator_efficiency": implied,
     })

@@ -240,6 +240,9 @@ class Choices:
     """Achieved bytes/s per rank of ZeRO's gathers and reduce-scatters (0: the links' ring rate)."""
     pipeline_rate: float = 0.0
     """Achieved bytes/s of one device's stage-to-stage transfers (0: the links' rate)."""
+    collectives: str = "links"
+    """``measured``: a layout's collectives priced by the kernels' measured curves where they cover its links
+    (``kernels.collectives``); ``links``: alpha-beta at the links' rates (``Assumptions.collectives``)."""
 
 
 SEED_CHOICES = Choices()
@@ -959,7 +962,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         gradient_bytes=x.gradient_bytes / x.parameters,
         recompute=RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
         sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(fused_attention(x.flash_attention)),  # type: ignore[arg-type]
-        algorithm="ring" if c.algorithm == "auto" else c.algorithm,
+        algorithm=c.algorithm,
     )
     rates = Rates(
         device_step_time=where(derived, nan, x.step_time), math_efficiency=where(given_mfu, x.mfu, 1.0),
@@ -967,9 +970,17 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         matmul_peak=x.matmul_peak, attention_ceiling=x.attention_ceiling, attention_peak=x.attention_peak,
         expert_ceiling=x.expert_ceiling, expert_imbalance=c.expert_imbalance,
         sharding_rate=c.sharding_rate if c.sharding_rate > 0 else nan,
-        pipeline_rate=c.pipeline_rate if c.pipeline_rate > 0 else nan, kernels=kernels,
+        pipeline_rate=c.pipeline_rate if c.pipeline_rate > 0 else nan, kernels=measured_kernels(kernels, c),
     )
     return LayoutRecords(shape, cluster, layout, rates)
+
+
+def measured_kernels(kernels: KernelConstants | None, c: Choices) -> KernelConstants | None:
+    """The device's kernels as the layout prices them: with the measured collective curves only where the
+    assumptions ask for them (``collectives`` ``measured``); without, every collective is alpha-beta."""
+    if kernels is None or kernels.collectives is None or c.collectives == "measured":
+        return kernels
+    return kernels._replace(collectives=None)
 
 
 def multi_head_latent(get: Callable[[str], Num]) -> MultiHeadLatent | None:

@@ -16,6 +16,16 @@ from typing import NamedTuple
 
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.engine.reports.operator_steps import operator_rows
+from mlsysim.physics._array import Num
+from mlsysim.physics.collectives import (
+    CURVE_EQUATION,
+    Wire,
+    all_reduce_wires,
+    all_to_all_wire,
+    fastest,
+    gather_wires,
+    send_recv_wire,
+)
 from mlsysim.physics.context_parallel import ACTIVATION_BYTES as KV_BYTES
 from mlsysim.physics.context_parallel import kv_passes
 from mlsysim.physics.experts import ACTIVATION_BYTES as TOKEN_BYTES
@@ -30,7 +40,7 @@ from mlsysim.physics.layout import (
 )
 from mlsysim.physics.operators import Experts
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
-from mlsysim.physics.records import Cluster, Layout, ModelShape, Rates
+from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
 
 Step = tuple[str, str, str, str]
@@ -130,7 +140,12 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
              f"{_n(b)} x {_n(q.compute.flops_per_sample)} x ({_n(ls)} / {_n(L)}) / "
              f"({tcp} x {_n(i.rates.math_efficiency)} x {_n(i.cluster.peak_flops)})", fmt_time(q.compute.micro_batch_time)))
     add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.compute.micro_batch_time)}", fmt_time(f.compute_time)))
-    if t > 1:
+    if t > 1 and q.tensor.measured:
+        steps += _tensor_curve_steps(i, q)
+        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
+             f"{_n(ls)} x {_n(q.tensor.collectives)} x {fmt_time(q.tensor.collective_time)} x "
+             f"{_n(m)}", fmt_time(f.tensor_time)))
+    elif t > 1:
         add(("one tensor-parallel all-reduce", "2 (t-1) alpha + M f(t) / B_tp",
              f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor.latency)} + "
              f"{fmt_bytes(2 * b * i.shape.seq_len / cp * i.shape.hidden)} x "
@@ -153,16 +168,31 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
             add(("bubble time", "(p-1)/v (t_c + t_tp)",
                  f"({_n(p)} - 1) / {_n(v)} x ({fmt_time(q.compute.micro_batch_time)} + "
                  f"{fmt_time(q.tensor.micro_batch_time)})", fmt_time(f.bubble_time)))
-        add(("stage-to-stage transfers", P2P_EQUATION,
-             f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline.latency)} + {fmt_bytes(q.pipeline.message)} / "
-             f"{fmt_rate(q.pipeline.rate)})", fmt_time(f.pipeline_time)))
+        if q.pipeline.measured:
+            curves = _curves(i)
+            crosses = t * p > float(q.stage.domain)
+            add(_curve_step(f"one stage-to-stage send/recv of {fmt_bytes(q.pipeline.message)}"
+                            + (" across domains" if crosses else " inside the domain"), curves,
+                            send_recv_wire(curves, q.pipeline.message, crosses), i, q, float(q.pipeline.send_time)))
+            add(("stage-to-stage transfers", "T_p2p = 2 (v m + p - 1) t_sr",
+                 f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x {fmt_time(q.pipeline.send_time)}", fmt_time(f.pipeline_time)))
+        else:
+            add(("stage-to-stage transfers", P2P_EQUATION,
+                 f"2 x ({_n(v)} x {_n(m)} + {_n(p)} - 1) x ({fmt_time(q.pipeline.latency)} + "
+                 f"{fmt_bytes(q.pipeline.message)} / {fmt_rate(q.pipeline.rate)})", fmt_time(f.pipeline_time)))
     k = float(q.sharding.group)
-    if float(i.layout.zero_stage) >= 3:
+    if float(i.layout.zero_stage) >= 3 and q.sharding.measured:
+        curves = _curves(i)
+        layer = float(i.layout.gradient_bytes) * float(q.sharding.parameters) / ls
+        add(_gather_step("one layer's all-gather over the shard group", curves, layer, k,
+                         float(q.sharding.group_per_domain), i, q, float(q.sharding.layer_gather_time)))
+    elif float(i.layout.zero_stage) >= 3:
         add(("one layer's gather over the shard group", GATHER_EQUATION,
              f"({_n(k)} - 1) x {fmt_time(q.sharding.latency)} + "
              f"{fmt_bytes(i.layout.gradient_bytes * q.sharding.parameters / ls)} x "
              f"({_n(k)} - 1) / {_n(k)} / {fmt_rate(q.sharding.rate)}",
              fmt_time(q.sharding.layer_gather_time)))
+    if float(i.layout.zero_stage) >= 3:
         c, tf, tb, rg = q.sharding.layer_gather_time, q.sharding.layer_forward_time, q.sharding.layer_backward_time, i.layout.backward_gathers
         rest = ls - 1
         add(("exposed ZeRO-3 per micro-step", LAYERWISE_EQUATION,
@@ -173,14 +203,20 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
              fmt_time(f.sharding_time)))
     experts = _expert_gradients(i, f) if moe is not None else None
     if float(f.data_time) > 0:
+        steps += _data_curve_steps(i, q)
         expert_sync = ("", "")  # the experts' reduction in the sum: its symbol and its time
         if experts is not None and experts.sync > 0:
+            expert_sync = (" + c_e", f" + {fmt_time(experts.sync)}")
+        if experts is not None and experts.sync > 0 and q.data.measured_experts:
+            add(_gather_step("the experts' gradient reduction over the d_e ranks that hold the same experts (a "
+                             "reduce-scatter and an all-gather: 2 x the one)", _curves(i), experts.gradient,
+                             experts.group, float(q.data.experts_per_domain), i, q, experts.sync, twice=True))
+        if experts is not None and experts.sync > 0 and not q.data.measured_experts:
             add(("the experts' gradient reduction over the d_e ranks that hold the same experts "
                  "(a reduce-scatter and an all-gather)", "c_e = 2 c(G_e, d_e)",
                  f"2 x (({_n(experts.group)} - 1) x {fmt_time(experts.latency)} + {fmt_bytes(experts.gradient)} x "
                  f"({_n(experts.group)} - 1) / {_n(experts.group)} / {fmt_rate(experts.rate)})",
                  fmt_time(experts.sync)))
-            expert_sync = (" + c_e", f" + {fmt_time(experts.sync)}")
         add(("gradient synchronisation", f"c_rs + c_ar{expert_sync[0]} - hidden + c_ag",
              f"{fmt_time(q.data.scatter_time)} + {fmt_time(q.data.replica_time)}{expert_sync[1]} - "
              f"{fmt_time(q.data.hidden_time)} + {fmt_time(q.data.scatter_time)}", fmt_time(f.data_time)))
@@ -258,17 +294,47 @@ def _context_steps(i: Priced, f: LayoutFigures) -> list[Step]:
                    f"{_n(n_kv)} block passes{' (the forward recomputed)' if n_kv > 3 else ''}")
         equation = "t_cp = L_s max(0, n_kv (cp - 1) (M_kv / B_cp + alpha) - t_att,layer)"
         covered = fmt_time(attention)
+    block = ("keys and values of one ring block (one layer, one device)", "M_kv = 2 b (s / cp) a_kv d B_act / t",
+             f"2 x {_n(b)} x ({_n(s)} / {_n(cp)}) x {_n(kv)} x {_n(head_dim)} x {_n(KV_BYTES)} / {_n(t)}",
+             fmt_bytes(q.context.message))
+    total = ("context-parallel time", "m t_cp", f"{_n(i.layout.micro_batches)} x {fmt_time(q.context.micro_batch_time)}",
+             fmt_time(f.context_time))
+    if q.context.measured:
+        return [block, *_context_curve_steps(i, f, gather, n_kv, span, covered, exposed), total]
     return [
-        ("keys and values of one ring block (one layer, one device)", "M_kv = 2 b (s / cp) a_kv d B_act / t",
-         f"2 x {_n(b)} x ({_n(s)} / {_n(cp)}) x {_n(kv)} x {_n(head_dim)} x {_n(KV_BYTES)} / {_n(t)}",
-         fmt_bytes(q.context.message)),
+        block,
         (exposed, equation,
          f"{_n(ls)} x max(0, {_n(n_kv)} x ({_n(cp)} - 1) x ({fmt_bytes(q.context.message)} / {fmt_rate(rate)} + "
          f"{fmt_time(latency) if latency else '0 ms'}) - {covered})",
          fmt_time(q.context.micro_batch_time)),
-        ("context-parallel time", "m t_cp", f"{_n(i.layout.micro_batches)} x {fmt_time(q.context.micro_batch_time)}",
-         fmt_time(f.context_time)),
+        total,
     ]
+
+
+def _context_curve_steps(i: Priced, f: LayoutFigures, gather: bool, n_kv: float, span: float, covered: str,
+                         exposed: str) -> list[Step]:
+    """The passes of the key/value blocks by the measured curves, and what they leave exposed."""
+    q = f.terms
+    curves, cp, ls = _curves(i), float(i.layout.context_parallel), float(q.stage.layers)
+    message, one_pass = float(q.context.message), float(q.context.pass_time)
+    if gather:
+        per_domain = max(1.0, float(q.stage.domain) / float(i.layout.tensor_parallel))
+        rows = [_gather_step("one pass: the all-gather of the cp blocks over the cp ranks", curves, cp * message, cp,
+                             per_domain, i, q, one_pass)]
+    else:
+        crosses = span > float(q.stage.domain)
+        wire = send_recv_wire(curves, message, crosses)
+        sr = float(fastest(curves, [wire], float(i.cluster.intra_bandwidth), float(q.stage.nic_share))[0])
+        rows = [_curve_step("one ring step: a send/recv of M_kv to the next rank"
+                            + (" across domains" if crosses else ""), curves, wire, i, q, sr),
+                ("one pass of the ring: cp - 1 steps", "t_pass = (cp - 1) t_sr", f"({_n(cp)} - 1) x {fmt_time(sr)}",
+                 fmt_time(one_pass))]
+    cover = "t_att,layer / cp" if gather else "t_att,layer"
+    rows.append((exposed.replace(" at B_cp", " by the measured curves"),
+                 f"t_cp = L_s max(0, n_kv t_pass - {cover})",
+                 f"{_n(ls)} x max(0, {_n(n_kv)} x {fmt_time(one_pass)} - {covered})",
+                 fmt_time(q.context.micro_batch_time)))
+    return rows
 
 
 class ExpertLink(NamedTuple):
@@ -307,7 +373,7 @@ def expert_link(figures: LayoutFigures) -> ExpertLink:
                       float(q.experts.all_to_all_time), float(q.experts.inside_share), float(q.experts.outside_share))
 
 
-def _g(x: float) -> str:
+def _g(x: Num) -> str:
     return f"{float(x):.6g}"
 
 
@@ -363,6 +429,7 @@ def _expert_steps(i: Priced, f: LayoutFigures) -> list[Step]:
         ("NIC bandwidth per device (its share of the domain's NICs)", "B_nic,dev = B_nic min(k_D, D) / D",
          f"{fmt_rate(i.cluster.nic_bandwidth)} x min({_n(a.nics)}, {_n(domain)}) / {_n(domain)}", fmt_rate(a.nic_rate)),
         *_dispatch_shares(moe, ep, a),
+        _expert_curve_step(i, f, a) if q.experts.measured else
         ("one all-to-all (the share inside the domain over NVLink and the rest over the NICs, at once)",
          "t_a2a = max(s_in M_a2a / B_intra, s_out M_a2a / B_nic,dev) + (ep - 1) alpha",
          f"max({_g(a.inside)} x {fmt_bytes(a.message)} / {fmt_rate(i.cluster.intra_bandwidth)}, "
@@ -377,6 +444,27 @@ def _expert_steps(i: Priced, f: LayoutFigures) -> list[Step]:
         ("expert-parallel time", "m t_ep", f"{_n(m)} x {fmt_time(q.experts.micro_batch_time)}",
          fmt_time(f.expert_time)),
     ]
+
+
+def _expert_curve_step(i: Priced, f: LayoutFigures, a: ExpertLink) -> Step:
+    """One all-to-all by the measured fits: NCCL's all-to-all curve, or DeepEP's normal kernels' fit (a
+    hierarchical dispatch), the routing's shares of M_a2a on each link."""
+    q, moe, curves = f.terms, i.moe, _curves(i)
+    assert moe is not None
+    up, out = float(i.cluster.intra_bandwidth), float(q.stage.nic_share)
+    if float(moe.hierarchical) > 0:
+        parts = [f"{_g(a.inside)} x {fmt_bytes(a.message)} / ({_g(curves.dispatch_efficiency)} x {fmt_rate(up)})"]
+        if a.outside > 0:
+            parts.append(f"{_g(a.outside)} x {fmt_bytes(a.message)} / ({_g(curves.dispatch_out_efficiency)} x "
+                         f"{fmt_rate(out)})")
+        transfer = f"max({', '.join(parts)})" if len(parts) > 1 else parts[0]
+        return (f"one dispatch or combine by DeepEP's normal kernels (their fit on DeepEP's tables, "
+                f"kernel_fits/dispatch.json; {curves.source.split(' (')[0]})",
+                "t_a2a = a_d + max(s_in M_a2a / (e_d B_up), s_out M_a2a / (e_d,out B_out))",
+                f"{fmt_time(curves.dispatch_latency)} + {transfer}", fmt_time(a.time))
+    span = float(moe.parallel) * float(moe.tensor)
+    wire = all_to_all_wire(curves, a.message, float(moe.parallel), a.inside, a.outside, span > float(q.stage.domain))
+    return _curve_step("one all-to-all (s_in M_a2a over NVLink, s_out M_a2a over the NICs)", curves, wire, i, q, a.time)
 
 
 class ExpertGradients(NamedTuple):
@@ -434,3 +522,83 @@ def _stage_operands(i: Priced, layers: float, p: float) -> str:
     given = [c for c in counts if c == c]
     rest = f"ceil(({_n(layers)}{''.join(f' - {_n(c)}' for c in given)}) / {_n(p - len(given))})"
     return f"max({', '.join([*(_n(c) for c in given), rest])})" if given else rest
+
+
+def _curves(i: Priced) -> LinkCurves:
+    """The measured collective curves the layout was priced with (there are: a term says it was measured)."""
+    assert i.rates.kernels is not None and i.rates.kernels.collectives is not None
+    return i.rates.kernels.collectives
+
+
+def _curve_step(what: str, curves: LinkCurves, wire: Wire, i: Priced, q: LayoutTerms, value: float,
+                twice: bool = False) -> Step:
+    """One collective by the measured curve (:func:`~mlsysim.physics.collectives.wire_time`) with its operands:
+    the start a_0, the steps' latencies, the bytes on each link at their efficiency and rate, the fill at x."""
+    up, out = float(i.cluster.intra_bandwidth), float(q.stage.nic_share)
+    parts = []
+    if float(wire.up_bytes) > 0 or not float(wire.out_bytes) > 0:
+        parts.append(f"{fmt_bytes(wire.up_bytes)} / ({_g(wire.up_efficiency)} x {fmt_rate(up)})")
+    if float(wire.out_bytes) > 0:
+        parts.append(f"{fmt_bytes(wire.out_bytes)} / ({_g(curves.out_efficiency)} x {fmt_rate(out)})")
+    transfer = f"max({', '.join(parts)})" if len(parts) > 1 else parts[0]
+    latency = f"{fmt_time(curves.base_latency)}"
+    if float(wire.up_steps) > 0:
+        latency += f" + {_n(wire.up_steps)} x {fmt_time(curves.step_latency)}"
+    if float(wire.out_steps) > 0:
+        latency += f" + {_n(wire.out_steps)} x {fmt_time(curves.out_step_latency)}"
+    x = fmt_bytes(wire.per_rank)
+    operands = (f"{latency} + {transfer} / ({x} / ({x} + {fmt_bytes(curves.half_size)})) ** "
+                f"{_g(curves.sharpness)}")
+    equation = CURVE_EQUATION
+    if twice:
+        operands, equation = f"2 x ({operands})", f"2 ({CURVE_EQUATION})"
+    return (f"{what} ({wire.algorithm}; the measured curve of {curves.source})", equation, operands,
+            fmt_time(value))
+
+
+def _gather_step(what: str, curves: LinkCurves, size: float, group: float, domain: float, i: Priced,
+                 q: LayoutTerms, value: float, twice: bool = False) -> Step:
+    """An all-gather (or reduce-scatter) of ``size`` bytes over ``group`` ranks by its fastest algorithm."""
+    _, wire = fastest(curves, gather_wires(curves, size, group, domain), float(i.cluster.intra_bandwidth),
+                      float(q.stage.nic_share))
+    return _curve_step(f"{what}, {fmt_bytes(size)} over {_n(group)} ranks", curves, wire, i, q, value, twice)
+
+
+def _tensor_curve_steps(i: Priced, q: LayoutTerms) -> list[Step]:
+    """One tensor-parallel collective by the measured curves: an all-reduce of M, or with sequence parallelism
+    a reduce-scatter and an all-gather of M (the same curve twice)."""
+    curves, t = _curves(i), float(i.layout.tensor_parallel)
+    message = 2.0 * float(i.layout.micro_batch) * float(q.stage.tokens) * float(i.shape.hidden)
+    domain, value = float(q.stage.domain), float(q.tensor.collective_time)
+    message_step = ("tensor-parallel message (16-bit activations of one micro-batch)", "M = 2 b (s / cp) h",
+                    f"2 x {_n(i.layout.micro_batch)} x {_n(q.stage.tokens)} x {_n(i.shape.hidden)}", fmt_bytes(message))
+    if i.layout.sequence_parallel:
+        return [message_step, _gather_step("one tensor-parallel reduce-scatter and all-gather of M (sequence "
+                                           "parallelism: 2 x the one)", curves, message, t, domain, i, q, value,
+                                           twice=True)]
+    _, wire = fastest(curves, all_reduce_wires(curves, message, t, domain), float(i.cluster.intra_bandwidth),
+                      float(q.stage.nic_share))
+    return [message_step, _curve_step(f"one tensor-parallel all-reduce of M over {_n(t)} ranks", curves, wire, i, q,
+                                      value)]
+
+
+def _data_curve_steps(i: Priced, q: LayoutTerms) -> list[Step]:
+    """The gradient synchronisation's collectives the measured curves priced: the reduce-scatter over the shard
+    group (ZeRO-1/2) and the AllReduce of the shard over the replicas."""
+    curves = i.rates.kernels.collectives if i.rates.kernels is not None else None
+    if curves is None:
+        return []
+    rows: list[Step] = []
+    gradient = float(i.layout.gradient_bytes) * float(q.sharding.dense_parameters)
+    k, r = float(q.sharding.group), float(q.sharding.replicas)
+    if q.data.measured_scatter and float(q.data.scatter_time) > 0:
+        rows.append(_gather_step("the gradients' reduce-scatter over the shard group (c_rs; the all-gather of the "
+                                 "updated parameters c_ag takes as long)", curves, gradient, k,
+                                 float(q.sharding.group_per_domain), i, q, float(q.data.scatter_time)))
+    if q.data.measured_replica and float(q.data.replica_time) > 0:
+        _, wire = fastest(curves, all_reduce_wires(curves, gradient / k, r, float(q.data.replicas_per_domain),
+                                                   str(i.layout.algorithm)),
+                          float(i.cluster.intra_bandwidth), float(q.stage.nic_share))
+        rows.append(_curve_step(f"the AllReduce of the gradient shard, {fmt_bytes(gradient / k)} over the "
+                                f"{_n(r)} replicas (c_ar)", curves, wire, i, q, float(q.data.replica_time)))
+    return rows
