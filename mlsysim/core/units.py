@@ -474,7 +474,7 @@ def _parse_unit(text: str, kind: str | None) -> pint.Unit:
     if kind == "bandwidth" and compact.lower() in PORT_SPEEDS:
         return unit(PORT_SPEEDS[compact.lower()])
     if compact in spellings:
-        return unit(compact)
+        return _spelled(compact)
     try:
         typed: pint.Unit | None = _compound(compact)
     except UnitsError as exc:
@@ -495,6 +495,14 @@ def _parse_unit(text: str, kind: str | None) -> pint.Unit:
             f"{exc}; {hint + ' ' if hint else ''}accepted spellings{where}: {accepted}{port}; "
             "other pint units of that kind work too"
         ) from None
+
+
+def _spelled(spelling: str) -> pint.Unit:
+    """The unit of one of :data:`SPELLINGS`: pint's, else a port speed's (``GbE`` is no pint name: Gbit/s)."""
+    try:
+        return unit(spelling)
+    except pint.UndefinedUnitError:
+        return unit(PORT_SPEEDS[spelling.lower()])
 
 
 def _meaning(u: pint.Unit) -> tuple[object, float]:
@@ -534,7 +542,7 @@ def _fold(
         return None
     readings: dict[tuple[object, float], tuple[str, pint.Unit]] = {}
     for spelling in candidates:
-        readings.setdefault(_meaning(unit(spelling)), (spelling, unit(spelling)))
+        readings.setdefault(_meaning(_spelled(spelling)), (spelling, _spelled(spelling)))
     if one_case and typed_ok and typed is not None:
         readings.setdefault(_meaning(typed), (text, typed))
     if len(readings) == 1:

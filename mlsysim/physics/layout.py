@@ -202,8 +202,12 @@ def layout_mask(
     experts: Num = 0.0,
     expert_parallel: Num = 1.0,
     expert_tensor_parallel: Num = 1.0,
+    layout_stages: Num = math.nan,
+    layout_ranks: Num = math.nan,
 ) -> Num:
-    """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`."""
+    """True where a layout obeys the rules (a bool, or a bool array): see :func:`check_layout`. A custom
+    pipeline layout (``layout_stages`` virtual stages read at ``layout_ranks`` ranks; NaN: none) holds for
+    its own p and p v = its stages only, and its stages may hold no layer (the embedding, the loss)."""
     positive = (tensor_parallel >= 1) & (pipeline_parallel >= 1) & (pipeline_chunks >= 1) & (micro_batches >= 1)
     positive = positive & (context_parallel >= 1)
     t, p = maximum(tensor_parallel, 1.0), maximum(pipeline_parallel, 1.0)
@@ -214,7 +218,8 @@ def layout_mask(
     # the load-balanced causal split: each sequence cut into 2 cp chunks (seq_len NaN: not checked)
     ok_d = ok_d & ((cp == 1) | (seq_len != seq_len) | (_mod(where(seq_len == seq_len, seq_len, 0.0), 2.0 * cp) == 0))
     ok_heads = _mod(heads, t) == 0
-    ok_layers = layers >= p * v
+    custom, free = layout_stages == layout_stages, layout_stages != layout_stages
+    ok_layers = ((layers >= p * v) | custom) & (free | ((p == layout_ranks) & (p * v == layout_stages)))
     ok_inter = (v == 1) | ((p > 1) & (_mod(m, p) == 0))
     ok_shard = (shard_group == 0) | (_mod(d * cp, maximum(shard_group, 1.0)) == 0)
     ok_stages = _stage_counts_fit(layers, p, first_stage_layers, last_stage_layers)
@@ -252,8 +257,11 @@ def check_layout(
     experts: int = 0,
     expert_parallel: int = 1,
     expert_tensor_parallel: int = 1,
+    custom_layout: bool = False,
 ) -> None:
     """Raise :class:`InputError` (one line naming both numbers and the fix) for a layout that breaks a rule.
+    ``custom_layout``: a pipeline layout text places the layers (its own checks:
+    :func:`~mlsysim.physics.pipeline_layout.check_pipeline_layout`), so a chunk may hold none.
 
     t p d = devices; heads divisible by t; at least one layer per chunk (L >= p v);
     micro-batches a multiple of p when interleaved; the HSDP shard group dividing d;
@@ -307,7 +315,7 @@ def check_layout(
             f"{fix('tensor_parallel')}",
             field="tensor_parallel",
         )
-    if layers < p * v:
+    if layers < p * v and not custom_layout:
         raise InputError(
             f"layers ({layers}) must be at least pipeline_parallel x pipeline_chunks = {p} x {v} = {p * v}: "
             f"every chunk holds a layer; {fix('pipeline_parallel', 'pipeline_chunks')}",

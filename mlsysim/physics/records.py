@@ -130,6 +130,12 @@ class Layout(NamedTuple):
     shard_group: Num = 0.0
     first_stage_layers: Num = math.nan
     last_stage_layers: Num = math.nan
+    layout_stages: Num = math.nan
+    """A custom pipeline layout's virtual stages (:mod:`~mlsysim.physics.pipeline_layout`; NaN: none)."""
+    layout_ranks: Num = math.nan
+    """The pipeline ranks p the custom layout was read at (its stages sit on ranks i mod p)."""
+    layout_stage_layers: Num = math.nan
+    """The layers of the custom layout's fullest rank (:func:`~mlsysim.physics.pipeline_layout.stage_layers`)."""
     backward_gathers: Num = 1.0
     data_overlap: Num = 1.0
     tensor_overlap: Num = 0.0

@@ -149,7 +149,9 @@ def stage_of(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates |
     curves of ``rates`` price (:func:`~mlsysim.physics.collectives.measured_links`)."""
     g = where(cluster.scale_up_domain == cluster.scale_up_domain, cluster.scale_up_domain, cluster.devices_per_node)
     t, p, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel
-    layers_here = slowest_stage_layers(shape.layers, p, layout.first_stage_layers, layout.last_stage_layers)
+    custom = layout.layout_stage_layers  # a custom pipeline layout's fullest rank (NaN: none given)
+    layers_here = where(custom == custom, custom,
+                        slowest_stage_layers(shape.layers, p, layout.first_stage_layers, layout.last_stage_layers))
     nics = cluster.nics_per_node * g / cluster.devices_per_node
     up, out = measured_links(cluster, curves_of(rates))
     return Stage(

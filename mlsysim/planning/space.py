@@ -184,6 +184,16 @@ class Space:
         default_factory=dict, repr=False, compare=False
     )
 
+    def __post_init__(self) -> None:
+        layout = getattr(self.base, "pipeline_layout", None)
+        swept = [a.field for a in self.axes if a.field in ("pipeline_parallel", "pipeline_chunks")]
+        if layout is not None and swept:  # the layout text places the layers for its own p and v only
+            raise InputError(
+                f"an axis over {swept[0]} with pipeline_layout ({layout}) given: the layout places the layers "
+                "on its own pipeline ranks; leave pipeline_layout out to vary the pipeline, or give one layout "
+                "per run", field=swept[0],
+            )
+
     def __reduce__(self) -> tuple[Callable[[bytes], Space], tuple[bytes]]:
         # caches are rebuilt where used; Quantities must come back in mlsysim's registry
         return _restore_space, (pickle.dumps((self.base, self.axes)),)
@@ -475,6 +485,7 @@ def _rules_arguments(records: LayoutRecords) -> dict[str, Num]:
         experts=0.0 if shape.moe is None else shape.moe.experts, expert_parallel=layout.expert_parallel,
         expert_tensor_parallel=layout.expert_tensor_parallel, shard_group=layout.shard_group,
         first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
+        layout_stages=layout.layout_stages, layout_ranks=layout.layout_ranks,
     )
 
 

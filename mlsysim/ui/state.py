@@ -285,7 +285,7 @@ def form_fields() -> tuple[dict[str, object], ...]:
     base = base_scenario(None)
     out: list[dict[str, object]] = []
     for f in FIELDS.values():
-        if f.name in NOT_IN_FORM or f.kinds.name == "text":
+        if f.name in NOT_IN_FORM:
             continue
         entry: dict[str, object] = {
             "name": f.name,

@@ -124,3 +124,10 @@ def test_any_case_of_any_spelling_is_read_as_its_case_says_or_refused(spelled, m
         assert any(
             _same(got, ureg.Unit(s)) and [ch for ch in s if ch in "bB"] == marks for s in folds
         )
+
+
+@pytest.mark.parametrize(("text", "expected"), [("0GBE", "0 Gbit/s"), ("3 gbe", "3 Gbit/s"), ("2 TBE", "2 Tbit/s")])
+def test_a_port_speed_in_any_case_reads_without_a_kind(text, expected):
+    """Found by the fuzz test: with no kind, folding the case of 'GBE' met the spelling GbE, which pint does not
+    know; a port speed is bits per second whatever the kind."""
+    assert parse_quantity(text) == parse_quantity(expected)

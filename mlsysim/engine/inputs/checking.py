@@ -31,6 +31,7 @@ from mlsysim.engine.inputs.derivation import (
 from mlsysim.engine.inputs.fields import (
     DERIVED_FROM,
     FIELDS,
+    LAYOUT_NUMBERS,
     Value,
     derived_numbers,
 )
@@ -57,7 +58,8 @@ _REQUIRED: Final = tuple(f.name for f in FIELDS.values() if f.required)
 _NUMERIC: Final = frozenset(f.name for f in FIELDS.values() if f.numeric)
 _ORDER: Final = {name: i for i, name in enumerate(FIELDS)}
 _DERIVED_NUMBERS: Final = (
-    "gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline", *SHAPE_NUMBERS
+    "gradient_bytes", "parameters", "optimizer_bytes", "inter_transport", "input_pipeline", *SHAPE_NUMBERS,
+    *LAYOUT_NUMBERS,
 )
 
 _MISSING_HINTS: Final = {

@@ -429,6 +429,16 @@ def _text(value: object) -> str:
     raise InputError(f"expected a text, got {value!r} ({type(value).__name__})")
 
 
+def _pipeline_layout(value: object) -> str:
+    """A pipeline layout text, its grammar checked (:func:`~mlsysim.physics.pipeline_layout.parse_pipeline_layout`;
+    the layers and ranks it must match are checked with the scenario's layout)."""
+    from mlsysim.physics.pipeline_layout import parse_pipeline_layout
+
+    text = _text(value).strip()
+    parse_pipeline_layout(text)
+    return text
+
+
 def _cluster_file(value: object) -> str:
     """A cluster file's path (``~`` expanded), checked: the file exists and is one (its fits parse)."""
     from mlsysim.kernels.cluster import read_cluster_file
@@ -944,6 +954,16 @@ _TABLE: tuple[InputField, ...] = (
     ),
     _in(
         "layout",
+        InputField(
+            "pipeline_layout",
+            "the layers of each virtual pipeline stage, Megatron-Core's --pipeline-model-parallel-layout "
+            "(E embedding, t layer, m MTP layer, L loss, '|' between stages, e.g. 'Et*3|(tt|)*29,m|L'; "
+            "sets pipeline_chunks; None: the even cut)",
+            "text", _pipeline_layout, _stripped, default=None, optional=True,
+        ),
+    ),
+    _in(
+        "layout",
         _switch(
             "flash_attention",
             "fused attention kernels (FlashAttention): the s x s attention matrices never stored: 1 on, 0 off "
@@ -1354,12 +1374,36 @@ def derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
     key = (id(workload), wire, get("optimizer"), get("inter_transport"), get("input_pipeline"), values["recompute"])
     found = _DERIVED.get(key)
     if found is not None and found[0] is workload:
-        return found[1]
-    out = _derived_numbers(values)
-    if len(_DERIVED) > 1024:
-        _DERIVED.clear()
-    _DERIVED[key] = (workload, out)  # the entry keeps the object, so its id stays its own
-    return out
+        out = found[1]
+    else:
+        out = _derived_numbers(values)
+        if len(_DERIVED) > 1024:
+            _DERIVED.clear()
+        _DERIVED[key] = (workload, out)  # the entry keeps the object, so its id stays its own
+    text = get("pipeline_layout")
+    if text is None:
+        return out
+    return {**out, **pipeline_layout_numbers(text, get("pipeline_parallel"))}  # type: ignore[arg-type]
+
+
+LAYOUT_NUMBERS: Final = ("layout_stages", "layout_ranks", "layout_chunks", "layout_stage_layers")
+"""The model numbers of a custom pipeline layout (:func:`pipeline_layout_numbers`; NaN without one)."""
+
+_NO_LAYOUT: Final = dict.fromkeys(LAYOUT_NUMBERS, math.nan)
+
+
+def pipeline_layout_numbers(text: str, pipeline_parallel: int | None) -> dict[str, float]:
+    """The model numbers of a custom pipeline layout (checked against the scenario by the layout rules):
+    its virtual stages n, the ranks p it is read at, v = n / p chunks per rank (the layout sets
+    ``pipeline_chunks``) and the layers of its fullest rank
+    (:func:`~mlsysim.physics.pipeline_layout.stage_layers`)."""
+    from mlsysim.physics.pipeline_layout import parse_pipeline_layout, stage_layers
+
+    layout = parse_pipeline_layout(text)
+    p = pipeline_parallel or 1
+    n = len(layout.stages)
+    return {"layout_stages": float(n), "layout_ranks": float(p), "layout_chunks": float(n // p),
+            "layout_stage_layers": float(stage_layers(layout, p))}
 
 
 _DERIVED: dict[tuple[object, ...], tuple[object, Mapping[str, float]]] = {}
@@ -1380,6 +1424,7 @@ def _derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
     out["optimizer_bytes"] = 0.0 if optimizer is None else OPTIMIZER_BYTES_PER_PARAMETER[optimizer]
     out["inter_transport"] = 1.0 if transport is None else TRANSPORT_EFFICIENCY[transport]
     out["input_pipeline"] = 1.0 if pipeline is None else INPUT_PIPELINE_JITTER[pipeline]
+    out.update(_NO_LAYOUT)  # no custom pipeline layout (derived_numbers adds one's numbers)
     return out  # a plain dict (dict.update copies it fastest); read-only by contract
 
 
@@ -1391,5 +1436,7 @@ DERIVED_FROM: Final = (
     "inter_transport",
     "input_pipeline",
     "recompute",
+    "pipeline_layout",
+    "pipeline_parallel",
 )
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""

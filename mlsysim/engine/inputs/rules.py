@@ -298,6 +298,9 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
         if get(name) is not None:
             break
     else:
+        if get("pipeline_layout") is not None:  # never dropped in silence
+            raise InputError(f"pipeline_layout ({get('pipeline_layout')}) places the layers on pipeline stages, "
+                             "but no pipeline is given: give pipeline_parallel", loc=("pipeline_layout",))
         return
     from mlsysim.physics.layout import check_layout
 
@@ -325,6 +328,11 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
         value = values.get(name)
         return default if value is None else int(cast(int, value))
 
+    chunks = count("pipeline_chunks", 1)
+    text = values.get("pipeline_layout")
+    if text is not None:
+        chunks = _pipeline_layout_chunks(values, str(text), int(cast(int, shape["layers"])),
+                                         count("pipeline_parallel", 1))
     try:
         check_layout(
             devices=count("devices_per_node", 1) * count("nodes", 1),
@@ -333,7 +341,8 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
             heads=int(cast(int, shape["heads"])),
             layers=int(cast(int, shape["layers"])),
             micro_batches=count("accumulation_steps", 1),
-            pipeline_chunks=count("pipeline_chunks", 1),
+            pipeline_chunks=chunks,
+            custom_layout=text is not None,
             shard_group=count("shard_group", 0),
             first_stage_layers=_optional_count(values, "first_stage_layers"),
             last_stage_layers=_optional_count(values, "last_stage_layers"),
@@ -345,6 +354,23 @@ def check_layout_rules(values: Mapping[str, object]) -> None:
         )
     except InputError as exc:
         raise InputError(exc.message, loc=(exc.field or "tensor_parallel",)) from None
+
+
+def _pipeline_layout_chunks(values: Mapping[str, object], text: str, layers: int, p: int) -> int:
+    """The chunks per rank of a custom pipeline layout, after its checks against the scenario; the uneven
+    first and last stages are the layout's to say (both given: refused)."""
+    from mlsysim.physics.pipeline_layout import check_pipeline_layout, parse_pipeline_layout
+
+    for name in ("first_stage_layers", "last_stage_layers"):
+        if values.get(name) is not None:
+            raise InputError(f"{name} ({values[name]}) and pipeline_layout both place the layers; the layout "
+                             f"says what each stage holds: leave {name} out", loc=(name,))
+    given = values.get("pipeline_chunks")
+    try:
+        return check_pipeline_layout(parse_pipeline_layout(text), text, layers, p,
+                                     None if given is None else int(cast(int, given)))
+    except InputError as exc:
+        raise InputError(exc.message, loc=(exc.field or "pipeline_layout",)) from None
 
 
 def _optional_count(values: Mapping[str, object], name: str) -> int | None:

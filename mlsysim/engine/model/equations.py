@@ -143,6 +143,12 @@ class Inputs:
     # resharding (docs/parallelism.md); NaN = not given: even stages, fused attention, reshard
     first_stage_layers: Num = math.nan
     last_stage_layers: Num = math.nan
+    # a custom pipeline layout (physics.pipeline_layout; engine.inputs.fields derived_numbers): its virtual
+    # stages, the pipeline ranks it was read at and the layers of its fullest rank; NaN: none given
+    layout_stages: Num = math.nan
+    layout_ranks: Num = math.nan
+    layout_chunks: Num = math.nan
+    layout_stage_layers: Num = math.nan
     flash_attention: Num = math.nan
     reshard_after_forward: Num = math.nan
     # context parallelism (physics.context_parallel) and a scale-up domain beyond the node (NVL72); NaN: none
@@ -890,7 +896,7 @@ def _layout_given(x: Inputs) -> bool:
     )
 
 
-def _or(value: Num, default: float) -> Num:
+def _or(value: Num, default: Num) -> Num:
     """``value``, or ``default`` where it is not given (NaN)."""
     return where(value == value, value, default)
 
@@ -907,7 +913,7 @@ def _scalar_mode(value: Num, name: str) -> float:
 
 _LAYOUT_DERIVED = frozenset({
     "micro_batch", "micro_batches", "zero_stage", "backward_gathers", "data_overlap", "gradient_bytes", "recompute",
-    "sequence_parallel", "flash_attention", "algorithm",
+    "sequence_parallel", "flash_attention", "algorithm", "pipeline_chunks",
 })
 """The :class:`~mlsysim.physics.records.Layout` fields :func:`layout_records` derives from inputs of other names
 (or the choices); every other Layout field is the :class:`Inputs` attribute of its name."""
@@ -957,6 +963,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
     )
     layout = Layout(
         **{name: _or(getattr(x, name), default) for name, default in _LAYOUT_BY_NAME},
+        pipeline_chunks=_or(x.pipeline_chunks, _or(x.layout_chunks, 1.0)),  # given, or a custom layout's
         micro_batch=x.per_device_batch, micro_batches=x.accumulation_steps, zero_stage=float(c.zero_stage),
         backward_gathers=_or(x.reshard_after_forward, 1.0), data_overlap=1.0 if c.overlap else 0.0,
         gradient_bytes=x.gradient_bytes / x.parameters,
@@ -1102,7 +1109,7 @@ def evaluate_layout(x: Inputs, c: Choices = SEED_CHOICES, kernels: KernelConstan
         devices=n, tensor_parallel=t, pipeline_parallel=p, heads=x.heads, layers=x.layers,
         micro_batches=m, pipeline_chunks=lay.pipeline_chunks, shard_group=lay.shard_group,
         first_stage_layers=x.first_stage_layers, last_stage_layers=x.last_stage_layers,
-        context_parallel=cp, seq_len=x.seq_len, experts=x.experts,
+        layout_stages=x.layout_stages, layout_ranks=x.layout_ranks, context_parallel=cp, seq_len=x.seq_len, experts=x.experts,
         expert_parallel=lay.expert_parallel, expert_tensor_parallel=lay.expert_tensor_parallel,
     )
     # a given activation_memory (not derived from the shape) replaces the layout's count

@@ -40,6 +40,7 @@ from mlsysim.physics.layout import (
 )
 from mlsysim.physics.operators import Experts
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
+from mlsysim.physics.pipeline_layout import STAGE_LAYERS_EQUATION
 from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
 
@@ -93,7 +94,10 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
     add = steps.append
 
     L, ls = float(i.shape.layers), float(q.stage.layers)
-    if p > 1:
+    if p > 1 and float(i.layout.layout_stages) == float(i.layout.layout_stages):
+        add(("layers of the slowest stage (the custom pipeline layout's fullest rank)", STAGE_LAYERS_EQUATION,
+             f"{_n(i.layout.layout_stages)} stages on {_n(p)} ranks (stage i on rank i mod p)", _n(ls)))
+    elif p > 1:
         add(("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
              _stage_operands(i, L, p), _n(ls)))
     if moe is None:
