@@ -291,7 +291,11 @@ def mine(
     preset: str = Option(
         "realistic", "--preset", help="The assumptions the fit starts from: realistic or seed."
     ),
-    force: bool = Option(False, "--force", help="Overwrite --out if it exists."),
+    force: bool = Option(
+        False, "--force",
+        help="Overwrite --out if it exists, and keep a fitted constant outside its physical bounds (a warning "
+        "instead of exit status 2).",
+    ),
     json_: bool = Option(False, "--json", help="Print the fit as JSON."),
     matmul_format: str | None = Option(
         None,
@@ -315,7 +319,11 @@ def mine(
     transformer on a node; measured_update_time, measured_throughput or
     measured_tflops_per_gpu): such rows fit the matrix-product ceiling
     (matmul_ceiling, attention_ceiling), each row predicted with the ceiling fitted
-    on the others. 'mlsysim init --layouts layouts.csv' writes a template.
+    on the others (one row: fitted, not left out). A row's own settings go in
+    columns named as --set names them (assumptions.overlap = true). A ceiling
+    above the best measured kernel of that GPU and format (or at the low end of
+    its range) is refused with exit status 2; --force keeps it.
+    'mlsysim init --layouts layouts.csv' writes a template.
 
     Example: mlsysim validate mine runs.csv --out my_cluster.toml
     then:    mlsysim run NAME --assumptions my_cluster.toml
@@ -338,6 +346,10 @@ def mine(
         if layouts
         else None
     )
+    outside = layout_fit.outside_bounds() if layout_fit is not None else []
+    if outside and not force:
+        raise InputError(f"{runs}: {outside[0]}; check the rows' layouts and measurements, or --force to keep it",
+                         field="runs")
     text = assumptions_toml(fit, runs, preset.strip().lower(), loaded, layout_fit, layouts)
     if out is not None:
         write_text(out, text, force=force)
@@ -421,10 +433,11 @@ def _echo_mine_runs(
     if not fit.fitted:
         click.echo("  nothing: every run is on one device")
     click.echo("")
-    click.echo(f"{'run':24} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
+    name_width = max([24, *(len(r.name) for r in loaded)])
+    click.echo(f"{'run':{name_width}} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
     for r, m, p, h, e in zip(loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True):
         click.echo(
-            f"{r.name[:24]:24} {r.line:>5} {m * 1e3:>9,.1f} ms {p * 1e3:>9,.1f} ms "
+            f"{r.name:{name_width}} {r.line:>5} {m * 1e3:>9,.1f} ms {p * 1e3:>9,.1f} ms "
             f"{h * 1e3:>9,.1f} ms {e:>+8.1%}"
         )
     click.echo("")
@@ -453,6 +466,8 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
         "linear_format": fit.linear,
         "sixteen_bit_fitted": fit.sixteen_fitted,
         "assumptions": fit.assumptions,
+        "bounds": {group: {"largest": bound, "source": source} for group, (bound, source) in fit.bounds.items()},
+        "outside_bounds": fit.outside_bounds(),
         "runs": [
             {
                 "name": r.name,
@@ -461,7 +476,7 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
                 "layout": layout_text(r),
                 "measured_update_time_s": m,
                 "exact_ceiling": c,
-                "exact_ceiling_at_range_end": fit.at_edge(i),
+                "exact_ceiling_at_range_end": fit.at_edge(i, r.group),
                 "fitted_update_time_s": p,
                 "held_out_ceiling": None if hc != hc else hc,
                 "held_out_update_time_s": None if h != h else h,
@@ -500,19 +515,29 @@ def _echo_mine_layouts(
         "  assumptions: " + ", ".join(f"{k} = {v:g}" for k, v in fit.assumptions.items())
         + ("" if fit.sixteen_fitted else " (16-bit products at the accelerator's fitted ceiling)")
     )
-    click.echo("")
+    for fmt, (bound, source) in fit.bounds.items():
+        click.echo(f"  bound of {'16-bit' if fmt == 'bf16' else fmt}: {bound:.3f}, {source}")
+    for warning in fit.outside_bounds():
+        click.echo(f"  kept with --force: {warning}")
     click.echo(
-        f"{'run':20} {'line':>5} {'format':>7} {'layout':18} {'measured':>10} {'exact c':>8} "
+        "  fitted: the matrix-product ceilings only; the links, the per-update overhead and the pipeline and "
+        "sharding rates stay at " + ("the data-parallel rows' fit" if fitted_links else f"the {preset} preset's")
+        + " (model-parallel rows priced from the operators do not tell them apart from the ceiling)"
+    )
+    click.echo("")
+    width = max([3, *(len(r.name) for r in layouts)])
+    click.echo(
+        f"{'run':{width}} {'line':>5} {'format':>7} {'layout':18} {'measured':>10} {'exact c':>8} "
         f"{'fitted':>10} {'left out':>10} {'error':>8}"
     )
     for i, (r, m, c, p, h, e) in enumerate(
         zip(layouts, fit.measured, fit.exact, fit.predicted, fit.held_out, fit.relative_errors, strict=True)
     ):
-        edge = "*" if fit.at_edge(i) else " "
+        edge = "*" if fit.at_edge(i, r.group) else " "
         left = f"{h:>8.3f} s" if h == h else f"{'-':>10}"
         error = f"{e:>+8.1%}" if e == e else f"{'-':>8}"
         click.echo(
-            f"{r.name[:20]:20} {r.line:>5} {r.matmul_format:>7} {layout_text(r)[:18]:18} {m:>8.3f} s "
+            f"{r.name:{width}} {r.line:>5} {r.matmul_format:>7} {layout_text(r)[:18]:18} {m:>8.3f} s "
             f"{c:>7.3f}{edge} {p:>8.3f} s {left} {error}"
         )
     held = [abs(e) for e in finite(fit.relative_errors)]
@@ -523,9 +548,9 @@ def _echo_mine_layouts(
             f"median |error| {statistics.median(held):.1%}, worst {max(held):.1%} "
             f"(in sample: median {statistics.median(abs(x) for x in fit.in_sample_errors):.1%})"
         )
-    if any(fit.at_edge(i) for i in range(len(layouts))):
+    if any(fit.at_edge(i, r.group) for i, r in enumerate(layouts)):
         click.echo(
-            "* at the end of the ceiling's range: no ceiling makes this run's prediction exact "
+            "* at an end of the ceiling's range or at its bound: no ceiling makes this run's prediction exact "
             "(its time is not the matrix products')"
         )
 

@@ -93,6 +93,9 @@ SHAPE_COLUMNS = (
 SIXTEEN_BIT_FORMATS = ("bf16", "fp16")
 """Formats whose rows inform the 16-bit ceiling (they run at one rate on tensor cores)."""
 
+ROW_ASSUMPTION_PREFIX = "assumptions."
+"""A layout row's column ``assumptions.NAME`` sets one assumption for that row (what it was run with)."""
+
 EDGE = 1e-6
 """An exact ceiling within this (relative) of an end of :data:`U_RANGE` is at the end: the
 measurement is out of the reach of any ceiling there."""
@@ -156,6 +159,25 @@ class LayoutFit:
     """The format whose ceiling is ``matmul_ceiling``."""
     sixteen_fitted: bool
     """Whether the 16-bit ceiling was fitted on runs (else taken from the base or the fitted table)."""
+    bounds: dict[str, tuple[float, str]]
+    """Format group -> (the largest ceiling it may take, why): the best measured kernel of the accelerator in
+    that format (a fraction of its peak), or the peak itself where no kernel table measures it."""
+
+    def outside_bounds(self) -> list[str]:
+        """One sentence per fitted ceiling outside its physical bounds: at :attr:`bounds` (the scenario takes no
+        ceiling above the best measured kernel of that GPU, so a fit there means the runs are faster than any it
+        allows), or at the low end of :data:`U_RANGE` (slower than any ceiling explains)."""
+        found = []
+        for group, ceiling in self.ceilings.items():
+            bound, source = self.bounds[group]
+            label = "16-bit" if group == SIXTEEN_BIT else group
+            if ceiling >= bound * (1 - EDGE):
+                found.append(f"the {label} runs are faster than the matrix-product ceiling can make them: at "
+                             f"{source} ({bound:.3f} of peak) the model is still slower than the median run")
+            elif ceiling <= U_RANGE[0] * (1 + EDGE):
+                found.append(f"the runs put the {label} matrix-product ceiling at {ceiling:.3f} of peak, the "
+                             f"lowest the fit tries: something other than the matrix products sets their time")
+        return found
 
     @property
     def relative_errors(self) -> list[float]:
@@ -166,10 +188,12 @@ class LayoutFit:
     def in_sample_errors(self) -> list[float]:
         return [p / m - 1.0 for p, m in zip(self.predicted, self.measured, strict=True)]
 
-    def at_edge(self, index: int) -> bool:
-        """Whether run ``index``'s exact ceiling is at an end of the bisection range."""
+    def at_edge(self, index: int, group: str) -> bool:
+        """Whether run ``index``'s exact ceiling (of format ``group``) is at an end of the bisection range, or at
+        its format's bound (:attr:`bounds`: no ceiling the scenario takes makes it faster)."""
         c = self.exact[index]
-        return c <= U_RANGE[0] * (1 + EDGE) or c >= U_RANGE[1] * (1 - EDGE)
+        top = min(U_RANGE[1], self.bounds[group][0])
+        return c <= U_RANGE[0] * (1 + EDGE) or c >= top * (1 - EDGE)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -264,6 +288,24 @@ def _layout_measured(measured: Mapping[str, object], scenario: TrainingScenario)
     return seconds, key
 
 
+def _row_assumptions(data: dict[str, object]) -> dict[str, object]:
+    """The row's own settings, taken out of ``data``: its ``assumptions.NAME`` columns (as ``--set`` spells
+    them: ``assumptions.overlap = true``), each over the base assumptions for this row only; empty cells are
+    not settings. A name the assumptions do not have is refused at its column."""
+    from mlsysim.engine.inputs.assumptions import Assumptions
+
+    own: dict[str, object] = {}
+    for key in [k for k in data if k.startswith(ROW_ASSUMPTION_PREFIX)]:
+        value = data.pop(key)
+        name = key.removeprefix(ROW_ASSUMPTION_PREFIX)
+        if name not in Assumptions.model_fields or name == "preset":
+            raise InputError(f"{name!r} is not an assumption; known: {', '.join(sorted(Assumptions.model_fields))}",
+                             loc=(key,))
+        if str(value).strip():
+            own[name] = value
+    return own
+
+
 def _layout_case(
     row: dict[str, object], line: int, base: Assumptions
 ) -> tuple[str, ParallelCase, str]:
@@ -277,7 +319,7 @@ def _layout_case(
     data["workload"] = _workload(data, name)
     if not {"training_time", "training_tokens", "training_samples"} & set(data):
         data["training_time"] = "1 hour"
-    data["assumptions"] = {}
+    data["assumptions"] = _row_assumptions(data)
     case = ParallelCase(
         id=f"{name} (line {line})", family="", generation="", source="", inputs=data,
         measured_time=math.nan, metric="", assumptions="", format=SIXTEEN_BIT,
@@ -339,11 +381,6 @@ def load_layout_runs(
                 path=str(file), line=line, loc=(column,),
             )
         out.append(LayoutRun(name, case, line, linear, base))
-    if len(out) == 1:
-        raise ScenarioFileError(
-            "expected at least 2 layout rows (rows without step_time) to fit a ceiling and leave one out, got 1",
-            path=str(file), line=out[0].line,
-        )
     return out
 
 
@@ -442,7 +479,24 @@ def fit_layouts(
         assumptions=assumptions,
         linear=linear,
         sixteen_fitted=bool(exact16),
+        bounds={g: ceiling_bound(next(r for r in runs if r.group == g), base) for g in groups},
     )
+
+
+def ceiling_bound(run: LayoutRun, base: Assumptions) -> tuple[float, str]:
+    """(the largest ceiling ``run``'s format may take, why): the best measured kernel of its accelerator in that
+    format (:func:`mlsysim.kernels.device.device_kernels`, a fraction of the format's peak), else the peak."""
+    from mlsysim.kernels.device import device_kernels
+
+    accelerator = layout_scenario(run, base=base).accelerator
+    fmt = run.matmul_format if run.group != SIXTEEN_BIT or run.matmul_format in SIXTEEN_BIT_FORMATS else "bf16"
+    if accelerator is None:
+        return 1.0, "the format's peak"
+    try:
+        best = device_kernels(accelerator, fmt).matmul_ceiling
+    except InputError:
+        return 1.0, f"the {fmt} peak of {accelerator.name} (no kernel table measures it)"
+    return min(1.0, best), f"the best measured {fmt} kernel of {accelerator.name}"
 
 
 def layout_scenario(

@@ -88,7 +88,7 @@ def test_runs_made_at_a_known_ceiling_recover_it_and_predict_each_other_exactly(
     assert fit.assumptions == {"matmul_ceiling": 0.62, "attention_ceiling": 0.62}
     assert max(abs(e) for e in fit.relative_errors) < 1e-8  # each held out, within the tolerance
     assert max(abs(e) for e in fit.in_sample_errors) < 1e-8
-    assert fit.architecture == "Hopper" and not any(fit.at_edge(i) for i in range(len(layouts)))
+    assert fit.architecture == "Hopper" and not any(fit.at_edge(i, r.group) for i, r in enumerate(layouts))
 
 
 def test_noisy_runs_give_the_median_of_their_exact_ceilings(tmp_path):
@@ -199,10 +199,54 @@ def test_bad_rows_name_the_file_line_and_column(tmp_path):
     assert "step_time" in bad(tmp_path, lambda r: r.update(workload="ResNet50"))
 
 
-def test_a_single_layout_row_cannot_be_left_out(tmp_path):
-    path = write(tmp_path / "one.csv", [dict(layout_row(*LAYOUTS[0]), measured_update_time="8 s")])
-    with pytest.raises(ScenarioFileError, match="at least 2 layout rows"):
-        load_all(path, REALISTIC)
+def test_a_single_layout_row_fits_its_ceiling_and_is_not_left_out(capsys, tmp_path):
+    path = synthetic(tmp_path, ceiling=0.6, layouts=LAYOUTS[:1])
+    _, layouts = load_all(path, REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    assert fit.ceilings["bf16"] == pytest.approx(0.6, rel=1e-9)
+    assert math.isnan(fit.held_out[0]) and fit.outside_bounds() == []
+    code, text, _ = run(capsys, "validate", "mine", path)
+    assert code == 0 and "(one run: not left out)" in text
+
+
+def test_a_ceiling_beyond_the_best_measured_kernel_is_refused_unless_forced(capsys, tmp_path):
+    """Issue 41: runs faster than the best measured H100 bf16 kernel allows (here 4x faster than at a 0.6
+    ceiling) fit the bound, which the scenario cannot exceed: exit 2 naming it, --force keeps it."""
+    path = synthetic(tmp_path, ceiling=0.6, noise=(0.25,) * len(LAYOUTS))
+    _, layouts = load_all(path, REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    bound, source = fit.bounds["bf16"]
+    assert 0.6 < bound <= 1 and "best measured bf16 kernel" in source
+    assert fit.ceilings["bf16"] == pytest.approx(bound, rel=1e-6)
+    assert all(fit.at_edge(i, r.group) for i, r in enumerate(layouts))
+    out = tmp_path / "mine.toml"
+    code, _, err = run(capsys, "validate", "mine", path, "--out", out)
+    assert code == 2 and err.count("\n") == 1 and "--force" in err and "best measured bf16 kernel" in err
+    assert not out.exists()
+    code, text, _ = run(capsys, "validate", "mine", path, "--out", out, "--force")
+    assert code == 0 and "kept with --force" in text and out.exists()
+    code, text, _ = run(capsys, "validate", "mine", path, "--json", "--force")
+    assert json.loads(text)["layouts"]["outside_bounds"] and code == 0
+
+
+def test_a_row_carries_its_own_assumptions_and_its_name_whole(capsys, tmp_path):
+    """Issue 41: a row says what it ran with (assumptions.overlap), for that row only; names print whole."""
+    long_name = "a-run-name-longer-than-twenty-characters"
+    rows = []
+    for spec, overlap in ((LAYOUTS[0], "true"), (LAYOUTS[1], "false")):
+        row = dict(layout_row(*spec), name=long_name + spec[0])
+        seconds = update_time(row, {"matmul_ceiling": 0.6, "overlap": overlap == "true"})
+        rows.append(dict(row, measured_update_time=f"{seconds!r} s", **{"assumptions.overlap": overlap}))
+    path = write(tmp_path / "own.csv", rows)
+    _, layouts = load_all(path, REALISTIC)
+    assert [r.case.inputs["assumptions"] for r in layouts] == [{"overlap": "true"}, {"overlap": "false"}]
+    fit = fit_layouts(layouts, REALISTIC)
+    assert fit.exact == pytest.approx([0.6, 0.6], rel=1e-9)  # each row priced as it ran
+    code, text, _ = run(capsys, "validate", "mine", path)
+    assert code == 0 and long_name + LAYOUTS[0][0] in text
+    rows[0]["assumptions.overlapp"] = "true"
+    code, _, err = run(capsys, "validate", "mine", write(tmp_path / "typo.csv", rows))
+    assert code == 2 and "assumptions.overlapp" in err and "'overlapp' is not an assumption" in err
 
 
 # -- the command -------------------------------------------------------------------------------
