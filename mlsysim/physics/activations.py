@@ -32,6 +32,30 @@ from mlsysim.physics._array import Num
 RECOMPUTE_MODES = ("none", "selective", "full")
 """Activation recomputation strategies, from most memory to least."""
 
+RECOMPUTE_MODULES = ("core_attn", "mlp", "layernorm")
+"""The modules selective recomputation may rerun, as Megatron-Core's ``--recompute-modules`` names them
+(Megatron-Core's TransformerConfig.recompute_modules; its default: ``core_attn``): the attention core
+(Korthikanti et al. 2022's selective recomputation), the dense MLP from its input, the two layer norms.
+Under ``recompute = "selective"`` without a list: ``core_attn`` alone."""
+
+UNPRICED_MODULES = {
+    "moe_act": "the experts' activation function",
+    "moe": "the MoE layer",
+    "shared_experts": "the shared experts",
+    "mla_up_proj": "multi-head latent attention's up projections",
+}
+"""Megatron-Core modules the activation model cannot price yet: it counts a GPT block's tensors (Korthikanti
+et al. 2022), with no separate tensors for experts or latent attention."""
+
+MLP_RERUN_UNITS = 16.0
+"""Bytes per s b h the MLP stores between its two products: the first product's output and the activation's,
+4 h wide each in 16 bits (Korthikanti et al. 2022, section 4.1: 8 + 8 of the MLP's 19); what recomputing the
+MLP from its input saves (split by t)."""
+
+NORM_OUTPUT_UNITS = 4.0
+"""Bytes per s b h of the two layer norms' outputs (the QKV and MLP inputs, 2 + 2; Korthikanti et al. 2022,
+section 4.1): what recomputing the layer norms saves (split by t only under sequence parallelism)."""
+
 LAYER_ACTIVATION_UNITS = 34.0
 """Bytes per s b h a layer stores outside the attention matrices (Korthikanti et al. 2022, equation 1)."""
 
@@ -50,6 +74,16 @@ def check_recompute(value: object) -> str:
         f"unknown recompute mode {value!r}; expected one of {', '.join(RECOMPUTE_MODES)}",
         field="recompute",
     )
+
+
+def recomputed_modules(recompute: str, modules: tuple[str, ...] = ()) -> frozenset[str]:
+    """The modules each layer reruns in the backward: none under ``none``, all under ``full``, under
+    ``selective`` the ``modules`` given (:data:`RECOMPUTE_MODULES`), else the attention core alone."""
+    if recompute == "full":
+        return frozenset(RECOMPUTE_MODULES)
+    if recompute == "selective":
+        return frozenset(modules or ("core_attn",))
+    return frozenset()
 
 
 def activation_bytes_per_layer(

@@ -37,6 +37,7 @@ over the d cp devices that hold the same weights.
 from __future__ import annotations
 
 from mlsysim.physics._array import Num, maximum, where
+from mlsysim.physics.activations import recomputed_modules
 
 ACTIVATION_BYTES = 2.0
 """Bytes per element of the keys and values sent (16-bit)."""
@@ -48,18 +49,19 @@ def kv_block_bytes(micro_batch: Num, seq_len: Num, kv_heads: Num, head_dim: Num,
     return 2.0 * micro_batch * seq_len / context_parallel * kv_heads * head_dim * ACTIVATION_BYTES / tensor_parallel
 
 
-def kv_passes(recompute: str) -> float:
-    """n_kv: 3 (forward once, backward twice), 4 when the attention's forward is recomputed."""
-    return 4.0 if recompute in ("selective", "full") else 3.0
+def kv_passes(recompute: str, modules: tuple[str, ...] = ()) -> float:
+    """n_kv: 3 (forward once, backward twice), 4 when the attention's forward is recomputed (full, or a
+    selective recomputation that reruns ``core_attn``: :func:`~mlsysim.physics.activations.recomputed_modules`)."""
+    return 4.0 if "core_attn" in recomputed_modules(recompute, modules) else 3.0
 
 
 def ring_attention_exposed(
     block_bytes: Num, context_parallel: Num, rate: Num, latency: Num, attention_time: Num, recompute: str,
-    all_gather: Num = 0.0,
+    all_gather: Num = 0.0, modules: tuple[str, ...] = (),
 ) -> Num:
     """Seconds per layer the ring's transfers add beyond the attention compute they overlap: all of the
     layer's attention for the ring, the local block's (1 / cp of it) for the all-gather variant
     (``all_gather`` > 0)."""
-    steps = kv_passes(recompute) * (context_parallel - 1.0)
+    steps = kv_passes(recompute, modules) * (context_parallel - 1.0)
     covered = where(all_gather > 0, attention_time / context_parallel, attention_time)
     return maximum(steps * (block_bytes / rate + latency) - covered, 0.0)

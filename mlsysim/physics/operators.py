@@ -51,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mlsysim.physics._array import Num, maximum, minimum, where
+from mlsysim.physics.activations import MLP_RERUN_UNITS, NORM_OUTPUT_UNITS, recomputed_modules
 from mlsysim.physics.attention import (
     UNFUSED_PASSES,
     Direction,
@@ -183,8 +184,26 @@ def mlp_width(parameters: Num, layers: Num, hidden: Num, heads: Num, kv_heads: N
 
 
 
-Product = tuple[Num, Num, Num, Num, Num, Num]
-"""One product of a layer: (M, N, K, batch, weight, ceiling), weight the share of the layers that run it."""
+def dense_mlp_widths(shape: ModelShape) -> tuple[Num, Num]:
+    """(f_in, f): the dense MLP's first product's width (2 f when gated) and its hidden width f (given, or the
+    one the parameter count leaves, :func:`mlp_width`)."""
+    h, a = shape.hidden, shape.heads
+    kv = _or(shape.kv_heads, a)
+    given_width = shape.ffn_hidden == shape.ffn_hidden
+    gated = where(given_width, shape.gated_mlp, 0.0) > 0
+    f = where(given_width, shape.ffn_hidden, mlp_width(shape.parameters, shape.layers, h, a, kv, shape.vocab))
+    return where(gated, 2.0 * f, f), f
+
+
+def dense_mlp_parameters(shape: ModelShape) -> Num:
+    """N_mlp = (f_in + f) h: the parameters of one dense MLP (:func:`dense_mlp_widths`)."""
+    f_in, f = dense_mlp_widths(shape)
+    return (f_in + f) * shape.hidden
+
+
+Product = tuple[Num, Num, Num, Num, Num, Num, float]
+"""One product of a layer: (M, N, K, batch, weight, ceiling, reruns), weight the share of the layers that run
+it, reruns its forwards again in the backward (recomputation: 0 or 1)."""
 
 
 def _or(value: Num, default: Num) -> Num:
@@ -214,28 +233,29 @@ def layer_products(shape: ModelShape, layout: Layout, tokens: Num, ceiling: Num,
     kv = _or(shape.kv_heads, a)
     d = _or(shape.head_dim, h / a)
     c = ceiling
+    rerun = recomputed_modules(layout.recompute, layout.recompute_modules)
+    full = 1.0 if layout.recompute == "full" else 0.0
+    mlp = 1.0 if "mlp" in rerun else 0.0
     products: list[Product] = []
     mla = shape.mla
     if mla is None:
-        products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0, c), (tokens, h, a * d / t, 1.0, 1.0, c)]
+        products += [(tokens, (a + 2.0 * kv) * d / t, h, 1.0, 1.0, c, full),
+                     (tokens, h, a * d / t, 1.0, 1.0, c, full)]
     else:
         d_v = mla.value
         products += [
-            (tokens, mla.q_rank, h, 1.0, 1.0, c),  # the down projections are not split by t
-            (tokens, a * (mla.nope + mla.rope) / t, mla.q_rank, 1.0, 1.0, c),
-            (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0, c),
-            (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0, c),
-            (tokens, h, a * d_v / t, 1.0, 1.0, c),
+            (tokens, mla.q_rank, h, 1.0, 1.0, c, full),  # the down projections are not split by t
+            (tokens, a * (mla.nope + mla.rope) / t, mla.q_rank, 1.0, 1.0, c, full),
+            (tokens, mla.kv_rank + mla.rope, h, 1.0, 1.0, c, full),
+            (tokens, a * (mla.nope + d_v) / t, mla.kv_rank, 1.0, 1.0, c, full),
+            (tokens, h, a * d_v / t, 1.0, 1.0, c, full),
         ]
     dense = 1.0 if experts is None else 1.0 - experts.share
-    given_width = shape.ffn_hidden == shape.ffn_hidden
-    gated = where(given_width, shape.gated_mlp, 0.0) > 0
     if experts is None or experts.share < 1.0:
-        f = where(given_width, shape.ffn_hidden, mlp_width(shape.parameters, shape.layers, h, a, kv, shape.vocab))
-        f_in = where(gated, 2.0 * f, f)
-        products += [(tokens, f_in / t, h, 1.0, dense, c), (tokens, h, f / t, 1.0, dense, c)]
+        f_in, f = dense_mlp_widths(shape)
+        products += [(tokens, f_in / t, h, 1.0, dense, c, mlp), (tokens, h, f / t, 1.0, dense, c, mlp)]
     if experts is not None:
-        products += experts.products(tokens, h, t, shape.gated_mlp, c)
+        products += [(*p, full) for p in experts.products(tokens, h, t, shape.gated_mlp, c)]
     return products
 
 
@@ -246,8 +266,8 @@ class LinearLayers(NamedTuple):
     flops: Num
     elements: Num
     """Operand and result elements of one pass of every product (what a cast to FP8 reads and writes)."""
-    forward_elements: Num
-    """Operand elements of the forward products (what recomputation casts again)."""
+    rerun_elements: Num
+    """Operand elements of the forward products recomputation reruns (what it casts again)."""
 
 
 class Device(NamedTuple):
@@ -283,30 +303,36 @@ def linear_layers(
     products: list[Product], here: Num, share: Num, tokens: Num, shape: ModelShape, layout: Layout, device: Device,
 ) -> LinearLayers:
     """Each product's forward kernel and its two backward kernels at their own shapes (:func:`product_times`),
-    times the L_s layers (the forward twice under full recomputation), plus the share L_s / L of the output
-    layer (b s, V / t, h) in 16 bits."""
+    times the L_s layers (the forward again where recomputation reruns it: every product under full, the
+    dense MLP's under Megatron-Core's ``mlp`` module), plus the share L_s / L of the output layer (b s, V / t, h)
+    in 16 bits."""
     t, h, vocab = layout.tensor_parallel, shape.hidden, shape.vocab
+    full = 1.0 if layout.recompute == "full" else 0.0
     forward: Num = 0.0
     backward: Num = 0.0
     elements: Num = 0.0
-    forward_elements: Num = 0.0
+    rerun_elements: Num = 0.0
     layer_flops: Num = 0.0
-    for m, n, k, batch, weight, c in products:
+    partial_forward: Num = 0.0  # the forwards a selective recomputation reruns (none under full: all are)
+    partial_flops: Num = 0.0
+    for m, n, k, batch, weight, c, reruns in products:
         fw, bw = product_times(device, m, n, k, batch, c, layout.matmul_bytes, device.matmul_peak)
         forward, backward = forward + weight * fw, backward + weight * bw
         operands = batch * (m * k + k * n)
-        forward_elements = forward_elements + weight * operands
+        rerun_elements = rerun_elements + weight * reruns * operands
         elements = elements + weight * (operands + batch * m * n)
-        layer_flops = layer_flops + weight * 2.0 * m * n * k * batch
+        flops = weight * 2.0 * m * n * k * batch
+        layer_flops = layer_flops + flops
+        if reruns > full:
+            partial_forward, partial_flops = partial_forward + weight * fw, partial_flops + flops
     head_fw, head_bw = product_times(device, tokens, vocab / t, h, 1.0, device.sixteen_bit_ceiling, 2.0,
                                      device.sixteen_bit_peak)
     head_flops = 6.0 * tokens * vocab * h / t
-    reruns = 1.0 if layout.recompute == "full" else 0.0
     return LinearLayers(
-        time=here * (forward * (1.0 + reruns) + backward) + share * (head_fw + head_bw),
-        flops=here * layer_flops * (3.0 + reruns) + share * head_flops,
+        time=here * (forward * (1.0 + full) + backward) + here * partial_forward + share * (head_fw + head_bw),
+        flops=here * layer_flops * (3.0 + full) + here * partial_flops + share * head_flops,
         elements=elements,
-        forward_elements=forward_elements,
+        rerun_elements=rerun_elements,
     )
 
 
@@ -331,7 +357,7 @@ def attention_core(shape: ModelShape, layout: Layout, here: Num, device: Device)
         d_qk = d_v = _or(shape.head_dim, shape.hidden / a)
     else:
         d_qk, d_v = mla.nope + mla.rope, mla.value
-    reruns = 1.0 if layout.recompute in ("full", "selective") else 0.0
+    reruns = 1.0 if "core_attn" in recomputed_modules(layout.recompute, layout.recompute_modules) else 0.0
     if layout.flash_attention:
         forward, backward = fused_attention_passes(device, b, a / t, kv / t, s, d_qk, d_v)
         flops = attention_flops(b, a / t, s, s, d_qk, d_v, 1.0, float(Direction.FORWARD_BACKWARD))
@@ -388,7 +414,22 @@ def elementwise_bytes(shape: ModelShape, layout: Layout, here: Num) -> Num:
         flash_attention=layout.flash_attention, kv_len=shape.seq_len,
     )
     fusion = where(layout.fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
-    return here * elementwise_passes(layout.recompute) * stored * fusion
+    return here * (elementwise_passes(layout.recompute) * stored + module_rerun_bytes(shape, layout)) * fusion
+
+
+def module_rerun_bytes(shape: ModelShape, layout: Layout) -> Num:
+    """Bytes one layer's element-wise work moves again where selective recomputation reruns Megatron-Core's
+    ``mlp`` (the activation function reads and writes the 16 s b h / t between the MLP's products) or
+    ``layernorm`` (the two norms read their inputs and write their outputs, 2 x 4 s b h, split by t under
+    sequence parallelism); 0 otherwise (full recomputation's are in :func:`elementwise_passes`)."""
+    rerun = recomputed_modules(layout.recompute, layout.recompute_modules)
+    if layout.recompute != "selective" or not rerun - {"core_attn"}:
+        return 0.0
+    t = layout.tensor_parallel
+    sbh = shape.seq_len / layout.context_parallel * layout.micro_batch * shape.hidden
+    mlp = MLP_RERUN_UNITS / t if "mlp" in rerun else 0.0
+    norms = 2.0 * NORM_OUTPUT_UNITS * (1.0 / t if layout.sequence_parallel else 1.0) if "layernorm" in rerun else 0.0
+    return (mlp + norms) * sbh
 
 
 ELEMENTWISE_KERNELS = 20.0
@@ -438,8 +479,7 @@ def operator_times(
     products = layer_products(shape, layout, tokens, ceiling, experts_in(shape, layout, rates))
     linear = linear_layers(products, here, share, tokens, shape, layout, device)
     attention, attention_flops_done = attention_core(shape, layout, here, device)
-    reruns = 1.0 if layout.recompute == "full" else 0.0
-    cast = here * layout.cast_bytes * (linear.elements + reruns * linear.forward_elements)
+    cast = here * layout.cast_bytes * (linear.elements + linear.rerun_elements)
     fusion = where(layout.fused_elementwise > 0, FUSED_ELEMENTWISE_SHARE, 1.0)
     cast_kernels = where(layout.cast_bytes > 0, here * len(products) * CAST_KERNELS_PER_PRODUCT * fusion, 0.0)
     memory = elementwise_bytes(shape, layout, here)

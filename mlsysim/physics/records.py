@@ -148,6 +148,9 @@ class Layout(NamedTuple):
     cast_bytes: Num = 0.0
     matmul_bytes: Num = 2.0
     recompute: str = "none"
+    recompute_modules: tuple[str, ...] = ()
+    """What ``selective`` reruns, in Megatron-Core's names (:data:`~mlsysim.physics.activations.RECOMPUTE_MODULES`;
+    empty: the attention core alone)."""
     sequence_parallel: bool = False
     """On or off for the whole record (the terms read one value; the records kept with the figures of a
     sweep whose rows mix the two hold the rows' modes as a bool array)."""

@@ -30,6 +30,7 @@ which this model does not credit.
 from __future__ import annotations
 
 from mlsysim.physics._array import Num, minimum, where
+from mlsysim.physics.activations import MLP_RERUN_UNITS, NORM_OUTPUT_UNITS, recomputed_modules
 from mlsysim.physics.collectives import ring_allreduce_factor
 
 ACTIVATION_BYTES = 2.0
@@ -42,7 +43,7 @@ RECOMPUTE_ALLREDUCES_PER_LAYER = 2.0
 """The two forward AllReduces again, when full recomputation reruns the forward (Narayanan et al. 2021)."""
 
 TP_MESSAGE_EQUATION = "M = 2 b s h  (16-bit activations of one micro-batch)"
-TP_TIME_EQUATION = "T_tp = L_s x c x (2 (t-1) alpha + M f(t) / B_tp),  c = 4 (6 with full recompute)"
+TP_TIME_EQUATION = "T_tp = L_s x c x (2 (t-1) alpha + M f(t) / B_tp),  c = 4 (5 rerunning the MLP, 6 with full recompute)"
 TP_ACTIVATION_EQUATIONS = {
     "none": "s b h (10 + 24/t + 5 a s/(h t))   [with sequence parallelism: s b h (34 + 5 a s/h) / t]",
     "selective": "s b h (10 + 24/t)   [with sequence parallelism: 34 s b h / t]",
@@ -56,13 +57,17 @@ def tp_message_bytes(micro_batch: Num, seq_len: Num, hidden: Num) -> Num:
     return ACTIVATION_BYTES * micro_batch * seq_len * hidden
 
 
-def tp_collectives_per_layer(recompute: str) -> float:
-    """AllReduces per layer per micro-batch: 4, or 6 when full recomputation reruns the forward.
+def tp_collectives_per_layer(recompute: str, modules: tuple[str, ...] = ()) -> float:
+    """AllReduces per layer per micro-batch: 4, 6 when full recomputation reruns the forward, 5 when selective
+    recomputation reruns the MLP (its forward ends in one).
 
-    Selective recomputation recomputes only the attention core inside each
-    tensor-parallel rank, with no collective (Korthikanti et al. 2022, section 5).
+    The attention core and the layer norms are recomputed inside each tensor-parallel rank, with no
+    collective (Korthikanti et al. 2022, section 5).
     """
-    return ALLREDUCES_PER_LAYER + (RECOMPUTE_ALLREDUCES_PER_LAYER if recompute == "full" else 0.0)
+    if recompute == "full":
+        return ALLREDUCES_PER_LAYER + RECOMPUTE_ALLREDUCES_PER_LAYER
+    mlp = "mlp" in recomputed_modules(recompute, modules)
+    return ALLREDUCES_PER_LAYER + (RECOMPUTE_ALLREDUCES_PER_LAYER / 2.0 if mlp else 0.0)
 
 
 def tp_link_rate(
@@ -122,6 +127,7 @@ def tp_activation_bytes_per_layer(
     recompute: str = "none",
     flash_attention: bool = False,
     kv_len: Num | None = None,
+    modules: tuple[str, ...] = (),
 ) -> Num:
     """Bytes of activations one layer keeps on one device under t-way tensor parallelism.
 
@@ -130,6 +136,11 @@ def tp_activation_bytes_per_layer(
         none:       s b h (10 + 24/t + 5 a s_kv/(h t));  with SP: s b h (34 + 5 a s_kv/h) / t
         selective:  s b h (10 + 24/t);                   with SP: 34 s b h / t
         full:       2 s b h;                             with SP: 2 s b h / t
+
+    Selective with Megatron-Core's ``modules`` (:data:`~mlsysim.physics.activations.RECOMPUTE_MODULES`):
+    the attention matrices are dropped only where ``core_attn`` is rerun (or fused attention never stores
+    them); ``mlp`` drops the 16 s b h / t between the MLP's products, ``layernorm`` the norms' outputs, 4 s b h
+    (4 s b h / t with SP).
 
     s the device's tokens of each sequence, s_kv (``kv_len``; None: s) the keys each of them
     attends to: under context parallelism the device holds s / cp queries that attend to all s
@@ -141,9 +152,12 @@ def tp_activation_bytes_per_layer(
     t = tensor_parallel
     sbh = seq_len * micro_batch * hidden
     keys = seq_len if kv_len is None else kv_len
-    attention = 0.0 if (recompute != "none" or flash_attention) else 5.0 * heads * keys / hidden
+    rerun = recomputed_modules(recompute, modules)
+    attention = 0.0 if ("core_attn" in rerun or flash_attention) else 5.0 * heads * keys / hidden
     if recompute == "full":
         return 2.0 * sbh / t if sequence_parallel else 2.0 * sbh
+    saved = (MLP_RERUN_UNITS / t if "mlp" in rerun else 0.0) + (
+        NORM_OUTPUT_UNITS * (1.0 / t if sequence_parallel else 1.0) if "layernorm" in rerun else 0.0)
     if sequence_parallel:
-        return sbh * (34.0 + attention) / t
-    return sbh * (10.0 + 24.0 / t + attention / t)
+        return sbh * ((34.0 + attention) / t - saved)
+    return sbh * (10.0 + 24.0 / t + attention / t - saved)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mlsysim.physics._array import Num, is_array, maximum, minimum, where
+from mlsysim.physics.activations import recomputed_modules
 from mlsysim.physics.collectives import (
     Flag,
     all_reduce_wires,
@@ -44,6 +45,7 @@ from mlsysim.physics.experts import (
 from mlsysim.physics.operators import (
     Experts,
     OperatorTimes,
+    dense_mlp_parameters,
     experts_in,
     operator_times_by_distinct_rows,
 )
@@ -196,23 +198,29 @@ def priced(covered: Flag, curve: Callable[[], Num], alpha_beta: Num) -> Num:
 
 
 def recompute_flops_per_sample(
-    parameters: Num, layers: Num, hidden: Num, seq_len: Num, vocab: Num, recompute: str
+    parameters: Num, layers: Num, hidden: Num, seq_len: Num, vocab: Num, recompute: str,
+    modules: tuple[str, ...] = (), mlp_parameters: Num = 0.0,
 ) -> Num:
     """FLOPs of the recomputed forward per sample, on top of the model FLOPs.
 
         full:       2 (N - V h) s + 4 L h s^2   (the layers' forward again; not the output layer)
         selective:  4 L h s^2                  (the attention core Q K^T and attention x V)
+                    + 2 L N_mlp s              (with Megatron-Core's ``mlp`` module: the dense MLP's
+                                                products, N_mlp ``mlp_parameters`` per layer)
         none:       0
 
     (Narayanan et al. 2021, appendix, counts the first; Korthikanti et al.
-    2022, section 5, the second.)
+    2022, section 5, the second.) Selective without ``core_attn`` drops the attention term; the layer norms
+    (``layernorm``) add no FLOPs worth counting.
     """
     attention = 4.0 * layers * hidden * seq_len * seq_len
     if recompute == "full":
         return 2.0 * maximum(parameters - vocab * hidden, 0.0) * seq_len + attention
-    if recompute == "selective":
-        return attention
-    return 0.0 * attention
+    rerun = recomputed_modules(recompute, modules)
+    extra = attention if "core_attn" in rerun else 0.0 * attention
+    if "mlp" in rerun:
+        extra = extra + 2.0 * layers * mlp_parameters * seq_len
+    return extra
 
 
 class ComputeTerm(NamedTuple):
@@ -247,7 +255,8 @@ def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rat
     mla = shape.mla
     width = shape.hidden if mla is None else shape.heads * (mla.nope + mla.rope + mla.value) / 2.0
     model_per_sample = transformer_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, width)
-    extra = recompute_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, shape.vocab, layout.recompute)
+    extra = recompute_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, shape.vocab, layout.recompute,
+                                       layout.recompute_modules, dense_mlp_parameters(shape))
     matmul = b * model_per_sample * share / (t * cp * rates.math_efficiency * cluster.peak_flops)
     zero = 0.0 * matmul
     from_flops = OperatorTimes(matmul, zero, zero, zero, b * model_per_sample * share / (t * cp), zero, zero, zero)
@@ -313,7 +322,7 @@ def tensor_term(
     if curves is not None:
         one = priced(covered, lambda: tensor_collective(curves, message, t, cluster, stage, layout.sequence_parallel),
                      one)
-    collectives = tp_collectives_per_layer(layout.recompute)
+    collectives = tp_collectives_per_layer(layout.recompute, layout.recompute_modules)
     t_tp = stage.layers * collectives * one
     t_tp = where(layout.tensor_overlap > 0, maximum(t_tp - compute.operators.matmul_time, t_tp / t), t_tp)
     return TensorTerm(rate, latency, one, collectives, t_tp, covered)
@@ -372,7 +381,7 @@ def context_term(
         attention_flops_layer / (rates.math_efficiency * cluster.peak_flops),
     )
     exposed = ring_attention_exposed(message, cp, rate, latency, attention_layer, layout.recompute,
-                                     layout.context_all_gather)
+                                     layout.context_all_gather, layout.recompute_modules)
     curves = curves_of(rates)
     covered: Flag = where(layout.context_all_gather > 0, measured(stage, t * cp <= g),  # type: ignore[assignment]
                           measured_send(stage, t * cp > g))
@@ -382,7 +391,7 @@ def context_term(
         one_pass = priced(covered, lambda: context_pass(curves, message, t, cp, cluster, stage,
                                                         layout.context_all_gather), one_pass)
         overlapped = where(layout.context_all_gather > 0, attention_layer / cp, attention_layer)
-        exposed = where(covered, maximum(kv_passes(layout.recompute) * one_pass - overlapped, 0.0), exposed)
+        exposed = where(covered, maximum(kv_passes(layout.recompute, layout.recompute_modules) * one_pass - overlapped, 0.0), exposed)
     t_cp = where(cp > 1, stage.layers * exposed, 0.0)
     return ContextTerm(rate, message, t_cp, one_pass, attention_layer, covered)
 
@@ -689,6 +698,7 @@ def memory_term(shape: ModelShape, layout: Layout, stage: Stage, sharding: Shard
     per_layer = tp_activation_bytes_per_layer(
         stage.tokens, layout.micro_batch, shape.hidden, shape.heads, t, sequence_parallel=layout.sequence_parallel,
         recompute=layout.recompute, flash_attention=layout.flash_attention, kv_len=shape.seq_len,
+        modules=layout.recompute_modules,
     )
     activations = first_stage_activation_bytes(stage.layers * p, per_layer, p, layout.micro_batches,
                                                layout.pipeline_chunks)

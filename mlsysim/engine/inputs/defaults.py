@@ -63,7 +63,8 @@ DEFAULTS: Final = (
         _transformer, _is(None, 1),
     ),
     Default(
-        "recompute", "selective", "the attention core is recomputed in the backward, the rest stored",
+        "recompute", "selective",
+        "the attention core (or the modules recompute_modules names) is recomputed in the backward, the rest stored",
         "Korthikanti et al. 2022, 'Reducing Activation Recomputation in Large Transformer Models', section 5 "
         "(what a fused attention kernel's backward does); none or full on request",
         _transformer, _is("selective"),

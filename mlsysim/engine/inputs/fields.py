@@ -439,6 +439,35 @@ def _pipeline_layout(value: object) -> str:
     return text
 
 
+def _recompute_modules(value: object) -> str:
+    """Megatron-Core module names, comma-separated (``core_attn, mlp``), in :data:`RECOMPUTE_MODULES`' order
+    without repeats; a module the activation model cannot price yet is refused with the reason."""
+    from mlsysim.physics.activations import RECOMPUTE_MODULES, UNPRICED_MODULES
+
+    names = [n.strip().lower() for n in _text(value).replace(" ", ",").split(",") if n.strip()]
+    if not names:
+        raise InputError(f"expected one or more of {', '.join(RECOMPUTE_MODULES)}, comma-separated; got {value!r}")
+    for name in names:
+        if name in UNPRICED_MODULES:
+            raise InputError(
+                f"{name} ({UNPRICED_MODULES[name]}) is not priced yet: the activation model counts a GPT block's "
+                f"tensors (Korthikanti et al. 2022), none of its own; give {', '.join(RECOMPUTE_MODULES)}")
+        if name not in RECOMPUTE_MODULES:
+            raise InputError(f"unknown module {name!r}; expected {', '.join(RECOMPUTE_MODULES)} (Megatron-Core's "
+                             "--recompute-modules names)")
+    return ",".join(m for m in RECOMPUTE_MODULES if m in names)
+
+
+def recompute_modules_code(text: str | None) -> float:
+    """The modules of a ``recompute_modules`` text as one number: the sum of 2^i over the modules given (i their
+    index in :data:`~mlsysim.physics.activations.RECOMPUTE_MODULES`); NaN: none given."""
+    from mlsysim.physics.activations import RECOMPUTE_MODULES
+
+    if text is None:
+        return math.nan
+    return float(sum(2 ** i for i, m in enumerate(RECOMPUTE_MODULES) if m in text.split(",")))
+
+
 def _cluster_file(value: object) -> str:
     """A cluster file's path (``~`` expanded), checked: the file exists and is one (its fits parse)."""
     from mlsysim.kernels.cluster import read_cluster_file
@@ -1135,6 +1164,15 @@ _TABLE: tuple[InputField, ...] = (
             default="selective",
         ),
     ),
+    _in(
+        "layout",
+        InputField(
+            "recompute_modules",
+            "what selective recomputation reruns, Megatron-Core's --recompute-modules: core_attn, mlp, "
+            "layernorm, comma-separated (needs recompute=selective; None: core_attn)",
+            "text", _recompute_modules, _stripped, default=None, optional=True,
+        ),
+    ),
     # the whole run (docs/whole_run.md): failures, checkpoints, energy and emissions
     _in(
         "cluster",
@@ -1381,13 +1419,21 @@ def derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
             _DERIVED.clear()
         _DERIVED[key] = (workload, out)  # the entry keeps the object, so its id stays its own
     text = get("pipeline_layout")
-    if text is None:
+    modules = get("recompute_modules")
+    if text is None and modules is None:
         return out
-    return {**out, **pipeline_layout_numbers(text, get("pipeline_parallel"))}  # type: ignore[arg-type]
+    out = dict(out)
+    if text is not None:
+        out.update(pipeline_layout_numbers(text, get("pipeline_parallel")))  # type: ignore[arg-type]
+    if modules is not None:
+        out["recompute_modules_code"] = recompute_modules_code(modules)  # type: ignore[arg-type]
+    return out
 
 
-LAYOUT_NUMBERS: Final = ("layout_stages", "layout_ranks", "layout_chunks", "layout_stage_layers")
-"""The model numbers of a custom pipeline layout (:func:`pipeline_layout_numbers`; NaN without one)."""
+LAYOUT_NUMBERS: Final = ("layout_stages", "layout_ranks", "layout_chunks", "layout_stage_layers",
+                         "recompute_modules_code")
+"""The model numbers of a custom pipeline layout (:func:`pipeline_layout_numbers`) and of the modules selective
+recomputation reruns (:func:`recompute_modules_code`); NaN without them."""
 
 _NO_LAYOUT: Final = dict.fromkeys(LAYOUT_NUMBERS, math.nan)
 
@@ -1438,5 +1484,6 @@ DERIVED_FROM: Final = (
     "recompute",
     "pipeline_layout",
     "pipeline_parallel",
+    "recompute_modules",
 )
 """The inputs :func:`derived_numbers` reads: a change to one of them derives them again."""

@@ -89,6 +89,14 @@ def _without(
     )
 
 
+def _reruns_mlp(value: object) -> bool:
+    return value is not None and "mlp" in str(value).split(",")
+
+
+def _has_experts(workload: object) -> bool:
+    return getattr(workload, "experts", None) is not None
+
+
 def _job_rate(value: object) -> object:
     """A failure rate of a whole job (interruptions/day), not one per device."""
     from mlsysim.core.units import KINDS, Quantity
@@ -220,6 +228,31 @@ RULES: Final = (
         ),
         "a failure_rate per device and failure_rate_devices",
         when="failure_rate_devices",
+    ),
+    Rule(
+        ("recompute_modules", "recompute"),
+        (_given, str),
+        lambda given, mode: given & (mode != "selective"),
+        "recompute_modules",
+        lambda v: (
+            f"recompute_modules ({v.get('recompute_modules')}) says what selective recomputation reruns, but "
+            f"recompute is {v.get('recompute')!r}: give recompute=selective, or leave recompute_modules out"
+        ),
+        "recompute_modules without recompute=selective",
+        when="recompute_modules",
+    ),
+    Rule(
+        ("recompute_modules", "workload"),
+        (_reruns_mlp, _has_experts),
+        lambda mlp, experts: mlp & experts,
+        "recompute_modules",
+        lambda v: (
+            f"recompute_modules ({v.get('recompute_modules')}): mlp reruns a dense MLP, but the workload is a "
+            "mixture of experts, whose MLPs are its experts (Megatron-Core's moe / moe_act modules, not priced "
+            "yet); leave mlp out"
+        ),
+        "mlp recomputation on a mixture of experts",
+        when="recompute_modules",
     ),
     _inert(
         "sequence_parallel", "tensor_parallel",

@@ -23,7 +23,7 @@ import numpy as np
 from mlsysim.physics import energy as energy_mod
 from mlsysim.physics import reliability
 from mlsysim.physics._array import Array, Num, is_array, maximum, where
-from mlsysim.physics.activations import RECOMPUTE_MODES
+from mlsysim.physics.activations import RECOMPUTE_MODES, RECOMPUTE_MODULES
 from mlsysim.physics.collectives import (
     ALGORITHMS,
     StageCost,
@@ -139,6 +139,8 @@ class Inputs:
     seq_len: Num = math.nan
     vocab: Num = 0.0
     recompute_code: Num = 1.0
+    recompute_modules_code: Num = math.nan
+    """The modules selective recomputation reruns (a sum of bits, ``recompute_modules_code``; NaN: the default)."""
     # uneven pipeline stages (physics.layout.slowest_stage_layers), attention kernels and FSDP's
     # resharding (docs/parallelism.md); NaN = not given: even stages, fused attention, reshard
     first_stage_layers: Num = math.nan
@@ -901,6 +903,14 @@ def _or(value: Num, default: Num) -> Num:
     return where(value == value, value, default)
 
 
+def _modules(code: Num) -> tuple[str, ...]:
+    """The modules of a ``recompute_modules_code`` (NaN: none given, the default)."""
+    number = _scalar_mode(code, "recompute_modules")
+    if number != number:
+        return ()
+    return tuple(m for i, m in enumerate(RECOMPUTE_MODULES) if int(number) >> i & 1)
+
+
 def _scalar_mode(value: Num, name: str) -> float:
     """A mode input that must be one value per ``evaluate`` call (a categorical input's number)."""
     if type(value) is float:  # one layout: the value itself
@@ -913,7 +923,7 @@ def _scalar_mode(value: Num, name: str) -> float:
 
 _LAYOUT_DERIVED = frozenset({
     "micro_batch", "micro_batches", "zero_stage", "backward_gathers", "data_overlap", "gradient_bytes", "recompute",
-    "sequence_parallel", "flash_attention", "algorithm", "pipeline_chunks",
+    "sequence_parallel", "flash_attention", "algorithm", "pipeline_chunks", "recompute_modules",
 })
 """The :class:`~mlsysim.physics.records.Layout` fields :func:`layout_records` derives from inputs of other names
 (or the choices); every other Layout field is the :class:`Inputs` attribute of its name."""
@@ -968,6 +978,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         backward_gathers=_or(x.reshard_after_forward, 1.0), data_overlap=1.0 if c.overlap else 0.0,
         gradient_bytes=x.gradient_bytes / x.parameters,
         recompute=RECOMPUTE_MODES[int(_scalar_mode(x.recompute_code, "recompute"))],
+        recompute_modules=_modules(x.recompute_modules_code),
         sequence_parallel=_mode(x.sequence_parallel), flash_attention=_mode(fused_attention(x.flash_attention)),  # type: ignore[arg-type]
         algorithm=c.algorithm,
     )

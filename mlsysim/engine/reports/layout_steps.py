@@ -17,6 +17,7 @@ from typing import NamedTuple
 from mlsysim.core.formatting import fmt_bytes, fmt_num, fmt_rate, fmt_time
 from mlsysim.engine.reports.operator_steps import operator_rows
 from mlsysim.physics._array import Num
+from mlsysim.physics.activations import recomputed_modules
 from mlsysim.physics.collectives import (
     CURVE_EQUATION,
     Wire,
@@ -38,7 +39,7 @@ from mlsysim.physics.layout import (
     LayoutFigures,
     LayoutTerms,
 )
-from mlsysim.physics.operators import Experts
+from mlsysim.physics.operators import Experts, dense_mlp_parameters
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
 from mlsysim.physics.pipeline_layout import STAGE_LAYERS_EQUATION
 from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
@@ -133,7 +134,13 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
                  f"2 x ({used or _n(i.shape.parameters)} - {_n(i.shape.vocab)} x {_n(i.shape.hidden)}) x "
                  f"{_n(i.shape.seq_len)} + {attention}", _n(q.compute.recompute_flops_per_sample)))
         else:
-            add(("recomputed FLOPs per sequence (selective)", "F_re = 4 L h s^2", attention,
+            rerun = recomputed_modules(i.layout.recompute, i.layout.recompute_modules)
+            parts = [("4 L h s^2", attention)] if "core_attn" in rerun else []
+            if "mlp" in rerun:
+                parts.append(("2 L N_mlp s", f"2 x {_n(L)} x {_n(dense_mlp_parameters(i.shape))} x {_n(i.shape.seq_len)}"))
+            add((f"recomputed FLOPs per sequence (selective: {', '.join(sorted(rerun))}"
+                 + ("; N_mlp the dense MLP's parameters per layer)" if "mlp" in rerun else ")"),
+                 "F_re = " + " + ".join(e for e, _ in parts), " + ".join(o for _, o in parts),
                  _n(q.compute.recompute_flops_per_sample)))
     if not given and float(i.rates.matmul_ceiling) == float(i.rates.matmul_ceiling):  # priced operator by operator
         steps += _operator_steps(i, q)
@@ -146,7 +153,7 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
     add(("compute", "m t_c", f"{_n(m)} x {fmt_time(q.compute.micro_batch_time)}", fmt_time(f.compute_time)))
     if t > 1 and q.tensor.measured:
         steps += _tensor_curve_steps(i, q)
-        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
+        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (5 rerunning the MLP, 6 with full recompute)",
              f"{_n(ls)} x {_n(q.tensor.collectives)} x {fmt_time(q.tensor.collective_time)} x "
              f"{_n(m)}", fmt_time(f.tensor_time)))
     elif t > 1:
@@ -154,7 +161,7 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
              f"2 x ({_n(t)} - 1) x {fmt_time(q.tensor.latency)} + "
              f"{fmt_bytes(2 * b * i.shape.seq_len / cp * i.shape.hidden)} x "
              f"2 x ({_n(t)} - 1) / {_n(t)} / {fmt_rate(q.tensor.rate)}", fmt_time(q.tensor.collective_time)))
-        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (6 with full recompute)",
+        add(("tensor-parallel time", "m T_tp = m L_s c t_ar,  c = 4 (5 rerunning the MLP, 6 with full recompute)",
              f"{_n(ls)} x {_n(q.tensor.collectives)} x {fmt_time(q.tensor.collective_time)} x "
              f"{_n(m)}", fmt_time(f.tensor_time)))
     if cp > 1:
@@ -282,7 +289,7 @@ def _context_steps(i: Priced, f: LayoutFigures) -> list[Step]:
     span, rate, latency, inside = context_link(f)
     attention = float(q.compute.operators.attention_time) / ls if float(q.compute.operators.attention_time) > 0 else (
         12.0 * b * s * s * float(i.shape.hidden) / (t * cp) / (float(i.rates.math_efficiency) * float(i.cluster.peak_flops)))
-    n_kv = kv_passes(str(i.layout.recompute))
+    n_kv = kv_passes(str(i.layout.recompute), i.layout.recompute_modules)
     head_dim = float(i.shape.hidden) / float(i.shape.heads)
     gather = float(i.layout.context_all_gather) > 0
     if gather:
