@@ -32,7 +32,6 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -46,6 +45,8 @@ from mlsysim.kernels.cluster import KINDS, cluster_document, table_entry
 from mlsysim.kernels.collective_fit import BOUNDS as COLLECTIVE_BOUNDS
 from mlsysim.kernels.collective_fit import fit_collectives
 from mlsysim.kernels.collectives import CollectiveConstants, predict_table, shipped_constants
+from mlsysim.kernels.collectives import Constant as CollectiveConstant
+from mlsysim.kernels.fit_documents import FittedConstant, MemoryFit
 from mlsysim.kernels.matmul import MatmulFit, shipped_fit
 from mlsysim.kernels.memory import fit_memory, shipped_memory_fit
 from mlsysim.kernels.tables import KernelTable, parse_csv_table, parse_json_table
@@ -217,7 +218,7 @@ def calibrate(tables: Sequence[KernelTable], accelerator: str) -> KernelCalibrat
     by_kind = {kind: tuple(t for t in tables if t.kind == kind) for kind in KINDS}
     kinds: dict[str, KindFit] = {}
     notes: list[str] = []
-    memory_fit: Mapping[str, Any] | None = None
+    memory_fit: MemoryFit | None = None
     for kind in ("memory", "matmul", "attention", "collective"):  # memory first: attention reads its floor
         given = by_kind[kind]
         if not given:
@@ -306,42 +307,46 @@ def _matmul(given: Sequence[KernelTable], fitted: Sequence[KernelTable], acceler
 def _memory(given: Sequence[KernelTable], fitted: Sequence[KernelTable], accelerator: str) -> KindFit:
     fit = fit_memory(fitted)
     entry = fit["accelerators"][accelerator]
-    shipped = shipped_memory_fit()["accelerators"].get(accelerator, {})
+    shipped = shipped_memory_fit()["accelerators"].get(accelerator)
     best = float(entry["fraction"]["bound"][1])
     fastest = float(entry["floor"]["bound"][1])
     constants = (
         Constant("memory", f"bandwidth fraction {accelerator}", float(entry["fraction"]["value"]),
-                 _value(shipped, "fraction"), 0.0, min(1.0, best),
+                 _value(None if shipped is None else shipped["fraction"]), 0.0, min(1.0, best),
                  "at most the best your rows measured and 1 (the datasheet's bandwidth)"),
-        Constant("memory", f"floor {accelerator}", float(entry["floor"]["value"]), _value(shipped, "floor"),
-                 0.0, fastest, "from 0 to the shortest kernel your rows measured", "s"),
+        Constant("memory", f"floor {accelerator}", float(entry["floor"]["value"]),
+                 _value(None if shipped is None else shipped["floor"]), 0.0, fastest, "from 0 to the shortest kernel your rows measured", "s"),
     )
     errors = _table_errors(given, lambda t, f: memory_errors([t], f)[0].errors, None, fit)  # type: ignore[arg-type]
     return KindFit("memory", tuple(given), constants, errors, _stored(given, fit), _holdout_notes(given))
 
 
 def _attention(given: Sequence[KernelTable], fitted: Sequence[KernelTable], accelerator: str,
-               memory_fit: Mapping[str, Any] | None) -> KindFit:
+               memory_fit: MemoryFit | None) -> KindFit:
     floors = memory_fit if memory_fit is not None else shipped_memory_fit()
     fit = fit_attention(fitted, floors)
-    architecture = accelerator_entry(accelerator).architecture
+    architecture = str(accelerator_entry(accelerator).architecture)  # as fit_attention names it
     mine = fit["architectures"][architecture]
-    shipped = shipped_attention_fit()["architectures"].get(architecture, {})
+    shipped = shipped_attention_fit()["architectures"].get(architecture)
     constants = [
         Constant("attention", f"head overhead D_0 {architecture}", float(mine["head_overhead"]["value"]),
-                 _value(shipped, "head_overhead"), 0.0, HEAD_OVERHEAD_MAX, "the fit's search range, FLOPs per score"),
-        Constant("attention", f"floor t_0 {architecture}", float(mine["floor"]["value"]), _value(shipped, "floor"),
-                 0.0, math.inf, "at least 0 (the memory-bound fit's floor)", "s"),
+                 _value(None if shipped is None else shipped["head_overhead"]), 0.0, HEAD_OVERHEAD_MAX,
+                 "the fit's search range, FLOPs per score"),
+        Constant("attention", f"floor t_0 {architecture}", float(mine["floor"]["value"]),
+                 _value(None if shipped is None else shipped["floor"]), 0.0, math.inf,
+                 "at least 0 (the memory-bound fit's floor)", "s"),
     ]
     for group, values in mine["groups"].items():
-        old = shipped.get("groups", {}).get(group, {})
+        old = None if shipped is None else shipped["groups"].get(group)
         constants += [
-            Constant("attention", f"{group} scale a", float(values["scale"]["value"]), _value(old, "scale"),
-                     0.0, 1.0, "an efficiency: at most 1"),
+            Constant("attention", f"{group} scale a", float(values["scale"]["value"]),
+                     _value(None if old is None else old["scale"]), 0.0, 1.0, "an efficiency: at most 1"),
             Constant("attention", f"{group} loop overhead L_0", float(values["loop_overhead"]["value"]),
-                     _value(old, "loop_overhead"), 0.0, LOOP_OVERHEAD_MAX, "the fit's search range, key tiles"),
-            Constant("attention", f"{group} ceiling c", float(values["ceiling"]["value"]), _value(old, "ceiling"),
-                     0.0, 1.0, "the best efficiency your rows measured: above 1 a row beat the dense peak"),
+                     _value(None if old is None else old["loop_overhead"]), 0.0, LOOP_OVERHEAD_MAX,
+                     "the fit's search range, key tiles"),
+            Constant("attention", f"{group} ceiling c", float(values["ceiling"]["value"]),
+                     _value(None if old is None else old["ceiling"]), 0.0, 1.0,
+                     "the best efficiency your rows measured: above 1 a row beat the dense peak"),
         ]
     directions = {values["direction"] for values in mine["groups"].values()}
     notes = _holdout_notes(given)
@@ -378,7 +383,7 @@ def _collective(given: Sequence[KernelTable], fitted: Sequence[KernelTable]) -> 
     return KindFit("collective", tuple(given), tuple(constants), errors, stored, notes)
 
 
-def _collective_constants(constants: CollectiveConstants) -> Iterable[tuple[str, str, Any]]:
+def _collective_constants(constants: CollectiveConstants) -> Iterable[tuple[str, str, CollectiveConstant]]:
     """(kind of constant, name shown, constant) of every constant (kinds as the fit's ``BOUNDS`` names them)."""
     stored = {"common": {"step_latency": "step_latency", "half_size": "half_size", "sharpness": "sharpness"},
               "scale_up": {"ring_efficiency": "ring_efficiency", "base_latency": "base_latency"},
@@ -397,9 +402,9 @@ def _collective_constants(constants: CollectiveConstants) -> Iterable[tuple[str,
         yield "harness_latency", f"harness_latency {key}", constant
 
 
-def _value(entry: Mapping[str, Any], name: str) -> float | None:
-    found = entry.get(name)
-    return None if found is None else float(found["value"])
+def _value(shipped: FittedConstant | None) -> float | None:
+    """A shipped constant's value (None: the shipped fit has none)."""
+    return None if shipped is None else float(shipped["value"])
 
 
 def _number(value: float, unit: str) -> str:

@@ -26,8 +26,10 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TypedDict
 
 DEFAULT_SHAPES: tuple[tuple[int, int, int], ...] = tuple(
     shape
@@ -45,7 +47,19 @@ that no fit reads a fast CPU's time as under a GPU kernel's launch and fill (a c
 FP8_FORMATS = ("fp8", "fp8_rowwise")
 
 
-def _median_seconds(fn: Any, torch: Any, device: str, warmup: int, repeats: int) -> float:
+
+class Row(TypedDict):
+    """One timed product as the table stores it."""
+
+    M: int
+    N: int
+    K: int
+    format: str
+    tflops: float
+    seconds: float
+
+
+def _median_seconds(fn: Callable[[], object], torch: ModuleType, device: str, warmup: int, repeats: int) -> float:
     for _ in range(warmup):
         fn()
     times = []
@@ -67,7 +81,7 @@ def _median_seconds(fn: Any, torch: Any, device: str, warmup: int, repeats: int)
     return statistics.median(times)
 
 
-def _product(torch: Any, fmt: str, m: int, n: int, k: int, device: str) -> Any:
+def _product(torch: ModuleType, fmt: str, m: int, n: int, k: int, device: str) -> Callable[[], object]:
     """A callable computing one (M x K)(K x N) product in ``fmt``."""
     if fmt in ("fp32", "bf16", "fp16"):
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[fmt]
@@ -93,7 +107,7 @@ def measure(
     shapes: tuple[tuple[int, int, int], ...] | None = None,
     warmup: int = 5,
     repeats: int = 20,
-) -> tuple[list[dict[str, Any]], list[str], str]:
+) -> tuple[list[Row], list[str], str]:
     """(rows, notes, device name) of the products timed."""
     import torch
 
@@ -115,7 +129,7 @@ def measure(
         if not capable or not hasattr(torch, "_scaled_mm"):
             notes.append(f"fp8 skipped: {name} has no fp8 matrix products through torch._scaled_mm")
             formats = tuple(f for f in formats if f not in FP8_FORMATS)
-    rows = []
+    rows: list[Row] = []
     for fmt in formats:
         for m, n, k in shapes:
             if fmt in FP8_FORMATS and (m % 16 or n % 16 or k % 16):
@@ -135,7 +149,7 @@ def measure(
     return rows, notes, name
 
 
-def write_table(path: Path, rows: list[dict[str, Any]], accelerator: str | None, notes: list[str], device: str) -> None:
+def write_table(path: Path, rows: list[Row], accelerator: str | None, notes: list[str], device: str) -> None:
     if path.suffix.lower() == ".csv":
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, ["M", "N", "K", "format", "tflops", "seconds", "accelerator"])

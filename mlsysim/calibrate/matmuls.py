@@ -37,7 +37,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +51,10 @@ from mlsysim.physics.matmul import (
     check_matmul_format,
     matmul_efficiency,
 )
+
+if TYPE_CHECKING:
+    from mlsysim.core.jsonio import JSONValue
+    from mlsysim.hardware.types import Accelerator
 
 COLUMNS = ("M", "N", "K", "format", "tflops")
 """The columns every row gives."""
@@ -96,7 +100,7 @@ class FormatFit:
     held_out: tuple[float, ...] | None
     loo_median_error: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSONValue]:
         held = self.held_out or (None,) * len(self.rows)
         return {
             "format": self.format,
@@ -164,14 +168,14 @@ class MatmulFit:
             out["attention_ceiling"] = self.formats[sixteen].ceiling
         return out
 
-    def to_dict(self, matmul_format: str | None = None) -> dict[str, Any]:
+    def to_dict(self, matmul_format: str | None = None) -> dict[str, JSONValue]:
         return {
             "accelerator": self.accelerator,
             "architecture": self.architecture,
             "compute_units": None if math.isnan(self.compute_units) else self.compute_units,
             "formats": {name: fit.to_dict() for name, fit in self.formats.items()},
             "linear_format": self.linear_format(matmul_format),
-            "assumptions": self.assumptions(matmul_format),
+            "assumptions": dict(self.assumptions(matmul_format)),
             "source": self.source,
             "notes": list(self.notes),
         }
@@ -300,7 +304,7 @@ def fit_matmul_ceilings(
     return MatmulFit(device.name, device.architecture, units, formats, source, tuple(notes))
 
 
-def _fit_format(name: str, rows: list[MatmulRow], device: Any, units: float) -> FormatFit:
+def _fit_format(name: str, rows: list[MatmulRow], device: Accelerator, units: float) -> FormatFit:
     peak_format = MATMUL_FORMATS[name]
     try:
         peak = to_canonical(device.peak_flops(peak_format), "compute_rate") / 1e12

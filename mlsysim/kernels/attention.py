@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from mlsysim.kernels._accelerator import (
     memory_bandwidth,
     peak_flops,
 )
+from mlsysim.kernels.fit_documents import AttentionFit
 from mlsysim.kernels.result import KernelEstimate
 from mlsysim.physics._array import Num, is_array, where
 from mlsysim.physics.attention import DIRECTIONS, Direction, attention_flops, fused_attention_time
@@ -73,10 +74,10 @@ class AttentionConstants:
 
 
 @cache
-def shipped_attention_fit() -> Mapping[str, Any]:
+def shipped_attention_fit() -> AttentionFit:
     """The shipped fit (``mlsysim/data/kernel_fits/attention.json``)."""
     text = files("mlsysim.data").joinpath("kernel_fits").joinpath(FIT_FILE).read_text(encoding="utf-8")
-    return dict(json.loads(text))
+    return cast(AttentionFit, dict(json.loads(text)))
 
 
 def group_key(fmt: str, direction: str) -> str:
@@ -92,7 +93,7 @@ def _architecture(accelerator: Accelerator) -> str:
 
 
 def attention_constants(accelerator: Accelerator, fmt: str, direction: str,
-                        fit: Mapping[str, Any] | None = None) -> AttentionConstants | None:
+                        fit: AttentionFit | None = None) -> AttentionConstants | None:
     """The constants of the accelerator's architecture in ``fmt`` and ``direction``; None where no group covers them."""
     architecture = (fit or shipped_attention_fit())["architectures"].get(_architecture(accelerator))
     if architecture is None:
@@ -106,7 +107,7 @@ def attention_constants(accelerator: Accelerator, fmt: str, direction: str,
         floor=float(architecture["floor"]["value"]))
 
 
-def _missing(accelerator: Accelerator, fmt: str, direction: str, fit: Mapping[str, Any] | None) -> InputError:
+def _missing(accelerator: Accelerator, fmt: str, direction: str, fit: AttentionFit | None) -> InputError:
     architecture = _architecture(accelerator)
     known = (fit or shipped_attention_fit())["architectures"].get(architecture)
     covered = ", ".join(known["groups"]) if known else "nothing"
@@ -146,7 +147,7 @@ def attention_time(
     causal: Num = True,
     format: str = "bf16",
     direction: str = "forward",
-    fit: Mapping[str, Any] | None = None,
+    fit: AttentionFit | None = None,
 ) -> KernelTime:
     """SI level: the time of one call (or of many: numbers may be numpy arrays); parameters as :func:`attention`.
 
@@ -197,7 +198,7 @@ def attention(
     causal: bool = True,
     format: str = "bf16",
     direction: str = "forward",
-    fit: Mapping[str, Any] | None = None,
+    fit: AttentionFit | None = None,
 ) -> KernelEstimate:
     """One fused attention call: ``batch`` sequences of ``seq_len`` queries over ``kv_len`` keys.
 

@@ -16,15 +16,21 @@ Bounds: 0 < a <= 1, 0 <= D_0 <= :data:`HEAD_OVERHEAD_MAX`, 0 <= L_0 <= :data:`LO
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.kernels._accelerator import accelerator_entry, compute_unit_count, peak_flops
 from mlsysim.kernels.attention import ATTENTION_FORMATS, group_key
+from mlsysim.kernels.fit_documents import (
+    ArchitectureFit,
+    AttentionArchitecture,
+    AttentionFit,
+    AttentionGroup,
+    MemoryFit,
+)
 from mlsysim.kernels.memory import significant
 from mlsysim.kernels.tables import KernelTable
 from mlsysim.physics.attention import (
@@ -128,7 +134,7 @@ def _check_formats(tables: list[KernelTable]) -> None:
                              f"{', '.join(ATTENTION_FORMATS)}", field="format")
 
 
-def fit_architecture(rows: AttentionRows, floor: float) -> dict[str, Any]:
+def fit_architecture(rows: AttentionRows, floor: float) -> ArchitectureFit:
     """D_0, and per group a, L_0 and c, minimising the squared log error (the module's procedure)."""
     residual = (np.log(np.maximum(rows.seconds - floor, 0.5 * rows.seconds))
                 - np.log(rows.at_peak) + np.log(rows.waves))
@@ -149,7 +155,7 @@ def fit_architecture(rows: AttentionRows, floor: float) -> dict[str, Any]:
         if total < best[0]:
             best = (total, float(head_overhead), chosen)
     _, head_overhead, chosen = best
-    fitted_groups: dict[str, Any] = {}
+    fitted_groups: dict[str, AttentionGroup] = {}
     for group in groups:
         take = rows.group == group
         scale, loop_overhead = chosen[group]
@@ -171,7 +177,7 @@ def fit_architecture(rows: AttentionRows, floor: float) -> dict[str, Any]:
             "groups": fitted_groups}
 
 
-def fit_attention(tables: Iterable[KernelTable], memory_fit: Mapping[str, Any]) -> dict[str, Any]:
+def fit_attention(tables: Iterable[KernelTable], memory_fit: MemoryFit) -> AttentionFit:
     """The constants of every architecture the ``fit`` attention tables cover (the attention.json format).
 
     ``memory_fit`` (:func:`mlsysim.kernels.memory.fit_memory`'s answer) gives each
@@ -184,13 +190,14 @@ def fit_attention(tables: Iterable[KernelTable], memory_fit: Mapping[str, Any]) 
     for name, entry in memory_fit["accelerators"].items():
         architecture = str(accelerator_entry(name).architecture)
         floors.setdefault(architecture, []).append((float(entry["floor"]["value"]), name))
-    architectures: dict[str, Any] = {}
+    architectures: dict[str, AttentionArchitecture] = {}
     for architecture, rows in sorted(attention_rows(chosen).items()):
         floor, source = min(floors.get(architecture, [(0.0, "none")]))
         fitted = fit_architecture(rows, floor)
-        fitted["floor"] = {"value": significant(floor), "unit": "s",
-                           "what": f"t_0: the per-kernel floor, the memory-bound fit's floor of {source}"}
-        architectures[architecture] = fitted
+        architectures[architecture] = AttentionArchitecture(
+            head_overhead=fitted["head_overhead"], groups=fitted["groups"],
+            floor={"value": significant(floor), "unit": "s",
+                   "what": f"t_0: the per-kernel floor, the memory-bound fit's floor of {source}"})
     return {"about": "Fused attention constants fitted by mlsysim.kernels.attention_fit.fit_attention on the "
                      "tables named (python -m mlsysim.validation.kernels_attention); the model is "
                      "mlsysim.physics.attention.fused_attention_time.",

@@ -39,7 +39,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.fileio import read_text
@@ -47,6 +47,7 @@ from mlsysim.core.text import printable
 from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels._accelerator import accelerator_entry, accelerator_name
 from mlsysim.kernels.collectives import CollectiveConstants
+from mlsysim.kernels.fit_documents import AttentionFit, FittedConstant, MemoryFit
 from mlsysim.kernels.matmul import MatmulFit
 from mlsysim.kernels.tables import KernelTable
 
@@ -78,8 +79,8 @@ class ClusterFits:
     matmul: MatmulFit | None
     matmul_formats: tuple[str, ...]
     """The formats the user's matrix-product tables fitted (the file's other ceilings are the shipped ones)."""
-    attention: Mapping[str, Any] | None
-    memory: Mapping[str, Any] | None
+    attention: AttentionFit | None
+    memory: MemoryFit | None
     collectives: CollectiveConstants | None
     forced: tuple[str, ...]
     """Each constant written outside its bound by ``--force``, in words (empty: none)."""
@@ -162,23 +163,29 @@ def parse_cluster_file(text: str, name: str) -> ClusterFits:
     forced = document.get("forced", [])
     if not isinstance(forced, list) or not all(isinstance(f, str) for f in forced):
         raise _refuse(name, "forced must be a list of texts")
-    fits: dict[str, Any] = {}
+    matmul: MatmulFit | None = None
+    attention: AttentionFit | None = None
+    memory: MemoryFit | None = None
+    collectives: CollectiveConstants | None = None
     formats: tuple[str, ...] = ()
     for kind, part in kinds.items():
         entry = _object(name, part, f"kinds.{kind}")
         fit = _object(name, entry.get("fit"), f"kinds.{kind}.fit")
         try:
             if kind == "matmul":
-                fits[kind] = MatmulFit.from_json(fit)
+                matmul = MatmulFit.from_json(fit)
                 formats = tuple(str(f) for f in entry.get("fitted", ()))
-                efficiencies = [v for table in (fits[kind].ceilings, fits[kind].device_best)
+                efficiencies = [v for table in (matmul.ceilings, matmul.device_best)
                                 for values in table.values() for v in values.values()]
             elif kind == "collective":
-                fits[kind] = CollectiveConstants.from_json(_object(name, fit.get("constants"), "the constants"))
+                collectives = CollectiveConstants.from_json(_object(name, fit.get("constants"), "the constants"))
                 efficiencies = []
+            elif kind == "memory":
+                memory = cast(MemoryFit, fit)  # read as the form it must have: a KeyError or TypeError refuses it
+                efficiencies = _memory_values(memory, accelerator)
             else:
-                efficiencies = (_memory_values if kind == "memory" else _attention_values)(fit, accelerator)
-                fits[kind] = fit
+                attention = cast(AttentionFit, fit)
+                efficiencies = _attention_values(attention, accelerator)
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise _refuse(name, f"kinds.{kind}.fit is not in the form 'mlsysim calibrate kernels' writes "
                                 f"({type(error).__name__}: {error})") from None
@@ -186,37 +193,36 @@ def parse_cluster_file(text: str, name: str) -> ClusterFits:
         if wrong and not forced:  # a hand-edited file: no efficiency above the peak unless --force wrote it
             raise _refuse(name, f"kinds.{kind}: an efficiency of {wrong[0]:g} is outside (0, 1] and the file lists "
                                 "no forced constant; write it with 'mlsysim calibrate kernels'")
-    return ClusterFits(path=name, accelerator=accelerator, matmul=fits.get("matmul"), matmul_formats=formats,
-                       attention=fits.get("attention"), memory=fits.get("memory"),
-                       collectives=fits.get("collective"), forced=tuple(forced))
+    return ClusterFits(path=name, accelerator=accelerator, matmul=matmul, matmul_formats=formats,
+                       attention=attention, memory=memory, collectives=collectives, forced=tuple(forced))
 
 
-def _value(entry: Mapping[str, Any], key: str) -> float:
-    """``entry[key]["value"]`` as a finite number of at least 0 (a ValueError otherwise)."""
-    value = float(entry[key]["value"])
+def _value(constant: FittedConstant, key: str) -> float:
+    """``constant["value"]`` (the fit's ``key``) as a finite number of at least 0 (a ValueError otherwise)."""
+    value = float(constant["value"])
     if not 0.0 <= value < float("inf"):
         raise ValueError(f"{key} is {value!r}")
     return value
 
 
-def _memory_values(fit: Mapping[str, Any], accelerator: str) -> list[float]:
+def _memory_values(fit: MemoryFit, accelerator: str) -> list[float]:
     """The fraction (an efficiency) of the file's accelerator in a memory fit, its floor checked."""
     entry = fit["accelerators"].get(accelerator)
     if entry is None:
         raise KeyError(f"no constants of {accelerator}, the file's accelerator")
-    _value(entry, "floor")
-    return [_value(entry, "fraction")]
+    _value(entry["floor"], "floor")
+    return [_value(entry["fraction"], "fraction")]
 
 
-def _attention_values(fit: Mapping[str, Any], accelerator: str) -> list[float]:
+def _attention_values(fit: AttentionFit, accelerator: str) -> list[float]:
     """Every group's scale and ceiling (efficiencies) of an attention fit, its other constants checked."""
     out = []
     for architecture in fit["architectures"].values():
-        _value(architecture, "head_overhead")
-        _value(architecture, "floor")
+        _value(architecture["head_overhead"], "head_overhead")
+        _value(architecture["floor"], "floor")
         for group in architecture["groups"].values():
-            _value(group, "loop_overhead")
-            out += [_value(group, "scale"), _value(group, "ceiling")]
+            _value(group["loop_overhead"], "loop_overhead")
+            out += [_value(group["scale"], "scale"), _value(group["ceiling"], "ceiling")]
     return out
 
 

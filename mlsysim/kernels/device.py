@@ -13,8 +13,7 @@ supply one; nothing falls back to another format or accelerator.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import to_canonical
@@ -22,6 +21,7 @@ from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels._accelerator import accelerator_entry
 from mlsysim.kernels.attention import attention_constants
 from mlsysim.kernels.cluster import ClusterFits
+from mlsysim.kernels.fit_documents import AttentionFit
 from mlsysim.kernels.matmul import MatmulFit, matmul_params, shipped_fit
 from mlsysim.kernels.memory import memory_constants
 from mlsysim.physics.records import AttentionPass, KernelConstants
@@ -43,7 +43,7 @@ class DeviceKernels(NamedTuple):
     """Which fits priced them, in words (for the origins of explain)."""
 
 
-def _attention(accelerator: Accelerator, fit: Mapping[str, Any] | None) -> dict[str, AttentionPass | float | None]:
+def _attention(accelerator: Accelerator, fit: AttentionFit | None) -> dict[str, AttentionPass | float | None]:
     """The fused attention constants in 16 bits: each pass's, or the two passes' together; NaN/None if none."""
     out: dict[str, AttentionPass | float | None] = {}
     for key, direction in (("attention_forward", "forward"), ("attention_backward", "backward"),

@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib.resources import files
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from mlsysim.core.exceptions import InputError
 from mlsysim.core.units import Quantity
 from mlsysim.hardware.types import Accelerator
 from mlsysim.kernels._accelerator import accelerator_entry, accelerator_name, memory_bandwidth
+from mlsysim.kernels.fit_documents import MemoryEntry, MemoryFit
 from mlsysim.kernels.result import KernelEstimate
 from mlsysim.kernels.tables import KernelTable
 from mlsysim.physics._array import Num
@@ -71,7 +72,7 @@ def fit_streaming(bytes_moved: np.ndarray, seconds: np.ndarray, bandwidth: float
     return result[1], result[2], best
 
 
-def fit_memory(tables: Iterable[KernelTable]) -> dict[str, Any]:
+def fit_memory(tables: Iterable[KernelTable]) -> MemoryFit:
     """Each accelerator's bandwidth fraction and floor, fitted on the ``fit`` memory tables given.
 
     Holdout tables are skipped (never fitted on). The answer is the format of
@@ -81,7 +82,7 @@ def fit_memory(tables: Iterable[KernelTable]) -> dict[str, Any]:
     for table in tables:
         if table.kind == "memory" and table.split == "fit":
             by_accelerator.setdefault(table.accelerator, []).append(table)
-    fitted: dict[str, Any] = {}
+    fitted: dict[str, MemoryEntry] = {}
     for name, group in sorted(by_accelerator.items()):
         bandwidth = memory_bandwidth(accelerator_entry(name))
         moved = np.concatenate([t.columns["bytes"] for t in group])
@@ -104,10 +105,10 @@ def fit_memory(tables: Iterable[KernelTable]) -> dict[str, Any]:
 
 
 @cache
-def shipped_memory_fit() -> Mapping[str, Any]:
+def shipped_memory_fit() -> MemoryFit:
     """The shipped fit (``mlsysim/data/kernel_fits/memory.json``)."""
     text = files("mlsysim.data").joinpath("kernel_fits").joinpath(FIT_FILE).read_text(encoding="utf-8")
-    return dict(json.loads(text))
+    return cast(MemoryFit, dict(json.loads(text)))
 
 
 SAME_MEMORY: Mapping[str, str] = {"H800": "H100"}
@@ -117,7 +118,7 @@ H800 datasheet; the registry's H800 entry): its streaming kernels are the H100's
 accelerator borrows another's table."""
 
 
-def memory_constants(accelerator: Accelerator, fit: Mapping[str, Any] | None = None) -> tuple[float, float]:
+def memory_constants(accelerator: Accelerator, fit: MemoryFit | None = None) -> tuple[float, float]:
     """(fraction, floor s) of ``accelerator`` (or of the accelerator whose memory it is, :data:`SAME_MEMORY`);
     InputError naming the missing table where no fit covers it."""
     fitted = (fit or shipped_memory_fit())["accelerators"]
@@ -130,7 +131,7 @@ def memory_constants(accelerator: Accelerator, fit: Mapping[str, Any] | None = N
     return float(entry["fraction"]["value"]), float(entry["floor"]["value"])
 
 
-def memory_time(accelerator: Accelerator | str, bytes_moved: Num, *, fit: Mapping[str, Any] | None = None) -> KernelTime:
+def memory_time(accelerator: Accelerator | str, bytes_moved: Num, *, fit: MemoryFit | None = None) -> KernelTime:
     """SI level: one streaming kernel moving ``bytes_moved`` bytes (float or array) on ``accelerator``."""
     entry = accelerator_entry(accelerator)
     fraction, floor = memory_constants(entry, fit)
@@ -138,7 +139,7 @@ def memory_time(accelerator: Accelerator | str, bytes_moved: Num, *, fit: Mappin
 
 
 def memory_kernel(accelerator: Accelerator | str, *, bytes_moved: float | Quantity,
-                  fit: Mapping[str, Any] | None = None) -> KernelEstimate:
+                  fit: MemoryFit | None = None) -> KernelEstimate:
     """One memory-bound kernel reading and writing ``bytes_moved`` in all (a number of bytes or a Quantity)."""
     amount = bytes_moved.to("B").magnitude if isinstance(bytes_moved, Quantity) else bytes_moved
     if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not amount > 0:

@@ -18,12 +18,12 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from mlsysim.kernels.attention import attention_time
 from mlsysim.kernels.attention_fit import fit_attention
+from mlsysim.kernels.fit_documents import AttentionFit, MemoryFit
 from mlsysim.kernels.memory import fit_memory, memory_time
 from mlsysim.kernels.tables import KernelTable, shipped_tables
 
@@ -44,14 +44,14 @@ class RowErrors:
         return (self.predicted - self.measured) / self.measured
 
 
-def build(tables: Iterable[KernelTable] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def build(tables: Iterable[KernelTable] | None = None) -> tuple[MemoryFit, AttentionFit]:
     """(memory fit, attention fit) on ``tables`` (default: the shipped ones)."""
     chosen = list(shipped_tables() if tables is None else tables)
     memory = fit_memory(chosen)
     return memory, fit_attention(chosen, memory)
 
 
-def attention_errors(tables: Iterable[KernelTable], fit: Mapping[str, Any] | None = None) -> list[RowErrors]:
+def attention_errors(tables: Iterable[KernelTable], fit: AttentionFit | None = None) -> list[RowErrors]:
     """Every attention table's rows priced by :func:`mlsysim.kernels.attention.attention_time`."""
     out = []
     for table in tables:
@@ -71,7 +71,7 @@ def attention_errors(tables: Iterable[KernelTable], fit: Mapping[str, Any] | Non
     return out
 
 
-def memory_errors(tables: Iterable[KernelTable], fit: Mapping[str, Any] | None = None) -> list[RowErrors]:
+def memory_errors(tables: Iterable[KernelTable], fit: MemoryFit | None = None) -> list[RowErrors]:
     """Every memory table's rows priced by :func:`mlsysim.kernels.memory.memory_time`."""
     return [RowErrors(t, t.time, np.asarray(memory_time(t.accelerator, t.columns["bytes"], fit=fit).time))
             for t in tables if t.kind == "memory"]
@@ -82,7 +82,7 @@ def summary(errors: np.ndarray) -> tuple[float, float, float]:
     return float(np.median(np.abs(errors))), float(np.max(np.abs(errors))), float(np.median(errors))
 
 
-def _dump(document: Mapping[str, Any]) -> str:
+def _dump(document: Mapping[str, object]) -> str:
     return json.dumps(document, indent=1) + "\n"
 
 

@@ -14,10 +14,13 @@ files' own ``about``): a field the prediction needs is then taken from the run's
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mlsysim.core.exceptions import InputError
 from mlsysim.engine.inputs.derivation import peak_format
+
+if TYPE_CHECKING:
+    from mlsysim.hardware.types import Accelerator, Node
 
 Record = Mapping[str, Any]
 
@@ -265,7 +268,7 @@ def matmul_format(entry: Record, assumed_why: str) -> str:
     raise refuse(entry, "precision", f"not a format the reader knows ({', '.join(p for p, _ in FORMATS)})")
 
 
-def check_format_on(entry: Record, fmt: str, accelerator: Any) -> None:
+def check_format_on(entry: Record, fmt: str, accelerator: Accelerator) -> None:
     """Refuse a format the record's accelerator has no peak for (an A100 does not run FP8)."""
     peak_of = peak_format(fmt)
     if peak_of not in accelerator.dense_flops:
@@ -273,7 +276,7 @@ def check_format_on(entry: Record, fmt: str, accelerator: Any) -> None:
                                          f"peaks: {', '.join(accelerator.dense_flops)})")
 
 
-def check_peaks(entry: Record, node: Any) -> None:
+def check_peaks(entry: Record, node: Node) -> None:
     """The record's stated peaks and NVLink domain against the registry node's (2%): a record that states
     another GPU's figures is refused, not priced at the node's."""
     from mlsysim.core.units import to_canonical
