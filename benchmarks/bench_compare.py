@@ -14,15 +14,22 @@ from __future__ import annotations
 import subprocess
 import sys
 
-PROBE = r"""
-import sys, time, timeit
+SETUP = r"""
+import sys
 sys.path.insert(0, sys.argv[1])
-from mlsysim import Scenarios, Q_, Models
+from mlsysim import Assumptions, Models, Q_, Scenarios
 from mlsysim.solvers import DataParallelScaleOutModel
 m = DataParallelScaleOutModel()
 args = (Models.Language.GPT2, "fp16", Q_(1.8, "s"), Q_(25, "hour"), 16, 8, 4, Q_(450, "GB/s"),
         Q_(10, "Gbps"), 1, Q_(32, "USD/hour"))
 one = Scenarios.Gpt2DataParallelOneNode
+"""
+"""What every probe starts with: the checkout named first on its command line imported, the seed's
+four-node solve's arguments ``args`` and the one-node GPT-2 scenario ``one``
+(``bench_instructions.py`` too)."""
+
+PROBE = SETUP + r"""
+import time, timeit
 def best(fn):
     return min(timeit.repeat(fn, number=1000, repeat=7, timer=time.process_time)) / 1000 * 1e6
 print(f"{sys.argv[1]} solve {best(lambda: m.solve(*args)):.1f} us "

@@ -20,16 +20,13 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
-PROBE = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
-from mlsysim import Assumptions, Models, Q_, Scenarios
-from mlsysim.solvers import DataParallelScaleOutModel
-m = DataParallelScaleOutModel()
-args = (Models.Language.GPT2, "fp16", Q_(1.8, "s"), Q_(25, "hour"), 16, 8, 4, Q_(450, "GB/s"),
-        Q_(10, "Gbps"), 1, Q_(32, "USD/hour"))
-one = Scenarios.Gpt2DataParallelOneNode
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_compare import SETUP  # noqa: E402
+
+PROBE = SETUP + r"""
 realistic = Assumptions.realistic()
 one_realistic = one.variant(assumptions=realistic)
 f = {

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
+from pathlib import Path
 
-import mlsysim
 from mlsysim import Q_, Assumptions, DataParallelScaleOutScenario, Models, Systems
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_layouts import timed_plan  # noqa: E402
 
 
 def main() -> None:
@@ -48,12 +51,7 @@ def main() -> None:
     size = 1
     for values in axes.values():
         size *= len(values)
-    times = []
-    for _ in range(args.repeats):
-        start = time.perf_counter()
-        plan = mlsysim.plan(base, objective="time", workers=args.workers, **axes)
-        times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    plan, median = timed_plan(args, base, axes)
     print(f"{size:,} layouts, {plan.feasible_count:,} feasible: median {median:.3f} s, "
           f"{size / median / 1e6:.2f} M layouts/s (workers={args.workers}, load {os.getloadavg()[0]:.1f})")
     print(plan.why())

@@ -73,15 +73,23 @@ def deepseek_v3() -> DataParallelScaleOutScenario:
 RECOMPUTE = ["none", "selective", "full"]
 
 
-def search(args: argparse.Namespace, label: str, base: DataParallelScaleOutScenario, axes: dict[str, list[Any]]) -> None:
-    """The median time of ``plan(base, objective="time", **axes)`` over ``--repeats`` runs, and its best layout."""
-    size = math.prod(len(values) for values in axes.values())
+def timed_plan(
+    args: argparse.Namespace, base: DataParallelScaleOutScenario, axes: dict[str, list[Any]]
+) -> tuple[mlsysim.Plan, float]:
+    """The last of ``--repeats`` runs of ``plan(base, objective="time", **axes)`` on ``--workers`` and
+    their median wall time in seconds."""
     times = []
     for _ in range(args.repeats):
         start = time.perf_counter()
         plan = mlsysim.plan(base, objective="time", workers=args.workers, **axes)
         times.append(time.perf_counter() - start)
-    median = statistics.median(times)
+    return plan, statistics.median(times)
+
+
+def search(args: argparse.Namespace, label: str, base: DataParallelScaleOutScenario, axes: dict[str, list[Any]]) -> None:
+    """The median time of ``plan(base, objective="time", **axes)`` over ``--repeats`` runs, and its best layout."""
+    size = math.prod(len(values) for values in axes.values())
+    plan, median = timed_plan(args, base, axes)
     best = plan.best.result.figures
     assert best.layout is not None
     print(f"[{label}] layouts: {size:,}  feasible: {plan.feasible_count:,}  median {median:.2f} s  "

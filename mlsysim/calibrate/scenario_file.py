@@ -57,22 +57,30 @@ def write_link(path: str | Path, link: Link, which: str) -> dict[str, str]:
 
 def _mark_measured(table: dict[str, object], which: str) -> None:
     """Add ``which`` to ``assumptions.measured_links`` of the inputs table."""
-    found = table.get("assumptions")
-    current: dict[str, object]
-    if isinstance(found, str):
-        current = {"preset": found}
-    elif isinstance(found, dict):
-        current = found
-    else:
-        current = {}
+    current = _assumptions_of(table)
     listed = current.get("measured_links", [])
     # a TOML array; anything else that is not iterable raises TypeError in list() as before
     links = listed.split(",") if isinstance(listed, str) else list(cast("Iterable[object]", listed))
     if which not in links:
         links.append(which)
     current["measured_links"] = links
+    _put_assumptions(table, current)
+
+
+def _assumptions_of(table: dict[str, object]) -> dict[str, object]:
+    """The ``assumptions`` of ``table`` as a table (a preset name given as text: ``{"preset": name}``)."""
+    found = table.get("assumptions")
+    if isinstance(found, str):
+        return {"preset": found}
+    if isinstance(found, dict):
+        return found
+    return {}
+
+
+def _put_assumptions(table: dict[str, object], assumptions: dict[str, object]) -> None:
+    """Set ``table``'s ``assumptions``, moved last (tables last, as TOML requires)."""
     table.pop("assumptions", None)
-    table["assumptions"] = current  # tables last, as TOML requires
+    table["assumptions"] = assumptions
 
 
 def _read(path: Path) -> dict[str, object]:
@@ -83,7 +91,12 @@ def _read(path: Path) -> dict[str, object]:
 
 def _inputs_table(data: dict[str, object], which: str) -> dict[str, object]:
     """The table holding the scenario's inputs: the top level, or the one table that has them."""
-    markers = (f"{which}_bandwidth", "devices_per_node", "intra_bandwidth")
+    return _table_with(data, (f"{which}_bandwidth", "devices_per_node", "intra_bandwidth"))
+
+
+def _table_with(data: dict[str, object], markers: tuple[str, ...]) -> dict[str, object]:
+    """``data`` where it gives one of ``markers``, else the one table of it that does (``data`` where
+    none or several do)."""
     if any(key in data for key in markers):
         return data
     tables = [
@@ -105,21 +118,9 @@ def write_assumptions(path: str | Path, values: dict[str, float]) -> dict[str, f
     """
     p = Path(path)
     data = _read(p)
-    markers = ("workload", "node", "accelerator", "devices_per_node", "assumptions")
-    table = data
-    if not any(key in data for key in markers):
-        tables = [v for v in data.values() if isinstance(v, dict) and any(key in v for key in markers)]
-        table = tables[0] if len(tables) == 1 else data
-    found = table.get("assumptions")
-    current: dict[str, object]
-    if isinstance(found, str):
-        current = {"preset": found}
-    elif isinstance(found, dict):
-        current = found
-    else:
-        current = {}
+    table = _table_with(data, ("workload", "node", "accelerator", "devices_per_node", "assumptions"))
+    current = _assumptions_of(table)
     current.update(values)
-    table.pop("assumptions", None)
-    table["assumptions"] = current  # tables last, as TOML requires
+    _put_assumptions(table, current)
     write_text_atomically(p, tomli_w.dumps(data))
     return dict(values)

@@ -25,6 +25,8 @@ scenario accepts.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from mlsysim.core.exceptions import InputError
 
 BYTES_PER_ELEMENT: dict[str, float] = {
@@ -46,17 +48,18 @@ COMPUTE_FORMATS: tuple[str, ...] = (*BYTES_PER_ELEMENT, "fp6", "fp4")
 
 def check_precision(value: object) -> str:
     """A precision name (case-insensitive), returned in lower case."""
-    if isinstance(value, str):
-        key = value.lower()
-        if key in BYTES_PER_ELEMENT:
-            return key
-    raise InputError(f"unknown precision {value!r}; supported: {', '.join(BYTES_PER_ELEMENT)}")
+    return _known_name(value, BYTES_PER_ELEMENT, "precision")
 
 
 def check_compute_format(value: object) -> str:
     """A number format a peak rate is quoted for (case-insensitive), returned in lower case."""
+    return _known_name(value, COMPUTE_FORMATS, "number format")
+
+
+def _known_name(value: object, names: Collection[str], what: str) -> str:
+    """``value`` in lower case where it is one of ``names`` (case-insensitive); else an InputError naming ``what``."""
     if isinstance(value, str):
         key = value.lower()
-        if key in COMPUTE_FORMATS:
+        if key in names:
             return key
-    raise InputError(f"unknown number format {value!r}; supported: {', '.join(COMPUTE_FORMATS)}")
+    raise InputError(f"unknown {what} {value!r}; supported: {', '.join(names)}")

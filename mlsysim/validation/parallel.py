@@ -129,6 +129,13 @@ def frontier_not_expressible(entry: Mapping[str, Any]) -> str | None:
     return None
 """Runs the scenario cannot express, with what it lacks (never predicted by another formula)."""
 
+DSV3_CASE_STUDY: dict[str, Any] = {
+    "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
+    "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1, "recompute": "none",
+}
+"""The Megatron-Core MoE report's DeepSeek-V3 GB200 MXFP8 case-study layout on 256 GPUs (TP1 PP4 VPP4 EP64,
+batch 8192 x 1, no all-to-all overlap): the layout assumed for the report's DeepSeek-V3 runs that state none."""
+
 ASSUMED: dict[str, dict[str, Any]] = {
     "korthikanti2022_530B_dp8_2240gpu_full_recompute": {
         "micro_batch": 1,
@@ -241,15 +248,13 @@ ASSUMED: dict[str, dict[str, Any]] = {
         "overlapped where the source says 'EP A2A overlap', hierarchical where its dispatcher is DeepEP or HybridEP",
     },
     "mcore_moe_dsv3_gb300_256gpu_mxfp8": {
-        "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
-        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1, "recompute": "none",
+        **DSV3_CASE_STUDY,
         "why": "layout not stated in what was read: the report's DeepSeek-V3 GB200 case-study layout on the same "
         "256 GPUs (TP1 PP4 VPP4 EP64, batch 8192 x 1), which NVIDIA's Megatron-Bridge notes also give for GB300; "
         "no all-to-all overlap (as that case study); otherwise as the family (Megatron-Core defaults)",
     },
     "mcore_moe_dsv3_gb200_256gpu_bf16": {
-        "tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 64, "pipeline_chunks": 4,
-        "expert_parallel": 64, "global_batch": 8192, "micro_batch": 1, "flash_attention": 1, "recompute": "none",
+        **DSV3_CASE_STUDY,
         "why": "layout not stated in what was read: the report's DeepSeek-V3 GB200 MXFP8 case-study layout on the "
         "same 256 GPUs (TP1 PP4 VPP4 EP64, batch 8192 x 1), no all-to-all overlap; otherwise as the family",
     },

@@ -51,34 +51,17 @@ def test_nodes_above_one_needs_inter_bandwidth(base_inputs, gpt2_one_node):
     assert "e.g. inter_bandwidth=Q_(100, 'Gbps'), or a fabric (fabric='InfiniBand_NDR')" in str(caught.value)
 
 
+def _in(unit: str, *magnitudes: float) -> list:
+    """Each magnitude as a quantity in ``unit`` (the right dimension, a bad value)."""
+    return [Q_(m, unit) for m in magnitudes]
+
+
 QUANTITY_FIELDS = {
-    "step_time": [
-        Q_(3, "GB"),
-        1.8,
-        "1.8",
-        Q_(0, "s"),
-        Q_(-1, "s"),
-        Q_(math.nan, "s"),
-        Q_(math.inf, "s"),
-    ],
-    "training_time": [Q_(25, "GB/s"), 25, Q_(0, "hour"), Q_(-2, "hour"), Q_(math.nan, "hour")],
-    "intra_bandwidth": [
-        Q_(1, "s"),
-        450,
-        Q_(0, "GB/s"),
-        Q_(-450, "GB/s"),
-        Q_(math.inf, "GB/s"),
-        Q_(math.nan, "GB/s"),
-    ],
-    "inter_bandwidth": [Q_(1, "s"), 10, Q_(0, "Gbps"), Q_(-1, "Gbps"), Q_(math.nan, "Gbps")],
-    "node_hour_rate": [
-        Q_(32, "USD"),
-        Q_(32, "hour"),
-        32,
-        Q_(0, "USD/hour"),
-        Q_(-1, "USD/hour"),
-        Q_(math.inf, "USD/hour"),
-    ],
+    "step_time": [Q_(3, "GB"), 1.8, "1.8", *_in("s", 0, -1, math.nan, math.inf)],
+    "training_time": [Q_(25, "GB/s"), 25, *_in("hour", 0, -2, math.nan)],
+    "intra_bandwidth": [Q_(1, "s"), 450, *_in("GB/s", 0, -450, math.inf, math.nan)],
+    "inter_bandwidth": [Q_(1, "s"), 10, *_in("Gbps", 0, -1, math.nan)],
+    "node_hour_rate": [Q_(32, "USD"), Q_(32, "hour"), 32, *_in("USD/hour", 0, -1, math.inf)],
 }
 
 

@@ -70,20 +70,22 @@ def folder(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile_files")
 
 
+def _scenario_file(path: Path, raw: bytes) -> None:
+    """``raw`` written to ``path`` loads as a valid scenario or fails with our error."""
+    path.write_bytes(raw)
+    ours_or_valid(f"{path.suffix[1:]} file", lambda: load_scenario(path), _valid_scenario)
+
+
 @FUZZ
 @given(st.one_of(mutated(TOML), st.binary(max_size=200)))
 def test_toml_files(folder, raw):
-    path = folder / "s.toml"
-    path.write_bytes(raw)
-    ours_or_valid("toml file", lambda: load_scenario(path), _valid_scenario)
+    _scenario_file(folder / "s.toml", raw)
 
 
 @FUZZ
 @given(st.one_of(mutated(YAML), st.binary(max_size=200)))
 def test_yaml_files(folder, raw):
-    path = folder / "s.yaml"
-    path.write_bytes(raw)
-    ours_or_valid("yaml file", lambda: load_scenario(path), _valid_scenario)
+    _scenario_file(folder / "s.yaml", raw)
 
 
 LOG = (Path(__file__).parents[1] / "calibrate" / "fixtures" / "h100_8gpu_all_reduce.txt").read_text()
