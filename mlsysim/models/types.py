@@ -170,6 +170,11 @@ class TransformerWorkload(Workload):
     tied_embeddings: bool | None = None
     """The output layer shares the input embedding's matrix (GPT-2, BERT); None or False: untied."""
 
+    mtp_layers: Annotated[int | None, _optional(check_nonnegative_int)] = None
+    """Multi-token-prediction modules D (DeepSeek-V3: 1): each a transformer block, a projection and the shared
+    output head, run on the last pipeline stage (:mod:`mlsysim.physics.multi_token`); None or 0: none. Not in
+    the model FLOPs (MFU)."""
+
     # -- mixture of experts (Shazeer et al. 2017; Fedus et al. 2022) --------------------------
     experts: Annotated[int | None, _optional(check_positive_int)] = None
     """Routed experts per MoE layer; None: a dense model (every layer an MLP of ``ffn_hidden``)."""

@@ -26,12 +26,13 @@ SYMBOLS: Final = {"E": "embedding", "t": "transformer layer", "m": "multi-token-
 """The symbols of a layout, as Megatron-Core names them."""
 
 LAYER_SYMBOLS: Final = ("t", "m")
-"""The symbols that count as a layer's work on their stage: a decoder layer, and an MTP layer (DeepSeek-V3's
-MTP module is one more transformer block and a projection: priced as one layer of the stage's work; the
-model's FLOPs per sample, and so MFU, leave it out). The embedding and the loss count as no layer: their
-FLOPs stay in the model's count as everywhere else (6 N with the output layer spread over the layers)."""
+"""The symbols that count as work on their stage: a decoder layer, and an MTP layer (DeepSeek-V3's MTP module:
+one more transformer block, a projection and the shared output head, priced as w layers,
+:mod:`mlsysim.physics.multi_token`; the model's FLOPs per sample, and so MFU, leave it out). The embedding and
+the loss count as no layer: their FLOPs stay in the model's count as everywhere else (6 N with the output layer
+spread over the layers)."""
 
-STAGE_LAYERS_EQUATION: Final = "L_s = max over ranks r of sum over chunks c (t + m in stage c p + r)"
+STAGE_LAYERS_EQUATION: Final = "L_s = max over ranks r of sum over chunks c (t + w m in stage c p + r)"
 
 _GROUP = re.compile(r"\(([^()]*)\)\*(\d+)")
 _SYMBOL = re.compile(r"([EtmL])\*(\d+)")
@@ -96,28 +97,37 @@ def _repeat(run: str, times: str, text: str) -> str:
     return run * n
 
 
-def stage_layers(layout: PipelineLayout, pipeline_parallel: int) -> int:
+def stage_layers(layout: PipelineLayout, pipeline_parallel: int, mtp_weight: float = 1.0) -> float:
     """The layers of the rank that holds the most (the pipeline's pace):
 
-        L_s = max_r sum_c (t + m)[c p + r]
+        L_s = max_r sum_c (t + w m)[c p + r]
 
-    virtual stage i on rank i mod p (Megatron-Core's order)."""
+    virtual stage i on rank i mod p (Megatron-Core's order); an MTP layer counts as ``mtp_weight`` w layers
+    (:func:`mlsysim.physics.multi_token.mtp_layer_weight`: its block, projection and output head)."""
+    return max(rank_layers(layout, pipeline_parallel, mtp_weight))
+
+
+def rank_layers(layout: PipelineLayout, pipeline_parallel: int, mtp_weight: float = 1.0) -> list[float]:
+    """Each rank's layers, sum_c (t + w m)[c p + r], in rank order (:func:`stage_layers`)."""
     p = pipeline_parallel
-    per_rank = [0] * p
+    per_rank = [0.0] * p
     for i, stage in enumerate(layout.stages):
-        per_rank[i % p] += sum(stage.count(s) for s in LAYER_SYMBOLS)
-    return max(per_rank)
+        per_rank[i % p] += stage.count("t") + mtp_weight * stage.count("m")
+    return per_rank
 
 
 def check_pipeline_layout(layout: PipelineLayout, text: str, layers: int, pipeline_parallel: int,
-                          pipeline_chunks: int | None) -> int:
+                          pipeline_chunks: int | None, mtp_layers: int = 0) -> int:
     """The chunks per rank v the layout implies, after its checks against the scenario: p v stages (v given, or
-    derived as stages / p, a whole number), as many ``t`` as the workload's layers. Each failure is an
-    :class:`InputError` naming the numbers and the fix."""
+    derived as stages / p, a whole number), as many ``t`` as the workload's layers and ``m`` as its MTP modules
+    (``mtp_layers``). Each failure is an :class:`InputError` naming the numbers and the fix."""
     n, p = len(layout.stages), pipeline_parallel
     if layout.layers != layers:
         raise InputError(f"the layout {text!r} holds {layout.layers} transformer layers (t); the workload has "
                          f"{layers}", field="pipeline_layout")
+    if layout.mtp_layers != mtp_layers:
+        raise InputError(f"the layout {text!r} holds {layout.mtp_layers} MTP layers (m); the workload has "
+                         f"{mtp_layers} (workload.mtp_layers): give as many", field="pipeline_layout")
     if p < 2:
         raise InputError(f"the layout ({n} stages) needs a pipeline: give pipeline_parallel > 1 (a divisor "
                          f"of {n})", field="pipeline_layout")

@@ -75,6 +75,8 @@ class ModelShape(NamedTuple):
     head_dim: Num = math.nan
     active_parameters: Num = math.nan
     expert_parameters: Num = 0.0
+    mtp_layers: Num = 0.0
+    """D: multi-token-prediction modules on the last stage (:mod:`~mlsysim.physics.multi_token`)."""
     mla: MultiHeadLatent | None = None
     moe: MixtureOfExperts | None = None
 

@@ -42,6 +42,7 @@ from mlsysim.physics.experts import (
     all_to_alls_per_layer,
     ranks_per_domain,
 )
+from mlsysim.physics.multi_token import attention_width, mtp_layer_weight
 from mlsysim.physics.operators import (
     Experts,
     OperatorTimes,
@@ -106,11 +107,15 @@ def data_parallel_size(devices: Num, tensor_parallel: Num, pipeline_parallel: Nu
 
 
 def slowest_stage_layers(
-    layers: Num, pipeline_parallel: Num, first_stage_layers: Num = math.nan, last_stage_layers: Num = math.nan
+    layers: Num, pipeline_parallel: Num, first_stage_layers: Num = math.nan, last_stage_layers: Num = math.nan,
+    last_extra: Num = 0.0,
 ) -> Num:
     """Layers of the pipeline stage that holds the most (the one that sets the pace).
 
-        L_s = max(L_first, L_last, ceil((L - L_first - L_last) / (p - #given)))
+        L_s = max(L_first, L_last + x, ceil((L - L_first - L_last) / (p - #given)) [+ x on the last stage])
+
+    ``last_extra`` x: layers' worth of work the last stage holds beyond its layers (multi-token prediction,
+    :func:`mtp_extra_layers`; at p = 1 the one stage holds L + x).
 
     where only the given counts enter (NaN: not given); neither given: ceil(L / p),
     the balanced cut (L / p when p divides L). One stage (p = 1) holds all L.
@@ -120,8 +125,12 @@ def slowest_stage_layers(
     """
 
     p = pipeline_parallel
-    if not is_array(layers, p, first_stage_layers, last_stage_layers):
-        return _slowest_stage_layers(float(layers), float(p), float(first_stage_layers), float(last_stage_layers))
+    if not is_array(layers, p, first_stage_layers, last_stage_layers, last_extra):
+        plain = _slowest_stage_layers(float(layers), float(p), float(first_stage_layers), float(last_stage_layers))
+        if last_extra == 0.0:
+            return plain
+        return _with_last_extra(plain, float(layers), float(p), float(first_stage_layers),
+                                float(last_stage_layers), float(last_extra))
     first_given = first_stage_layers == first_stage_layers
     last_given = last_stage_layers == last_stage_layers
     first = np.where(first_given, first_stage_layers, 0.0)
@@ -130,7 +139,20 @@ def slowest_stage_layers(
     with np.errstate(invalid="ignore"):
         rest = np.ceil(np.fmax(layers - first - last, 0.0) / np.maximum(p - fixed, 1.0))
         rest = np.where(p - fixed >= 1, rest, 0.0)
-        return np.where(p <= 1, layers, np.maximum(np.maximum(first, last), rest))
+        last_stage = np.where(last_given, last, rest) + last_extra
+        most = np.where(p <= 1, layers, np.maximum(np.maximum(first, last), rest))
+        return np.where(p <= 1, layers + last_extra, np.maximum(most, last_stage))
+
+
+def _with_last_extra(plain: float, layers: float, p: float, first: float, last: float, extra: float) -> float:
+    """:func:`slowest_stage_layers` of one layout whose last stage holds ``extra`` layers' worth more."""
+    if p <= 1 or layers != layers:
+        return layers + extra
+    if last == last:
+        return max(plain, last + extra)
+    fixed = 1.0 if first == first else 0.0
+    rest = float(math.ceil(max(layers - (first if first == first else 0.0), 0.0) / (p - fixed)))
+    return max(plain, rest + extra)
 
 
 def _slowest_stage_layers(layers: float, p: float, first: float, last: float) -> float:
@@ -153,7 +175,8 @@ def stage_of(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates |
     t, p, cp = layout.tensor_parallel, layout.pipeline_parallel, layout.context_parallel
     custom = layout.layout_stage_layers  # a custom pipeline layout's fullest rank (NaN: none given)
     layers_here = where(custom == custom, custom,
-                        slowest_stage_layers(shape.layers, p, layout.first_stage_layers, layout.last_stage_layers))
+                        slowest_stage_layers(shape.layers, p, layout.first_stage_layers, layout.last_stage_layers,
+                                             mtp_extra_layers(shape)))
     nics = cluster.nics_per_node * g / cluster.devices_per_node
     up, out = measured_links(cluster, curves_of(rates))
     return Stage(
@@ -167,6 +190,22 @@ def stage_of(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rates |
         measured_up=up,
         measured_out=out,
     )
+
+
+def shape_attention_width(shape: ModelShape) -> Num:
+    """h_att of ``shape`` (:func:`~mlsysim.physics.multi_token.attention_width`)."""
+    mla = shape.mla
+    return attention_width(shape.hidden, shape.heads, None if mla is None else (mla.nope, mla.rope, mla.value))
+
+
+def mtp_extra_layers(shape: ModelShape) -> Num:
+    """D w: the multi-token-prediction modules' work on the last stage in average layers
+    (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`; 0 without them)."""
+    if type(shape.mtp_layers) is float and shape.mtp_layers == 0.0:
+        return 0.0
+    used = where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
+    weight = mtp_layer_weight(used, shape.layers, shape.hidden, shape.vocab, shape.seq_len, shape_attention_width(shape))
+    return where(shape.mtp_layers > 0, shape.mtp_layers * weight, 0.0)
 
 
 def curves_of(rates: Rates | None) -> LinkCurves | None:
@@ -252,8 +291,7 @@ def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rat
     t, cp, b = layout.tensor_parallel, layout.context_parallel, layout.micro_batch
     share = stage.share
     used = where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
-    mla = shape.mla
-    width = shape.hidden if mla is None else shape.heads * (mla.nope + mla.rope + mla.value) / 2.0
+    width = shape_attention_width(shape)
     model_per_sample = transformer_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, width)
     extra = recompute_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, shape.vocab, layout.recompute,
                                        layout.recompute_modules, dense_mlp_parameters(shape))

@@ -20,6 +20,7 @@ from mlsysim import (
     Systems,
     Workload,
 )
+from mlsysim.engine.io.overrides import vary_workload
 
 UNITS = {
     "TB/s": 1e12, "GB/s": 1e9, "MB/s": 1e6,
@@ -144,6 +145,21 @@ CASES = {
         workload=Models.Language.DeepSeek_V3, node=Systems.Nodes.HGX_H800, nodes=32, per_device_batch=1,
         accumulation_steps=32, pipeline_parallel=4, expert_parallel=8, expert_overlap=1, zero_stage=1,
         flash_attention=1, matmul_format="fp8", training_tokens=Q_(1e12, "token"),
+    ),
+    "layout DeepSeek-V3 with its MTP module on the last stage": DataParallelScaleOutScenario(
+        workload=vary_workload(Models.Language.DeepSeek_V3, {"mtp_layers": "1"}), node=Systems.Nodes.HGX_H800,
+        nodes=32, per_device_batch=1, accumulation_steps=32, pipeline_parallel=16, expert_parallel=16,
+        zero_stage=1, last_stage_layers=2, training_tokens=Q_(1e12, "token"),
+    ),
+    "layout DeepSeek-V3 in one stage with its MTP module": DataParallelScaleOutScenario(
+        workload=vary_workload(Models.Language.DeepSeek_V3, {"mtp_layers": "1"}), node=Systems.Nodes.HGX_H800,
+        nodes=4, per_device_batch=1, accumulation_steps=1, expert_parallel=32, training_tokens=Q_(1e12, "token"),
+    ),
+    "layout custom pipeline layout, recompute modules": DataParallelScaleOutScenario(
+        workload=Models.Language.Llama3_405B, node=Systems.Nodes.DGX_H100, fabric=Systems.Fabrics.InfiniBand_NDR,
+        nodes=16, per_device_batch=1, accumulation_steps=16, tensor_parallel=8, pipeline_parallel=16,
+        sequence_parallel=1, pipeline_layout="E|(t|)*126L", recompute_modules="core_attn,mlp,layernorm",
+        training_tokens=Q_(1e12, "token"),
     ),
 }
 

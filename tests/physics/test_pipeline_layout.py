@@ -20,7 +20,9 @@ def test_the_guides_deepseek_example_puts_five_layers_on_rank_zero():
     assert layout.stages[0] == "Ettt" and layout.stages[-2] == "m" and layout.stages[-1] == "L"
     # rank 0 holds stage 0 (3 layers) and stage 16 (2 layers); ranks 1-15 hold 2 + 2, rank 14 2 + the MTP layer
     assert stage_layers(layout, 16) == 5
-    assert check_pipeline_layout(layout, DEEPSEEK_V3, layers=61, pipeline_parallel=16, pipeline_chunks=None) == 2
+    assert check_pipeline_layout(layout, DEEPSEEK_V3, layers=61, pipeline_parallel=16, pipeline_chunks=None,
+                                 mtp_layers=1) == 2
+    assert stage_layers(layout, 16, mtp_weight=4.0) == 6  # rank 14: 2 + 2 layers and the MTP module as 4
 
 
 def test_embedding_and_loss_slots_make_126_layers_fit_128_slots():
@@ -62,11 +64,13 @@ def test_bad_texts_say_what_is_wrong(text, message):
         (61, 1, None, "pipeline_layout", "needs a pipeline"),
         (61, 5, None, "pipeline_layout", "not a multiple of pipeline_parallel"),
         (61, 16, 4, "pipeline_chunks", "leave pipeline_chunks out"),
+        (61, 16, None, "pipeline_layout", "holds 1 MTP layers"),
     ],
 )
 def test_a_layout_that_disagrees_with_the_scenario_names_the_field(layers, p, chunks, field, message):
+    mtp = 0 if "MTP" in message else 1
     with pytest.raises(InputError, match=message) as caught:
-        check_pipeline_layout(parse_pipeline_layout(DEEPSEEK_V3), DEEPSEEK_V3, layers, p, chunks)
+        check_pipeline_layout(parse_pipeline_layout(DEEPSEEK_V3), DEEPSEEK_V3, layers, p, chunks, mtp)
     assert caught.value.field == field
 
 

@@ -1424,7 +1424,7 @@ def derived_numbers(values: Mapping[str, Value]) -> Mapping[str, float]:
         return out
     out = dict(out)
     if text is not None:
-        out.update(pipeline_layout_numbers(text, get("pipeline_parallel")))  # type: ignore[arg-type]
+        out.update(pipeline_layout_numbers(text, get("pipeline_parallel"), _mtp_weight(out)))  # type: ignore[arg-type]
     if modules is not None:
         out["recompute_modules_code"] = recompute_modules_code(modules)  # type: ignore[arg-type]
     return out
@@ -1438,10 +1438,10 @@ recomputation reruns (:func:`recompute_modules_code`); NaN without them."""
 _NO_LAYOUT: Final = dict.fromkeys(LAYOUT_NUMBERS, math.nan)
 
 
-def pipeline_layout_numbers(text: str, pipeline_parallel: int | None) -> dict[str, float]:
+def pipeline_layout_numbers(text: str, pipeline_parallel: int | None, mtp_weight: float = 1.0) -> dict[str, float]:
     """The model numbers of a custom pipeline layout (checked against the scenario by the layout rules):
     its virtual stages n, the ranks p it is read at, v = n / p chunks per rank (the layout sets
-    ``pipeline_chunks``) and the layers of its fullest rank
+    ``pipeline_chunks``) and the layers of its fullest rank, an MTP layer ``m`` as ``mtp_weight`` of them
     (:func:`~mlsysim.physics.pipeline_layout.stage_layers`)."""
     from mlsysim.physics.pipeline_layout import parse_pipeline_layout, stage_layers
 
@@ -1449,7 +1449,21 @@ def pipeline_layout_numbers(text: str, pipeline_parallel: int | None) -> dict[st
     p = pipeline_parallel or 1
     n = len(layout.stages)
     return {"layout_stages": float(n), "layout_ranks": float(p), "layout_chunks": float(n // p),
-            "layout_stage_layers": float(stage_layers(layout, p))}
+            "layout_stage_layers": float(stage_layers(layout, p, mtp_weight))}
+
+
+def _mtp_weight(numbers: Mapping[str, float]) -> float:
+    """w of one MTP module in the workload's average layers (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`;
+    1 where the shape does not say)."""
+    from mlsysim.physics.multi_token import attention_width, mtp_layer_weight
+
+    active = numbers["active_parameters"]
+    active = numbers["parameters"] if active != active else active
+    nope = numbers["qk_nope_head_dim"]
+    latent = None if nope != nope else (nope, numbers["qk_rope_head_dim"], numbers["v_head_dim"])
+    weight = float(mtp_layer_weight(active, numbers["layers"], numbers["hidden"], numbers["vocab"],
+                                    numbers["seq_len"], attention_width(numbers["hidden"], numbers["heads"], latent)))
+    return weight if weight == weight and weight > 0 else 1.0
 
 
 _DERIVED: dict[tuple[object, ...], tuple[object, Mapping[str, float]]] = {}

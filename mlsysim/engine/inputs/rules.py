@@ -401,7 +401,8 @@ def _pipeline_layout_chunks(values: Mapping[str, object], text: str, layers: int
     given = values.get("pipeline_chunks")
     try:
         return check_pipeline_layout(parse_pipeline_layout(text), text, layers, p,
-                                     None if given is None else int(cast(int, given)))
+                                     None if given is None else int(cast(int, given)),
+                                     int(getattr(values.get("workload"), "mtp_layers", None) or 0))
     except InputError as exc:
         raise InputError(exc.message, loc=(exc.field or "pipeline_layout",)) from None
 

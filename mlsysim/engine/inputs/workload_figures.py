@@ -186,7 +186,7 @@ MLA_NUMBERS = ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_
 """Multi-head latent attention's widths (NaN for multi-head or grouped-query attention)."""
 
 SHAPE_NUMBERS = ("layers", "hidden", "heads", "seq_len", "vocab", "kv_heads", "ffn_hidden", "gated_mlp", "head_dim",
-                 *MOE_NUMBERS, *MLA_NUMBERS, "recompute_code")
+                 *MOE_NUMBERS, *MLA_NUMBERS, "mtp_layers", "recompute_code")
 """The model numbers :func:`shape_numbers` gives (:class:`~mlsysim.engine.model.equations.Inputs` attributes)."""
 
 
@@ -248,6 +248,7 @@ def shape_numbers(workload: object, recompute: str) -> dict[str, float]:
     for name in MLA_NUMBERS:
         value = getattr(workload, name, None) if mla else None
         shape[name] = math.nan if value is None else float(value)
+    shape["mtp_layers"] = float(getattr(workload, "mtp_layers", None) or 0)
     shape["recompute_code"] = float(RECOMPUTE_MODES.index(recompute))
     if len(_SHAPES) > 1024:
         _SHAPES.clear()

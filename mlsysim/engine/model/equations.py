@@ -164,6 +164,7 @@ class Inputs:
     ffn_hidden: Num = math.nan
     gated_mlp: Num = 0.0
     head_dim: Num = math.nan
+    mtp_layers: Num = 0.0
     # a mixture of experts (engine.inputs.workload_figures.moe_numbers; experts 0: dense) and multi-head
     # latent attention's widths (NaN: multi-head or grouped-query attention)
     experts: Num = 0.0
@@ -961,6 +962,7 @@ def layout_records(x: Inputs, c: Choices, kernels: KernelConstants | None = None
         parameters=x.parameters, layers=x.layers, hidden=x.hidden, heads=x.heads, seq_len=x.seq_len,
         vocab=x.vocab, kv_heads=x.kv_heads, ffn_hidden=x.ffn_hidden, gated_mlp=x.gated_mlp,
         head_dim=x.head_dim, active_parameters=x.active_parameters, expert_parameters=_or(x.expert_parameters, 0.0),
+        mtp_layers=x.mtp_layers,
         mla=multi_head_latent(get), moe=mixture_of_experts(get),
     )
     cluster = Cluster(

@@ -9,7 +9,7 @@ speedup, efficiency, global batch, training time, cost and the bottleneck.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mlsysim.core.formatting import fmt_num, fmt_time
 from mlsysim.engine.model.equations import one_device_reference
@@ -31,7 +31,7 @@ def layout_rows(r: ResultView) -> list[Row]:
     matmul_format = r.job.matmul_format if r.job is not None and r.job.matmul_format else None
     rows = [
         row
-        for row in layout_steps(f.layout, matmul_format)
+        for row in layout_steps(f.layout, matmul_format, cast("str | None", r.inputs.get("pipeline_layout")))
         if not (row[0] == "optimizer step" and math.isinf(float(cluster.memory_bandwidth)))
         and not (row[0] == "MFU" and math.isnan(float(f.layout.mfu)))
     ]

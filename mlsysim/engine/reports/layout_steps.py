@@ -39,11 +39,17 @@ from mlsysim.physics.layout import (
     LayoutFigures,
     LayoutTerms,
 )
+from mlsysim.physics.multi_token import MTP_WEIGHT_EQUATION, mtp_layer_weight
 from mlsysim.physics.operators import Experts, dense_mlp_parameters
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
-from mlsysim.physics.pipeline_layout import STAGE_LAYERS_EQUATION
+from mlsysim.physics.pipeline_layout import (
+    STAGE_LAYERS_EQUATION,
+    parse_pipeline_layout,
+    rank_layers,
+)
 from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
+from mlsysim.physics.terms import shape_attention_width
 
 Step = tuple[str, str, str, str]
 
@@ -75,7 +81,8 @@ def priced(figures: LayoutFigures, matmul_format: str | None = None) -> Priced:
     return Priced(*figures.records, figures.terms.experts.experts, matmul_format)
 
 
-def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> list[Step]:
+def layout_steps(figures: LayoutFigures, matmul_format: str | None = None,
+                 pipeline_layout: str | None = None) -> list[Step]:
     """The derivation of ``figures`` (one layout, scalars) from the records it was priced from.
 
     ``matmul_format`` names the linear layers' format in the operator rows. Steps of terms that are zero
@@ -95,12 +102,10 @@ def layout_steps(figures: LayoutFigures, matmul_format: str | None = None) -> li
     add = steps.append
 
     L, ls = float(i.shape.layers), float(q.stage.layers)
-    if p > 1 and float(i.layout.layout_stages) == float(i.layout.layout_stages):
-        add(("layers of the slowest stage (the custom pipeline layout's fullest rank)", STAGE_LAYERS_EQUATION,
-             f"{_n(i.layout.layout_stages)} stages on {_n(p)} ranks (stage i on rank i mod p)", _n(ls)))
-    elif p > 1:
-        add(("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
-             _stage_operands(i, L, p), _n(ls)))
+    if p > 1 and pipeline_layout is not None:
+        steps += _custom_stage_steps(i, pipeline_layout, int(p), ls)
+    else:
+        steps += _stage_steps(i, L, p, ls)
     if moe is None:
         add(("parameters per device", "psi = N (L_s / L) / t",
              f"{_n(i.shape.parameters)} x ({_n(ls)} / {_n(L)}) / {_n(t)}", _n(q.sharding.parameters)))
@@ -525,6 +530,60 @@ def _operator_steps(i: Priced, q: LayoutTerms) -> list[Step]:
         layers="L_s",
         expert_ceiling=float(i.moe.ceiling) if i.moe is not None else float("nan"),
     )
+
+
+def _mtp_weight_step(i: Priced) -> tuple[float, Step]:
+    """w of one MTP module and its step (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`)."""
+    shape = i.shape
+    used = shape.active_parameters if float(shape.active_parameters) == float(shape.active_parameters) else (
+        shape.parameters)
+    width = shape_attention_width(shape)
+    w = float(mtp_layer_weight(used, shape.layers, shape.hidden, shape.vocab, shape.seq_len, width))
+    h, vocab = _n(shape.hidden), _n(shape.vocab)
+    return w, ("one multi-token-prediction module in average layers (its block, projection and output head)",
+               MTP_WEIGHT_EQUATION,
+               f"1 + (4 x {h} x {h} + 2 x {vocab} x {h}) / (2 x {_n(used)} / {_n(shape.layers)} + 4 x {_n(width)} x "
+               f"{_n(shape.seq_len)})", _n(w))
+
+
+def _custom_stage_steps(i: Priced, text: str, p: int, ls: float) -> list[Step]:
+    """The fullest rank of a custom pipeline layout: each rank's layers (an MTP layer as w of them)."""
+    layout = parse_pipeline_layout(text)
+    steps: list[Step] = []
+    w = 1.0
+    if layout.mtp_layers:
+        w, step = _mtp_weight_step(i)
+        steps.append(step)
+    ranks = rank_layers(layout, p, w)
+    steps.append((f"layers of the slowest stage (the custom pipeline layout's fullest rank: {len(layout.stages)} "
+                  f"stages on {p} ranks, stage i on rank i mod p)", STAGE_LAYERS_EQUATION,
+                  f"max({', '.join(_n(r) for r in ranks)})", _n(ls)))
+    return steps
+
+
+def _stage_steps(i: Priced, L: float, p: float, ls: float) -> list[Step]:
+    """The slowest stage's layers (p > 1), with the multi-token-prediction modules on the last stage where the
+    workload has them (their weight w in average layers first, :mod:`mlsysim.physics.multi_token`)."""
+    mtp = float(i.shape.mtp_layers)
+    if mtp <= 0:
+        return [("layers of the slowest stage", "L_s = max(L_first, L_last, ceil(rest / stages))",
+                 _stage_operands(i, L, p), _n(ls))] if p > 1 else []
+    w, step = _mtp_weight_step(i)
+    steps: list[Step] = [step]
+    if p <= 1:
+        steps.append(("layers of the one stage, with the MTP modules", "L_s = L + D w",
+                      f"{_n(L)} + {_n(mtp)} x {_n(w)}", _n(ls)))
+        return steps
+    last = float(i.layout.last_stage_layers)
+    counts = (float(i.layout.first_stage_layers), last)
+    given = [c for c in counts if c == c]
+    rest = f"ceil(({_n(L)}{''.join(f' - {_n(c)}' for c in given)}) / {_n(p - len(given))})"
+    last_stage = _n(last) if last == last else rest  # the last stage holds the rest where not given
+    steps.append(("layers of the slowest stage, the MTP modules on the last",
+                  "L_s = max(L_first, L_last, ceil(rest / stages), last stage + D w)",
+                  f"max({', '.join([*(_n(c) for c in given), rest, f'{last_stage} + {_n(mtp)} x {_n(w)}'])})",
+                  _n(ls)))
+    return steps
 
 
 def _stage_operands(i: Priced, layers: float, p: float) -> str:
