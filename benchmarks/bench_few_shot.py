@@ -484,6 +484,17 @@ def document(m: Measurement) -> dict[str, object]:
     }
 
 
+def _finite(value: object) -> object:
+    """``value`` with every NaN as None (JSON has no NaN): a median of no runs."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
@@ -494,7 +505,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.keep.mkdir(parents=True, exist_ok=True)
     m = measure(args.family, args.keep)
     if args.json:
-        print(json.dumps(document(m), indent=2, allow_nan=True))
+        print(json.dumps(_finite(document(m)), indent=2, allow_nan=False))
     else:
         print(text(m))
     return 0
