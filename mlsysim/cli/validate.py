@@ -375,7 +375,8 @@ def mine(
     if out is not None:
         click.echo(
             f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants"
-            + (", and its intervals come from these runs' leave-one-out residuals" if fit is not None else "")
+            + (", and its intervals come from these runs' leave-one-out residuals"
+               if fit is not None and len(loaded) > 1 else "")
         )
 
 
@@ -383,12 +384,15 @@ def _mine_runs(
     loaded: Sequence[Run], fit: Fit, base: Assumptions, out: str | None
 ) -> dict[str, object]:
     """The data-parallel runs' fit as plain values (``validate mine --json``)."""
+    import math
+
     import numpy as np
 
     from mlsysim.validation.mine import interval_widths
 
     errors = fit.relative_errors
-    width_published, width_own = interval_widths(loaded, fit, base)
+    held = len(loaded) > 1  # one run is fitted, not left out
+    width_published, width_own = interval_widths(loaded, fit, base) if held else (math.nan, math.nan)
     return {
         "runs": [
             {
@@ -396,8 +400,8 @@ def _mine_runs(
                 "line": r.line,
                 "measured_update_time_s": float(m),
                 "fitted_update_time_s": float(p),
-                "held_out_update_time_s": float(h),
-                "held_out_relative_error": float(e),
+                "held_out_update_time_s": float(h) if held else None,
+                "held_out_relative_error": float(e) if held else None,
             }
             for r, m, p, h, e in zip(
                 loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True
@@ -405,11 +409,12 @@ def _mine_runs(
         ],
         "fitted": fit.fitted,
         "refits": fit.refits,
-        "median_abs_relative_error": float(np.median(np.abs(errors))),
-        "worst_abs_relative_error": float(np.max(np.abs(errors))),
+        "median_abs_relative_error": float(np.median(np.abs(errors))) if held else None,
+        "worst_abs_relative_error": float(np.max(np.abs(errors))) if held else None,
         "in_sample_median_abs_relative_error": float(np.median(np.abs(fit.in_sample_errors))),
-        "interval_scores": [float(z) for z in fit.scores],
-        "median_interval_width_80": {"published": width_published, "runs": width_own},
+        "interval_scores": [float(z) for z in fit.scores] if held else [],
+        "median_interval_width_80": {"published": None if width_published != width_published else width_published,
+                                     "runs": None if width_own != width_own else width_own},
         "assumptions_file": out,
     }
 
@@ -420,33 +425,39 @@ def _echo_mine_runs(
     import numpy as np
 
     errors = fit.relative_errors
-    widths = cast("dict[str, float]", data["median_interval_width_80"])
+    widths = cast("dict[str, float | None]", data["median_interval_width_80"])
     width_published, width_own = widths["published"], widths["runs"]
     click.echo(f"{len(loaded)} runs from {runs}; fitted from the {preset} preset:")
     for name, value in fit.fitted.items():
         refit = fit.refits[name]
         shown = (lambda v: f"{v * 1e3:,.2f} ms") if name == "update_overhead" else "{:.3f}".format
-        click.echo(
-            f"  {name:18} {shown(value):>10}   (left one out: {shown(min(refit))} .. "
-            f"{shown(max(refit))})"
-        )
+        spread = f"(left one out: {shown(min(refit))} .. {shown(max(refit))})" if refit else (
+            "(one run: the slowest link it crosses; not left out)")
+        click.echo(f"  {name:18} {shown(value):>10}   {spread}")
     if not fit.fitted:
         click.echo("  nothing: every run is on one device")
+    elif len(loaded) == 1:
+        click.echo("  one run pins one constant; the others stay at the preset's (more runs, at other scales, "
+                   "tell the links and the per-update overhead apart)")
     click.echo("")
     name_width = max([24, *(len(r.name) for r in loaded)])
     click.echo(f"{'run':{name_width}} {'line':>5} {'measured':>12} {'fitted':>12} {'left out':>12} {'error':>8}")
     for r, m, p, h, e in zip(loaded, fit.measured, fit.predicted, fit.held_out, errors, strict=True):
         click.echo(
             f"{r.name:{name_width}} {r.line:>5} {m * 1e3:>9,.1f} ms {p * 1e3:>9,.1f} ms "
-            f"{h * 1e3:>9,.1f} ms {e:>+8.1%}"
+            + (f"{h * 1e3:>9,.1f} ms {e:>+8.1%}" if h == h else f"{'-':>12} {'-':>8}")
         )
     click.echo("")
+    if len(loaded) == 1:
+        click.echo(f"update time, in sample: {fit.in_sample_errors[0]:+.1%} (one run: no leave-one-out error, "
+                   "no interval of its own)")
+        return
     click.echo(
         f"update time, each run predicted without it: median |error| "
         f"{np.median(np.abs(errors)):.1%}, worst {np.max(np.abs(errors)):.1%} "
         f"(in sample: median {np.median(np.abs(fit.in_sample_errors)):.1%})"
     )
-    if width_published == width_published:  # not NaN: some run has several devices
+    if width_published is not None and width_own is not None:  # some run has several devices
         click.echo(
             f"80% efficiency interval on these layouts: median width {width_published:.1%} "
             f"from the published residuals, {width_own:.1%} from these runs' own"

@@ -37,8 +37,11 @@ with forward-difference derivatives, from the base assumptions' values and from
 :data:`EXTRA_STARTS`, the best kept) moves only the constants the runs can
 tell apart: ``intra_efficiency`` when some run has more than one device per
 node, ``inter_efficiency`` when some run has more than one node,
-``update_overhead`` when some run has more than one device. Everything else
-stays as in the base assumptions (the realistic preset by default).
+``update_overhead`` when some run has more than one device. One run tells one
+constant apart: that of the slowest link it crosses (``inter_efficiency`` across
+nodes, else ``intra_efficiency``); it is fitted, not left out (no leave-one-out
+error, no interval scores of its own). Everything else stays as in the base
+assumptions (the realistic preset by default).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -276,9 +279,9 @@ def _data_parallel_runs(
         except InputError as exc:
             raise ScenarioFileError(exc.message, path=str(file), line=line, loc=exc.loc) from None
         runs.append(Run(name, scenario, seconds, line))
-    if len(runs) < 2:
+    if not runs:
         raise InputError(
-            f"runs: expected at least 2 runs in {str(file)!r}, got {len(runs)}"
+            f"runs: expected at least 1 run in {str(file)!r}, got {len(runs)}"
             + (" with step_time (the rows without it are layouts priced from the operators)"
                if len(runs) < len(rows) else ""),
             field="runs",
@@ -300,6 +303,8 @@ def free_constants(runs: Sequence[Run]) -> tuple[str, ...]:
     """The constants the runs can tell apart (see the module docstring)."""
     d = [r.scenario.devices_per_node for r in runs]
     n = [r.scenario.nodes for r in runs]
+    if len(runs) == 1:  # one measurement pins one constant: the slowest link's
+        return ("inter_efficiency",) if n[0] > 1 else ("intra_efficiency",) if d[0] > 1 else ()
     out = []
     if any(x > 1 for x in d):
         out.append("intra_efficiency")
@@ -438,7 +443,7 @@ def fit_runs(
     held_out = np.full(len(runs), np.nan)
     scores = np.full(len(runs), np.nan)
     refits: dict[str, list[float]] = {name: [] for name in names}
-    for i in range(len(runs) if leave_one_out else 0):
+    for i in range(len(runs) if leave_one_out and len(runs) > 1 else 0):
         others = [m for k, m in enumerate(models) if k != i]
         kept = np.delete(measured, i)
         loo_names = free_constants([r for k, r in enumerate(runs) if k != i])
@@ -541,7 +546,7 @@ def assumptions_toml(
         else:
             table[name] = round(value, 6)
     document: dict[str, object] = {"assumptions": table}
-    if fit is not None:
+    if fit is not None and len(fit.measured) > 1:
         errors = fit.relative_errors
         document["interval"] = {
             "source": f"{len(fit.measured)} runs of {Path(runs_path).name}, each predicted "
@@ -580,11 +585,13 @@ def assumptions_toml(
             name: [_whole(low), _whole(high)]
             for name, (low, high) in fit_range(runs, "", layout_runs).bounds.items()
         }
+    held_out = [name for name, held in (("[fit]", "fit" in document), ("[layouts]", layouts is not None
+                and "median_abs_relative_error" in cast("dict[str, object]", document["layouts"]))) if held]
     header = (
         f"# Constants of the cluster that ran {Path(runs_path).name}, fitted by\n"
-        f"# 'mlsysim validate mine' (leave-one-out errors in "
-        f"{'[fit] and [layouts]' if fit is not None and layouts is not None else '[layouts]' if fit is None else '[fit]'}"
-        "). Load with\n"
+        f"# 'mlsysim validate mine' ("
+        + (f"leave-one-out errors in {' and '.join(held_out)}" if held_out else "one run each: no leave-one-out error")
+        + "). Load with\n"
         "#   mlsysim run NAME --assumptions THIS_FILE\n"
         "# The [assumptions] table also works in a scenario file (without the interval).\n"
     )

@@ -213,3 +213,33 @@ def test_scores_over_another_difficulty_are_refused(tmp_path):
     path.write_text(text.replace(named, 'difficulty = "0.2 + e C / (A T1 + C)"'))
     with pytest.raises(ScenarioFileError, match=r"old\.toml:\d+: interval\.difficulty"):
         load_assumptions(path)
+
+
+@pytest.mark.parametrize(("index", "constant"), [(0, "intra_efficiency"), (4, "inter_efficiency")])
+def test_one_run_fits_the_slowest_link_it_crosses_and_is_not_left_out(index, constant, tmp_path, capsys):
+    """Issue 41: one run is accepted; it pins one constant (the slowest link it crosses), recovered exactly
+    where the others are at their true values; no leave-one-out error, no interval scores written."""
+    truth = Assumptions.realistic().variant(intra_efficiency=0.6, inter_efficiency=0.4)
+    run = synthetic_runs(truth)[index]
+    assert free_constants([run]) == (constant,)
+    fit = fit_runs([run], truth.variant(**{constant: 0.8}))  # every other constant at its true value
+    assert set(fit.fitted) == {constant}
+    assert fit.fitted[constant] == pytest.approx(getattr(truth, constant), rel=1e-3)
+    assert np.isnan(fit.held_out).all() and fit.refits == {constant: []}
+    from mlsysim.validation.mine import assumptions_toml
+
+    text = assumptions_toml(fit, "one.csv", "realistic", [run])
+    assert "[interval]" not in text and "[fit]" not in text and "no leave-one-out error" in text
+
+
+def test_one_run_through_the_command_line(tmp_path, capsys):
+    from mlsysim.cli import main
+
+    path = tmp_path / "one.csv"
+    path.write_text(RUNS_TEMPLATE.splitlines()[0] + "\n"
+                    + "two-nodes,Llama2_7B,bf16,820 ms,4,8,2,450 GB/s,400 Gbps,8,1,900 ms,\n")
+    out = tmp_path / "one.toml"
+    code = main(["validate", "mine", str(path), "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "inter_efficiency" in text and "not left out" in text
+    assert load_assumptions(out).inter_efficiency < 1
