@@ -115,6 +115,7 @@ def init_command(
             f"operators; fill in measured_update_time or measured_tflops_per_gpu), then run "
             f"'mlsysim validate mine {path} --out my_cluster.toml'"
         )
+        _echo_columns(LAYOUTS_TEMPLATE, layouts=True)
         return
     if runs:
         from mlsysim.validation.mine import RUNS_TEMPLATE
@@ -130,6 +131,7 @@ def init_command(
             f"wrote {path}: one measured run per row (fill in measured_update_time or "
             f"measured_throughput), then run 'mlsysim validate mine {path} --out my_cluster.toml'"
         )
+        _echo_columns(RUNS_TEMPLATE, layouts=False)
         return
     if file.suffix.lower() != ".toml":
         raise InputError(f"init: expected a .toml file name, got {path!r}")
@@ -139,3 +141,17 @@ def init_command(
         raise InputError(f"init: the folder of {path!r} does not exist")
     file.write_text(template(path), encoding="utf-8")
     click.echo(f"wrote {path}: edit it, then run 'mlsysim run --file {path}'")
+
+
+def _echo_columns(template: str, *, layouts: bool) -> None:
+    """Every column of a runs template, what it holds and its unit (an empty cell: not given)."""
+    from mlsysim.validation.mine import column_docs
+
+    docs = column_docs(template.splitlines()[0].split(","))
+    width = max(len(c) for c, _ in docs)
+    click.echo("columns (an empty cell is not given; any other scenario field may be added as a column):")
+    for column, text in docs:
+        click.echo(f"  {column:{width}}  {text}")
+    if layouts:
+        click.echo(f"  {'assumptions.NAME':{width}}  what the run was run with, as --set names it "
+                   "(assumptions.overlap = true): this row only")

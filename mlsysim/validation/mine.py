@@ -93,6 +93,40 @@ two-nodes,Llama2_7B,bf16,820 ms,4,8,2,450 GB/s,400 Gbps,8,1,,
 ``measured_update_time`` with its unit, or ``measured_throughput`` in samples per second)."""
 
 
+ROW_COLUMNS = {
+    "name": "the run's name (printed whole in the report)",
+    "measured_update_time": "one optimizer update as measured, with its unit: '412 ms', '9.2 s'",
+    "measured_throughput": "samples per second of the whole job: '1250', '1250 sample/s'",
+    "measured_tflops_per_gpu": "model teraFLOP/s per GPU under the scenario's count, 6 N + 12 L h s per token "
+    "(a framework's count with the recomputed forward reports more: give its iteration time instead): "
+    "'412', '412 TFLOP/s'",
+    "global_batch": "samples per update, instead of accumulation_steps (a multiple of per_device_batch x the "
+    "data-parallel ranks)",
+    "step_time": "one device's measured step (forward, backward) on its per_device_batch, with its unit: "
+    "a data-parallel run; without it (and mfu) the row is a layout priced from the operators",
+}
+"""The columns of a runs file that are not scenario fields (the scenario's are documented by its field
+table, :data:`mlsysim.engine.inputs.fields.FIELDS`)."""
+
+
+def column_docs(header: Sequence[str]) -> list[tuple[str, str]]:
+    """(column, what it holds, with its unit) for each column of a runs file's ``header``: :data:`ROW_COLUMNS`,
+    else the scenario field's label and unit, else a transformer shape column's."""
+    from mlsysim.engine.inputs.fields import FIELDS
+
+    out = []
+    for column in header:
+        field = FIELDS.get(column)
+        if column in ROW_COLUMNS:
+            text = ROW_COLUMNS[column]
+        elif field is not None:
+            text = field.label + (f" (in {field.display_unit}, or any unit of its kind)" if field.display_unit else "")
+        else:
+            text = f"the transformer's {column.replace('_', ' ')} (beside a registry workload: changes its shape)"
+        out.append((column, text))
+    return out
+
+
 @dataclass(frozen=True)
 class Run:
     """One measured run: its scenario, the measured update time (s) and where it was read."""

@@ -307,3 +307,17 @@ def test_fp8_rows_alone_take_the_accelerator_s_fitted_16_bit_ceiling(tmp_path):
     fit = fit_layouts(layouts, REALISTIC)
     assert not fit.sixteen_fitted and fit.assumptions == {"matmul_ceiling": 0.4}
     assert fit.ceilings == {"fp8": pytest.approx(0.4, rel=1e-9)}
+
+
+@pytest.mark.parametrize("flag", ["--layouts", "--runs"])
+def test_init_documents_every_column_with_its_unit(capsys, tmp_path, flag):
+    """Issue 41, item 4: every column of the template is named with what it holds; measurements take units."""
+    path = tmp_path / "runs.csv"
+    code, text, _ = run(capsys, "init", flag, path)
+    assert code == 0
+    documented = dict(line.split(None, 1) for line in text.splitlines()[2:] if line.startswith("  "))
+    header = path.read_text().splitlines()[0].split(",")
+    assert set(header) <= set(documented)
+    assert all(documented[c].strip() for c in header)
+    assert "'412 ms'" in documented["measured_update_time"]
+    assert ("assumptions.NAME" in documented) == (flag == "--layouts")
