@@ -334,7 +334,7 @@ def mine(
     from mlsysim.core.fileio import write_text
     from mlsysim.engine.inputs.assumptions import assumptions_of
     from mlsysim.validation.mine import assumptions_toml, fit_runs, load_all
-    from mlsysim.validation.mine_parallel import fit_layouts
+    from mlsysim.validation.mine_parallel import fit_layouts, layout_scores_of
 
     if out is not None and Path(out).suffix.lower() != ".toml":
         raise InputError(f"--out: expected a .toml file name, got {out!r}", field="out")
@@ -376,7 +376,8 @@ def mine(
         click.echo(
             f"wrote {out}: 'mlsysim run NAME --assumptions {out}' predicts with these constants"
             + (", and its intervals come from these runs' leave-one-out residuals"
-               if fit is not None and len(loaded) > 1 else "")
+               if (fit is not None and len(loaded) > 1) or (layout_fit is not None
+                                                            and len(layout_scores_of(layout_fit)) >= 2) else "")
         )
 
 
@@ -468,7 +469,12 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
     """The layout rows' ceiling fit as plain values (``validate mine --json``, ``layouts``)."""
     import statistics
 
-    from mlsysim.validation.mine_parallel import finite, layout_text
+    from mlsysim.validation.mine_parallel import (
+        finite,
+        layout_scores_of,
+        layout_text,
+        left_out_coverage,
+    )
 
     held = [abs(e) for e in finite(fit.relative_errors)]
     return {
@@ -500,6 +506,9 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
         ],
         "median_abs_relative_error": statistics.median(held) if held else None,
         "worst_abs_relative_error": max(held) if held else None,
+        "interval_scores": layout_scores_of(fit),
+        "interval_coverage_80_left_out": dict(zip(("covered", "runs"), left_out_coverage(layout_scores_of(fit)),
+                                                  strict=True)),
         "in_sample_median_abs_relative_error": statistics.median(abs(e) for e in fit.in_sample_errors),
     }
 
@@ -559,6 +568,12 @@ def _echo_mine_layouts(
             f"median |error| {statistics.median(held):.1%}, worst {max(held):.1%} "
             f"(in sample: median {statistics.median(abs(x) for x in fit.in_sample_errors):.1%})"
         )
+    from mlsysim.validation.mine_parallel import layout_scores_of, left_out_coverage
+
+    covered, n = left_out_coverage(layout_scores_of(fit))
+    if n:
+        click.echo(f"80% interval of a layout from these runs' own held-out errors: covers {covered} of {n} runs, "
+                   "each left out of the band in turn")
     if any(fit.at_edge(i, r.group) for i, r in enumerate(layouts)):
         click.echo(
             "* at an end of the ceiling's range or at its bound: no ceiling makes this run's prediction exact "

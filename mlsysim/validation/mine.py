@@ -594,10 +594,11 @@ def assumptions_toml(
             "worst_abs_relative_error": round(float(np.max(np.abs(errors))), 6),
         }
     if layouts is not None:
-        from mlsysim.validation.mine_parallel import finite
+        from mlsysim.validation.mine_parallel import finite, layout_scores_of
 
         table.update(layouts.assumptions)
         held = [abs(e) for e in finite(layouts.relative_errors)]
+        layout_scores = layout_scores_of(layouts)
         document["layouts"] = {
             "runs": len(layouts.measured),
             "architecture": layouts.architecture,
@@ -611,6 +612,15 @@ def assumptions_toml(
                     "worst_abs_relative_error": round(float(np.max(held)), 6),
                 }
                 if held
+                else {}
+            ),
+            **(
+                {
+                    "scores": [round(z, 8) for z in layout_scores],
+                    "scores_source": f"{len(layout_scores)} layout runs of {Path(runs_path).name}, each "
+                    "predicted with the ceiling fitted without it: T_measured / T_predicted - 1",
+                }
+                if len(layout_scores) >= 2
                 else {}
             ),
         }
@@ -689,6 +699,13 @@ def load_assumptions(path: str | os.PathLike[str]) -> Assumptions:
                 exc.message, path=str(file), line=lines.get(("interval", "scores")),
                 loc=("interval", "scores"),
             ) from None
+    if isinstance(layouts, dict) and "scores" in layouts:
+        where = ("layouts", "scores")
+        try:
+            assumptions = assumptions.with_layout_scores(
+                cast("list[float]", layouts["scores"]), str(layouts.get("scores_source", file.name)))
+        except InputError as exc:
+            raise ScenarioFileError(exc.message, path=str(file), line=lines.get(where), loc=where) from None
     _register_range(data.get("range"), count, assumptions, file, lines)  # the loaded object's
     return assumptions
 

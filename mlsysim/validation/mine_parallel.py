@@ -528,5 +528,25 @@ def layout_text(run: LayoutRun) -> str:
     return text
 
 
+def layout_scores_of(fit: LayoutFit) -> list[float]:
+    """The runs' held-out errors as a layout's interval reads them, T_measured / T_predicted - 1 (the runs left
+    out only; :meth:`~mlsysim.engine.inputs.assumptions.Assumptions.with_layout_scores`)."""
+    return [m / h - 1.0 for m, h in zip(fit.measured, fit.held_out, strict=True) if h == h]
+
+
+def left_out_coverage(scores: Sequence[float], level: float = 0.8) -> tuple[int, int]:
+    """(covered, n): how many of the ``scores`` the ``level`` band of the others covers (each left out in
+    turn; :func:`mlsysim.engine.reports.band_store.conformal_band`); (0, 0) with fewer than 3."""
+    from mlsysim.engine.reports.band_store import conformal_band
+
+    if len(scores) < 3:
+        return 0, 0
+    covered = 0
+    for i, z in enumerate(scores):
+        low, high = conformal_band([x for k, x in enumerate(scores) if k != i], level)
+        covered += low <= z <= high
+    return covered, len(scores)
+
+
 def finite(values: Sequence[float]) -> list[float]:
     return [v for v in values if v == v]

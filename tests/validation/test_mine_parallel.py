@@ -321,3 +321,33 @@ def test_init_documents_every_column_with_its_unit(capsys, tmp_path, flag):
     assert all(documented[c].strip() for c in header)
     assert "'412 ms'" in documented["measured_update_time"]
     assert ("assumptions.NAME" in documented) == (flag == "--layouts")
+
+
+def test_a_layout_s_interval_comes_from_the_user_s_own_held_out_errors(capsys, tmp_path):
+    """Issue 41, item 3: the layout runs' held-out errors are written with the fit, read back into the
+    assumptions, and a parallel layout's interval is built from them; the report checks their coverage by
+    leaving each run out of the band."""
+    from mlsysim.engine.reports.bands import layout_band
+    from mlsysim.validation.mine_parallel import layout_scores_of, left_out_coverage
+
+    noise = (1.06, 0.97, 1.02, 0.91, 1.04)
+    path = synthetic(tmp_path, ceiling=0.55, noise=noise)
+    _, layouts = load_all(path, REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    scores = layout_scores_of(fit)
+    assert scores == pytest.approx([m / h - 1 for m, h in zip(fit.measured, fit.held_out, strict=True)])
+    covered, n = left_out_coverage(scores)
+    assert n == 5 and 0 <= covered <= 5
+    out = tmp_path / "mine.toml"
+    code, text, _ = run(capsys, "validate", "mine", path, "--out", out)
+    assert code == 0 and f"covers {covered} of 5 runs" in text
+    assumptions = load_assumptions(out)
+    assert assumptions.layout_interval_scores[0] == pytest.approx(scores, abs=1e-8)
+    low, high = layout_band(assumptions, 0.8)
+    assert min(scores) <= low - 1 <= high - 1 <= max(scores)
+    assert layout_band(assumptions.variant(), 0.8) != (low, high)  # a variant carries the published band
+
+
+def test_layout_scores_refuse_what_is_not_an_error(tmp_path):
+    with pytest.raises(Exception, match="at least 2 finite numbers above -1"):
+        REALISTIC.with_layout_scores([0.1, -1.5], "bad")

@@ -253,6 +253,7 @@ class Assumptions(Validated):
     expert_imbalance: Imbalance = 1.0
     collectives: Collectives = "links"
     _own_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
+    _own_layout_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
 
     WHOLE_RUN_FIELDS: ClassVar[tuple[str, ...]] = ("failure_rate",)
     """Fields that change only the whole run's figures (goodput, wall-clock time, energy),
@@ -379,12 +380,36 @@ class Assumptions(Validated):
             )
         copy = self.variant()
         copy._own_scores = (tuple(float(z) for z in values), str(source))
+        copy._own_layout_scores = self._own_layout_scores
         return copy
 
     @property
     def interval_scores(self) -> tuple[tuple[float, ...], str] | None:
         """(scores, source) given by :meth:`with_interval_scores`, or None."""
         return self._own_scores
+
+    def with_layout_scores(self, scores: Iterable[float], source: str) -> Assumptions:
+        """A copy whose parallel layouts' intervals are built from ``scores``: a user's own layout runs'
+        held-out errors T_measured / T_predicted - 1 (``mlsysim validate mine``), in place of the published
+        model-parallel runs' band. They travel as :meth:`with_interval_scores`' do (this object only; the
+        data-parallel scores it holds are kept)."""
+        values = [] if isinstance(scores, (str, bytes)) else list(scores)
+        if len(values) < 2 or not all(
+            isinstance(z, Real) and not isinstance(z, bool) and isfinite(z) and z > -1.0 for z in values
+        ):
+            raise InputError(
+                f"layout interval scores: expected at least 2 finite numbers above -1, got {scores!r}",
+                field="scores",
+            )
+        copy = self.variant()
+        copy._own_scores = self._own_scores
+        copy._own_layout_scores = (tuple(float(z) for z in values), str(source))
+        return copy
+
+    @property
+    def layout_interval_scores(self) -> tuple[tuple[float, ...], str] | None:
+        """(scores, source) given by :meth:`with_layout_scores`, or None."""
+        return self._own_layout_scores
 
     def changed(self) -> dict[str, object]:
         """The fields that differ from the seed's, in declaration order."""

@@ -213,8 +213,9 @@ def nearest_band(assumptions: Assumptions, kind: str) -> Scores:
     """The scores intervals of ``kind`` under ``assumptions`` are built from (the rule of the
     module's docstring): their own, else the stored band of the same assumptions, else the
     nearest stored band, its source saying which and how far."""
-    own = assumptions.interval_scores
-    if own is not None and kind == "scores":
+    own = assumptions.interval_scores if kind == "scores" else (
+        assumptions.layout_interval_scores if kind == "layout_scores" else None)
+    if own is not None:
         return Scores(np.asarray(own[0], dtype=float), own[1])
     bands = stored_bands(kind)
     key = assumptions_key(assumptions)
