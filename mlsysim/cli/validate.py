@@ -484,6 +484,8 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
         "sixteen_bit_fitted": fit.sixteen_fitted,
         "assumptions": fit.assumptions,
         "bounds": {group: {"largest": bound, "source": source} for group, (bound, source) in fit.bounds.items()},
+        "rates_bytes_per_s": fit.rates,
+        "identified": fit.identified,
         "outside_bounds": fit.outside_bounds(),
         "runs": [
             {
@@ -539,11 +541,12 @@ def _echo_mine_layouts(
         click.echo(f"  bound of {'16-bit' if fmt == 'bf16' else fmt}: {bound:.3f}, {source}")
     for warning in fit.outside_bounds():
         click.echo(f"  kept with --force: {warning}")
-    click.echo(
-        "  fitted: the matrix-product ceilings only; the links, the per-update overhead and the pipeline and "
-        "sharding rates stay at " + ("the data-parallel rows' fit" if fitted_links else f"the {preset} preset's")
-        + " (model-parallel rows priced from the operators do not tell them apart from the ceiling)"
-    )
+    for name, rate in fit.rates.items():
+        click.echo(f"  {name:8} {rate / 1e9:.3g} GB/s, the median of its rows' implied rates at the fitted ceiling "
+                   f"(bound: the fastest link, {fit.rate_bound / 1e9:.3g} GB/s)")
+    kept = "the data-parallel rows' fit" if fitted_links else f"the {preset} preset's"
+    click.echo(f"  fitted: {'; '.join(fit.identified)}. The links and the per-update overhead stay at {kept} "
+               "(model-parallel rows priced from the operators do not tell them apart from the ceiling)")
     click.echo("")
     width = max([3, *(len(r.name) for r in layouts)])
     click.echo(

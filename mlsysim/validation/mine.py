@@ -597,6 +597,7 @@ def assumptions_toml(
         from mlsysim.validation.mine_parallel import finite, layout_scores_of
 
         table.update(layouts.assumptions)
+        table.update({name: f"{rate / 1e9:.6g} GB/s" for name, rate in layouts.rates.items()})
         held = [abs(e) for e in finite(layouts.relative_errors)]
         layout_scores = layout_scores_of(layouts)
         document["layouts"] = {

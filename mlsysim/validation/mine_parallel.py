@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from mlsysim.core.exceptions import InputError, ScenarioFileError
@@ -66,6 +66,7 @@ from mlsysim.validation.parallel import (
     U_RANGE,
     ParallelCase,
     exact_ceiling,
+    implied_rate,
     predicted_time,
     scenario_of,
 )
@@ -162,6 +163,13 @@ class LayoutFit:
     bounds: dict[str, tuple[float, str]]
     """Format group -> (the largest ceiling it may take, why): the best measured kernel of the accelerator in
     that format (a fraction of its peak), or the peak itself where no kernel table measures it."""
+    rates: dict[str, float] = field(default_factory=dict)
+    """Implementation rate -> its fitted value (bytes/s; :func:`rate_role`): the median of its rows' implied
+    rates at the fitted ceilings."""
+    rate_bound: float = math.inf
+    """The fastest link a device has (bytes/s): no implementation's rate is above it."""
+    identified: list[str] = field(default_factory=list)
+    """What the rows pin down and what they leave at the base, each with why (the report's words)."""
 
     def outside_bounds(self) -> list[str]:
         """One sentence per fitted ceiling outside its physical bounds: at :attr:`bounds` (the scenario takes no
@@ -177,6 +185,10 @@ class LayoutFit:
             elif ceiling <= U_RANGE[0] * (1 + EDGE):
                 found.append(f"the runs put the {label} matrix-product ceiling at {ceiling:.3f} of peak, the "
                              f"lowest the fit tries: something other than the matrix products sets their time")
+        for name, rate in self.rates.items():
+            if rate > self.rate_bound * (1 + EDGE):
+                found.append(f"the runs put {name} at {rate / 1e9:.3g} GB/s, above the fastest link of the device "
+                             f"({self.rate_bound / 1e9:.3g} GB/s): their time is not that traffic's")
         return found
 
     @property
@@ -435,34 +447,78 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else math.nan
 
 
+def rate_role(run: LayoutRun) -> str | None:
+    """The implementation rate a row's time also rests on: ``sharding_rate`` with ZeRO-3 (its per-layer
+    gathers), else ``pipeline_rate`` with a pipeline (its stage-to-stage transfers); None for neither."""
+    inputs = run.case.inputs
+
+    def number(name: str, default: float) -> float:
+        text = str(inputs.get(name, "") or "").strip()
+        return float(text) if text else default
+
+    if number("zero_stage", 0.0) == 3:
+        return "sharding_rate"
+    if number("pipeline_parallel", 1.0) > 1:
+        return "pipeline_rate"
+    return None
+
+
 def fit_layouts(
     runs: Sequence[LayoutRun], base: Assumptions, matmul_format: str | None = None
 ) -> LayoutFit:
-    """The ceilings of ``runs`` under ``base`` (the links, the overhead...), each run held out.
+    """The ceilings (and the implementation rates the rows tell apart) of ``runs`` under ``base`` (the links,
+    the overhead...), each run held out.
 
-    16-bit rows: exact ceilings by :func:`~mlsysim.validation.parallel.exact_ceiling`, the median;
-    each held out: the median of the other 16-bit rows'. A low format's rows: their exact ceilings
-    with the 16-bit ceiling fitted (:func:`_sixteen_fallback` when no row is 16-bit), the median;
-    each held out: the median of the other rows of its format.
+    The ceiling rows: those whose time rests on no implementation rate (:func:`rate_role`) where some row's
+    does and some row's does not (the two then tell the ceiling from the rate), and the rows of a rate that
+    barely moves their time (:func:`_moves_time`: noise would set it); else every row. 16-bit rows:
+    exact ceilings by :func:`~mlsysim.validation.parallel.exact_ceiling`, the median; each held out: the median
+    of the other 16-bit rows'. A low format's rows: their exact ceilings with the 16-bit ceiling fitted
+    (:func:`_sixteen_fallback` when no row is 16-bit), the median; each held out: the median of the other rows
+    of its format. Then each rate: the median of its rows' implied rates at those ceilings
+    (:func:`~mlsysim.validation.parallel.implied_rate`); each of its rows held out: the median of the others'.
     """
-    sixteen_rows = [r for r in runs if r.group == SIXTEEN_BIT]
-    exact16 = [exact_ceiling(r.case, math.nan, base) for r in sixteen_rows]
-    c16 = _median(exact16) if exact16 else _sixteen_fallback(runs, base)
-    exact = [
-        exact_ceiling(r.case, math.nan, base) if r.group == SIXTEEN_BIT else exact_ceiling(r.case, c16, base)
-        for r in runs
-    ]
-    groups = list(dict.fromkeys(r.group for r in runs))
-    ceilings = {g: _median([c for r, c in zip(runs, exact, strict=True) if r.group == g]) for g in groups}
+    roles: list[str | None] = [rate_role(r) for r in runs]
+    pins = [x is None for x in roles] if None in roles else [True] * len(runs)
+    c16, exact, exact16, ceilings = _ceiling_table(runs, pins, base)
     table = {SIXTEEN_BIT: c16, **ceilings}
+    if not all(pins):  # the rate rows' roles the rows identify; the others' rows pin the ceiling too
+        moving = {role: _moves_time([replace(r.case, rate=role) for r, x in zip(runs, roles, strict=True)
+                                     if x == role], table, _fastest_link(runs[0], base), base)
+                  for role in dict.fromkeys(x for x in roles if x is not None)}
+        roles = [x if x is not None and moving[x] else None for x in roles]
+        if not all(moving.values()):
+            pins = [x is None for x in roles]
+            c16, exact, exact16, ceilings = _ceiling_table(runs, pins, base)
+            table = {SIXTEEN_BIT: c16, **ceilings}
+    else:  # every row rests on a rate (or none does): the rows cannot tell a rate from the ceiling
+        moving, roles = {}, [None] * len(runs)
+    groups = list(ceilings)
+    cases = [replace(r.case, rate=role) if role else r.case for r, role in zip(runs, roles, strict=True)]
+    implied = [
+        implied_rate(case, tuple(sorted(table.items())), base) if case.rate else math.nan for case in cases
+    ]
+    rates = {}
+    for role in dict.fromkeys(x for x in roles if x is not None):
+        found = [v for v, x in zip(implied, roles, strict=True) if x == role and v == v]
+        if found:
+            rates[role] = _median(found)
     predicted, held_ceiling, held = [], [], []
-    for i, run in enumerate(runs):
-        predicted.append(predicted_time(run.case, table, None, base))
-        others = [c for k, (r, c) in enumerate(zip(runs, exact, strict=True)) if k != i and r.group == run.group]
+    for i, (run, case) in enumerate(zip(runs, cases, strict=True)):
+        rate = rates.get(case.rate) if case.rate else None
+        predicted.append(predicted_time(case, table, rate, base))
+        if case.rate:  # a rate row: the rate of the other rows of its role, at the fitted ceilings
+            loo = _median([v for k, (v, c) in enumerate(zip(implied, cases, strict=True))
+                           if k != i and c.rate == case.rate and v == v])
+            held_ceiling.append(table[run.group])
+            held.append(math.nan if loo != loo else predicted_time(case, table, loo, base))
+            continue
+        others = [c for k, (r, c, pin) in enumerate(zip(runs, exact, pins, strict=True))
+                  if k != i and r.group == run.group and pin]
         loo = _median(others)
         held_ceiling.append(loo)
         held.append(
-            math.nan if loo != loo else predicted_time(run.case, {**table, run.group: loo}, None, base)
+            math.nan if loo != loo else predicted_time(case, {**table, run.group: loo}, None, base)
         )
     linear = linear_format(groups, matmul_format)
     assumptions = {"matmul_ceiling": round(table[linear], 6)}
@@ -480,7 +536,71 @@ def fit_layouts(
         linear=linear,
         sixteen_fitted=bool(exact16),
         bounds={g: ceiling_bound(next(r for r in runs if r.group == g), base) for g in groups},
+        rates=rates,
+        rate_bound=_fastest_link(runs[0], base),
+        identified=_identified([rate_role(r) for r in runs], moving, rates),
     )
+
+
+def _fastest_link(run: LayoutRun, base: Assumptions) -> float:
+    """The fastest link of the run's device (bytes/s, per direction): NVLink's, else the NIC's."""
+    scenario = layout_scenario(run, base=base)
+    rates = [q for q in (scenario.intra_bandwidth, scenario.inter_bandwidth) if q is not None]
+    return max((float(q.to("B/s").magnitude) for q in rates), default=math.inf)
+
+
+RATE_SENSITIVITY = 0.05
+"""A rate is fitted only where its rows' time moves by at least this share between the device's fastest link
+and a quarter of it (:func:`_moves_time`): below, measurement noise would set it."""
+
+
+def _ceiling_table(runs: Sequence[LayoutRun], pins: Sequence[bool], base: Assumptions
+                   ) -> tuple[float, list[float], list[float], dict[str, float]]:
+    """(the 16-bit ceiling, each run's exact ceiling, the pinning 16-bit rows' exact ceilings, each format's
+    ceiling): the medians over the ``pins`` rows (a format no pinning row runs: over all its rows)."""
+    exact16 = [exact_ceiling(r.case, math.nan, base) for r, pin in zip(runs, pins, strict=True)
+               if r.group == SIXTEEN_BIT and pin]
+    c16 = _median(exact16) if exact16 else _sixteen_fallback(runs, base)
+    exact = [
+        exact_ceiling(r.case, math.nan, base) if r.group == SIXTEEN_BIT else exact_ceiling(r.case, c16, base)
+        for r in runs
+    ]
+    ceilings = {}
+    for g in dict.fromkeys(r.group for r in runs):
+        pinned = [c for r, c, pin in zip(runs, exact, pins, strict=True) if r.group == g and pin]
+        ceilings[g] = _median(pinned or [c for r, c in zip(runs, exact, strict=True) if r.group == g])
+    return c16, exact, exact16, ceilings
+
+
+def _moves_time(cases: Sequence[ParallelCase], table: Mapping[str, float], fastest: float,
+                base: Assumptions) -> bool:
+    """Whether most of ``cases`` (rows of one rate) take at least :data:`RATE_SENSITIVITY` longer at a quarter
+    of the fastest link than at it: whether the rows can pin that rate."""
+    moved = 0
+    for case in cases:
+        quick = predicted_time(case, dict(table), fastest, base)
+        moved += predicted_time(case, dict(table), fastest / 4.0, base) >= quick * (1.0 + RATE_SENSITIVITY)
+    return 2 * moved > len(cases)
+
+
+def _identified(roles: Sequence[str | None], moving: Mapping[str, bool], rates: Mapping[str, float]) -> list[str]:
+    """What the layout rows pin down and what they leave at the base's values, and why."""
+    out = ["the matrix-product ceilings"]
+    named = {"sharding_rate": "ZeRO-3 rows", "pipeline_rate": "pipeline rows"}
+    for role, rows in named.items():
+        count = sum(x == role for x in roles)
+        if not count:
+            continue
+        if role in rates:
+            out.append(f"{role} ({count} {rows}, beside rows without it)")
+        elif role not in moving:
+            out.append(f"not {role}: every row has it (or a rate), so the rows cannot tell it from the ceiling")
+        elif not moving[role]:
+            out.append(f"not {role}: its term moves its rows' time by less than {RATE_SENSITIVITY:.0%} between the "
+                       "fastest link and a quarter of it, too little to pin")
+        else:
+            out.append(f"not {role}: its rows are slower than any rate explains at the fitted ceiling")
+    return out
 
 
 def ceiling_bound(run: LayoutRun, base: Assumptions) -> tuple[float, str]:

@@ -351,3 +351,36 @@ def test_a_layout_s_interval_comes_from_the_user_s_own_held_out_errors(capsys, t
 def test_layout_scores_refuse_what_is_not_an_error(tmp_path):
     with pytest.raises(Exception, match="at least 2 finite numbers above -1"):
         REALISTIC.with_layout_scores([0.1, -1.5], "bad")
+
+
+def test_zero3_rows_beside_plain_ones_fit_the_sharding_rate(tmp_path, capsys):
+    """Issue 41, item 1: rows without ZeRO-3 pin the ceiling, ZeRO-3 rows beside them the implementation's
+    sharding rate (short sequences: the gathers are exposed); rows made with a known rate give it back."""
+    truth = {"matmul_ceiling": 0.6, "sharding_rate": "20 GB/s"}
+    rows = []
+    for spec, seq in [(LAYOUTS[0], None), (LAYOUTS[4], 1024), (("z3b2", 1, 1, 1, 2, 3, "bf16"), 1024),
+                      (("z3b4", 1, 1, 1, 4, 3, "bf16"), 1024)]:
+        row = layout_row(*spec)
+        priced = dict(row, workload={"base": "Llama2_7B", "seq_len": seq}) if seq else row
+        row["measured_update_time"] = f"{update_time(priced, truth)!r} s"
+        rows.append(dict(row, seq_len=str(seq)) if seq else row)
+    path = write(tmp_path / "zero3.csv", rows)
+    _, layouts = load_all(path, REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    assert fit.ceilings["bf16"] == pytest.approx(0.6, rel=1e-6)
+    assert fit.rates["sharding_rate"] == pytest.approx(20e9, rel=1e-6)
+    zero3 = fit.relative_errors[1:]  # each ZeRO-3 row from the other two's rate (the one plain row: not left out)
+    assert max(abs(e) for e in zero3) < 1e-6 and fit.relative_errors[0] != fit.relative_errors[0]
+    assert fit.identified[1].startswith("sharding_rate (3 ZeRO-3 rows")
+    out = tmp_path / "mine.toml"
+    code, text, _ = run(capsys, "validate", "mine", path, "--out", out)
+    assert code == 0 and "sharding_rate 20 GB/s" in text
+    assert float(load_assumptions(out).sharding_rate.to("GB/s").magnitude) == pytest.approx(20, rel=1e-5)
+
+
+def test_a_rate_every_row_rests_on_is_not_fitted(tmp_path):
+    rows = [dict(layout_row(*spec), measured_update_time="5 s") for spec in
+            [LAYOUTS[4], ("z3b2", 1, 1, 1, 2, 3, "bf16")]]
+    _, layouts = load_all(write(tmp_path / "all_zero3.csv", rows), REALISTIC)
+    fit = fit_layouts(layouts, REALISTIC)
+    assert fit.rates == {} and "every row has it" in fit.identified[1]
