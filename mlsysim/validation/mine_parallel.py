@@ -155,7 +155,9 @@ class LayoutFit:
     """Each run at :attr:`held_out_ceiling` (s; NaN where that is NaN)."""
     measured: list[float]
     assumptions: dict[str, float]
-    """``matmul_ceiling`` and ``attention_ceiling`` as the assumptions file holds them."""
+    """What the assumptions file holds: ``kernel_share`` (the 16-bit ceiling over the best measured 16-bit
+    kernel: every format at that share of its own best kernel) where the linear layers' fit is 16-bit and a
+    kernel table measures the GPU; else ``matmul_ceiling`` (the linear format's) and ``attention_ceiling``."""
     linear: str
     """The format whose ceiling is ``matmul_ceiling``."""
     sixteen_fitted: bool
@@ -521,9 +523,15 @@ def fit_layouts(
             math.nan if loo != loo else predicted_time(case, {**table, run.group: loo}, None, base)
         )
     linear = linear_format(groups, matmul_format)
-    assumptions = {"matmul_ceiling": round(table[linear], 6)}
-    if exact16 or linear == SIXTEEN_BIT:
-        assumptions["attention_ceiling"] = round(c16, 6)
+    bounds = {g: ceiling_bound(next(r for r in runs if r.group == g), base) for g in groups}
+    best16, source16 = bounds.get(SIXTEEN_BIT, (math.nan, ""))
+    if linear == SIXTEEN_BIT and exact16 and source16.startswith("the best measured"):
+        # every format at that share of its own best measured kernel (an fp8 job too)
+        assumptions = {"kernel_share": round(min(1.0, c16 / best16), 6)}
+    else:
+        assumptions = {"matmul_ceiling": round(table[linear], 6)}
+        if exact16 or linear == SIXTEEN_BIT:
+            assumptions["attention_ceiling"] = round(c16, 6)
     return LayoutFit(
         architecture=runs[0].case.generation,
         ceilings=ceilings,
@@ -535,7 +543,7 @@ def fit_layouts(
         assumptions=assumptions,
         linear=linear,
         sixteen_fitted=bool(exact16),
-        bounds={g: ceiling_bound(next(r for r in runs if r.group == g), base) for g in groups},
+        bounds=bounds,
         rates=rates,
         rate_bound=_fastest_link(runs[0], base),
         identified=_identified([rate_role(r) for r in runs], moving, rates),

@@ -52,7 +52,7 @@ def test_the_smallest_runs_calibrate_and_every_other_run_is_predicted(family: li
         assert set(errors) == set(result.predicted)
         assert all(math.isfinite(e) and e > -1.0 for e in errors.values())
     for fit in (result.two, result.one):
-        assert 0.0 < fit.assumptions["matmul_ceiling"] <= 1.0
+        assert 0.0 < (fit.assumptions.get("kernel_share") or fit.assumptions["matmul_ceiling"]) <= 1.0
     # two fits on different runs: two different ceilings, two different predictions
     assert result.two.assumptions != result.one.assumptions
     assert result.two.errors != result.one.errors

@@ -85,7 +85,8 @@ def test_runs_made_at_a_known_ceiling_recover_it_and_predict_each_other_exactly(
     assert runs == [] and len(layouts) == len(LAYOUTS)
     fit = fit_layouts(layouts, REALISTIC)
     assert fit.ceilings["bf16"] == pytest.approx(0.62, rel=1e-9)  # the bisection's tolerance
-    assert fit.assumptions == {"matmul_ceiling": 0.62, "attention_ceiling": 0.62}
+    best16 = fit.bounds["bf16"][0]  # the best measured H100 bf16 kernel
+    assert fit.assumptions == {"kernel_share": round(0.62 / best16, 6)}  # every format at that share of its best
     assert max(abs(e) for e in fit.relative_errors) < 1e-8  # each held out, within the tolerance
     assert max(abs(e) for e in fit.in_sample_errors) < 1e-8
     assert fit.architecture == "Hopper" and not any(fit.at_edge(i, r.group) for i, r in enumerate(layouts))
@@ -266,12 +267,20 @@ def test_cli_text_json_and_the_assumptions_file(capsys, tmp_path):
     assert "model-parallel layouts" in text and "16-bit" in text and "0.580" in text
     assert "median |error| 0.0%" in text and f"wrote {out}" in text
     assumptions = load_assumptions(out)
-    assert assumptions.matmul_ceiling == 0.58 and assumptions.attention_ceiling == 0.58
+    share = assumptions.kernel_share
+    assert assumptions.matmul_ceiling == 0.0 and 0.58 < share < 1
     assert "[layouts]" in out.read_text() and "[interval]" not in out.read_text()
+    for row in csv.DictReader(path.open()):  # the file predicts the runs it was fitted on
+        data = {k: v for k, v in row.items() if v and k not in ("name", "global_batch", "measured_update_time")}
+        data.update(accumulation_steps=256 // (int(row["per_device_batch"]) * 16 // (
+            int(row["tensor_parallel"]) * int(row["pipeline_parallel"]))), training_time="1 hour",
+            assumptions={"preset": "realistic", "kernel_share": share})
+        seconds = float(scenario_from_dict(data).result.update_time.to("s").magnitude)
+        assert seconds == pytest.approx(float(row["measured_update_time"].removesuffix(" s")), rel=1e-5)
     code, text, _ = run(capsys, "validate", "mine", path, "--json")
     assert code == 0
     data = json.loads(text)["layouts"]
-    assert data["assumptions"] == {"matmul_ceiling": 0.58, "attention_ceiling": 0.58}
+    assert data["assumptions"] == {"kernel_share": share}
     assert data["ceilings"]["bf16"] == pytest.approx(0.58, rel=1e-9)
     assert len(data["runs"]) == len(LAYOUTS) and data["median_abs_relative_error"] < 1e-8
     assert {"exact_ceiling", "held_out_ceiling", "held_out_relative_error", "layout"} <= set(data["runs"][0])
@@ -384,3 +393,19 @@ def test_a_rate_every_row_rests_on_is_not_fitted(tmp_path):
     _, layouts = load_all(write(tmp_path / "all_zero3.csv", rows), REALISTIC)
     fit = fit_layouts(layouts, REALISTIC)
     assert fit.rates == {} and "every row has it" in fit.identified[1]
+
+
+def test_calibrated_on_bf16_an_fp8_job_takes_the_share_of_the_fp8_kernels(tmp_path):
+    """The fitted share applies to each format's own best measured kernel, as the shipped ceilings do: an fp8
+    job priced after a bf16 calibration has the linear ceiling share x the best measured fp8 kernel (not the
+    bf16 fraction of the fp8 peak), its attention the bf16 ceiling the runs fitted."""
+    from mlsysim.kernels.device import device_kernels
+
+    path = synthetic(tmp_path, ceiling=0.6)
+    _, layouts = load_all(path, REALISTIC)
+    share = fit_layouts(layouts, REALISTIC).assumptions["kernel_share"]
+    row = dict(layout_row(*LAYOUTS[0]), matmul_format="fp8")
+    with_share = update_time(row, {"kernel_share": share})
+    best_fp8 = device_kernels("H100", "fp8").matmul_ceiling
+    assert with_share == pytest.approx(update_time(row, {"matmul_ceiling": share * best_fp8,
+                                                         "attention_ceiling": 0.6}), rel=1e-5)

@@ -204,13 +204,19 @@ class Assumptions(Validated):
       else ``matmul_ceiling``). What a mixture of experts loses beyond its products' shapes
       (grouped kernels over ragged token counts, the tokens' permutation, the router) is
       priced there; its attention, dense and shared layers keep the dense ceilings.
+    * ``kernel_share``: the share of the best measured kernel of each format that the matrix
+      products keep inside a training step (0: the architecture's in-training ceiling over its
+      best measured 16-bit kernel, the share fitted on its published runs). Every format runs at
+      that share of its own best measured kernel, so the formats keep the kernels' relative speed;
+      ``matmul_ceiling`` and ``attention_ceiling``, when given, win. What ``mlsysim validate mine``
+      writes when it fits 16-bit runs: calibrated on bf16, an fp8 job is priced at the fp8 kernels.
     * ``expert_imbalance``: the load of the busiest expert-parallel device over the
       mean, rho >= 1 (1: balanced routing, as Megatron-Core's force-balanced benchmarks;
       a capacity factor, or a measured imbalance): the routed experts' compute of every
       device waits for it.
 
     >>> Assumptions()
-    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_ceiling=0.0, expert_imbalance=1.0, collectives='links')
+    Assumptions(algorithm='ring', intra_efficiency=1.0, inter_efficiency=1.0, overlap=False, bucket_size=<Quantity(25, 'mebibyte')>, backward_fraction=0.6666666666666666, update_overhead=<Quantity(0, 'second')>, straggler_cv=0.0, interference=0.0, host_jitter=<Quantity(0, 'second')>, bucket_copies=False, first_bucket_size=<Quantity(0, 'byte')>, measured_links=(), failure_rate=<Quantity(0, 'failure / device / hour')>, sharding_rate=<Quantity(0, 'gigabyte / second')>, pipeline_rate=<Quantity(0, 'gigabyte / second')>, matmul_ceiling=0.0, attention_ceiling=0.0, expert_ceiling=0.0, expert_imbalance=1.0, kernel_share=0.0, collectives='links')
     """
 
     algorithm: Algorithm = "ring"
@@ -251,6 +257,7 @@ class Assumptions(Validated):
     attention_ceiling: Ceiling = 0.0
     expert_ceiling: Ceiling = 0.0
     expert_imbalance: Imbalance = 1.0
+    kernel_share: Ceiling = 0.0
     collectives: Collectives = "links"
     _own_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
     _own_layout_scores: tuple[tuple[float, ...], str] | None = PrivateAttr(default=None)
@@ -260,7 +267,7 @@ class Assumptions(Validated):
     never the update's: the prediction intervals do not depend on them."""
     IMPLEMENTATION_FIELDS: ClassVar[tuple[str, ...]] = (
         "sharding_rate", "pipeline_rate", "matmul_ceiling", "attention_ceiling", "expert_ceiling",
-        "expert_imbalance",
+        "expert_imbalance", "kernel_share",
     )
     """Achieved rates of one implementation's collectives: at their default (0, the physics)
     they name no choice, so a stored set of residuals does not depend on them."""

@@ -577,7 +577,8 @@ class Ceilings(NamedTuple):
 
 def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceilings:
     """The ceilings of a step from the operators: an assumption's, else the in-training share of the device's
-    best measured kernels. The share is the architecture's 16-bit in-training ceiling (fitted on its published
+    best measured kernels. The share is ``kernel_share`` where given, else the architecture's 16-bit in-training
+    ceiling (fitted on its published
     runs, :func:`~mlsysim.physics.matmul.fitted_ceiling`: what its kernels reach inside a training step) over
     the device's best measured 16-bit kernel (at most 1; 1 where no run informs one): every format runs at that
     share of its own best measured kernel (:func:`mlsysim.kernels.device.device_kernels`), so the formats'
@@ -589,8 +590,9 @@ def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceili
     given = assumptions.matmul_ceiling if assumptions is not None else 0.0
     given_attention = assumptions.attention_ceiling if assumptions is not None else 0.0
     given_experts = assumptions.expert_ceiling if assumptions is not None else 0.0
+    given_share = assumptions.kernel_share if assumptions is not None else 0.0
     fitted = fitted_ceiling(architecture, sixteen_bit_of(out))
-    share = min(1.0, fitted / _fitted_against(out, kernels)) if fitted else 1.0
+    share = given_share or (min(1.0, fitted / _fitted_against(out, kernels)) if fitted else 1.0)
     ceiling = given or share * kernels.matmul_ceiling
     if given_attention:
         attention = given_attention
@@ -599,7 +601,8 @@ def _ceilings(out: Checked, kernels: DeviceKernels, matmul_format: str) -> Ceili
     else:
         attention = share * kernels.sixteen_bit_ceiling
     source = "assumed" if given else (
-        f"in training on {architecture}: {share:.3g} of the best measured kernel" if fitted
+        f"(kernel_share, assumed: {share:.3g} of the best measured kernel)" if given_share
+        else f"in training on {architecture}: {share:.3g} of the best measured kernel" if fitted
         else "the best measured kernel")
     experts = math.nan
     if getattr(out["workload"], "experts", None) is not None:
