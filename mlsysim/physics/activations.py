@@ -26,6 +26,8 @@ and are not counted here.
 
 from __future__ import annotations
 
+from functools import cache
+
 from mlsysim.core.exceptions import InputError
 from mlsysim.physics._array import Num
 
@@ -76,6 +78,7 @@ def check_recompute(value: object) -> str:
     )
 
 
+@cache
 def recomputed_modules(recompute: str, modules: tuple[str, ...] = ()) -> frozenset[str]:
     """The modules each layer reruns in the backward: none under ``none``, all under ``full``, under
     ``selective`` the ``modules`` given (:data:`RECOMPUTE_MODULES`), else the attention core alone."""

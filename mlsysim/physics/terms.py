@@ -139,8 +139,10 @@ def slowest_stage_layers(
     with np.errstate(invalid="ignore"):
         rest = np.ceil(np.fmax(layers - first - last, 0.0) / np.maximum(p - fixed, 1.0))
         rest = np.where(p - fixed >= 1, rest, 0.0)
-        last_stage = np.where(last_given, last, rest) + last_extra
         most = np.where(p <= 1, layers, np.maximum(np.maximum(first, last), rest))
+        if type(last_extra) is float and last_extra == 0.0:  # no MTP modules: the plain cut
+            return most
+        last_stage = np.where(last_given, last, rest) + last_extra
         return np.where(p <= 1, layers + last_extra, np.maximum(most, last_stage))
 
 
