@@ -477,6 +477,7 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
     )
 
     held = [abs(e) for e in finite(fit.relative_errors)]
+    scores = layout_scores_of(fit)
     return {
         "architecture": fit.architecture,
         "ceilings": fit.ceilings,
@@ -508,9 +509,8 @@ def _mine_layouts(layouts: Sequence[LayoutRun], fit: LayoutFit) -> dict[str, obj
         ],
         "median_abs_relative_error": statistics.median(held) if held else None,
         "worst_abs_relative_error": max(held) if held else None,
-        "interval_scores": layout_scores_of(fit),
-        "interval_coverage_80_left_out": dict(zip(("covered", "runs"), left_out_coverage(layout_scores_of(fit)),
-                                                  strict=True)),
+        "interval_scores": scores,
+        "interval_coverage_80_left_out": dict(zip(("covered", "runs"), left_out_coverage(scores), strict=True)),
         "in_sample_median_abs_relative_error": statistics.median(abs(e) for e in fit.in_sample_errors),
     }
 

@@ -18,6 +18,7 @@ The model prices the rank with the most layers: the pipeline's pace (:func:`stag
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Final, NamedTuple
 
 from mlsysim.core.exceptions import InputError
@@ -55,6 +56,7 @@ class PipelineLayout(NamedTuple):
         return sum(s.count("m") for s in self.stages)
 
 
+@cache
 def parse_pipeline_layout(text: str) -> PipelineLayout:
     """The stages of a layout text (the grammar of the module docstring), or an :class:`InputError` naming what
     is wrong: an unknown symbol, unbalanced parentheses, a repeat of 0, no ``|`` at all, the embedding not on

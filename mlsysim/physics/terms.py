@@ -200,14 +200,23 @@ def shape_attention_width(shape: ModelShape) -> Num:
     return attention_width(shape.hidden, shape.heads, None if mla is None else (mla.nope, mla.rope, mla.value))
 
 
+def used_parameters(shape: ModelShape) -> Num:
+    """N_act: the parameters a token uses (a mixture of experts' active ones; else all N)."""
+    return where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
+
+
+def shape_mtp_weight(shape: ModelShape) -> Num:
+    """w of one MTP module of ``shape`` (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`)."""
+    return mtp_layer_weight(used_parameters(shape), shape.layers, shape.hidden, shape.vocab, shape.seq_len,
+                            shape_attention_width(shape))
+
+
 def mtp_extra_layers(shape: ModelShape) -> Num:
     """D w: the multi-token-prediction modules' work on the last stage in average layers
-    (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`; 0 without them)."""
+    (:func:`shape_mtp_weight`; 0 without them)."""
     if type(shape.mtp_layers) is float and shape.mtp_layers == 0.0:
         return 0.0
-    used = where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
-    weight = mtp_layer_weight(used, shape.layers, shape.hidden, shape.vocab, shape.seq_len, shape_attention_width(shape))
-    return where(shape.mtp_layers > 0, shape.mtp_layers * weight, 0.0)
+    return where(shape.mtp_layers > 0, shape.mtp_layers * shape_mtp_weight(shape), 0.0)
 
 
 def curves_of(rates: Rates | None) -> LinkCurves | None:
@@ -292,7 +301,7 @@ def compute_term(shape: ModelShape, cluster: Cluster, layout: Layout, rates: Rat
     attention core is as wide as its heads' query, key and value widths)."""
     t, cp, b = layout.tensor_parallel, layout.context_parallel, layout.micro_batch
     share = stage.share
-    used = where(shape.active_parameters == shape.active_parameters, shape.active_parameters, shape.parameters)
+    used = used_parameters(shape)
     width = shape_attention_width(shape)
     model_per_sample = transformer_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, width)
     extra = recompute_flops_per_sample(used, shape.layers, shape.hidden, shape.seq_len, shape.vocab, layout.recompute,

@@ -480,13 +480,14 @@ def fit_layouts(
     of its format. Then each rate: the median of its rows' implied rates at those ceilings
     (:func:`~mlsysim.validation.parallel.implied_rate`); each of its rows held out: the median of the others'.
     """
+    fastest = _fastest_link(runs[0], base)
     roles: list[str | None] = [rate_role(r) for r in runs]
     pins = [x is None for x in roles] if None in roles else [True] * len(runs)
     c16, exact, exact16, ceilings = _ceiling_table(runs, pins, base)
     table = {SIXTEEN_BIT: c16, **ceilings}
     if not all(pins):  # the rate rows' roles the rows identify; the others' rows pin the ceiling too
         moving = {role: _moves_time([replace(r.case, rate=role) for r, x in zip(runs, roles, strict=True)
-                                     if x == role], table, _fastest_link(runs[0], base), base)
+                                     if x == role], table, fastest, base)
                   for role in dict.fromkeys(x for x in roles if x is not None)}
         roles = [x if x is not None and moving[x] else None for x in roles]
         if not all(moving.values()):
@@ -545,7 +546,7 @@ def fit_layouts(
         sixteen_fitted=bool(exact16),
         bounds=bounds,
         rates=rates,
-        rate_bound=_fastest_link(runs[0], base),
+        rate_bound=fastest,
         identified=_identified([rate_role(r) for r in runs], moving, rates),
     )
 

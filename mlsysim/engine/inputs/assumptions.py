@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cached_property
-from math import isfinite
+from math import inf, isfinite
 from numbers import Real
 from typing import Annotated, ClassVar, Literal, get_origin
 
@@ -57,6 +57,16 @@ def _check_ceiling(value: object) -> float:
 
 
 Ceiling = Annotated[float, PlainValidator(as_pydantic(_check_ceiling))]
+
+
+def _scores(scores: Iterable[float], what: str, expected: str, lowest: float = -inf) -> tuple[float, ...]:
+    """At least 2 finite numbers above ``lowest``, as floats; else an InputError naming ``what``."""
+    values = [] if isinstance(scores, (str, bytes)) else list(scores)
+    if len(values) < 2 or not all(
+        isinstance(z, Real) and not isinstance(z, bool) and isfinite(z) and z > lowest for z in values
+    ):
+        raise InputError(f"{what}: expected at least 2 {expected}, got {scores!r}", field="scores")
+    return tuple(float(z) for z in values)
 
 MAX_IMBALANCE = 64.0
 """Highest expert load imbalance accepted (the busiest device 64 times the mean)."""
@@ -378,15 +388,8 @@ class Assumptions(Validated):
         :meth:`variant` has none, and no other object's intervals change. An object carrying
         scores is not equal to one without them.
         """
-        values = [] if isinstance(scores, (str, bytes)) else list(scores)
-        if len(values) < 2 or not all(
-            isinstance(z, Real) and not isinstance(z, bool) and isfinite(z) for z in values
-        ):
-            raise InputError(
-                f"interval scores: expected at least 2 finite numbers, got {scores!r}", field="scores"
-            )
         copy = self.variant()
-        copy._own_scores = (tuple(float(z) for z in values), str(source))
+        copy._own_scores = (_scores(scores, "interval scores", "finite numbers"), str(source))
         copy._own_layout_scores = self._own_layout_scores
         return copy
 
@@ -400,17 +403,10 @@ class Assumptions(Validated):
         held-out errors T_measured / T_predicted - 1 (``mlsysim validate mine``), in place of the published
         model-parallel runs' band. They travel as :meth:`with_interval_scores`' do (this object only; the
         data-parallel scores it holds are kept)."""
-        values = [] if isinstance(scores, (str, bytes)) else list(scores)
-        if len(values) < 2 or not all(
-            isinstance(z, Real) and not isinstance(z, bool) and isfinite(z) and z > -1.0 for z in values
-        ):
-            raise InputError(
-                f"layout interval scores: expected at least 2 finite numbers above -1, got {scores!r}",
-                field="scores",
-            )
+        values = _scores(scores, "layout interval scores", "finite numbers above -1", lowest=-1.0)
         copy = self.variant()
         copy._own_scores = self._own_scores
-        copy._own_layout_scores = (tuple(float(z) for z in values), str(source))
+        copy._own_layout_scores = (values, str(source))
         return copy
 
     @property

@@ -39,7 +39,7 @@ from mlsysim.physics.layout import (
     LayoutFigures,
     LayoutTerms,
 )
-from mlsysim.physics.multi_token import MTP_WEIGHT_EQUATION, mtp_layer_weight
+from mlsysim.physics.multi_token import MTP_WEIGHT_EQUATION
 from mlsysim.physics.operators import Experts, dense_mlp_parameters
 from mlsysim.physics.pipeline import BUBBLE_EQUATION, P2P_EQUATION
 from mlsysim.physics.pipeline_layout import (
@@ -49,7 +49,7 @@ from mlsysim.physics.pipeline_layout import (
 )
 from mlsysim.physics.records import Cluster, Layout, LinkCurves, ModelShape, Rates
 from mlsysim.physics.sharding import GATHER_EQUATION, LAYERWISE_EQUATION
-from mlsysim.physics.terms import shape_attention_width
+from mlsysim.physics.terms import shape_attention_width, shape_mtp_weight, used_parameters
 
 Step = tuple[str, str, str, str]
 
@@ -535,10 +535,7 @@ def _operator_steps(i: Priced, q: LayoutTerms) -> list[Step]:
 def _mtp_weight_step(i: Priced) -> tuple[float, Step]:
     """w of one MTP module and its step (:func:`~mlsysim.physics.multi_token.mtp_layer_weight`)."""
     shape = i.shape
-    used = shape.active_parameters if float(shape.active_parameters) == float(shape.active_parameters) else (
-        shape.parameters)
-    width = shape_attention_width(shape)
-    w = float(mtp_layer_weight(used, shape.layers, shape.hidden, shape.vocab, shape.seq_len, width))
+    used, width, w = used_parameters(shape), shape_attention_width(shape), float(shape_mtp_weight(shape))
     h, vocab = _n(shape.hidden), _n(shape.vocab)
     return w, ("one multi-token-prediction module in average layers (its block, projection and output head)",
                MTP_WEIGHT_EQUATION,
